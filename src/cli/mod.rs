@@ -1,0 +1,224 @@
+//! The command line (SPEC §2): parses flags and wires the parts together for each
+//! command. Holds no evaluation logic of its own.
+
+mod init;
+mod output;
+mod preview;
+mod run;
+
+use crate::engine::{Engine, EngineError, Pool};
+use crate::runner::{Prepared, Runner};
+use crate::store::Store;
+use crate::workspace::{Overrides, Workspace, WorkspaceError};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "rwb",
+    version,
+    about = "Reward workbench: write, score, serve and deploy reward functions",
+    args_conflicts_with_subcommands = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Workspace folder to open in the workbench.
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    shared: Shared,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Evaluate once, print the results and exit (for scripts and CI).
+    Run(RunArgs),
+    /// Like `reward-kit preview`, but evaluated locally.
+    Preview(PreviewArgs),
+    /// Write a small workspace that runs at once.
+    Init {
+        /// Folder to create (default: the current directory).
+        dir: Option<PathBuf>,
+    },
+}
+
+/// Options every command that evaluates takes.
+#[derive(Args, Debug, Clone, Default)]
+pub struct Shared {
+    /// Metric folders as NAME=PATH (several after one flag, or the flag repeated).
+    #[arg(short = 'm', long = "metrics-folders", num_args = 1.., value_name = "NAME=PATH")]
+    metrics_folders: Vec<String>,
+    /// An evaluator function as NAME=FILE.py::FUNC (repeatable).
+    #[arg(long = "function", value_name = "NAME=FILE.py::FUNC")]
+    functions: Vec<String>,
+    /// Samples file (JSONL); repeatable. Replaces discovery.
+    #[arg(short = 's', long = "samples", value_name = "FILE")]
+    samples: Vec<String>,
+    /// Python interpreter to run evaluators with.
+    #[arg(long, value_name = "PATH")]
+    python: Option<PathBuf>,
+    /// Worker processes (default: the number of CPUs).
+    #[arg(long, value_name = "N")]
+    jobs: Option<usize>,
+    /// Seconds one evaluation may take (default 30).
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
+    /// Evaluate everything; neither read nor write the cache.
+    #[arg(long)]
+    no_cache: bool,
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// Workspace folder (default: the current directory).
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    shared: Shared,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    format: Format,
+    /// Evaluate only the first N samples.
+    #[arg(long, value_name = "N")]
+    max_samples: Option<usize>,
+    /// Exit 1 when an evaluator's mean score is below SCORE.
+    #[arg(long, value_name = "SCORE")]
+    fail_under: Option<f64>,
+}
+
+#[derive(Args, Debug)]
+struct PreviewArgs {
+    #[command(flatten)]
+    shared: Shared,
+    /// Samples to preview (default 5, as reward-kit's preview).
+    #[arg(long, value_name = "N", default_value_t = 5)]
+    max_samples: usize,
+}
+
+#[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Table,
+    Json,
+    Jsonl,
+    Csv,
+}
+
+impl Shared {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            metrics_folders: self.metrics_folders.clone(),
+            functions: self.functions.clone(),
+            samples: self.samples.clone(),
+            python: self.python.clone(),
+            timeout: self.timeout,
+        }
+    }
+}
+
+/// A failure that ends a command before or instead of its results.
+pub enum Fail {
+    /// Usage or workspace error: exit 2 with one line.
+    Usage(String),
+}
+
+impl From<WorkspaceError> for Fail {
+    fn from(e: WorkspaceError) -> Fail {
+        Fail::Usage(e.0)
+    }
+}
+
+impl From<EngineError> for Fail {
+    fn from(e: EngineError) -> Fail {
+        Fail::Usage(e.to_string())
+    }
+}
+
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Some(Command::Init { dir }) => init::init(&dir.unwrap_or_else(|| PathBuf::from("."))),
+        Some(Command::Run(args)) => block_on(run::run(args)),
+        Some(Command::Preview(args)) => block_on(preview::preview(args)),
+        None => {
+            let args = RunArgs {
+                dir: cli.dir,
+                shared: cli.shared,
+                format: Format::Table,
+                max_samples: None,
+                fail_under: None,
+            };
+            block_on(run::run(args))
+        }
+    };
+    match result {
+        Ok(code) => code,
+        Err(Fail::Usage(message)) => {
+            eprintln!("rwb: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn block_on<F: std::future::Future<Output = Result<ExitCode, Fail>>>(
+    f: F,
+) -> Result<ExitCode, Fail> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Fail::Usage(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(f)
+}
+
+/// Everything a command needs to evaluate a workspace.
+pub struct Session {
+    pub workspace: Workspace,
+    pub runner: Runner,
+    pub use_cache: bool,
+}
+
+impl Session {
+    /// Loads the workspace and opens the cache (a broken cache is reported and skipped,
+    /// never fatal: results are still computed).
+    pub fn open(dir: PathBuf, shared: &Shared) -> Result<Session, Fail> {
+        let workspace = Workspace::load(&dir, &shared.overrides())?;
+        let jobs = shared.jobs.or(workspace.config.jobs).unwrap_or_else(|| {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(2)
+        });
+        let engine = Engine::new(workspace.python.clone(), workspace.root.clone())
+            .map_err(|e| Fail::Usage(format!("cannot prepare the worker runtime folder: {e}")))?;
+        let store = if shared.no_cache {
+            None
+        } else {
+            match Store::open(&workspace.root) {
+                Ok(s) => Some(Arc::new(s)),
+                Err(e) => {
+                    eprintln!("rwb: {e}; continuing without the cache");
+                    None
+                }
+            }
+        };
+        let runner = Runner::new(Arc::new(Pool::new(engine, jobs)), store);
+        Ok(Session {
+            workspace,
+            runner,
+            use_cache: !shared.no_cache,
+        })
+    }
+
+    /// Prepares every evaluator concurrently. A missing interpreter is fatal (exit 2).
+    pub async fn prepare_all(&self) -> Result<Vec<Prepared>, Fail> {
+        let futures = self
+            .workspace
+            .evaluators
+            .iter()
+            .map(|spec| self.runner.prepare(spec));
+        let mut out = Vec::new();
+        for p in futures::future::join_all(futures).await {
+            out.push(p?);
+        }
+        Ok(out)
+    }
+}

@@ -1,0 +1,450 @@
+//! Writing results as `rwb run --format table|json|jsonl|csv` (SPEC §4).
+
+use super::Format;
+use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
+use crate::runner::{Event, RunStats};
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::io::Write;
+
+/// One sample with every evaluator's outcome, in evaluator order.
+pub struct SampleResults {
+    pub at: SampleRef,
+    pub outcomes: Vec<Outcome>,
+}
+
+/// Puts outcomes that arrive in any order back into (sample, evaluator) order.
+struct Reorder {
+    evaluators: usize,
+    next: usize,
+    waiting: BTreeMap<usize, (SampleRef, Vec<Option<Outcome>>, usize)>,
+}
+
+impl Reorder {
+    fn new(evaluators: usize) -> Reorder {
+        Reorder {
+            evaluators,
+            next: 0,
+            waiting: BTreeMap::new(),
+        }
+    }
+
+    fn add(
+        &mut self,
+        evaluator: usize,
+        at: SampleRef,
+        outcome: Outcome,
+        ready: &mut Vec<SampleResults>,
+    ) {
+        let n = self.evaluators;
+        let entry = self
+            .waiting
+            .entry(at.index)
+            .or_insert_with(|| (at, (0..n).map(|_| None).collect(), 0));
+        if entry.1[evaluator].is_none() {
+            entry.2 += 1;
+        }
+        entry.1[evaluator] = Some(outcome);
+        while let Some(first) = self.waiting.first_entry() {
+            if *first.key() != self.next || first.get().2 < n {
+                break;
+            }
+            let (at, outcomes, _) = first.remove();
+            self.next += 1;
+            ready.push(SampleResults {
+                at,
+                outcomes: outcomes.into_iter().map(|o| o.expect("complete")).collect(),
+            });
+        }
+    }
+}
+
+pub struct Printer {
+    format: Format,
+    names: Vec<String>,
+    labels: Vec<String>,
+    reorder: Reorder,
+    summaries: Vec<SummaryBuilder>,
+    kept: Vec<SampleResults>,
+    out: std::io::BufWriter<std::io::Stdout>,
+    ready: Vec<SampleResults>,
+    pub errors: usize,
+}
+
+impl Printer {
+    pub fn new(format: Format, names: Vec<String>, labels: Vec<String>) -> Printer {
+        let n = names.len();
+        Printer {
+            format,
+            reorder: Reorder::new(n),
+            summaries: vec![SummaryBuilder::default(); n],
+            names,
+            labels,
+            kept: Vec::new(),
+            out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            ready: Vec::new(),
+            errors: 0,
+        }
+    }
+
+    pub fn add(&mut self, event: Event) {
+        let Event::Result {
+            evaluator,
+            at,
+            outcome,
+            ..
+        } = event;
+        self.summaries[evaluator].add(&outcome);
+        if outcome.is_error() {
+            self.errors += 1;
+        }
+        let mut ready = std::mem::take(&mut self.ready);
+        self.reorder.add(evaluator, at, outcome, &mut ready);
+        for sample in ready.drain(..) {
+            if self.format == Format::Jsonl {
+                self.write_jsonl(&sample);
+            } else {
+                self.kept.push(sample);
+            }
+        }
+        self.ready = ready;
+    }
+
+    fn write_jsonl(&mut self, sample: &SampleResults) {
+        for (i, outcome) in sample.outcomes.iter().enumerate() {
+            let row = ResultRow::new(
+                &sample.at,
+                &self.labels[sample.at.file],
+                &self.names[i],
+                outcome,
+            );
+            let _ = serde_json::to_writer(&mut self.out, &row);
+            let _ = self.out.write_all(b"\n");
+        }
+    }
+
+    pub fn summaries(&self) -> Vec<Summary> {
+        self.summaries.iter().map(|s| s.finish()).collect()
+    }
+
+    /// Writes what the format keeps for the end, then the summary (to stderr for jsonl).
+    pub fn finish(mut self, stats: &RunStats, seconds: f64) -> Vec<Summary> {
+        let summaries = self.summaries();
+        match self.format {
+            Format::Jsonl => {
+                let _ = self.out.flush();
+                let mut err = std::io::stderr().lock();
+                let _ = write_summary(&mut err, &self.names, &summaries, stats, seconds);
+            }
+            Format::Json => {
+                let mut results = Vec::new();
+                for sample in &self.kept {
+                    for (i, outcome) in sample.outcomes.iter().enumerate() {
+                        let row = ResultRow::new(
+                            &sample.at,
+                            &self.labels[sample.at.file],
+                            &self.names[i],
+                            outcome,
+                        );
+                        results.push(serde_json::to_value(&row).expect("rows serialize"));
+                    }
+                }
+                let summary: serde_json::Map<String, serde_json::Value> = self
+                    .names
+                    .iter()
+                    .zip(&summaries)
+                    .map(|(n, s)| {
+                        (
+                            n.clone(),
+                            serde_json::to_value(s).expect("summaries serialize"),
+                        )
+                    })
+                    .collect();
+                let doc = json!({"results": results, "summary": summary});
+                let _ = serde_json::to_writer_pretty(&mut self.out, &doc);
+                let _ = self.out.write_all(b"\n");
+                let _ = self.out.flush();
+            }
+            Format::Csv => {
+                let _ = self.write_csv();
+                let _ = self.out.flush();
+            }
+            Format::Table => {
+                let _ = self.write_table();
+                let _ = writeln!(self.out);
+                let _ = write_summary(&mut self.out, &self.names, &summaries, stats, seconds);
+                let _ = self.write_error_list();
+                let _ = self.out.flush();
+            }
+        }
+        summaries
+    }
+
+    fn write_table(&mut self) -> std::io::Result<()> {
+        let widths: Vec<usize> = self
+            .names
+            .iter()
+            .map(|n| n.chars().count().max(8))
+            .collect();
+        let place_width = self
+            .kept
+            .iter()
+            .map(|s| self.labels[s.at.file].len() + digits(s.at.line) + 1)
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        let index_width = digits(self.kept.len()).max(1);
+        write!(
+            self.out,
+            "{:>index_width$}  {:<place_width$}",
+            "#", "sample"
+        )?;
+        for (name, w) in self.names.iter().zip(&widths) {
+            write!(self.out, "  {name:>w$}")?;
+        }
+        writeln!(self.out)?;
+        for sample in &self.kept {
+            let place = format!("{}:{}", self.labels[sample.at.file], sample.at.line);
+            write!(
+                self.out,
+                "{:>index_width$}  {place:<place_width$}",
+                sample.at.index
+            )?;
+            for (outcome, w) in sample.outcomes.iter().zip(&widths) {
+                let cell = match (&outcome.error, outcome.score) {
+                    (Some(e), _) => clip(&format!("ERR {}", e.kind), *w),
+                    (None, Some(s)) => format!("{s:.3}"),
+                    (None, None) => "n/a".to_string(),
+                };
+                write!(self.out, "  {cell:>w$}")?;
+            }
+            writeln!(self.out)?;
+        }
+        Ok(())
+    }
+
+    fn write_error_list(&mut self) -> std::io::Result<()> {
+        const SHOWN: usize = 20;
+        let mut listed = 0;
+        for sample in &self.kept {
+            for (i, outcome) in sample.outcomes.iter().enumerate() {
+                let Some(e) = &outcome.error else { continue };
+                if listed == 0 {
+                    writeln!(self.out, "\nerrors:")?;
+                }
+                listed += 1;
+                if listed > SHOWN {
+                    continue;
+                }
+                let first_line = e.message.lines().next().unwrap_or("");
+                let place = match (&e.file, e.line) {
+                    (Some(f), Some(l)) => format!("  ({f}:{l})"),
+                    _ => String::new(),
+                };
+                writeln!(
+                    self.out,
+                    "  {}:{}  {}  {}: {}{}",
+                    self.labels[sample.at.file],
+                    sample.at.line,
+                    self.names[i],
+                    e.kind,
+                    first_line,
+                    place
+                )?;
+            }
+        }
+        if listed > SHOWN {
+            writeln!(
+                self.out,
+                "  … and {} more (see --format jsonl for all)",
+                listed - SHOWN
+            )?;
+        }
+        Ok(())
+    }
+
+    fn write_csv(&mut self) -> std::io::Result<()> {
+        let mut metric_names: Vec<String> = Vec::new();
+        for sample in &self.kept {
+            for outcome in &sample.outcomes {
+                for name in outcome.metrics.keys() {
+                    if !metric_names.contains(name) {
+                        metric_names.push(name.clone());
+                    }
+                }
+            }
+        }
+        let mut header = vec![
+            "sample",
+            "file",
+            "line",
+            "evaluator",
+            "score",
+            "is_score_valid",
+            "reason",
+            "error_type",
+            "error_message",
+            "duration_ms",
+        ]
+        .into_iter()
+        .map(String::from)
+        .collect::<Vec<_>>();
+        header.extend(metric_names.iter().map(|m| format!("metric:{m}")));
+        writeln!(
+            self.out,
+            "{}",
+            header
+                .iter()
+                .map(|h| csv_field(h))
+                .collect::<Vec<_>>()
+                .join(",")
+        )?;
+        for sample in &self.kept {
+            for (i, o) in sample.outcomes.iter().enumerate() {
+                let mut fields = vec![
+                    sample.at.index.to_string(),
+                    self.labels[sample.at.file].clone(),
+                    sample.at.line.to_string(),
+                    self.names[i].clone(),
+                    o.score.map(float).unwrap_or_default(),
+                    o.is_score_valid.to_string(),
+                    o.reason.clone().unwrap_or_default(),
+                    o.error.as_ref().map(|e| e.kind.clone()).unwrap_or_default(),
+                    o.error
+                        .as_ref()
+                        .map(|e| e.message.clone())
+                        .unwrap_or_default(),
+                    float(o.duration_ms),
+                ];
+                for m in &metric_names {
+                    let score = o
+                        .metrics
+                        .get(m)
+                        .and_then(|v| v.get("score"))
+                        .and_then(|s| s.as_f64());
+                    fields.push(score.map(float).unwrap_or_default());
+                }
+                writeln!(
+                    self.out,
+                    "{}",
+                    fields
+                        .iter()
+                        .map(|f| csv_field(f))
+                        .collect::<Vec<_>>()
+                        .join(",")
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn float(x: f64) -> String {
+    serde_json::to_string(&x).unwrap_or_default()
+}
+
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+fn digits(n: usize) -> usize {
+    n.max(1).ilog10() as usize + 1
+}
+
+fn clip(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        text.to_string()
+    } else {
+        let cut: String = text.chars().take(width.saturating_sub(1)).collect();
+        format!("{cut}…")
+    }
+}
+
+fn opt(x: Option<f64>) -> String {
+    x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into())
+}
+
+/// The per-evaluator summary table and a one-line total.
+pub fn write_summary(
+    out: &mut dyn Write,
+    names: &[String],
+    summaries: &[Summary],
+    stats: &RunStats,
+    seconds: f64,
+) -> std::io::Result<()> {
+    let w = names
+        .iter()
+        .map(|n| n.chars().count())
+        .max()
+        .unwrap_or(9)
+        .max(9);
+    writeln!(
+        out,
+        "{:<w$}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>9}  {:>6}",
+        "evaluator", "count", "errors", "mean", "std", "min", "max", "evaluated", "cached"
+    )?;
+    for (i, (name, s)) in names.iter().zip(summaries).enumerate() {
+        writeln!(
+            out,
+            "{name:<w$}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>9}  {:>6}",
+            s.count,
+            s.errors,
+            opt(s.mean),
+            opt(s.std),
+            opt(s.min),
+            opt(s.max),
+            stats.evaluated.get(i).copied().unwrap_or(0),
+            stats.cached.get(i).copied().unwrap_or(0),
+        )?;
+    }
+    let results: usize = summaries.iter().map(|s| s.count).sum();
+    let errors: usize = summaries.iter().map(|s| s.errors).sum();
+    writeln!(
+        out,
+        "{} samples × {} evaluators: {results} results, {errors} errors, {} evaluated, {} from cache in {seconds:.2} s",
+        stats.samples,
+        names.len(),
+        stats.evaluated.iter().sum::<usize>(),
+        stats.cached.iter().sum::<usize>(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EvalError, Outcome};
+
+    fn at(index: usize) -> SampleRef {
+        SampleRef {
+            index,
+            file: 0,
+            line: index + 1,
+        }
+    }
+
+    #[test]
+    fn reorder_releases_samples_only_when_complete_and_in_order() {
+        let mut r = Reorder::new(2);
+        let mut ready = Vec::new();
+        let o = || Outcome::failed(EvalError::new("X", "y"));
+        r.add(1, at(1), o(), &mut ready);
+        r.add(0, at(1), o(), &mut ready);
+        assert!(ready.is_empty(), "sample 0 is not complete yet");
+        r.add(0, at(0), o(), &mut ready);
+        assert!(ready.is_empty());
+        r.add(1, at(0), o(), &mut ready);
+        let order: Vec<usize> = ready.iter().map(|s| s.at.index).collect();
+        assert_eq!(order, vec![0, 1]);
+    }
+
+    #[test]
+    fn csv_quotes_only_when_needed() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

@@ -1,0 +1,40 @@
+//! The evaluation engine: Python worker processes and the protocol to them.
+//!
+//! Owns the fork-server ("zygote") of one interpreter, the evaluator workers it forks,
+//! per-evaluation timeouts and crash handling, and the worker pool that schedules
+//! batches over `--jobs` CPU slots. The Python that runs there lives in `python/`
+//! and is embedded into the binary.
+//!
+//! Must not: draw, serve HTTP, read samples files or touch the cache. It takes raw
+//! sample lines and gives back [`Outcome`](crate::model::Outcome)s.
+
+mod pool;
+mod protocol;
+mod worker;
+mod zygote;
+
+pub use pool::{Pool, PoolJob};
+pub use worker::{BatchEnd, Loaded, Worker};
+pub use zygote::{Engine, EngineError, ZygoteInfo};
+
+/// The Python files embedded into the binary, written to a private runtime folder
+/// when the engine starts. Paths are relative to that folder.
+pub const PYTHON_FILES: &[(&str, &str)] = &[
+    ("rwb_worker.py", include_str!("python/rwb_worker.py")),
+    (
+        "compat/reward_kit/__init__.py",
+        include_str!("python/reward_kit/__init__.py"),
+    ),
+    (
+        "compat/reward_kit/models.py",
+        include_str!("python/reward_kit/models.py"),
+    ),
+    (
+        "compat/reward_kit/typed_interface.py",
+        include_str!("python/reward_kit/typed_interface.py"),
+    ),
+    (
+        "compat/reward_kit/rewards/__init__.py",
+        include_str!("python/reward_kit/rewards/__init__.py"),
+    ),
+];

@@ -1,0 +1,100 @@
+//! The messages a worker sends back over its socket (see `python/rwb_worker.py`).
+
+use crate::model::{EvalError, Outcome};
+use serde::Deserialize;
+use serde_json::{Map, Value};
+
+/// The first line a forked worker writes after connecting.
+#[derive(Debug, Deserialize)]
+pub struct Hello {
+    pub hello: u64,
+    pub pid: i32,
+}
+
+/// The worker's answer once it imported (or failed to import) its evaluator.
+#[derive(Debug, Deserialize)]
+pub struct LoadReply {
+    #[serde(default)]
+    pub style: Option<String>,
+    #[serde(default)]
+    pub decorated: bool,
+    #[serde(default)]
+    pub files: Vec<String>,
+    #[serde(default)]
+    pub third_party: Vec<String>,
+    #[serde(default)]
+    pub import_error: Option<ImportError>,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ImportError {
+    #[serde(flatten)]
+    pub error: EvalError,
+    #[serde(default)]
+    pub files: Vec<String>,
+}
+
+/// A result as the worker reads it off the user's return value.
+#[derive(Debug, Deserialize)]
+pub struct WireResult {
+    pub score: Option<f64>,
+    #[serde(default = "yes")]
+    pub is_score_valid: bool,
+    #[serde(default)]
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub metrics: Map<String, Value>,
+    #[serde(default)]
+    pub step_outputs: Option<Value>,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One line of a batch's answer: a result for sample `i`, or the end of the batch.
+#[derive(Debug, Deserialize)]
+pub struct BatchLine {
+    #[serde(default)]
+    pub i: Option<u64>,
+    #[serde(default)]
+    pub ms: f64,
+    #[serde(default)]
+    pub ok: Option<WireResult>,
+    #[serde(default)]
+    pub err: Option<EvalError>,
+    #[serde(default)]
+    pub out: Option<String>,
+    #[serde(default)]
+    pub done: Option<usize>,
+    #[serde(default)]
+    pub files: Option<Vec<String>>,
+}
+
+impl BatchLine {
+    pub fn into_outcome(self) -> Outcome {
+        let mut outcome = match (self.ok, self.err) {
+            (Some(r), _) => Outcome {
+                score: r.score,
+                is_score_valid: r.is_score_valid,
+                reason: r.reason,
+                metrics: r.metrics,
+                step_outputs: r.step_outputs,
+                error: None,
+                result_error: r.error,
+                duration_ms: 0.0,
+                output: None,
+            },
+            (None, Some(e)) => Outcome::failed(e),
+            (None, None) => Outcome::failed(EvalError::new(
+                crate::model::kinds::INVALID_RESULT,
+                "the worker sent neither a result nor an error",
+            )),
+        };
+        outcome.duration_ms = self.ms;
+        outcome.output = self.out;
+        outcome
+    }
+}

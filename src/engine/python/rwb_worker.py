@@ -1,0 +1,740 @@
+"""rwb's Python side: a fork-server ("zygote") and the evaluator workers it forks.
+
+rwb starts this file once per interpreter:
+
+    python rwb_worker.py SOCKET_PATH COMPAT_DIR
+
+The zygote imports everything a worker needs (json, inspect, and reward_kit: the
+real package when it imports, else rwb's bundled copy from COMPAT_DIR), then waits
+for commands on stdin. A code change therefore costs one fork of this warm process,
+not a new interpreter and its imports.
+
+Each forked worker connects to rwb's Unix socket, imports ONE evaluator and then
+serves batches of sample lines, sending one result line per sample as soon as it
+is computed. User code never sees the protocol channel: its prints are captured per
+evaluation and returned with the result, and file descriptor 1 points at stderr.
+
+Protocol (one JSON object per line unless said otherwise):
+  rwb -> zygote stdin   {"op": "fork", "token": T, "root": DIR, "evaluator": {...}}
+                        {"op": "preload", "modules": ["numpy", ...]}
+  zygote -> rwb stdout  {"zygote": "ready", "python": ..., "reward_kit": ...}
+  worker -> socket      {"hello": T, "pid": P}
+                        {"ready": T, "style": ..., "files": [...], "third_party": [...]}
+                        or {"import_error": {"type", "message", "traceback", "file", "line"}}
+  rwb -> socket         "B <n>" then n lines "<id> <raw sample JSON>"; "Q" to quit
+  worker -> socket      {"i": id, "ms": f, "ok": {...result...}, "out": "..."}
+                        {"i": id, "ms": f, "err": {...}, "out": "..."}
+                        {"done": n, "files": [...]?} after each batch
+"""
+
+import inspect
+import io
+import json
+import math
+import os
+import signal
+import socket
+import sys
+import time
+import traceback
+
+PROTOCOL_VERSION = 1
+OUTPUT_LIMIT = 64 * 1024
+_SITE_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+
+
+# --------------------------------------------------------------------------------------
+# reward_kit: the real package when it imports, else the bundled compatible module
+# --------------------------------------------------------------------------------------
+
+
+def _load_reward_kit(compat_dir):
+    """Import reward_kit once in the zygote. Returns a description for rwb."""
+    real_error = None
+    try:
+        import reward_kit  # noqa: F401
+
+        return {"kind": "real", "version": getattr(reward_kit, "__version__", None)}
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("reward_kit",):
+            real_error = "%s: %s" % (type(exc).__name__, exc)
+    except Exception as exc:  # an installed but broken package
+        real_error = "%s: %s" % (type(exc).__name__, exc)
+    for name in [m for m in sys.modules if m == "reward_kit" or m.startswith("reward_kit.")]:
+        del sys.modules[name]
+    sys.path.append(compat_dir)
+    import reward_kit  # noqa: F811,F401  (the bundled one)
+    import reward_kit.models  # noqa: F401
+    import reward_kit.typed_interface  # noqa: F401
+
+    out = {"kind": "bundled", "version": getattr(reward_kit, "__version__", None)}
+    if real_error:
+        out["real_error"] = real_error
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# Errors and helpers shared by every style
+# --------------------------------------------------------------------------------------
+
+
+class EvalTimeout(BaseException):
+    """Raised inside user code by SIGALRM when an evaluation runs past its timeout.
+
+    A BaseException so that a user's `except Exception:` does not swallow it."""
+
+
+class InvalidResult(Exception):
+    """A return value rwb cannot read as a result (NaN score, a string, ...)."""
+
+
+def _on_alarm(signum, frame):
+    raise EvalTimeout()
+
+
+class Evaluation:
+    """Times one call, arms the timeout and captures what user code prints."""
+
+    def __init__(self, timeout, capture):
+        self.timeout = timeout
+        self.capture = capture
+
+    def call(self, fn, kwargs):
+        if self.timeout:
+            signal.setitimer(signal.ITIMER_REAL, self.timeout)
+        try:
+            return fn(**kwargs)
+        finally:
+            if self.timeout:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def take_output(self):
+        return self.capture.take()
+
+
+class Capture(io.TextIOBase):
+    """A text stream that collects everything written to it (stdout and stderr)."""
+
+    def __init__(self):
+        self._parts = []
+        self._size = 0
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not %s" % type(text).__name__)
+        if self._size < OUTPUT_LIMIT:
+            self._parts.append(text)
+        self._size += len(text)
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
+
+    def take(self):
+        if not self._parts:
+            return None
+        text = "".join(self._parts)
+        if self._size > OUTPUT_LIMIT:
+            text = text[:OUTPUT_LIMIT] + "\n[rwb: output cut at %d of %d characters]" % (OUTPUT_LIMIT, self._size)
+        self._parts = []
+        self._size = 0
+        return text
+
+
+def _is_project_file(path, roots):
+    if not path:
+        return False
+    if any(marker in path for marker in _SITE_MARKERS):
+        return False
+    return any(path == r or path.startswith(r + os.sep) for r in roots)
+
+
+def _error_info(exc, roots, kind=None, skip_frames=0):
+    """Describe an exception: bare type name, message, a traceback without rwb's own
+    frames, and the innermost frame that lies in the project (for the source pane)."""
+    tb = exc.__traceback__
+    for _ in range(skip_frames):
+        if tb is not None and tb.tb_next is not None:
+            tb = tb.tb_next
+    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    where_file, where_line = None, None
+    for frame, lineno in traceback.walk_tb(tb):
+        path = os.path.realpath(frame.f_code.co_filename)
+        if _is_project_file(path, roots):
+            where_file, where_line = path, lineno
+    if isinstance(exc, SyntaxError) and exc.filename:
+        path = os.path.realpath(exc.filename)
+        if _is_project_file(path, roots):
+            where_file, where_line = path, exc.lineno
+    info = {"type": kind or type(exc).__name__, "message": str(exc), "traceback": text}
+    if where_file:
+        info["file"] = where_file
+        info["line"] = where_line
+    return info
+
+
+def _number(value, what):
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        value = float(value)
+        if math.isnan(value) or math.isinf(value):
+            raise InvalidResult("%s is %r, not a finite number" % (what, value))
+        return value
+    raise InvalidResult("%s is %s %r, not a number" % (what, type(value).__name__, value))
+
+
+def _get(obj, key, default=None):
+    if isinstance(obj, dict):
+        return obj.get(key, default)
+    return getattr(obj, key, default)
+
+
+def _as_metric(name, value):
+    """One component metric in rwb's result shape."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return {"is_score_valid": True, "score": _number(value, "metric %r score" % name), "reason": None}
+    if isinstance(value, bool):
+        return {"is_score_valid": True, "score": float(value), "reason": None}
+    if hasattr(value, "model_dump") and not isinstance(value, dict):
+        value = value.model_dump()
+    score = _get(value, "score")
+    if score is None:
+        raise InvalidResult("metric %r has no score" % (name,))
+    reason = _get(value, "reason")
+    valid = _get(value, "is_score_valid", True)
+    return {
+        "is_score_valid": bool(valid) if valid is not None else True,
+        "score": _number(score, "metric %r score" % name),
+        "reason": None if reason is None else str(reason),
+    }
+
+
+def _as_result(value, strict):
+    """Read what an evaluator returned as rwb's result dict.
+
+    `strict` is for decorated reward-kit functions, whose return the decorator has
+    already validated; anything else is read as leniently as reward-kit's legacy
+    paths are: EvaluateResult-like objects, dicts with a score, (score, metrics)
+    tuples and bare numbers."""
+    if hasattr(value, "model_dump") and not isinstance(value, dict):
+        value = value.model_dump()
+    elif hasattr(value, "to_dict") and not isinstance(value, dict):
+        value = value.to_dict()
+    elif not isinstance(value, dict) and hasattr(value, "score") and hasattr(value, "metrics"):
+        value = {"score": value.score, "metrics": value.metrics, "reason": getattr(value, "reason", None)}
+    if isinstance(value, tuple) and len(value) == 2 and not strict:
+        score, metrics = value
+        value = {"score": score, "metrics": metrics if isinstance(metrics, dict) else {}}
+    if isinstance(value, (int, float)) and not strict:
+        value = {"score": value}
+    if not isinstance(value, dict):
+        raise InvalidResult(
+            "the evaluator returned %s; expected an EvaluateResult, a dict with 'score', "
+            "a (score, metrics) tuple or a number" % (_describe(value),)
+        )
+    if "score" not in value or value["score"] is None:
+        keys = ", ".join(map(str, value)) or "none"
+        raise InvalidResult("the evaluator returned a dict without a 'score' (keys: %s)" % keys)
+    metrics = value.get("metrics") or {}
+    if not isinstance(metrics, dict):
+        raise InvalidResult("'metrics' is %s, not a dict of metric results" % type(metrics).__name__)
+    reason = value.get("reason")
+    error = value.get("error")
+    valid = value.get("is_score_valid", True)
+    step_outputs = value.get("step_outputs")
+    if step_outputs is not None:
+        step_outputs = [s.model_dump() if hasattr(s, "model_dump") else s for s in step_outputs]
+    return {
+        "score": _number(value["score"], "score"),
+        "is_score_valid": bool(valid) if valid is not None else True,
+        "reason": None if reason is None else str(reason),
+        "metrics": {str(k): _as_metric(k, v) for k, v in metrics.items()},
+        "step_outputs": step_outputs,
+        "error": None if error is None else str(error),
+    }
+
+
+def _describe(value):
+    text = repr(value)
+    if len(text) > 80:
+        text = text[:77] + "..."
+    return "%s %s" % (type(value).__name__, text)
+
+
+def _accepts(fn):
+    """(names of parameters, whether it takes **kwargs) of the user's function."""
+    try:
+        params = inspect.signature(fn).parameters
+    except (TypeError, ValueError):
+        return set(), True
+    names = {p.name for p in params.values() if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    var_kw = any(p.kind == p.VAR_KEYWORD for p in params.values())
+    return names, var_kw
+
+
+def _filter_kwargs(kwargs, accepted):
+    names, var_kw = accepted
+    if var_kw:
+        return kwargs
+    return {k: v for k, v in kwargs.items() if k in names}
+
+
+def is_decorated(fn):
+    """Whether `fn` went through @reward_function (the real one or the bundled one)."""
+    return getattr(fn, "_reward_function_mode", None) is not None
+
+
+def detect_style(fn):
+    if getattr(fn, "_reward_function_mode", None) == "batch":
+        return "batch"
+    names, _ = _accepts(fn)
+    if "prompts" in names and "completions" in names:
+        return "trl"
+    if "solution_str" in names:
+        return "verl"
+    if "rollouts_messages" in names:
+        return "batch"
+    if "messages" in names:
+        return "reward-kit"
+    if "response" in names:
+        return "simple"
+    return "reward-kit"
+
+
+def _last(messages, role):
+    for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == role:
+            content = message.get("content")
+            return content if isinstance(content, str) else ("" if content is None else str(content))
+    return ""
+
+
+# --------------------------------------------------------------------------------------
+# The calling styles: each turns parsed samples into calls and results
+# --------------------------------------------------------------------------------------
+
+
+class Pointwise:
+    """reward-kit, simple and verl: one call per sample."""
+
+    batched = False
+
+    def __init__(self, fn, style, extra_kwargs):
+        self.fn = fn
+        self.style = style
+        self.extra = extra_kwargs
+        self.accepted = _accepts(fn)
+        self.strict = style == "reward-kit" and is_decorated(fn)
+
+    def arguments(self, sample):
+        if self.style == "reward-kit":
+            kwargs = dict(self.extra)
+            kwargs.update(sample)
+            kwargs["messages"] = sample["messages"]
+            kwargs["ground_truth"] = sample.get("ground_truth")
+            return _filter_kwargs(kwargs, self.accepted)
+        messages = sample["messages"]
+        if self.style == "simple":
+            kwargs = dict(self.extra)
+            kwargs.update({k: v for k, v in sample.items() if k != "messages"})
+            kwargs["response"] = _last(messages, "assistant")
+            kwargs["prompt"] = _last(messages, "user")
+            answer = sample.get("answer", sample.get("ground_truth"))
+            kwargs["answer"] = "" if answer is None else answer
+            return _filter_kwargs(kwargs, self.accepted)
+        # verl
+        ground_truth = sample.get("ground_truth")
+        reward_model = sample.get("reward_model")
+        if ground_truth is None and isinstance(reward_model, dict):
+            ground_truth = reward_model.get("ground_truth")
+        kwargs = dict(self.extra)
+        kwargs.update(
+            data_source=sample.get("data_source"),
+            solution_str=_last(messages, "assistant"),
+            ground_truth=ground_truth,
+            extra_info=sample.get("extra_info"),
+        )
+        return _filter_kwargs(kwargs, self.accepted)
+
+    def result(self, value):
+        if self.style == "verl" and isinstance(value, dict):
+            metrics = {k: _verl_metric(k, v) for k, v in value.items() if k != "score"}
+            value = {"score": value.get("score"), "metrics": metrics}
+        return _as_result(value, self.strict)
+
+
+def _verl_metric(name, value):
+    if isinstance(value, (int, float)):
+        return {"score": _number(value, "metric %r" % name), "reason": None}
+    return {"score": 0.0, "is_score_valid": False, "reason": repr(value)}
+
+
+class Batched:
+    """trl (prompts, completions) and reward-kit batch mode: one call per batch."""
+
+    batched = True
+
+    def __init__(self, fn, style, extra_kwargs):
+        self.fn = fn
+        self.style = style
+        self.extra = extra_kwargs
+        self.accepted = _accepts(fn)
+
+    def arguments(self, samples):
+        if self.style == "batch":
+            kwargs = dict(self.extra)
+            kwargs.update(_columns(samples, exclude=("messages",)))
+            kwargs["rollouts_messages"] = [s["messages"] for s in samples]
+            return _filter_kwargs(kwargs, self.accepted)
+        prompts, completions = [], []
+        for s in samples:
+            messages = s["messages"]
+            cut = len(messages)
+            if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant":
+                cut -= 1
+            prompts.append(messages[:cut])
+            completions.append(messages[cut:])
+        kwargs = dict(self.extra)
+        kwargs.update(_columns(samples, exclude=("messages",)))
+        kwargs["prompts"] = prompts
+        kwargs["completions"] = completions
+        return _filter_kwargs(kwargs, self.accepted)
+
+    def results(self, value, count):
+        if not isinstance(value, (list, tuple)):
+            raise InvalidResult("a batched evaluator must return a list; it returned %s" % _describe(value))
+        if len(value) != count:
+            raise InvalidResult("returned %d scores for a batch of %d samples" % (len(value), count))
+        out = []
+        for item in value:
+            if item is None and self.style == "trl":
+                out.append(None)
+            else:
+                out.append(_as_result(item, False))
+        return out
+
+
+def _columns(samples, exclude):
+    keys = []
+    for s in samples:
+        for k in s:
+            if k not in exclude and k not in keys:
+                keys.append(k)
+    return {k: [s.get(k) for s in samples] for k in keys}
+
+
+NO_SCORE = {
+    "score": None,
+    "is_score_valid": False,
+    "reason": "the evaluator returned None (no score) for this sample",
+    "metrics": {},
+    "step_outputs": None,
+    "error": None,
+}
+
+
+# --------------------------------------------------------------------------------------
+# The worker: one evaluator, many batches
+# --------------------------------------------------------------------------------------
+
+
+class Worker:
+    def __init__(self, sock, spec, root):
+        self.sock = sock
+        self.rfile = sock.makefile("rb", buffering=1 << 16)
+        self.spec = spec
+        self.root = os.path.realpath(root)
+        folder = spec.get("folder") or os.path.dirname(spec["file"])
+        self.folder = os.path.realpath(folder)
+        self.roots = [self.root, self.folder]
+        self.capture = Capture()
+        self.evaluation = Evaluation(spec.get("timeout") or 0, self.capture)
+        self.known_modules = 0
+        self.project_files = []
+
+    def send(self, obj):
+        self.sock.sendall(_dumps(obj))
+
+    def load(self):
+        """Import the evaluator's module; report its files, style and imports."""
+        import importlib.util
+
+        before = set(sys.modules)
+        path = os.path.realpath(self.spec["file"])
+        name = os.path.splitext(os.path.basename(path))[0]
+        try:
+            module_spec = importlib.util.spec_from_file_location(name, path)
+            if module_spec is None:
+                raise ImportError("cannot load %s as a Python module" % path)
+            module = importlib.util.module_from_spec(module_spec)
+            sys.modules[name] = module
+            module_spec.loader.exec_module(module)
+            function = self.spec.get("function") or "evaluate"
+            fn = getattr(module, function, None)
+            if fn is None:
+                raise AttributeError("%s defines no function %r" % (os.path.basename(path), function))
+            if not callable(fn):
+                raise TypeError("%r in %s is %s, not a function" % (function, os.path.basename(path), type(fn).__name__))
+        except BaseException as exc:  # SyntaxError, a missing module, anything the module raises
+            info = _error_info(exc, self.roots, kind="ImportFailed")
+            info["message"] = "%s: %s" % (type(exc).__name__, exc)
+            info["output"] = self.capture.take()
+            self.project_files = self._project_files()
+            info["files"] = self.project_files
+            self.send({"import_error": info})
+            return None
+        style = self.spec.get("style") or detect_style(fn)
+        extra = self.spec.get("kwargs") or {}
+        self.style = style
+        self.caller = Batched(fn, style, extra) if style in ("trl", "batch") else Pointwise(fn, style, extra)
+        third_party = sorted(
+            {
+                m.split(".")[0]
+                for m in set(sys.modules) - before
+                if m != name and not _is_project_file(_module_file(sys.modules.get(m)), self.roots)
+            }
+        )
+        self.project_files = self._project_files()
+        self.send(
+            {
+                "ready": True,
+                "style": style,
+                "decorated": is_decorated(fn),
+                "files": self.project_files,
+                "third_party": third_party,
+                "output": self.capture.take(),
+            }
+        )
+        return fn
+
+    def _project_files(self):
+        files = set()
+        for module in list(sys.modules.values()):
+            path = _module_file(module)
+            if _is_project_file(path, self.roots) and path.endswith(".py"):
+                files.add(path)
+        self.known_modules = len(sys.modules)
+        return sorted(files)
+
+    def serve(self):
+        while True:
+            header = self.rfile.readline()
+            if not header or header.startswith(b"Q"):
+                return
+            count = int(header[2:])
+            batch = []
+            for _ in range(count):
+                line = self.rfile.readline()
+                ident, _, raw = line.partition(b" ")
+                batch.append((int(ident), raw))
+            if self.caller.batched:
+                self.run_batched(batch)
+            else:
+                self.run_pointwise(batch)
+            done = {"done": count}
+            if len(sys.modules) != self.known_modules:
+                files = self._project_files()
+                if files != self.project_files:
+                    self.project_files = files
+                    done["files"] = files
+            self.send(done)
+
+    def run_pointwise(self, batch):
+        caller = self.caller
+        evaluation = self.evaluation
+        clock = time.perf_counter
+        for ident, raw in batch:
+            t0 = clock()
+            try:
+                sample = json.loads(raw)
+                kwargs = caller.arguments(sample)
+                t0 = clock()
+                value = evaluation.call(caller.fn, kwargs)
+                ms = (clock() - t0) * 1000.0
+                message = {"i": ident, "ms": ms, "ok": caller.result(value)}
+            except EvalTimeout:
+                message = self._timeout(ident, t0)
+            except InvalidResult as exc:
+                message = {"i": ident, "ms": (clock() - t0) * 1000.0, "err": {"type": "InvalidResult", "message": str(exc)}}
+            except BaseException as exc:
+                message = {"i": ident, "ms": (clock() - t0) * 1000.0, "err": _error_info(exc, self.roots, skip_frames=2)}
+            out = evaluation.take_output()
+            if out is not None:
+                message["out"] = out
+            self.send_result(message)
+
+    def run_batched(self, batch):
+        t0 = time.perf_counter()
+        idents = [ident for ident, _ in batch]
+        try:
+            samples = [json.loads(raw) for _, raw in batch]
+            kwargs = self.caller.arguments(samples)
+            t0 = time.perf_counter()
+            value = self.evaluation.call(self.caller.fn, kwargs)
+            ms = (time.perf_counter() - t0) * 1000.0 / max(1, len(batch))
+            results = self.caller.results(value, len(batch))
+            messages = [
+                {"i": ident, "ms": ms, "ok": NO_SCORE if r is None else r} for ident, r in zip(idents, results)
+            ]
+        except EvalTimeout:
+            messages = [self._timeout(ident, t0) for ident in idents]
+        except InvalidResult as exc:
+            err = {"type": "InvalidResult", "message": str(exc)}
+            messages = [{"i": ident, "ms": 0.0, "err": err} for ident in idents]
+        except BaseException as exc:
+            err = _error_info(exc, self.roots, skip_frames=2)
+            messages = [{"i": ident, "ms": 0.0, "err": err} for ident in idents]
+        out = self.evaluation.take_output()
+        if out is not None and messages:
+            messages[0]["out"] = out
+        for message in messages:
+            self.send_result(message)
+
+    def _timeout(self, ident, t0):
+        ms = (time.perf_counter() - t0) * 1000.0
+        limit = self.evaluation.timeout
+        return {
+            "i": ident,
+            "ms": ms,
+            "err": {
+                "type": "Timeout",
+                "message": "the evaluation did not return within %g s (set --timeout or `timeout` in rwb.toml)" % limit,
+            },
+        }
+
+    def send_result(self, message):
+        try:
+            data = _dumps(message)
+        except (TypeError, ValueError) as exc:
+            # NaN/inf inside step_outputs, or an object json cannot write
+            message = {
+                "i": message["i"],
+                "ms": message.get("ms", 0.0),
+                "err": {"type": "InvalidResult", "message": "the result cannot be written as JSON: %s" % exc},
+            }
+            data = _dumps(message)
+        self.sock.sendall(data)
+
+
+def _module_file(module):
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    return os.path.realpath(path)
+
+
+def _dumps(obj):
+    return (json.dumps(obj, ensure_ascii=False, allow_nan=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+# --------------------------------------------------------------------------------------
+# The zygote: stays warm, forks workers
+# --------------------------------------------------------------------------------------
+
+
+def _set_parent_death_signal():
+    """Linux: die with the zygote, even if it is killed with SIGKILL."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _child(sock_path, token, root, spec):
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    signal.signal(signal.SIGALRM, _on_alarm)
+    _set_parent_death_signal()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)  # C-level writes to stdout must never reach the zygote's control pipe
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(sock_path)
+    sock.sendall(_dumps({"hello": token, "pid": os.getpid()}))
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+    folder = spec.get("folder") or os.path.dirname(spec["file"])
+    os.chdir(root)
+    for entry in (root, folder):
+        while entry in sys.path:
+            sys.path.remove(entry)
+    sys.path[0:0] = [folder, root]
+    worker = Worker(sock, spec, root)
+    sys.stdin = open(os.devnull)
+    sys.stdout = worker.capture
+    sys.stderr = worker.capture
+    code = 0
+    try:
+        if worker.load() is not None:
+            worker.serve()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    except BaseException:
+        sys.__stderr__.write(traceback.format_exc())
+        code = 70
+    sys.__stderr__.flush()
+    os._exit(code)
+
+
+def main(argv):
+    sock_path, compat_dir = argv[1], argv[2]
+    control_out = sys.stdout
+    sys.stdout = sys.stderr  # anything the preloaded modules print stays off the control pipe
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    info = _load_reward_kit(compat_dir)
+
+    def reply(obj):
+        control_out.write(json.dumps(obj) + "\n")
+        control_out.flush()
+
+    reply(
+        {
+            "zygote": "ready",
+            "protocol": PROTOCOL_VERSION,
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+            "reward_kit": info,
+        }
+    )
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            break
+        command = json.loads(line)
+        op = command.get("op")
+        if op == "fork":
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                _child(sock_path, command["token"], command["root"], command["evaluator"])
+            reply({"forked": command["token"], "pid": pid})
+        elif op == "preload":
+            for name in command.get("modules", []):
+                if name in sys.modules:
+                    continue
+                try:
+                    __import__(name)
+                except BaseException:
+                    pass
+    # rwb went away: take every worker with us
+    try:
+        os.killpg(0, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+if __name__ == "__main__":
+    main(sys.argv)

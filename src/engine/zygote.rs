@@ -1,0 +1,400 @@
+//! The fork-server: one warm interpreter that forks a worker per evaluator.
+//!
+//! [`Engine`] writes the embedded Python files to a private runtime folder, listens on a
+//! Unix socket there, starts the zygote lazily (a fully cached run never starts Python)
+//! and hands out connected [`Worker`]s. Dropping the engine closes the zygote's stdin,
+//! and the zygote then kills every worker it forked.
+
+use super::protocol::{Hello, LoadReply};
+use super::worker::{Loaded, Worker};
+use crate::model::{EvalError, EvaluatorSpec, Style};
+use serde::Deserialize;
+use serde_json::json;
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex as StdMutex};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::UnixListener;
+use tokio::process::{Child, ChildStdin, Command};
+use tokio::sync::{oneshot, Mutex};
+
+/// How long a forked worker may take to connect back.
+const HELLO_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long the zygote may take to import reward_kit and say it is ready.
+const ZYGOTE_TIMEOUT: Duration = Duration::from_secs(120);
+/// How much of the workers' stderr is kept for error messages.
+const STDERR_KEEP: usize = 16 * 1024;
+
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// The interpreter is missing or does not start: nothing can run.
+    #[error("{0}")]
+    Interpreter(String),
+    /// The evaluator's module failed to import.
+    #[error("{}", .0.message)]
+    Import(EvalError, Vec<PathBuf>),
+    /// The worker died before it was ready (or the zygote did).
+    #[error("{0}")]
+    Crashed(String),
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// What the zygote reported about its interpreter.
+#[derive(Clone, Debug, Deserialize)]
+pub struct ZygoteInfo {
+    pub python: String,
+    pub executable: String,
+    pub reward_kit: RewardKitInfo,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+pub struct RewardKitInfo {
+    /// "real" or "bundled".
+    pub kind: String,
+    pub version: Option<String>,
+    /// Why an installed reward_kit could not be used.
+    pub real_error: Option<String>,
+}
+
+type Connection = (BufReader<OwnedReadHalf>, OwnedWriteHalf, i32);
+
+struct Zygote {
+    child: Child,
+    stdin: ChildStdin,
+    info: ZygoteInfo,
+}
+
+struct Shared {
+    python: PathBuf,
+    root: PathBuf,
+    runtime: tempfile::TempDir,
+    socket: PathBuf,
+    zygote: Mutex<Option<Zygote>>,
+    pending: StdMutex<HashMap<u64, oneshot::Sender<Connection>>>,
+    next_token: AtomicU64,
+    stderr_tail: Arc<StdMutex<VecDeque<u8>>>,
+    listener: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        self.listener.abort();
+    }
+}
+
+/// A handle on one interpreter's fork-server. Cheap to clone.
+#[derive(Clone)]
+pub struct Engine {
+    shared: Arc<Shared>,
+}
+
+impl Engine {
+    /// Prepares the runtime folder and socket. Must be called inside a tokio runtime.
+    /// Starts no process: the zygote starts with the first worker.
+    pub fn new(python: PathBuf, root: PathBuf) -> std::io::Result<Engine> {
+        let runtime = tempfile::Builder::new().prefix("rwb-").tempdir()?;
+        for (rel, text) in super::PYTHON_FILES {
+            let path = runtime.path().join(rel);
+            std::fs::create_dir_all(path.parent().expect("embedded files have a folder"))?;
+            std::fs::write(&path, text)?;
+        }
+        let socket = runtime.path().join("workers.sock");
+        let listener = UnixListener::bind(&socket)?;
+        let pending: StdMutex<HashMap<u64, oneshot::Sender<Connection>>> = Default::default();
+        let shared = Arc::new_cyclic(|weak: &std::sync::Weak<Shared>| {
+            let weak = weak.clone();
+            let task = tokio::spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let weak = weak.clone();
+                    tokio::spawn(async move {
+                        let (read, write) = stream.into_split();
+                        let mut reader = BufReader::new(read);
+                        let mut line = String::new();
+                        let greeted =
+                            tokio::time::timeout(HELLO_TIMEOUT, reader.read_line(&mut line)).await;
+                        let Ok(Ok(n)) = greeted else { return };
+                        let Ok(hello) = serde_json::from_str::<Hello>(&line[..n]) else {
+                            return;
+                        };
+                        let Some(shared) = weak.upgrade() else { return };
+                        let waiting = shared.pending.lock().unwrap().remove(&hello.hello);
+                        if let Some(tx) = waiting {
+                            let _ = tx.send((reader, write, hello.pid));
+                        }
+                    });
+                }
+            });
+            Shared {
+                python,
+                root,
+                runtime,
+                socket,
+                zygote: Mutex::new(None),
+                pending,
+                next_token: AtomicU64::new(1),
+                stderr_tail: Default::default(),
+                listener: task,
+            }
+        });
+        Ok(Engine { shared })
+    }
+
+    pub fn python(&self) -> &Path {
+        &self.shared.python
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.shared.root
+    }
+
+    /// The interpreter's report, starting the zygote if it is not running yet.
+    pub async fn info(&self) -> Result<ZygoteInfo, EngineError> {
+        let mut guard = self.shared.zygote.lock().await;
+        let zygote = self.ensure_zygote(&mut guard).await?;
+        Ok(zygote.info.clone())
+    }
+
+    /// Imports into the zygote modules that every future worker would import anyway
+    /// (the evaluators' third-party dependencies), so a fork finds them loaded.
+    pub async fn preload(&self, modules: &[String]) {
+        if modules.is_empty() {
+            return;
+        }
+        let mut guard = self.shared.zygote.lock().await;
+        if let Some(z) = guard.as_mut() {
+            let line = json!({"op": "preload", "modules": modules}).to_string() + "\n";
+            let _ = z.stdin.write_all(line.as_bytes()).await;
+        }
+    }
+
+    /// The last lines the workers wrote to stderr (outside of evaluations).
+    pub fn stderr_tail(&self) -> String {
+        let tail = self.shared.stderr_tail.lock().unwrap();
+        String::from_utf8_lossy(&tail.iter().copied().collect::<Vec<u8>>()).into_owned()
+    }
+
+    /// Forks a worker for `spec` and waits until it imported the evaluator.
+    pub async fn spawn_worker(&self, spec: &EvaluatorSpec) -> Result<Worker, EngineError> {
+        let token = self.shared.next_token.fetch_add(1, Ordering::Relaxed);
+        let (tx, rx) = oneshot::channel();
+        self.shared.pending.lock().unwrap().insert(token, tx);
+        let root = absolute(&self.shared.root);
+        let command = json!({
+            "op": "fork",
+            "token": token,
+            "root": root,
+            "evaluator": {
+                "name": spec.name,
+                "file": absolute(&spec.source.file()),
+                "folder": absolute(&spec.source.folder()),
+                "function": spec.source.function(),
+                "style": spec.style.map(|s| s.as_str()),
+                "kwargs": spec.kwargs,
+                "timeout": spec.timeout,
+            }
+        })
+        .to_string()
+            + "\n";
+        {
+            let mut guard = self.shared.zygote.lock().await;
+            let mut sent = false;
+            for _attempt in 0..2 {
+                let zygote = self.ensure_zygote(&mut guard).await?;
+                if zygote.stdin.write_all(command.as_bytes()).await.is_ok() {
+                    sent = true;
+                    break;
+                }
+                // the zygote died: start a new one and try once more
+                *guard = None;
+            }
+            if !sent {
+                self.shared.pending.lock().unwrap().remove(&token);
+                return Err(EngineError::Crashed(format!(
+                    "the Python fork-server stopped: {}",
+                    self.stderr_tail().trim()
+                )));
+            }
+        }
+        let connection = match tokio::time::timeout(HELLO_TIMEOUT, rx).await {
+            Ok(Ok(c)) => c,
+            _ => {
+                self.shared.pending.lock().unwrap().remove(&token);
+                return Err(EngineError::Crashed(format!(
+                    "the worker for '{}' did not start: {}",
+                    spec.name,
+                    self.stderr_tail().trim()
+                )));
+            }
+        };
+        let (mut reader, writer, pid) = connection;
+        // Importing may run arbitrary module-level code: give it the evaluation timeout,
+        // but never less than a minute (heavy imports such as torch are slow).
+        let limit = Duration::from_secs_f64(spec.timeout.max(60.0));
+        let mut line = String::new();
+        let read = tokio::time::timeout(limit, reader.read_line(&mut line)).await;
+        let reply: LoadReply = match read {
+            Ok(Ok(n)) if n > 0 => serde_json::from_str(&line).map_err(|e| {
+                EngineError::Crashed(format!("the worker sent an unreadable reply: {e}"))
+            })?,
+            Ok(_) => {
+                return Err(EngineError::Crashed(format!(
+                    "the worker for '{}' died while importing {}",
+                    spec.name,
+                    spec.source.file().display()
+                )))
+            }
+            Err(_) => {
+                kill(pid);
+                let mut error = EvalError::new(
+                    crate::model::kinds::IMPORT_FAILED,
+                    format!(
+                        "importing {} did not finish within {:.0} s",
+                        spec.source.file().display(),
+                        limit.as_secs_f64()
+                    ),
+                );
+                error.file = Some(spec.source.file().display().to_string());
+                return Err(EngineError::Import(error, vec![spec.source.file()]));
+            }
+        };
+        if let Some(failure) = reply.import_error {
+            let files = failure.files.iter().map(PathBuf::from).collect();
+            return Err(EngineError::Import(failure.error, files));
+        }
+        let style = reply
+            .style
+            .as_deref()
+            .and_then(Style::parse)
+            .unwrap_or(Style::RewardKit);
+        let loaded = Loaded {
+            style,
+            decorated: reply.decorated,
+            files: reply.files.iter().map(PathBuf::from).collect(),
+            third_party: reply.third_party,
+        };
+        Ok(Worker::new(pid, reader, writer, loaded, spec))
+    }
+
+    async fn ensure_zygote<'a>(
+        &self,
+        guard: &'a mut Option<Zygote>,
+    ) -> Result<&'a mut Zygote, EngineError> {
+        if let Some(z) = guard.as_mut() {
+            if z.child.try_wait().ok().flatten().is_some() {
+                *guard = None;
+            }
+        }
+        if guard.is_none() {
+            *guard = Some(self.start_zygote().await?);
+        }
+        Ok(guard.as_mut().expect("just started"))
+    }
+
+    async fn start_zygote(&self) -> Result<Zygote, EngineError> {
+        let shared = &self.shared;
+        let script = shared.runtime.path().join("rwb_worker.py");
+        let compat = shared.runtime.path().join("compat");
+        let mut command = Command::new(&shared.python);
+        command
+            .arg("-X")
+            .arg("utf8")
+            .arg(&script)
+            .arg(&shared.socket)
+            .arg(&compat)
+            .current_dir(&shared.root)
+            .env("PYTHONUNBUFFERED", "1")
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        let mut child = command.spawn().map_err(|e| {
+            EngineError::Interpreter(if e.kind() == std::io::ErrorKind::NotFound {
+                format!(
+                    "Python interpreter not found: {} (give --python PATH, set `python` in rwb.toml, or activate a virtualenv)",
+                    shared.python.display()
+                )
+            } else {
+                format!("cannot start Python interpreter {}: {e}", shared.python.display())
+            })
+        })?;
+        let stdin = child.stdin.take().expect("piped");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut stderr = child.stderr.take().expect("piped");
+        let tail = shared.stderr_tail.clone();
+        tokio::spawn(async move {
+            let mut buf = [0u8; 8192];
+            while let Ok(n) = stderr.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                let mut tail = tail.lock().unwrap();
+                tail.extend(&buf[..n]);
+                let excess = tail.len().saturating_sub(STDERR_KEEP);
+                tail.drain(..excess);
+            }
+        });
+        let mut line = String::new();
+        let ready = tokio::time::timeout(ZYGOTE_TIMEOUT, stdout.read_line(&mut line)).await;
+        let info = match ready {
+            Ok(Ok(n)) if n > 0 => {
+                #[derive(Deserialize)]
+                struct Ready {
+                    #[serde(flatten)]
+                    info: ZygoteInfo,
+                }
+                serde_json::from_str::<Ready>(&line).map(|r| r.info).ok()
+            }
+            _ => None,
+        };
+        let Some(info) = info else {
+            let _ = child.kill().await;
+            // give the stderr reader a moment to collect the interpreter's last words
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Err(EngineError::Interpreter(format!(
+                "Python interpreter {} did not start rwb's worker: {}",
+                shared.python.display(),
+                last_line(&self.stderr_tail())
+            )));
+        };
+        // Drain the zygote's replies so its pipe never fills.
+        tokio::spawn(async move {
+            let mut line = String::new();
+            while let Ok(n) = stdout.read_line(&mut line).await {
+                if n == 0 {
+                    break;
+                }
+                line.clear();
+            }
+        });
+        Ok(Zygote { child, stdin, info })
+    }
+}
+
+fn last_line(text: &str) -> String {
+    text.trim()
+        .lines()
+        .last()
+        .unwrap_or("it printed nothing")
+        .to_string()
+}
+
+pub(crate) fn absolute(path: &Path) -> PathBuf {
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+/// Sends SIGKILL to a worker process.
+pub(crate) fn kill(pid: i32) {
+    if pid > 0 {
+        // SAFETY: kill(2) has no memory-safety preconditions.
+        unsafe {
+            libc::kill(pid, libc::SIGKILL);
+        }
+    }
+}

@@ -1,0 +1,13 @@
+//! rwb, the reward workbench: write reward functions in Python, see every sample's
+//! score, component and reason at each save, then serve, tunnel or deploy them.
+//!
+//! One folder per part: `model` (plain data), `workspace` (discovery, config, samples
+//! files), `engine` (Python workers), `store` (the SQLite cache), `runner` (a run
+//! through the cache), `cli` (the commands).
+
+pub mod cli;
+pub mod engine;
+pub mod model;
+pub mod runner;
+pub mod store;
+pub mod workspace;

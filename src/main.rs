@@ -1,0 +1,3 @@
+fn main() -> std::process::ExitCode {
+    reward_workbench::cli::main()
+}

@@ -1,0 +1,363 @@
+//! Plain data shared by every part: evaluator specs, sample references and results.
+//!
+//! Owns the shapes and their JSON forms (SPEC §4). Does no I/O: reading files,
+//! running Python and storing results belong to `workspace/`, `engine/` and `store/`.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+use std::fmt;
+use std::path::PathBuf;
+
+/// How rwb calls an evaluator (SPEC §3), detected from its signature or set in `rwb.toml`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Style {
+    /// `fn(messages=..., ground_truth=..., **sample_keys)`, one call per sample.
+    RewardKit,
+    /// reward-kit `mode="batch"`: `fn(rollouts_messages=[...])`, one call per batch.
+    Batch,
+    /// `f(response, prompt=, answer=, **kwargs) -> float`.
+    Simple,
+    /// TRL: `f(prompts, completions, **columns) -> list[float | None]`, batched.
+    Trl,
+    /// veRL: `compute_score(data_source, solution_str, ground_truth, extra_info)`.
+    Verl,
+}
+
+impl Style {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Style::RewardKit => "reward-kit",
+            Style::Batch => "batch",
+            Style::Simple => "simple",
+            Style::Trl => "trl",
+            Style::Verl => "verl",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Style> {
+        Some(match text {
+            "reward-kit" | "reward_kit" | "pointwise" => Style::RewardKit,
+            "batch" => Style::Batch,
+            "simple" => Style::Simple,
+            "trl" => Style::Trl,
+            "verl" => Style::Verl,
+            _ => return None,
+        })
+    }
+
+    pub fn is_batched(self) -> bool {
+        matches!(self, Style::Trl | Style::Batch)
+    }
+}
+
+impl fmt::Display for Style {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Where an evaluator's code lives.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Source {
+    /// A reward-kit metric folder: `main.py` defining `evaluate`.
+    Folder(PathBuf),
+    /// `FILE.py::FUNC`.
+    Function { file: PathBuf, function: String },
+}
+
+impl Source {
+    pub fn file(&self) -> PathBuf {
+        match self {
+            Source::Folder(dir) => dir.join("main.py"),
+            Source::Function { file, .. } => file.clone(),
+        }
+    }
+
+    pub fn folder(&self) -> PathBuf {
+        match self {
+            Source::Folder(dir) => dir.clone(),
+            Source::Function { file, .. } => file
+                .parent()
+                .map(|p| p.to_path_buf())
+                .unwrap_or_else(|| PathBuf::from(".")),
+        }
+    }
+
+    pub fn function(&self) -> &str {
+        match self {
+            Source::Folder(_) => "evaluate",
+            Source::Function { function, .. } => function,
+        }
+    }
+}
+
+/// One evaluator as the workspace defines it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EvaluatorSpec {
+    pub name: String,
+    pub source: Source,
+    /// `None`: detected from the signature.
+    pub style: Option<Style>,
+    /// Per-evaluation timeout in seconds.
+    pub timeout: f64,
+    /// Extra keyword arguments passed on every call.
+    pub kwargs: Map<String, Value>,
+    /// Samples per call for batched styles.
+    pub batch_size: usize,
+}
+
+/// One component metric of a result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Metric {
+    pub score: Option<f64>,
+    pub is_score_valid: bool,
+    pub reason: Option<String>,
+}
+
+/// Why an evaluation produced no result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvalError {
+    /// Bare class name of what user code raised, or one of rwb's own kinds
+    /// (`Timeout`, `WorkerCrashed`, `ImportFailed`, `InvalidResult`, `BadSample`).
+    #[serde(rename = "type")]
+    pub kind: String,
+    pub message: String,
+    #[serde(default)]
+    pub traceback: Option<String>,
+    /// The innermost project file and line of the traceback, for the source pane.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<u32>,
+}
+
+impl EvalError {
+    pub fn new(kind: impl Into<String>, message: impl Into<String>) -> EvalError {
+        EvalError {
+            kind: kind.into(),
+            message: message.into(),
+            traceback: None,
+            file: None,
+            line: None,
+        }
+    }
+
+    /// Errors that say something about the environment, not the code and sample:
+    /// they are never cached.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self.kind.as_str(),
+            kinds::TIMEOUT | kinds::WORKER_CRASHED | kinds::IMPORT_FAILED | kinds::BAD_SAMPLE
+        )
+    }
+}
+
+/// rwb's own error kinds.
+pub mod kinds {
+    pub const TIMEOUT: &str = "Timeout";
+    pub const WORKER_CRASHED: &str = "WorkerCrashed";
+    pub const IMPORT_FAILED: &str = "ImportFailed";
+    pub const INVALID_RESULT: &str = "InvalidResult";
+    pub const BAD_SAMPLE: &str = "BadSample";
+}
+
+/// What one evaluator gave for one sample: a result, or the error instead of one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Outcome {
+    pub score: Option<f64>,
+    pub is_score_valid: bool,
+    pub reason: Option<String>,
+    #[serde(default)]
+    pub metrics: Map<String, Value>,
+    #[serde(default)]
+    pub step_outputs: Option<Value>,
+    pub error: Option<EvalError>,
+    /// The string a user put in `EvaluateResult.error` (still a valid result).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_error: Option<String>,
+    pub duration_ms: f64,
+    /// What the evaluator printed while scoring this sample.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<String>,
+}
+
+impl Outcome {
+    pub fn failed(error: EvalError) -> Outcome {
+        Outcome {
+            score: None,
+            is_score_valid: false,
+            reason: None,
+            metrics: Map::new(),
+            step_outputs: None,
+            error: Some(error),
+            result_error: None,
+            duration_ms: 0.0,
+            output: None,
+        }
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.error.is_some()
+    }
+
+    /// The component metrics as typed values (unknown shapes are skipped).
+    pub fn metric_list(&self) -> Vec<(String, Metric)> {
+        self.metrics
+            .iter()
+            .filter_map(|(k, v)| Some((k.clone(), serde_json::from_value(v.clone()).ok()?)))
+            .collect()
+    }
+}
+
+/// Where a sample came from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SampleRef {
+    /// 0-based over all samples files in order, blank lines skipped.
+    pub index: usize,
+    /// Index into the run's list of samples files.
+    pub file: usize,
+    /// 1-based physical line.
+    pub line: usize,
+}
+
+/// One (sample, evaluator) row as `rwb run --format jsonl` prints it (SPEC §4).
+#[derive(Debug, Serialize)]
+pub struct ResultRow<'a> {
+    pub sample: usize,
+    pub file: &'a str,
+    pub line: usize,
+    pub evaluator: &'a str,
+    pub score: Option<f64>,
+    pub is_score_valid: bool,
+    pub reason: &'a Option<String>,
+    pub metrics: &'a Map<String, Value>,
+    pub step_outputs: &'a Option<Value>,
+    pub error: &'a Option<EvalError>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result_error: &'a Option<String>,
+    pub duration_ms: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cached: Option<bool>,
+}
+
+impl<'a> ResultRow<'a> {
+    pub fn new(sample: &SampleRef, file: &'a str, evaluator: &'a str, o: &'a Outcome) -> Self {
+        ResultRow {
+            sample: sample.index,
+            file,
+            line: sample.line,
+            evaluator,
+            score: o.score,
+            is_score_valid: o.is_score_valid,
+            reason: &o.reason,
+            metrics: &o.metrics,
+            step_outputs: &o.step_outputs,
+            error: &o.error,
+            result_error: &o.result_error,
+            duration_ms: o.duration_ms,
+            cached: None,
+        }
+    }
+}
+
+/// Mean, spread and error count of one evaluator's scores.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Summary {
+    pub count: usize,
+    pub errors: usize,
+    pub mean: Option<f64>,
+    pub std: Option<f64>,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+}
+
+/// Accumulates a [`Summary`] one outcome at a time (Welford's algorithm).
+#[derive(Clone, Debug, Default)]
+pub struct SummaryBuilder {
+    count: usize,
+    errors: usize,
+    scored: usize,
+    mean: f64,
+    m2: f64,
+    min: Option<f64>,
+    max: Option<f64>,
+}
+
+impl SummaryBuilder {
+    pub fn add(&mut self, outcome: &Outcome) {
+        self.count += 1;
+        if outcome.is_error() {
+            self.errors += 1;
+            return;
+        }
+        if let Some(x) = outcome.score {
+            self.scored += 1;
+            let delta = x - self.mean;
+            self.mean += delta / self.scored as f64;
+            self.m2 += delta * (x - self.mean);
+            self.min = Some(self.min.map_or(x, |m| m.min(x)));
+            self.max = Some(self.max.map_or(x, |m| m.max(x)));
+        }
+    }
+
+    pub fn finish(&self) -> Summary {
+        let has = self.scored > 0;
+        Summary {
+            count: self.count,
+            errors: self.errors,
+            mean: has.then_some(self.mean),
+            std: has.then(|| (self.m2 / self.scored as f64).sqrt()),
+            min: self.min,
+            max: self.max,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scored(x: f64) -> Outcome {
+        Outcome {
+            score: Some(x),
+            is_score_valid: true,
+            reason: None,
+            metrics: Map::new(),
+            step_outputs: None,
+            error: None,
+            result_error: None,
+            duration_ms: 0.0,
+            output: None,
+        }
+    }
+
+    #[test]
+    fn summary_counts_errors_apart_from_scores() {
+        let mut b = SummaryBuilder::default();
+        for x in [0.0, 0.5, 1.0] {
+            b.add(&scored(x));
+        }
+        b.add(&Outcome::failed(EvalError::new("ValueError", "boom")));
+        let s = b.finish();
+        assert_eq!(s.count, 4);
+        assert_eq!(s.errors, 1);
+        assert_eq!(s.mean, Some(0.5));
+        assert!((s.std.unwrap() - (1.0f64 / 6.0).sqrt()).abs() < 1e-12);
+        assert_eq!((s.min, s.max), (Some(0.0), Some(1.0)));
+    }
+
+    #[test]
+    fn styles_round_trip_through_their_names() {
+        for s in [
+            Style::RewardKit,
+            Style::Batch,
+            Style::Simple,
+            Style::Trl,
+            Style::Verl,
+        ] {
+            assert_eq!(Style::parse(s.as_str()), Some(s));
+        }
+        assert_eq!(Style::parse("nope"), None);
+    }
+}

@@ -1,0 +1,276 @@
+//! The on-disk store: results cached per (evaluator code, sample, kwargs) in SQLite
+//! under `DIR/.rwb/`, and what each evaluator imported last time.
+//!
+//! SQLite in WAL mode with every write in a transaction, so killing rwb at any moment
+//! leaves the file whole. Must not spawn processes or know about Python.
+
+use crate::model::{Outcome, Style};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Duration;
+
+/// Identifies one version of an evaluator's code, style, kwargs and interpreter.
+pub type CodeKey = [u8; 32];
+/// Identifies one sample line's content.
+pub type SampleHash = [u8; 16];
+
+const SCHEMA_VERSION: i64 = 1;
+const WRITE_BATCH: usize = 2000;
+const WRITE_EVERY: Duration = Duration::from_millis(100);
+
+#[derive(Debug, thiserror::Error)]
+#[error("cache {path}: {message}")]
+pub struct StoreError {
+    pub path: PathBuf,
+    pub message: String,
+}
+
+/// What an evaluator imported the last time a worker loaded it, with each file's
+/// content hash: while every file still hashes the same, the import is known without
+/// starting Python.
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ImportMemo {
+    pub style: Style,
+    pub files: Vec<(PathBuf, String)>,
+}
+
+pub struct Store {
+    path: PathBuf,
+    conn: Mutex<Connection>,
+}
+
+impl Store {
+    /// The cache file of a workspace.
+    pub fn path_for(root: &Path) -> PathBuf {
+        root.join(".rwb").join("cache.sqlite")
+    }
+
+    pub fn open(root: &Path) -> Result<Store, StoreError> {
+        let path = Store::path_for(root);
+        let fail = |message: String| StoreError {
+            path: path.clone(),
+            message,
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| fail(format!("cannot create folder: {e}")))?;
+        }
+        let conn = open_connection(&path).map_err(|e| {
+            fail(format!(
+                "{e} (delete the file to start a fresh cache, or run with --no-cache)"
+            ))
+        })?;
+        Ok(Store {
+            path,
+            conn: Mutex::new(conn),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn fail(&self, e: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            path: self.path.clone(),
+            message: e.to_string(),
+        }
+    }
+
+    /// Every cached outcome of one code version, by sample hash.
+    pub fn results_for(&self, key: &CodeKey) -> Result<HashMap<SampleHash, Outcome>, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt = conn
+            .prepare_cached("SELECT sample_hash, outcome FROM results WHERE code_key = ?1")
+            .map_err(|e| self.fail(e))?;
+        let rows = stmt
+            .query_map(params![&key[..]], |row| {
+                let hash: Vec<u8> = row.get(0)?;
+                let text: String = row.get(1)?;
+                Ok((hash, text))
+            })
+            .map_err(|e| self.fail(e))?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let (hash, text) = row.map_err(|e| self.fail(e))?;
+            let (Ok(hash), Ok(outcome)) = (
+                <SampleHash>::try_from(hash.as_slice()),
+                serde_json::from_str::<Outcome>(&text),
+            ) else {
+                continue; // a row from another version of rwb: evaluate again
+            };
+            out.insert(hash, outcome);
+        }
+        Ok(out)
+    }
+
+    pub fn import_memo(&self, spec_key: &CodeKey) -> Option<ImportMemo> {
+        let conn = self.conn.lock().unwrap();
+        let text: Option<String> = conn
+            .query_row(
+                "SELECT memo FROM imports WHERE spec_key = ?1",
+                params![&spec_key[..]],
+                |row| row.get(0),
+            )
+            .optional()
+            .ok()
+            .flatten();
+        serde_json::from_str(&text?).ok()
+    }
+
+    pub fn put_import_memo(&self, spec_key: &CodeKey, memo: &ImportMemo) -> Result<(), StoreError> {
+        let conn = self.conn.lock().unwrap();
+        let text = serde_json::to_string(memo).expect("memo serializes");
+        conn.execute(
+            "INSERT OR REPLACE INTO imports (spec_key, memo) VALUES (?1, ?2)",
+            params![&spec_key[..], text],
+        )
+        .map_err(|e| self.fail(e))?;
+        Ok(())
+    }
+
+    /// A background writer with its own connection, batching inserts into transactions.
+    pub fn writer(&self) -> Result<StoreWriter, StoreError> {
+        let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
+        let (tx, rx) = flume::unbounded::<(CodeKey, SampleHash, String)>();
+        let handle = std::thread::Builder::new()
+            .name("rwb-store".into())
+            .spawn(move || write_loop(conn, rx))
+            .map_err(|e| self.fail(e))?;
+        Ok(StoreWriter {
+            tx: Some(tx),
+            handle: Some(handle),
+        })
+    }
+}
+
+fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
+    let conn = Connection::open(path)?;
+    conn.busy_timeout(Duration::from_secs(10))?;
+    conn.pragma_update(None, "journal_mode", "WAL")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    if version != SCHEMA_VERSION {
+        conn.execute_batch(
+            "BEGIN;
+             DROP TABLE IF EXISTS results;
+             DROP TABLE IF EXISTS imports;
+             CREATE TABLE results (
+                 code_key BLOB NOT NULL,
+                 sample_hash BLOB NOT NULL,
+                 outcome TEXT NOT NULL,
+                 PRIMARY KEY (code_key, sample_hash)
+             ) WITHOUT ROWID;
+             CREATE TABLE imports (spec_key BLOB PRIMARY KEY, memo TEXT NOT NULL);
+             COMMIT;",
+        )?;
+        conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    Ok(conn)
+}
+
+fn write_loop(mut conn: Connection, rx: flume::Receiver<(CodeKey, SampleHash, String)>) {
+    let mut pending = Vec::with_capacity(WRITE_BATCH);
+    loop {
+        let first = match rx.recv() {
+            Ok(row) => row,
+            Err(_) => return,
+        };
+        pending.push(first);
+        let deadline = std::time::Instant::now() + WRITE_EVERY;
+        while pending.len() < WRITE_BATCH {
+            match rx.recv_deadline(deadline) {
+                Ok(row) => pending.push(row),
+                Err(_) => break,
+            }
+        }
+        let result = (|| -> rusqlite::Result<()> {
+            let tx = conn.transaction()?;
+            {
+                let mut stmt = tx.prepare_cached(
+                    "INSERT OR REPLACE INTO results (code_key, sample_hash, outcome) VALUES (?1, ?2, ?3)",
+                )?;
+                for (key, hash, text) in &pending {
+                    stmt.execute(params![&key[..], &hash[..], text])?;
+                }
+            }
+            tx.commit()
+        })();
+        if let Err(e) = result {
+            eprintln!("rwb: could not write to the cache: {e}");
+        }
+        pending.clear();
+    }
+}
+
+/// Queues outcomes for the store; `finish` waits until they are on disk.
+pub struct StoreWriter {
+    tx: Option<flume::Sender<(CodeKey, SampleHash, String)>>,
+    handle: Option<std::thread::JoinHandle<()>>,
+}
+
+impl StoreWriter {
+    pub fn put(&self, key: &CodeKey, sample: &SampleHash, outcome: &Outcome) {
+        if let Some(tx) = &self.tx {
+            let text = serde_json::to_string(outcome).expect("outcomes serialize");
+            let _ = tx.send((*key, *sample, text));
+        }
+    }
+
+    pub fn finish(mut self) {
+        self.close();
+    }
+
+    fn close(&mut self) {
+        self.tx.take();
+        if let Some(h) = self.handle.take() {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for StoreWriter {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{EvalError, Outcome};
+
+    #[test]
+    fn outcomes_survive_a_reopen() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let key = [7u8; 32];
+        let mut outcome = Outcome::failed(EvalError::new("ValueError", "boom"));
+        outcome.duration_ms = 1.5;
+        let writer = store.writer().unwrap();
+        writer.put(&key, &[1u8; 16], &outcome);
+        writer.finish();
+        drop(store);
+        let store = Store::open(dir.path()).unwrap();
+        let got = store.results_for(&key).unwrap();
+        assert_eq!(got.len(), 1);
+        assert_eq!(got[&[1u8; 16]], outcome);
+        assert!(store.results_for(&[8u8; 32]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_file_that_is_not_sqlite_is_reported_with_its_path() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".rwb")).unwrap();
+        std::fs::write(
+            Store::path_for(dir.path()),
+            b"this is not a database, just text ".repeat(100),
+        )
+        .unwrap();
+        let e = Store::open(dir.path()).err().expect("must fail");
+        let text = e.to_string();
+        assert!(text.contains("cache.sqlite"), "{text}");
+        assert!(text.contains("--no-cache"), "{text}");
+    }
+}

@@ -1,0 +1,115 @@
+//! `rwb.toml`: the workspace's own settings.
+
+use super::WorkspaceError;
+use serde::Deserialize;
+use serde_json::{Map, Value};
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The parsed `rwb.toml`. Every field is optional; unknown keys are errors so that a
+/// typo is reported rather than silently ignored.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    pub python: Option<String>,
+    pub jobs: Option<usize>,
+    /// Per-evaluation timeout in seconds for every evaluator.
+    pub timeout: Option<f64>,
+    pub theme: Option<String>,
+    /// Samples files relative to the workspace (replaces discovery).
+    pub samples: Option<Vec<String>>,
+    #[serde(default)]
+    pub evaluators: BTreeMap<String, EvaluatorConfig>,
+    /// Sections later parts read (serve, tunnel, deploy, insight); kept as raw tables.
+    #[serde(default)]
+    pub serve: Option<toml::Table>,
+    #[serde(default)]
+    pub tunnel: Option<toml::Table>,
+    #[serde(default)]
+    pub deploy: Option<toml::Table>,
+    #[serde(default)]
+    pub insight: Option<toml::Table>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EvaluatorConfig {
+    /// A metric folder, relative to the workspace.
+    pub path: Option<String>,
+    /// `FILE.py::FUNC`, relative to the workspace.
+    pub function: Option<String>,
+    pub style: Option<String>,
+    pub timeout: Option<f64>,
+    pub kwargs: Option<Map<String, Value>>,
+    pub batch_size: Option<usize>,
+    /// Weight in the combined reward.
+    pub weight: Option<f64>,
+    /// The evaluator `POST /evaluate` serves.
+    pub default: Option<bool>,
+}
+
+impl Config {
+    /// Reads the file if it exists; a missing file is the empty configuration.
+    pub fn load(path: &Path) -> Result<Config, WorkspaceError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Config::default()),
+            Err(e) => {
+                return Err(WorkspaceError(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )))
+            }
+        };
+        Config::parse(&text).map_err(|m| WorkspaceError(format!("{}: {m}", path.display())))
+    }
+
+    /// Parses the text of an `rwb.toml`; the error names the line and what is wrong.
+    pub fn parse(text: &str) -> Result<Config, String> {
+        toml::from_str(text).map_err(|e| {
+            let line = e
+                .span()
+                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+            let message = e.message().trim().to_string();
+            match line {
+                Some(l) => format!("line {l}: {message}"),
+                None => message,
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_every_section() {
+        let c = Config::parse(
+            r#"
+python = ".venv/bin/python"
+timeout = 5
+[evaluators.math]
+path = "metrics/math"
+style = "reward-kit"
+kwargs = { tolerance = 0.01 }
+[serve]
+port = 9000
+"#,
+        )
+        .unwrap();
+        assert_eq!(c.python.as_deref(), Some(".venv/bin/python"));
+        assert_eq!(c.timeout, Some(5.0));
+        let math = &c.evaluators["math"];
+        assert_eq!(math.path.as_deref(), Some("metrics/math"));
+        assert_eq!(math.kwargs.as_ref().unwrap()["tolerance"], 0.01);
+        assert_eq!(c.serve.unwrap()["port"].as_integer(), Some(9000));
+    }
+
+    #[test]
+    fn a_typo_names_its_line() {
+        let e = Config::parse("python = \"python3\"\ntimeuot = 5\n").unwrap_err();
+        assert!(e.starts_with("line 2:"), "{e}");
+        assert!(e.contains("timeuot"), "{e}");
+    }
+}

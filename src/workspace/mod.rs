@@ -1,0 +1,327 @@
+//! The workspace: which evaluators and samples files a folder holds, its `rwb.toml`,
+//! and reading samples files line by line.
+//!
+//! Owns discovery (SPEC §2), configuration layering (file, then flags) and the
+//! streaming JSONL reader. Must not know the screen, run Python or touch the cache.
+
+mod config;
+mod samples;
+
+pub use config::{Config, EvaluatorConfig};
+pub use samples::{check_sample, hash_line, SampleLine, SamplesReader};
+
+use crate::model::{EvaluatorSpec, Source, Style};
+use serde_json::Map;
+use std::path::{Path, PathBuf};
+
+/// Default per-evaluation timeout in seconds.
+pub const DEFAULT_TIMEOUT: f64 = 30.0;
+/// Default samples per call for batched styles (TRL).
+pub const DEFAULT_BATCH_SIZE: usize = 16;
+
+/// A usage or workspace error: one line naming the file and what to do (exit code 2).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct WorkspaceError(pub String);
+
+fn err<T>(message: impl Into<String>) -> Result<T, WorkspaceError> {
+    Err(WorkspaceError(message.into()))
+}
+
+/// What the command line says about the workspace (flags override `rwb.toml`).
+#[derive(Clone, Debug, Default)]
+pub struct Overrides {
+    /// `-m NAME=PATH`, as given.
+    pub metrics_folders: Vec<String>,
+    /// `--function NAME=FILE.py::FUNC`, as given.
+    pub functions: Vec<String>,
+    /// `-s FILE`, as given.
+    pub samples: Vec<String>,
+    pub python: Option<PathBuf>,
+    pub timeout: Option<f64>,
+}
+
+/// One samples file: where it is and how results name it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SamplesFile {
+    pub path: PathBuf,
+    /// The path as given on the command line, or relative to the workspace.
+    pub label: String,
+}
+
+/// A resolved workspace.
+#[derive(Clone, Debug)]
+pub struct Workspace {
+    pub root: PathBuf,
+    pub config: Config,
+    pub evaluators: Vec<EvaluatorSpec>,
+    pub samples: Vec<SamplesFile>,
+    pub python: PathBuf,
+}
+
+impl Workspace {
+    /// Reads `DIR/rwb.toml` (if any), discovers evaluators and samples, applies flags.
+    pub fn load(dir: &Path, overrides: &Overrides) -> Result<Workspace, WorkspaceError> {
+        if !dir.is_dir() {
+            return err(format!(
+                "workspace folder not found: {} (give an existing folder, or run `rwb init {}`)",
+                dir.display(),
+                dir.display()
+            ));
+        }
+        let root = dir.to_path_buf();
+        let config = Config::load(&root.join("rwb.toml"))?;
+        let evaluators = resolve_evaluators(&root, &config, overrides)?;
+        let samples = resolve_samples(&root, &config, overrides)?;
+        let python = resolve_python(&root, &config, overrides);
+        Ok(Workspace {
+            root,
+            config,
+            evaluators,
+            samples,
+            python,
+        })
+    }
+
+    pub fn evaluator(&self, name: &str) -> Option<&EvaluatorSpec> {
+        self.evaluators.iter().find(|e| e.name == name)
+    }
+}
+
+/// `--python`, else `rwb.toml`'s `python`, else `$VIRTUAL_ENV/bin/python`, else `python3`.
+pub fn resolve_python(root: &Path, config: &Config, overrides: &Overrides) -> PathBuf {
+    if let Some(p) = &overrides.python {
+        return p.clone();
+    }
+    if let Some(p) = &config.python {
+        let p = PathBuf::from(p);
+        // a bare name ("python3.12") is looked up on PATH; a path is relative to DIR
+        return if p.components().count() > 1 && p.is_relative() {
+            root.join(p)
+        } else {
+            p
+        };
+    }
+    if let Some(venv) = std::env::var_os("VIRTUAL_ENV").filter(|v| !v.is_empty()) {
+        return PathBuf::from(venv).join("bin").join("python");
+    }
+    PathBuf::from("python3")
+}
+
+fn split_pair<'a>(
+    flag: &str,
+    value: &'a str,
+    what: &str,
+) -> Result<(&'a str, &'a str), WorkspaceError> {
+    match value.split_once('=') {
+        Some((name, rest)) if !name.trim().is_empty() && !rest.trim().is_empty() => {
+            Ok((name.trim(), rest.trim()))
+        }
+        _ => err(format!(
+            "{flag} takes NAME={what}, got '{value}' (for example {flag} relevance={})",
+            if what == "PATH" {
+                "./metrics/relevance"
+            } else {
+                "rewards.py::my_reward"
+            }
+        )),
+    }
+}
+
+fn folder_spec(name: &str, dir: PathBuf, shown: &str) -> Result<EvaluatorSpec, WorkspaceError> {
+    if !dir.is_dir() {
+        return err(format!(
+            "metric folder not found: {name}={shown} (check the path; it is relative to the current directory)"
+        ));
+    }
+    if !dir.join("main.py").is_file() {
+        return err(format!(
+            "metric folder {name}={shown} has no main.py (a metric folder needs main.py defining `evaluate`)"
+        ));
+    }
+    Ok(base_spec(name, Source::Folder(dir)))
+}
+
+fn function_spec(name: &str, target: &str, base: &Path) -> Result<EvaluatorSpec, WorkspaceError> {
+    let Some((file, function)) = target.rsplit_once("::") else {
+        return err(format!(
+            "--function {name}={target}: expected FILE.py::FUNC (for example rewards.py::my_reward)"
+        ));
+    };
+    let path = base.join(file);
+    if !path.is_file() {
+        return err(format!(
+            "evaluator file not found: {} (from {name}={target})",
+            path.display()
+        ));
+    }
+    Ok(base_spec(
+        name,
+        Source::Function {
+            file: path,
+            function: function.to_string(),
+        },
+    ))
+}
+
+fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
+    EvaluatorSpec {
+        name: name.to_string(),
+        source,
+        style: None,
+        timeout: DEFAULT_TIMEOUT,
+        kwargs: Map::new(),
+        batch_size: DEFAULT_BATCH_SIZE,
+    }
+}
+
+fn resolve_evaluators(
+    root: &Path,
+    config: &Config,
+    overrides: &Overrides,
+) -> Result<Vec<EvaluatorSpec>, WorkspaceError> {
+    let mut specs: Vec<EvaluatorSpec> = Vec::new();
+    let from_flags = !overrides.metrics_folders.is_empty() || !overrides.functions.is_empty();
+    if from_flags {
+        let cwd = PathBuf::from(".");
+        for value in &overrides.metrics_folders {
+            let (name, path) = split_pair("-m/--metrics-folders", value, "PATH")?;
+            specs.push(folder_spec(name, cwd.join(path), path)?);
+        }
+        for value in &overrides.functions {
+            let (name, target) = split_pair("--function", value, "FILE.py::FUNC")?;
+            specs.push(function_spec(name, target, &cwd)?);
+        }
+    } else {
+        let metrics = root.join("metrics");
+        if metrics.is_dir() {
+            let mut dirs: Vec<PathBuf> = std::fs::read_dir(&metrics)
+                .map_err(|e| WorkspaceError(format!("cannot read {}: {e}", metrics.display())))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.join("main.py").is_file())
+                .collect();
+            dirs.sort();
+            for dir in dirs {
+                let name = dir
+                    .file_name()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned();
+                specs.push(base_spec(&name, Source::Folder(dir)));
+            }
+        }
+        for (name, entry) in &config.evaluators {
+            let spec = match (&entry.path, &entry.function) {
+                (Some(path), None) => {
+                    let shown = format!("{path} (in rwb.toml)");
+                    folder_spec(name, root.join(path), &shown)?
+                }
+                (None, Some(target)) => function_spec(name, target, root)?,
+                (None, None) if specs.iter().any(|s| &s.name == name) => continue,
+                _ => {
+                    return err(format!(
+                        "rwb.toml: [evaluators.{name}] needs exactly one of `path` (a metric folder) or `function` (FILE.py::FUNC)"
+                    ))
+                }
+            };
+            specs.retain(|s| &s.name != name);
+            specs.push(spec);
+        }
+    }
+    // Per-evaluator settings from rwb.toml apply to flag-given evaluators too.
+    for spec in &mut specs {
+        spec.timeout = overrides
+            .timeout
+            .or(config.timeout)
+            .unwrap_or(DEFAULT_TIMEOUT);
+        if let Some(entry) = config.evaluators.get(&spec.name) {
+            if let Some(style) = &entry.style {
+                spec.style = Some(Style::parse(style).ok_or_else(|| {
+                    WorkspaceError(format!(
+                        "rwb.toml: [evaluators.{}] style = \"{style}\" is not one of reward-kit, batch, simple, trl, verl",
+                        spec.name
+                    ))
+                })?);
+            }
+            if let Some(t) = entry.timeout {
+                if overrides.timeout.is_none() {
+                    spec.timeout = t;
+                }
+            }
+            if let Some(kwargs) = &entry.kwargs {
+                spec.kwargs = kwargs.clone();
+            }
+            if let Some(b) = entry.batch_size {
+                spec.batch_size = b.max(1);
+            }
+        }
+    }
+    if specs.is_empty() {
+        return err(format!(
+            "no evaluators in {}: add metrics/NAME/main.py, give -m NAME=PATH or --function NAME=FILE.py::FUNC, or run `rwb init`",
+            root.display()
+        ));
+    }
+    Ok(specs)
+}
+
+fn resolve_samples(
+    root: &Path,
+    config: &Config,
+    overrides: &Overrides,
+) -> Result<Vec<SamplesFile>, WorkspaceError> {
+    let mut files = Vec::new();
+    if !overrides.samples.is_empty() {
+        for given in &overrides.samples {
+            let path = PathBuf::from(given);
+            if !path.is_file() {
+                return err(format!("samples file not found: {given}"));
+            }
+            files.push(SamplesFile {
+                path,
+                label: given.clone(),
+            });
+        }
+        return Ok(files);
+    }
+    if let Some(listed) = &config.samples {
+        for rel in listed {
+            let path = root.join(rel);
+            if !path.is_file() {
+                return err(format!(
+                    "samples file not found: {} (listed in rwb.toml)",
+                    path.display()
+                ));
+            }
+            files.push(SamplesFile {
+                path,
+                label: rel.clone(),
+            });
+        }
+    } else {
+        for (dir, prefix) in [(root.to_path_buf(), ""), (root.join("samples"), "samples/")] {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            let mut found: Vec<PathBuf> = entries
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "jsonl"))
+                .collect();
+            found.sort();
+            for path in found {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                files.push(SamplesFile {
+                    label: format!("{prefix}{name}"),
+                    path,
+                });
+            }
+        }
+    }
+    if files.is_empty() {
+        return err(format!(
+            "no samples in {}: add a *.jsonl file there or in samples/, or give -s FILE",
+            root.display()
+        ));
+    }
+    Ok(files)
+}

@@ -1,0 +1,222 @@
+//! Samples files, read one line at a time (never loaded whole).
+
+use super::SamplesFile;
+use crate::model::SampleRef;
+use serde::de::IgnoredAny;
+use serde::Deserialize;
+use serde_json::value::RawValue;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+
+/// One non-blank line of a samples file.
+#[derive(Clone, Debug)]
+pub struct SampleLine {
+    pub at: SampleRef,
+    /// The line without its line ending.
+    pub raw: String,
+    /// Content hash of the trimmed line (the cache key's sample part).
+    pub hash: [u8; 16],
+    /// Why this line is not a usable sample (`BadSample`).
+    pub bad: Option<String>,
+}
+
+pub fn hash_line(raw: &str) -> [u8; 16] {
+    let digest = blake3::hash(raw.trim().as_bytes());
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&digest.as_bytes()[..16]);
+    out
+}
+
+/// Checks that a line is a JSON object with a list `messages` without building it.
+pub fn check_sample(raw: &str) -> Result<(), String> {
+    #[derive(Deserialize)]
+    struct Probe<'a> {
+        #[serde(borrow, default)]
+        messages: Option<&'a RawValue>,
+    }
+    let trimmed = raw.trim();
+    if !trimmed.starts_with('{') {
+        return match serde_json::from_str::<IgnoredAny>(trimmed) {
+            Ok(_) => Err(format!(
+                "the line is JSON {}, not an object with \"messages\"",
+                json_kind(trimmed)
+            )),
+            Err(e) => Err(format!("not JSON: {}", describe_json_error(&e))),
+        };
+    }
+    let probe: Probe = serde_json::from_str(trimmed)
+        .map_err(|e| format!("not JSON: {}", describe_json_error(&e)))?;
+    match probe.messages {
+        None => Err("no \"messages\" key (each line needs \"messages\": [{\"role\": ..., \"content\": ...}, ...])".into()),
+        Some(m) if m.get().starts_with('[') => Ok(()),
+        Some(m) => Err(format!(
+            "\"messages\" is {}, not a list of messages",
+            json_kind(m.get())
+        )),
+    }
+}
+
+fn json_kind(text: &str) -> &'static str {
+    match text.as_bytes().first() {
+        Some(b'{') => "an object",
+        Some(b'[') => "a list",
+        Some(b'"') => "a string",
+        Some(b't') | Some(b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    }
+}
+
+fn describe_json_error(e: &serde_json::Error) -> String {
+    // serde_json says "at line 1 column N"; within one JSONL line only the column matters
+    let text = e.to_string();
+    match text.rsplit_once(" at line ") {
+        Some((what, pos)) => {
+            let column = pos.rsplit_once("column ").map(|(_, c)| c).unwrap_or(pos);
+            format!("{what} at column {column}")
+        }
+        None => text,
+    }
+}
+
+/// Streams the samples of several files in order, numbering them as SPEC §4 says.
+pub struct SamplesReader {
+    files: Vec<SamplesFile>,
+    current: Option<(usize, BufReader<File>)>,
+    next_file: usize,
+    line_no: usize,
+    index: usize,
+    buf: Vec<u8>,
+}
+
+impl SamplesReader {
+    pub fn new(files: &[SamplesFile]) -> SamplesReader {
+        SamplesReader {
+            files: files.to_vec(),
+            current: None,
+            next_file: 0,
+            line_no: 0,
+            index: 0,
+            buf: Vec::with_capacity(8192),
+        }
+    }
+}
+
+impl Iterator for SamplesReader {
+    type Item = std::io::Result<SampleLine>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.current.is_none() {
+                let file = self.files.get(self.next_file)?;
+                let opened = File::open(&file.path).map_err(|e| {
+                    std::io::Error::new(
+                        e.kind(),
+                        format!("cannot read samples file {}: {e}", file.label),
+                    )
+                });
+                let reader = match opened {
+                    Ok(f) => BufReader::with_capacity(1 << 16, f),
+                    Err(e) => {
+                        self.next_file = self.files.len();
+                        return Some(Err(e));
+                    }
+                };
+                self.current = Some((self.next_file, reader));
+                self.next_file += 1;
+                self.line_no = 0;
+            }
+            let (file_idx, reader) = self.current.as_mut().expect("set above");
+            let file_idx = *file_idx;
+            self.buf.clear();
+            match reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => {
+                    self.current = None;
+                    continue;
+                }
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            }
+            self.line_no += 1;
+            while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
+                self.buf.pop();
+            }
+            if self.buf.iter().all(|b| b.is_ascii_whitespace()) {
+                continue;
+            }
+            let at = SampleRef {
+                index: self.index,
+                file: file_idx,
+                line: self.line_no,
+            };
+            self.index += 1;
+            let (raw, bad) = match std::str::from_utf8(&self.buf) {
+                Ok(text) => {
+                    let raw = text.to_string();
+                    let bad = check_sample(&raw).err();
+                    (raw, bad)
+                }
+                Err(e) => (
+                    String::from_utf8_lossy(&self.buf).into_owned(),
+                    Some(format!(
+                        "not UTF-8 text (invalid byte at column {})",
+                        e.valid_up_to() + 1
+                    )),
+                ),
+            };
+            let hash = hash_line(&raw);
+            return Some(Ok(SampleLine { at, raw, hash, bad }));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn checks_the_shape_of_a_line() {
+        assert!(check_sample(r#"{"messages": [{"role": "user", "content": "hi"}]}"#).is_ok());
+        let e = check_sample("{\"messages\": [").unwrap_err();
+        assert!(e.starts_with("not JSON: "), "{e}");
+        let e = check_sample(r#"{"prompt": "x"}"#).unwrap_err();
+        assert!(e.contains("no \"messages\""), "{e}");
+        let e = check_sample(r#"{"messages": "hello"}"#).unwrap_err();
+        assert_eq!(e, "\"messages\" is a string, not a list of messages");
+        let e = check_sample("[1, 2]").unwrap_err();
+        assert!(e.contains("JSON a list, not an object"), "{e}");
+        let e = check_sample("hello").unwrap_err();
+        assert!(e.contains("at column 1"), "{e}");
+    }
+
+    #[test]
+    fn numbers_samples_across_files_and_skips_blank_lines() {
+        let dir = tempfile::tempdir().unwrap();
+        let a = dir.path().join("a.jsonl");
+        let b = dir.path().join("b.jsonl");
+        std::fs::write(&a, "{\"messages\": []}\n\n{\"messages\": []}\r\n").unwrap();
+        std::fs::write(&b, "  \nnot json\n").unwrap();
+        let files = [
+            SamplesFile {
+                path: a,
+                label: "a.jsonl".into(),
+            },
+            SamplesFile {
+                path: b,
+                label: "b.jsonl".into(),
+            },
+        ];
+        let lines: Vec<SampleLine> = SamplesReader::new(&files).map(|l| l.unwrap()).collect();
+        let at: Vec<(usize, usize, usize)> = lines
+            .iter()
+            .map(|l| (l.at.index, l.at.file, l.at.line))
+            .collect();
+        assert_eq!(at, vec![(0, 0, 1), (1, 0, 3), (2, 1, 2)]);
+        assert!(lines[1].bad.is_none());
+        assert_eq!(
+            lines[0].hash, lines[1].hash,
+            "line endings do not change the hash"
+        );
+        assert!(lines[2].bad.as_deref().unwrap().starts_with("not JSON"));
+    }
+}
