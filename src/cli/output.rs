@@ -181,10 +181,14 @@ impl Printer {
     }
 
     fn write_table(&mut self) -> std::io::Result<()> {
-        let widths: Vec<usize> = self
-            .names
-            .iter()
-            .map(|n| n.chars().count().max(8))
+        let widths: Vec<usize> = (0..self.names.len())
+            .map(|i| {
+                let errors = self.kept.iter().any(|s| s.outcomes[i].is_error());
+                self.names[i]
+                    .chars()
+                    .count()
+                    .max(if errors { 14 } else { 8 })
+            })
             .collect();
         let place_width = self
             .kept
@@ -212,7 +216,7 @@ impl Printer {
             )?;
             for (outcome, w) in sample.outcomes.iter().zip(&widths) {
                 let cell = match (&outcome.error, outcome.score) {
-                    (Some(e), _) => clip(&format!("ERR {}", e.kind), *w),
+                    (Some(e), _) => clip(&format!("! {}", e.kind), *w),
                     (None, Some(s)) => format!("{s:.3}"),
                     (None, None) => "n/a".to_string(),
                 };

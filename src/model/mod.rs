@@ -237,8 +237,9 @@ pub struct ResultRow<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_error: &'a Option<String>,
     pub duration_ms: f64,
+    /// What the evaluator printed for this sample (only when it printed).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub cached: Option<bool>,
+    pub output: &'a Option<String>,
 }
 
 impl<'a> ResultRow<'a> {
@@ -256,7 +257,7 @@ impl<'a> ResultRow<'a> {
             error: &o.error,
             result_error: &o.result_error,
             duration_ms: o.duration_ms,
-            cached: None,
+            output: &o.output,
         }
     }
 }

@@ -130,6 +130,21 @@ impl Store {
         Ok(())
     }
 
+    /// SQLite's own consistency check of the file ("ok" when whole).
+    pub fn integrity_check(&self) -> Result<String, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .map_err(|e| self.fail(e))
+    }
+
+    /// How many outcomes the cache holds.
+    pub fn result_count(&self) -> Result<usize, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        conn.query_row("SELECT COUNT(*) FROM results", [], |r| r.get::<_, i64>(0))
+            .map(|n| n as usize)
+            .map_err(|e| self.fail(e))
+    }
+
     /// A background writer with its own connection, batching inserts into transactions.
     pub fn writer(&self) -> Result<StoreWriter, StoreError> {
         let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;

@@ -174,6 +174,9 @@ def _error_info(exc, roots, kind=None, skip_frames=0):
             where_file, where_line = path, exc.lineno
     info = {"type": kind or type(exc).__name__, "message": str(exc), "traceback": text}
     if where_file:
+        root = roots[0]
+        if where_file.startswith(root + os.sep):
+            where_file = os.path.relpath(where_file, root)
         info["file"] = where_file
         info["line"] = where_line
     return info

@@ -1,0 +1,317 @@
+//! SPEC §9: every bad input gets its own error on its own rows, and nothing else is lost.
+//! Each test runs the real binary with real Python workers.
+
+mod common;
+use common::*;
+
+/// A workspace with the good `length` evaluator, a `bad` one with `body` as its
+/// function body, and 4 samples.
+fn with_bad(body: &str) -> Ws {
+    let bad = format!(
+        "import os, sys, time, math, signal\nfrom reward_kit import reward_function, EvaluateResult\n\n@reward_function\ndef evaluate(messages, ground_truth=None, **kwargs):\n    i = int(messages[0][\"content\"].split()[-1])\n{body}\n    return EvaluateResult(score=0.25, reason=\"fine\")\n"
+    );
+    Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("metrics/bad/main.py", &bad),
+        ("samples.jsonl", &samples(4)),
+    ])
+}
+
+fn assert_good_rows_intact(run: &Run, samples: u64) {
+    for s in 0..samples {
+        let row = run.row(s, "length");
+        assert!(row["error"].is_null(), "length must be unaffected: {row}");
+        assert!(row["score"].as_f64().is_some());
+    }
+}
+
+#[test]
+fn a_line_that_is_not_json_or_lacks_messages_is_a_bad_sample_and_the_rest_runs() {
+    let text = format!(
+        "{}this is not json\n{{\"prompt\": \"no messages\"}}\n{{\"messages\": \"a string\"}}\n\n{}",
+        samples(1),
+        samples(2)
+    );
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &text),
+    ]);
+    let run = ws.run(&["--no-cache"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let rows = run.rows();
+    assert_eq!(rows.len(), 6, "6 non-blank lines: {}", run.stdout);
+    let bad = |sample: u64, line: u64, needle: &str| {
+        let row = run.row(sample, "length");
+        assert_eq!(row["line"], line);
+        assert_eq!(row["error"]["type"], "BadSample");
+        let msg = row["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(&format!("samples.jsonl:{line}")), "{msg}");
+        assert!(msg.contains(needle), "{msg}");
+        assert!(row["score"].is_null());
+    };
+    bad(1, 2, "not JSON");
+    bad(2, 3, "no \"messages\"");
+    bad(3, 4, "\"messages\" is a string");
+    // the blank line is skipped: the next sample is line 6 but sample 4
+    let after = run.row(4, "length");
+    assert_eq!(after["line"], 6);
+    assert!(after["error"].is_null());
+    assert!(run.row(0, "length")["error"].is_null());
+}
+
+#[test]
+fn an_evaluator_that_raises_reports_type_message_and_line() {
+    let ws = with_bad("    if i == 2:\n        raise KeyError('missing_field')");
+    let run = ws.run(&["--no-cache"]);
+    assert_eq!(run.code, 1);
+    let row = run.row(2, "bad");
+    let e = &row["error"];
+    assert_eq!(e["type"], "KeyError");
+    assert_eq!(e["message"], "'missing_field'");
+    let tb = e["traceback"].as_str().unwrap();
+    assert!(tb.contains("metrics/bad/main.py"), "{tb}");
+    assert!(tb.contains("raise KeyError('missing_field')"), "{tb}");
+    assert!(
+        !tb.contains("rwb_worker.py"),
+        "rwb's own frames are hidden: {tb}"
+    );
+    assert_eq!(e["line"], 8);
+    for s in [0, 1, 3] {
+        assert_eq!(run.row(s, "bad")["score"], 0.25);
+    }
+    assert_good_rows_intact(&run, 4);
+}
+
+#[test]
+fn an_evaluator_that_never_returns_times_out_alone() {
+    let ws = with_bad("    if i == 1:\n        while True:\n            pass");
+    let started = std::time::Instant::now();
+    let run = ws.run(&["--no-cache", "--timeout", "1"]);
+    assert!(started.elapsed().as_secs() < 20, "the timeout must stop it");
+    assert_eq!(run.code, 1);
+    let row = run.row(1, "bad");
+    assert_eq!(row["error"]["type"], "Timeout", "{row}");
+    assert!(row["error"]["message"].as_str().unwrap().contains("1 s"));
+    for s in [0, 2, 3] {
+        assert_eq!(
+            run.row(s, "bad")["score"],
+            0.25,
+            "the worker goes on after a timeout"
+        );
+    }
+    assert_good_rows_intact(&run, 4);
+}
+
+#[test]
+fn a_hang_that_blocks_the_alarm_is_killed_and_blamed_on_its_sample() {
+    // SIGALRM blocked: the worker cannot interrupt itself; rwb must kill it.
+    let ws = with_bad(
+        "    if i == 2:\n        signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})\n        time.sleep(60)",
+    );
+    let started = std::time::Instant::now();
+    let run = ws.run(&["--no-cache", "--timeout", "1", "--jobs", "1"]);
+    assert!(started.elapsed().as_secs() < 20);
+    assert_eq!(run.row(2, "bad")["error"]["type"], "Timeout");
+    for s in [0, 1, 3] {
+        assert_eq!(
+            run.row(s, "bad")["score"],
+            0.25,
+            "sample {s} reruns on a new worker"
+        );
+    }
+    assert_good_rows_intact(&run, 4);
+}
+
+#[test]
+fn an_evaluator_that_kills_its_worker_crashes_only_its_sample() {
+    let ws = with_bad("    if i == 1:\n        os._exit(3)");
+    let run = ws.run(&["--no-cache", "--jobs", "1"]);
+    assert_eq!(run.code, 1);
+    let row = run.row(1, "bad");
+    assert_eq!(row["error"]["type"], "WorkerCrashed", "{row}");
+    for s in [0, 2, 3] {
+        assert_eq!(run.row(s, "bad")["score"], 0.25);
+    }
+    assert_good_rows_intact(&run, 4);
+}
+
+#[test]
+fn printing_to_stdout_and_stderr_never_breaks_the_results() {
+    let ws = with_bad(
+        "    print('hello from the evaluator', i)\n    print('{\"i\": 99, \"ok\": {\"score\": 1}}')\n    sys.stderr.write('to stderr\\n')\n    os.write(1, b'raw fd write\\n')",
+    );
+    let run = ws.run(&["--no-cache"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let rows = run.rows();
+    assert_eq!(rows.len(), 8);
+    for s in 0..4u64 {
+        let row = run.row(s, "bad");
+        assert_eq!(row["score"], 0.25);
+        let out = row["output"]
+            .as_str()
+            .expect("printed text is kept with the result");
+        assert!(
+            out.contains(&format!("hello from the evaluator {s}")),
+            "{out}"
+        );
+        assert!(out.contains("to stderr"));
+    }
+    assert!(!run.stdout.contains("raw fd write"));
+}
+
+#[test]
+fn nan_and_wrong_return_types_are_reported() {
+    let cases = [
+        ("return EvaluateResult(score=float('nan'), reason='x')", "InvalidResult", "nan"),
+        ("return 'great answer'", "ValueError", "Input should be a valid dictionary or instance of EvaluateResult [type=model_type, input_value='great answer', input_type=str]"),
+        ("return None", "ValueError", "failed Pydantic validation for mode 'pointwise'"),
+        ("return {'reason': 'no score'}", "ValueError", "score\n  Field required [type=missing"),
+    ];
+    for (ret, kind, needle) in cases {
+        let ws = with_bad(&format!("    {ret}"));
+        let run = ws.run(&["--no-cache"]);
+        assert_eq!(run.code, 1, "{ret}");
+        let row = run.row(0, "bad");
+        assert_eq!(row["error"]["type"], kind, "{ret}: {row}");
+        let msg = row["error"]["message"].as_str().unwrap();
+        assert!(msg.contains(needle), "{ret}: {msg}");
+        assert_good_rows_intact(&run, 4);
+    }
+}
+
+#[test]
+fn undecorated_returns_that_are_not_results_are_invalid() {
+    let ws = Ws::new(&[
+        (
+            "metrics/plain/main.py",
+            "def evaluate(messages, **kwargs):\n    n = len(messages)\n    return {1: 'a string', 2: None, 3: float('inf')}.get(n, (0.5, {'m': 0.25}))\n",
+        ),
+        (
+            "samples.jsonl",
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}\n{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"}]}\n{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"b\"}, {\"role\": \"user\", \"content\": \"c\"}]}\n{\"messages\": []}\n",
+        ),
+    ]);
+    let run = ws.run(&["--no-cache"]);
+    for s in 0..3 {
+        assert_eq!(
+            run.row(s, "plain")["error"]["type"],
+            "InvalidResult",
+            "sample {s}"
+        );
+    }
+    let legacy = run.row(3, "plain");
+    assert_eq!(
+        legacy["score"], 0.5,
+        "a (score, metrics) tuple is read: {legacy}"
+    );
+    assert_eq!(legacy["metrics"]["m"]["score"], 0.25);
+}
+
+#[test]
+fn a_module_that_fails_to_import_fails_only_its_evaluator() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        (
+            "metrics/broken/main.py",
+            "import os\n\ndef evaluate(messages, **kwargs)\n    return 1.0\n",
+        ),
+        ("metrics/missing/main.py", "import not_a_real_module_xyz\n"),
+        ("samples.jsonl", &samples(3)),
+    ]);
+    let run = ws.run(&["--no-cache"]);
+    assert_eq!(run.code, 1);
+    for s in 0..3 {
+        let row = run.row(s, "broken");
+        assert_eq!(row["error"]["type"], "ImportFailed");
+        let msg = row["error"]["message"].as_str().unwrap();
+        assert!(msg.starts_with("SyntaxError"), "{msg}");
+        assert_eq!(row["error"]["line"], 3);
+        assert!(row["error"]["file"]
+            .as_str()
+            .unwrap()
+            .ends_with("metrics/broken/main.py"));
+        let missing = run.row(s, "missing");
+        assert_eq!(missing["error"]["type"], "ImportFailed");
+        assert!(missing["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not_a_real_module_xyz"));
+    }
+    assert_good_rows_intact(&run, 3);
+}
+
+#[test]
+fn reward_kit_builtins_that_are_not_bundled_say_to_install_reward_kit() {
+    let ws = Ws::new(&[
+        (
+            "metrics/uses_builtin/main.py",
+            "from reward_kit.rewards import math\n",
+        ),
+        ("samples.jsonl", &samples(1)),
+    ]);
+    let run = ws.run(&["--no-cache", "--python", "python3"]);
+    let row = run.row(0, "uses_builtin");
+    assert_eq!(row["error"]["type"], "ImportFailed");
+    assert!(
+        row["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("pip install"),
+        "{row}"
+    );
+}
+
+#[test]
+fn workspace_errors_exit_2_with_one_line_naming_the_file() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(1)),
+    ]);
+    std::fs::create_dir_all(ws.file("empty_folder")).unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (
+            vec!["run", "no_such_dir"],
+            "workspace folder not found: no_such_dir",
+        ),
+        (
+            vec!["run", ".", "-m", "x=empty_folder"],
+            "x=empty_folder has no main.py",
+        ),
+        (
+            vec!["run", ".", "-m", "x=nowhere"],
+            "metric folder not found: x=nowhere",
+        ),
+        (
+            vec!["run", ".", "-s", "nope.jsonl"],
+            "samples file not found: nope.jsonl",
+        ),
+        (
+            vec!["run", ".", "--python", "/nonexistent/python9"],
+            "Python interpreter not found: /nonexistent/python9",
+        ),
+        (
+            vec!["run", ".", "-m", "novalue"],
+            "-m/--metrics-folders takes NAME=PATH",
+        ),
+    ];
+    for (args, needle) in cases {
+        let run = rwb(&args, ws.path());
+        assert_eq!(run.code, 2, "{args:?}: {}", run.stderr);
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: one line, got {:?}", lines);
+        assert!(lines[0].contains(needle), "{args:?}: {}", lines[0]);
+    }
+}
+
+#[test]
+fn a_broken_rwb_toml_names_its_line() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(1)),
+        ("rwb.toml", "timeout = 5\njobz = 2\n"),
+    ]);
+    let run = ws.run(&[]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("rwb.toml: line 2"), "{}", run.stderr);
+    assert!(run.stderr.contains("jobz"), "{}", run.stderr);
+}

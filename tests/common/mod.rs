@@ -1,0 +1,137 @@
+//! Helpers for tests that run the real `rwb` binary on workspaces they write.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub const RWB: &str = env!("CARGO_BIN_EXE_rwb");
+
+/// A temporary workspace folder.
+pub struct Ws {
+    pub dir: tempfile::TempDir,
+}
+
+impl Ws {
+    pub fn new(files: &[(&str, &str)]) -> Ws {
+        let ws = Ws {
+            dir: tempfile::tempdir().expect("temp dir"),
+        };
+        for (rel, text) in files {
+            ws.write(rel, text);
+        }
+        ws
+    }
+
+    pub fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn file(&self, rel: &str) -> PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub fn write(&self, rel: &str, text: &str) {
+        let path = self.file(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
+    /// `rwb run DIR --format jsonl ARGS...` in the workspace's parent folder.
+    pub fn run(&self, args: &[&str]) -> Run {
+        let mut all = vec!["run", self.path().to_str().unwrap(), "--format", "jsonl"];
+        all.extend_from_slice(args);
+        rwb(&all, self.path())
+    }
+}
+
+/// Runs rwb with `args`, current directory `cwd`.
+pub fn rwb(args: &[&str], cwd: &Path) -> Run {
+    let output = Command::new(RWB)
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("VIRTUAL_ENV")
+        .output()
+        .expect("rwb runs");
+    Run::from(output)
+}
+
+pub struct Run {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl From<Output> for Run {
+    fn from(o: Output) -> Run {
+        Run {
+            code: o.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&o.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&o.stderr).into_owned(),
+        }
+    }
+}
+
+impl Run {
+    /// The JSON rows of a `--format jsonl` run; fails the test on any other line.
+    pub fn rows(&self) -> Vec<Value> {
+        self.stdout
+            .lines()
+            .map(|l| {
+                serde_json::from_str(l).unwrap_or_else(|e| {
+                    panic!(
+                        "stdout line is not JSON ({e}): {l}\nstderr: {}",
+                        self.stderr
+                    )
+                })
+            })
+            .collect()
+    }
+
+    /// The row of one (sample, evaluator).
+    pub fn row(&self, sample: u64, evaluator: &str) -> Value {
+        self.rows()
+            .into_iter()
+            .find(|r| r["sample"] == sample && r["evaluator"] == evaluator)
+            .unwrap_or_else(|| {
+                panic!(
+                    "no row for sample {sample} / {evaluator}:\n{}\n{}",
+                    self.stdout, self.stderr
+                )
+            })
+    }
+
+    /// The "evaluated" count of an evaluator from the summary table on stderr.
+    pub fn evaluated(&self, evaluator: &str) -> usize {
+        let line = self
+            .stderr
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(evaluator))
+            .unwrap_or_else(|| panic!("no summary line for {evaluator} in:\n{}", self.stderr));
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        cols[cols.len() - 2].parse().unwrap()
+    }
+}
+
+/// An evaluator that scores by answer length, reward-kit style.
+pub const LENGTH_EVALUATOR: &str = r#"
+from reward_kit import reward_function, EvaluateResult, MetricResult
+
+@reward_function
+def evaluate(messages, ground_truth=None, **kwargs):
+    n = len(messages[-1]["content"])
+    s = min(n / 100.0, 1.0)
+    return EvaluateResult(score=s, reason=f"{n} chars", metrics={"length": MetricResult(score=s, reason="len")})
+"#;
+
+/// `n` simple samples, one per line.
+pub fn samples(n: usize) -> String {
+    (0..n)
+        .map(|i| {
+            format!(
+                "{{\"messages\": [{{\"role\": \"user\", \"content\": \"question {i}\"}}, {{\"role\": \"assistant\", \"content\": \"{}\"}}]}}\n",
+                "word ".repeat(i % 30 + 1).trim_end()
+            )
+        })
+        .collect()
+}
