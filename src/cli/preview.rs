@@ -1,6 +1,7 @@
 //! `rwb preview`: `reward-kit preview`'s flags and report, evaluated locally.
 
 use super::{Fail, PreviewArgs, Session};
+use crate::model::py_float;
 use crate::runner::Event;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,29 +90,9 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
     })
 }
 
-/// A float as Python's repr writes it (shortest round-trip form).
-pub fn py_float(x: f64) -> String {
-    if x.is_finite() && x == x.trunc() && x.abs() < 1e16 {
-        format!("{x:.1}")
-    } else {
-        let text = serde_json::to_string(&x).unwrap_or_else(|_| x.to_string());
-        // ryu writes 1e-5 where Python writes 1e-05
-        match text.split_once('e') {
-            Some((mantissa, exp)) => {
-                let (sign, digits) = match exp.strip_prefix('-') {
-                    Some(d) => ('-', d),
-                    None => ('+', exp.trim_start_matches('+')),
-                };
-                format!("{mantissa}e{sign}{digits:0>2}")
-            }
-            None => text,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::py_float;
+    use crate::model::py_float;
 
     #[test]
     fn floats_print_as_python_prints_them() {
@@ -120,5 +101,10 @@ mod tests {
         assert_eq!(py_float(1.0), "1.0");
         assert_eq!(py_float(1e-5), "1e-05");
         assert_eq!(py_float(0.4857142857142857), "0.4857142857142857");
+        assert_eq!(py_float(1e16), "1e+16");
+        assert_eq!(py_float(-1.5e-7), "-1.5e-07");
+        assert_eq!(py_float(123456.0), "123456.0");
+        assert_eq!(py_float(0.0001), "0.0001");
+        assert_eq!(py_float(2.5e15), "2500000000000000.0");
     }
 }

@@ -3,6 +3,7 @@
 use super::protocol::BatchLine;
 use super::zygote::kill;
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, Style};
+use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -36,6 +37,8 @@ pub enum BatchEnd {
 
 pub struct Worker {
     pid: i32,
+    /// Shared 8-byte page where the worker writes the id of the sample it is on.
+    mark: PathBuf,
     reader: BufReader<OwnedReadHalf>,
     writer: OwnedWriteHalf,
     pub loaded: Loaded,
@@ -48,6 +51,7 @@ pub struct Worker {
 impl Worker {
     pub(super) fn new(
         pid: i32,
+        runtime: &std::path::Path,
         reader: BufReader<OwnedReadHalf>,
         writer: OwnedWriteHalf,
         loaded: Loaded,
@@ -60,6 +64,7 @@ impl Worker {
         };
         Worker {
             pid,
+            mark: runtime.join(format!("mark-{pid}")),
             reader,
             writer,
             loaded,
@@ -93,10 +98,10 @@ impl Worker {
             message.push(b'\n');
         }
         self.busy = true;
+        let mut answered: HashSet<u64> = HashSet::with_capacity(jobs.len());
         if self.writer.write_all(&message).await.is_err() {
-            return self.lost(jobs, 0, crashed(), &mut on_result);
+            return self.lost(jobs, &answered, crashed(), &mut on_result);
         }
-        let mut returned = 0usize;
         loop {
             self.line.clear();
             let wait = self.timeout + KILL_GRACE;
@@ -111,10 +116,10 @@ impl Worker {
                             self.timeout.as_secs_f64()
                         ),
                     );
-                    return self.lost(jobs, returned, error, &mut on_result);
+                    return self.lost(jobs, &answered, error, &mut on_result);
                 }
                 Ok(Ok(0)) | Ok(Err(_)) => {
-                    return self.lost(jobs, returned, crashed(), &mut on_result)
+                    return self.lost(jobs, &answered, crashed(), &mut on_result)
                 }
                 Ok(Ok(_)) => {}
             }
@@ -122,7 +127,7 @@ impl Worker {
                 continue; // not a protocol line; the protocol is line-based and resynchronises
             };
             if let Some(id) = parsed.i {
-                returned += 1;
+                answered.insert(id);
                 on_result(id, parsed.into_outcome());
             } else if parsed.done.is_some() {
                 self.busy = false;
@@ -135,27 +140,38 @@ impl Worker {
     }
 
     /// The worker is gone: blame the sample it was on (the whole unanswered rest for
-    /// batched styles, which are one call) and hand back the others.
+    /// batched styles, which are one call) and hand back the others, including any
+    /// whose results died unsent in the worker's buffer.
     fn lost(
         &mut self,
         jobs: &[(u64, &str)],
-        returned: usize,
+        answered: &HashSet<u64>,
         error: EvalError,
         on_result: &mut impl FnMut(u64, Outcome),
     ) -> BatchEnd {
         self.alive = false;
         self.busy = false;
-        let rest = &jobs[returned.min(jobs.len())..];
-        let blamed = if self.loaded.style.is_batched() {
-            rest.len()
+        let rest: Vec<u64> = jobs
+            .iter()
+            .map(|(id, _)| *id)
+            .filter(|id| !answered.contains(id))
+            .collect();
+        let current = std::fs::read(&self.mark)
+            .ok()
+            .and_then(|b| Some(i64::from_le_bytes(b.get(..8)?.try_into().ok()?)))
+            .and_then(|id| u64::try_from(id).ok())
+            .filter(|id| rest.contains(id));
+        let _ = std::fs::remove_file(&self.mark);
+        let blamed: Vec<u64> = if self.loaded.style.is_batched() {
+            rest.clone()
         } else {
-            rest.len().min(1)
+            current.or(rest.first().copied()).into_iter().collect()
         };
-        for (id, _) in &rest[..blamed] {
+        for id in &blamed {
             on_result(*id, Outcome::failed(error.clone()));
         }
         BatchEnd::Lost {
-            rerun: rest[blamed..].iter().map(|(id, _)| *id).collect(),
+            rerun: rest.into_iter().filter(|id| !blamed.contains(id)).collect(),
         }
     }
 }

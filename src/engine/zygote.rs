@@ -277,7 +277,14 @@ impl Engine {
             files: reply.files.iter().map(PathBuf::from).collect(),
             third_party: reply.third_party,
         };
-        Ok(Worker::new(pid, reader, writer, loaded, spec))
+        Ok(Worker::new(
+            pid,
+            self.shared.runtime.path(),
+            reader,
+            writer,
+            loaded,
+            spec,
+        ))
     }
 
     async fn ensure_zygote<'a>(

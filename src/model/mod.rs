@@ -262,6 +262,45 @@ impl<'a> ResultRow<'a> {
     }
 }
 
+/// A float as Python's `repr` writes it: the shortest digits that read back as the
+/// same number, fixed notation for exponents from -4 to 15, else `1e-05` style.
+pub fn py_float(x: f64) -> String {
+    if x.is_nan() {
+        return "nan".into();
+    }
+    if x.is_infinite() {
+        return if x > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    if x == 0.0 {
+        return if x.is_sign_negative() { "-0.0" } else { "0.0" }.into();
+    }
+    let sci = format!("{x:e}");
+    let (mantissa, exp) = sci.split_once('e').expect("{:e} has an exponent");
+    let exp: i32 = exp.parse().expect("integer exponent");
+    let sign = if mantissa.starts_with('-') { "-" } else { "" };
+    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
+    if (-4..16).contains(&exp) {
+        if exp >= 0 {
+            let int_len = exp as usize + 1;
+            if digits.len() <= int_len {
+                format!("{sign}{digits}{}.0", "0".repeat(int_len - digits.len()))
+            } else {
+                format!("{sign}{}.{}", &digits[..int_len], &digits[int_len..])
+            }
+        } else {
+            format!("{sign}0.{}{digits}", "0".repeat((-exp - 1) as usize))
+        }
+    } else {
+        let rest = if digits.len() > 1 {
+            format!(".{}", &digits[1..])
+        } else {
+            String::new()
+        };
+        let esign = if exp < 0 { '-' } else { '+' };
+        format!("{sign}{}{rest}e{esign}{:02}", &digits[..1], exp.abs())
+    }
+}
+
 /// Mean, spread and error count of one evaluator's scores.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Summary {

@@ -33,13 +33,19 @@ import json
 import math
 import os
 import signal
+import mmap
 import socket
+import struct
 import sys
 import time
 import traceback
 
 PROTOCOL_VERSION = 1
 OUTPUT_LIMIT = 64 * 1024
+# Results are sent in chunks: at this many, when the oldest waited this long, or at
+# the end of a batch.
+FLUSH_COUNT = 64
+FLUSH_SECONDS = 0.005
 _SITE_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
 
 
@@ -88,25 +94,47 @@ class InvalidResult(Exception):
     """A return value rwb cannot read as a result (NaN score, a string, ...)."""
 
 
-def _on_alarm(signum, frame):
-    raise EvalTimeout()
-
-
 class Evaluation:
-    """Times one call, arms the timeout and captures what user code prints."""
+    """Times calls, enforces the per-evaluation timeout and captures what user code
+    prints.
+
+    The interval timer is armed once per batch, not per call: the SIGALRM handler
+    compares the running call's start time with the limit and either raises
+    EvalTimeout inside it or re-arms itself for the time that is left."""
 
     def __init__(self, timeout, capture):
         self.timeout = timeout
         self.capture = capture
+        self.started = None  # start of the call in progress, or None between calls
+        if timeout:
+            signal.signal(signal.SIGALRM, self._on_alarm)
 
-    def call(self, fn, kwargs):
+    def _on_alarm(self, signum, frame):
+        started = self.started
+        if started is None:
+            signal.setitimer(signal.ITIMER_REAL, self.timeout)
+            return
+        left = self.timeout - (time.perf_counter() - started)
+        if left > 0.0005:
+            signal.setitimer(signal.ITIMER_REAL, left)
+            return
+        self.started = None
+        raise EvalTimeout()
+
+    def arm(self):
         if self.timeout:
             signal.setitimer(signal.ITIMER_REAL, self.timeout)
+
+    def disarm(self):
+        if self.timeout:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def call(self, fn, kwargs):
+        self.started = time.perf_counter()
         try:
             return fn(**kwargs)
         finally:
-            if self.timeout:
-                signal.setitimer(signal.ITIMER_REAL, 0)
+            self.started = None
 
     def take_output(self):
         return self.capture.take()
@@ -226,6 +254,8 @@ def _as_result(value, strict):
     already validated; anything else is read as leniently as reward-kit's legacy
     paths are: EvaluateResult-like objects, dicts with a score, (score, metrics)
     tuples and bare numbers."""
+    if _is_evaluate_result(value):
+        return _read_evaluate_result(value)
     if hasattr(value, "model_dump") and not isinstance(value, dict):
         value = value.model_dump()
     elif hasattr(value, "to_dict") and not isinstance(value, dict):
@@ -262,6 +292,44 @@ def _as_result(value, strict):
         "step_outputs": step_outputs,
         "error": None if error is None else str(error),
     }
+
+
+_RESULT_FIELDS = ("score", "is_score_valid", "reason", "metrics", "step_outputs", "error")
+
+
+def _is_evaluate_result(value):
+    cls = type(value)
+    return cls.__name__ == "EvaluateResult" and all(hasattr(value, f) for f in _RESULT_FIELDS)
+
+
+def _read_evaluate_result(value):
+    """An EvaluateResult (real or bundled) read by attribute: its fields were
+    validated when it was built, so only finiteness is left to check."""
+    metrics = {}
+    for name, m in (value.metrics or {}).items():
+        if _is_metric_result(m):
+            metrics[name] = {
+                "is_score_valid": m.is_score_valid,
+                "score": _number(m.score, "metric %r score" % name),
+                "reason": m.reason,
+            }
+        else:
+            metrics[name] = _as_metric(name, m)
+    step_outputs = value.step_outputs
+    if step_outputs is not None:
+        step_outputs = [s.model_dump() if hasattr(s, "model_dump") else s for s in step_outputs]
+    return {
+        "score": _number(value.score, "score"),
+        "is_score_valid": value.is_score_valid,
+        "reason": value.reason,
+        "metrics": metrics,
+        "step_outputs": step_outputs,
+        "error": value.error,
+    }
+
+
+def _is_metric_result(m):
+    return type(m).__name__ == "MetricResult" and hasattr(m, "score") and hasattr(m, "reason")
 
 
 def _describe(value):
@@ -461,6 +529,19 @@ class Worker:
         self.evaluation = Evaluation(spec.get("timeout") or 0, self.capture)
         self.known_modules = 0
         self.project_files = []
+        self.pending = []
+        self.last_flush = time.perf_counter()
+        self.mark = None
+
+    def open_mark(self, path):
+        """An 8-byte shared page holding the id of the sample being evaluated: if this
+        process dies, rwb reads it to know which sample killed it, exactly, even though
+        results computed just before were still in the send buffer."""
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.ftruncate(fd, 8)
+        self.mark = mmap.mmap(fd, 8)
+        os.close(fd)
+        struct.pack_into("<q", self.mark, 0, -1)
 
     def send(self, obj):
         self.sock.sendall(_dumps(obj))
@@ -547,13 +628,17 @@ class Worker:
                 if files != self.project_files:
                     self.project_files = files
                     done["files"] = files
-            self.send(done)
+            self.pending.append(_dumps(done))
+            self.flush()
 
     def run_pointwise(self, batch):
         caller = self.caller
         evaluation = self.evaluation
         clock = time.perf_counter
+        mark = self.mark
+        evaluation.arm()
         for ident, raw in batch:
+            struct.pack_into("<q", mark, 0, ident)
             t0 = clock()
             try:
                 sample = json.loads(raw)
@@ -572,10 +657,13 @@ class Worker:
             if out is not None:
                 message["out"] = out
             self.send_result(message)
+        evaluation.disarm()
 
     def run_batched(self, batch):
         t0 = time.perf_counter()
         idents = [ident for ident, _ in batch]
+        struct.pack_into("<q", self.mark, 0, idents[0] if idents else -1)
+        self.evaluation.arm()
         try:
             samples = [json.loads(raw) for _, raw in batch]
             kwargs = self.caller.arguments(samples)
@@ -594,6 +682,7 @@ class Worker:
         except BaseException as exc:
             err = _error_info(exc, self.roots, skip_frames=2)
             messages = [{"i": ident, "ms": 0.0, "err": err} for ident in idents]
+        self.evaluation.disarm()
         out = self.evaluation.take_output()
         if out is not None and messages:
             messages[0]["out"] = out
@@ -623,7 +712,16 @@ class Worker:
                 "err": {"type": "InvalidResult", "message": "the result cannot be written as JSON: %s" % exc},
             }
             data = _dumps(message)
-        self.sock.sendall(data)
+        self.pending.append(data)
+        now = time.perf_counter()
+        if len(self.pending) >= FLUSH_COUNT or now - self.last_flush >= FLUSH_SECONDS:
+            self.flush(now)
+
+    def flush(self, now=None):
+        if self.pending:
+            self.sock.sendall(b"".join(self.pending))
+            self.pending = []
+        self.last_flush = now if now is not None else time.perf_counter()
 
 
 def _module_file(module):
@@ -655,7 +753,6 @@ def _set_parent_death_signal():
 
 def _child(sock_path, token, root, spec):
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    signal.signal(signal.SIGALRM, _on_alarm)
     _set_parent_death_signal()
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -673,6 +770,7 @@ def _child(sock_path, token, root, spec):
             sys.path.remove(entry)
     sys.path[0:0] = [folder, root]
     worker = Worker(sock, spec, root)
+    worker.open_mark(os.path.join(os.path.dirname(sock_path), "mark-%d" % os.getpid()))
     sys.stdin = open(os.devnull)
     sys.stdout = worker.capture
     sys.stderr = worker.capture

@@ -124,6 +124,11 @@ def _float(le=None, ge=None):
 def _str(value, loc, errors):
     if isinstance(value, str):
         return value
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError:
+            return _error(errors, loc, "string_unicode", "Input should be a valid string, unable to parse raw data as a unicode string", value)
     return _error(errors, loc, "string_type", "Input should be a valid string", value)
 
 
@@ -153,7 +158,16 @@ def _int_or_str(value, loc, errors):
         return int(value)
     if isinstance(value, float) and value.is_integer():
         return int(value)
-    _error(errors, list(loc) + ["int"], "int_type", "Input should be a valid integer", value)
+    if isinstance(value, float) and math.isfinite(value):
+        _error(
+            errors,
+            list(loc) + ["int"],
+            "int_from_float",
+            "Input should be a valid integer, got a number with a fractional part",
+            value,
+        )
+    else:
+        _error(errors, list(loc) + ["int"], "int_type", "Input should be a valid integer", value)
     return _error(errors, list(loc) + ["str"], "string_type", "Input should be a valid string", value)
 
 
@@ -175,6 +189,9 @@ def _dict_of(inner):
         out = {}
         ok = True
         for key, item in value.items():
+            if not isinstance(key, str):
+                _error(errors, list(loc) + [key, "[key]"], "string_type", "Input should be a valid string", key)
+                ok = False
             checked = inner(item, list(loc) + [key], errors)
             if checked is _INVALID:
                 ok = False
@@ -186,8 +203,9 @@ def _dict_of(inner):
 
 def _list_of(inner):
     def check(value, loc, errors):
-        if not isinstance(value, (list, tuple)):
+        if isinstance(value, (str, bytes, bytearray, dict)) or not hasattr(value, "__iter__"):
             return _error(errors, loc, "list_type", "Input should be a valid list", value)
+        value = list(value)
         out = []
         ok = True
         for index, item in enumerate(value):
@@ -235,6 +253,8 @@ class _Model(object):
     # (name, validator, default) in declaration order; default _REQUIRED or a value
     # (callables are factories)
     _fields = ()
+    # Whether unknown keys are kept (openai's models) or dropped (pydantic's default)
+    _keep_extra = False
 
     def __init__(self, **data):
         errors = []
@@ -254,6 +274,11 @@ class _Model(object):
                 _error(errors, list(loc) + [name], "missing", "Field required", data)
             else:
                 out[name] = default() if callable(default) else default
+        if cls._keep_extra:
+            declared = {name for name, _, _ in cls._fields}
+            for key, value in data.items():
+                if key not in declared:
+                    out[key] = value
         return _INVALID if len(errors) > before else out
 
     @classmethod
@@ -280,9 +305,18 @@ class _Model(object):
 
     __fields__ = model_fields
 
+    def _names(self):
+        names = [name for name, _, _ in self._fields]
+        if self._keep_extra:
+            names.extend(k for k in self.__dict__ if k not in names)
+        return names
+
+    def __iter__(self):
+        return iter([(name, getattr(self, name, None)) for name in self._names()])
+
     def model_dump(self, exclude_none=False, **_ignored):
         out = {}
-        for name, _, _ in self._fields:
+        for name in self._names():
             value = _dump(getattr(self, name, None), exclude_none)
             if exclude_none and value is None:
                 continue
@@ -293,10 +327,7 @@ class _Model(object):
         return self.model_dump(**kwargs)
 
     def model_dump_json(self, indent=None, exclude_none=False, **_ignored):
-        data = _json_ready(self.model_dump(exclude_none=exclude_none))
-        if indent is None:
-            return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
-        return json.dumps(data, indent=indent, ensure_ascii=False)
+        return _to_json(self.model_dump(exclude_none=exclude_none), indent, 0)
 
     def json(self, **kwargs):
         return self.model_dump_json(**kwargs)
@@ -311,11 +342,11 @@ class _Model(object):
         return type(self) is type(other) and self.model_dump() == other.model_dump()
 
     def __repr__(self):
-        parts = ", ".join("%s=%r" % (name, getattr(self, name, None)) for name, _, _ in self._fields)
+        parts = ", ".join("%s=%r" % (name, getattr(self, name, None)) for name in self._names())
         return "%s(%s)" % (type(self).__name__, parts)
 
     def __str__(self):
-        return " ".join("%s=%r" % (name, getattr(self, name, None)) for name, _, _ in self._fields)
+        return " ".join("%s=%r" % (name, getattr(self, name, None)) for name in self._names())
 
 
 def _dump(value, exclude_none):
@@ -328,15 +359,60 @@ def _dump(value, exclude_none):
     return value
 
 
-def _json_ready(value):
-    """pydantic writes NaN and infinities as null in JSON."""
-    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
-        return None
+def _json_float(x):
+    """A float as pydantic-core writes it in JSON: null for NaN and infinities, else
+    the shortest digits laid out as Rust's ryu does (1e16, 0.00001, 1e-6)."""
+    if math.isnan(x) or math.isinf(x):
+        return "null"
+    if x == 0:
+        return "-0.0" if math.copysign(1.0, x) < 0 else "0.0"
+    sign = "-" if x < 0 else ""
+    mantissa, _, exp = ("%r" % abs(x)).partition("e")
+    whole, _, frac = mantissa.partition(".")
+    digits = (whole + frac).lstrip("0")
+    # decimal exponent of the first significant digit
+    if exp:
+        point = int(exp) + len(whole)
+    elif whole != "0":
+        point = len(whole)
+    else:
+        point = -(len(frac) - len(frac.lstrip("0")))
+    digits = digits.rstrip("0") or "0"
+    length = len(digits)
+    k = point - length  # value = digits * 10**k
+    if 0 <= k and point <= 16:
+        return sign + digits + "0" * k + ".0"
+    if 0 < point <= 16:
+        return sign + digits[:point] + "." + digits[point:]
+    if -5 < point <= 0:
+        return sign + "0." + "0" * (-point) + digits
+    shown = digits[0] + ("." + digits[1:] if length > 1 else "")
+    return "%s%se%d" % (sign, shown, point - 1)
+
+
+def _to_json(value, indent, depth):
+    """json.dumps as pydantic's model_dump_json writes it (floats by _json_float)."""
+    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, float):
+        return _json_float(value)
     if isinstance(value, dict):
-        return {k: _json_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_ready(v) for v in value]
-    return value
+        items = [(json.dumps(str(k), ensure_ascii=False), _to_json(v, indent, depth + 1)) for k, v in value.items()]
+        if not items:
+            return "{}"
+        if indent is None:
+            return "{" + ",".join("%s:%s" % kv for kv in items) + "}"
+        pad, inner = " " * (indent * depth), " " * (indent * (depth + 1))
+        return "{\n" + ",\n".join("%s%s: %s" % (inner, k, v) for k, v in items) + "\n" + pad + "}"
+    if isinstance(value, (list, tuple)):
+        items = [_to_json(v, indent, depth + 1) for v in value]
+        if not items:
+            return "[]"
+        if indent is None:
+            return "[" + ",".join(items) + "]"
+        pad, inner = " " * (indent * depth), " " * (indent * (depth + 1))
+        return "[\n" + ",\n".join(inner + v for v in items) + "\n" + pad + "]"
+    return json.dumps(str(value), ensure_ascii=False)
 
 
 class _Mapping(object):
@@ -373,6 +449,7 @@ class _Mapping(object):
 
 class FunctionCall(_Model):
     _fields = (("arguments", _str, _REQUIRED), ("name", _str, _REQUIRED))
+    _keep_extra = True
 
 
 class Function(FunctionCall):
@@ -380,6 +457,7 @@ class Function(FunctionCall):
 
 
 class ChatCompletionMessageToolCall(_Model):
+    _keep_extra = True
     _fields = (
         ("id", _str, _REQUIRED),
         ("function", _model("Function"), _REQUIRED),
