@@ -22,8 +22,8 @@ What it does:
        A  slow evaluator, N samples:        rwb run --no-cache vs loop   (target <= 0.6)
        B  trivial evaluator, 10*N samples:  rwb run --no-cache vs loop   (target <= 1.0)
           plus rwb's per-evaluation overhead in microseconds
-       C  warm cache: slow, N samples, cache filled by one run, second run timed
-          second / cold                                                (target <= 0.05)
+       C  warm cache: slow, N samples, cache filled by one (cold) run, then warm runs
+          timed: warm / cold                                           (target <= 0.05)
        D  two evaluators, cache filled, one comment line appended to trivial:
           how many evaluations ran per evaluator (expect trivial=N, slow=0)
      Every rwb run must exit 0 and produce exactly the expected rows without errors,
@@ -43,13 +43,13 @@ import argparse
 import json
 import os
 import random
-import re
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -346,6 +346,12 @@ main()
 # --------------------------------------------------------------------------------------
 
 
+def die(message):
+    """A setup problem: nothing can be measured (exit status 2)."""
+    print("bench_engine: " + message, file=sys.stderr)
+    sys.exit(2)
+
+
 class BenchError(Exception):
     """Something broke: the scenario cannot be measured."""
 
@@ -380,7 +386,8 @@ def process_times():
 
 def foreign_cpu(before, after, ours):
     """CPU seconds that processes outside this benchmark used between two snapshots,
-    and the busiest of them. `ours` is the set of session ids that belong to us.
+    and the busiest of them. `ours`: session ids that belong to us (this process is
+    always left out).
     (Processes that started and ended between the snapshots are not seen.)"""
     total, by_name = 0.0, {}
     for pid, (name, session, cpu) in after.items():
@@ -397,17 +404,61 @@ def foreign_cpu(before, after, ours):
     return total, ", ".join("%s %.1f" % kv for kv in top)
 
 
+def steal_seconds():
+    """CPU time the hypervisor took from this VM so far (/proc/stat 'steal'), in seconds."""
+    try:
+        with open("/proc/stat") as f:
+            fields = f.readline().split()
+        return int(fields[8]) / CLOCK_TICKS
+    except (OSError, IndexError, ValueError):
+        return 0.0
+
+
+class Monitor:
+    """Watches /proc while a timed run goes on (a poll every half second, so that the
+    short-lived compilers of a concurrent build are seen too) and tells how many CPUs
+    processes outside the run used meanwhile, counting the hypervisor's steal."""
+
+    def __init__(self, interval=0.5):
+        self.interval = interval
+        self.ours = set()  # session ids of the processes we started for the run
+        self.last = {}
+        self.done = threading.Event()
+
+    def __enter__(self):
+        self.start, self.stolen = process_times(), steal_seconds()
+        self.t0 = time.perf_counter()
+        self.thread = threading.Thread(target=self._poll, daemon=True)
+        self.thread.start()
+        return self
+
+    def _poll(self):
+        while not self.done.wait(self.interval):
+            self.last.update(process_times())
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        self.last.update(process_times())
+        self.seconds = max(time.perf_counter() - self.t0, 1e-9)
+        cpu, self.top = foreign_cpu(self.start, self.last, self.ours)
+        self.load = (cpu + steal_seconds() - self.stolen) / self.seconds
+        return False
+
+
 def wait_until_quiet(limit, log):
     """Before a timed run: wait (up to `limit` s) until other processes use less than
-    a quarter of a CPU, so a concurrent build does not land in the figures.
-    Returns the load (in CPUs) seen in the last one-second look."""
-    ours = {os.getsid(0)}
-    waited, said = 0.0, False
+    a quarter of a CPU, for three seconds in a row once they were seen busy, so that a
+    concurrent build does not land in the figures. Returns the last load seen."""
+    waited, said, streak = 0.0, False, 0
     while True:
         before = process_times()
         time.sleep(1.0)
-        load, top = foreign_cpu(before, process_times(), ours)
-        if load < 0.25 or not before:
+        load, top = foreign_cpu(before, process_times(), set())
+        if not before:  # no /proc: nothing to wait for
+            return 0.0
+        streak = streak + 1 if load < 0.25 else 0
+        if streak >= (3 if said else 1):
             return load
         if waited >= limit:
             log("  ! machine still busy after %.0f s (%.2f CPUs: %s); measuring anyway" % (waited, load, top))
@@ -420,13 +471,12 @@ def wait_until_quiet(limit, log):
 
 def run_timed(cmd, stdout_path, timeout, cwd=None):
     """Run cmd with stdout to a file. Returns (seconds, stderr text, CPUs that other
-    processes kept busy meanwhile). Raises BenchError on a non-zero exit or a timeout
-    (the run's whole process group is killed then)."""
-    with open(stdout_path, "wb") as out:
-        before = process_times()
-        t0 = time.perf_counter()
+    processes kept busy, or the hypervisor stole, meanwhile). Raises BenchError on a
+    non-zero exit or a timeout (the run's whole process group is killed then)."""
+    with open(stdout_path, "wb") as out, Monitor() as monitor:
         proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, cwd=cwd,
                                 start_new_session=True)
+        monitor.ours.add(proc.pid)  # rwb's zygote and workers stay in this session
         try:
             _, err = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -436,14 +486,12 @@ def run_timed(cmd, stdout_path, timeout, cwd=None):
                 pass
             proc.communicate()
             raise BenchError("%s: no exit after %.0f s (stalled?), killed" % (_short_cmd(cmd), timeout))
-        seconds = time.perf_counter() - t0
-        # rwb's zygote and workers stay in the session started for the run
-        foreign, _ = foreign_cpu(before, process_times(), {os.getsid(0), proc.pid})
+    seconds = monitor.seconds
     err_text = err.decode("utf-8", "replace")
     if proc.returncode != 0:
         tail = "\n".join(err_text.strip().splitlines()[-15:])
         raise BenchError("%s exited %d:\n%s" % (_short_cmd(cmd), proc.returncode, tail))
-    return seconds, err_text, foreign / seconds if seconds > 0 else 0.0
+    return seconds, err_text, monitor.load
 
 
 def _short_cmd(cmd):
@@ -512,6 +560,8 @@ class Bench:
         self.out.mkdir()
         self.runs = 0
         self.disturbance = 0.0  # the most CPUs other processes used during a timed run
+        self.call_seconds = 0.0  # sum of duration_ms of the last rwb run's rows, in s
+        self.rwb_call_seconds = 0.0
 
     def log(self, text=""):
         print(text, flush=True)
@@ -522,11 +572,11 @@ class Bench:
         given = Path(self.args.rwb) if self.args.rwb else REPO / "target" / "release" / "rwb"
         if not given.exists():
             if self.args.rwb:
-                raise SystemExit("bench_engine: --rwb %s does not exist" % given)
+                die("--rwb %s does not exist" % given)
             self.log("building rwb: cargo build --release (in %s)" % REPO)
             done = subprocess.run(["cargo", "build", "--release"], cwd=REPO)
             if done.returncode != 0 or not given.exists():
-                raise SystemExit("bench_engine: cargo build --release failed")
+                die("cargo build --release failed")
         # A private copy: a rebuild of target/release/rwb during the benchmark must not
         # change the binary between scenarios.
         copy = self.tmp / "rwb"
@@ -540,12 +590,12 @@ class Bench:
             done = subprocess.run([self.python, "-c", "import sys; print(sys.version.split()[0])"],
                                   capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired) as exc:
-            raise SystemExit("bench_engine: cannot run --python %s: %s" % (self.python, exc))
+            die("cannot run --python %s: %s" % (self.python, exc))
         if done.returncode != 0:
-            raise SystemExit("bench_engine: --python %s fails: %s" % (self.python, done.stderr.strip()))
+            die("--python %s fails: %s" % (self.python, done.stderr.strip()))
         self.log("python:  %s (%s); bundled reward_kit from %s" % (self.python, done.stdout.strip(), BUNDLED_REWARD_KIT))
         if not (BUNDLED_REWARD_KIT / "reward_kit" / "__init__.py").is_file():
-            raise SystemExit("bench_engine: no bundled reward_kit at %s" % BUNDLED_REWARD_KIT)
+            die("no bundled reward_kit at %s" % BUNDLED_REWARD_KIT)
 
     def generate(self, small, large):
         data = self.tmp / "data"
@@ -567,6 +617,7 @@ class Bench:
         folder = self.tmp / "calibration" / "metrics" / "slow"
         folder.mkdir(parents=True)
         rounds = 20000
+        wait_until_quiet(self.args.settle, self.log)
         samples = self.samples[min(self.samples)]
         per_call = None
         for _ in range(4):
@@ -586,7 +637,7 @@ class Bench:
              str(evaluator.parent.parent.parent), str(samples), str(count)],
             capture_output=True, text=True, timeout=self.timeout)
         if done.returncode != 0:
-            raise SystemExit("bench_engine: calibration failed:\n%s" % done.stderr)
+            die("calibration failed:\n%s" % done.stderr)
         return json.loads(done.stdout.strip().splitlines()[-1])["per_call"]
 
     def workspace(self, name, evaluators, n):
@@ -633,6 +684,12 @@ class Bench:
         check_rows(rows, evaluators, n, what)
         summary = parse_summary(err)
         self.log("  %-62s %8.3f s  %s%s" % (what, seconds, _evaluated_text(summary), _noise(foreign)))
+        extra = [line for line in err.splitlines() if line.strip() and not _summary_line(line, summary)]
+        for line in extra[:5]:
+            self.log("    rwb stderr: %s" % line[:200])
+        if len(extra) > 5:
+            self.log("    rwb stderr: ... %d more lines" % (len(extra) - 5))
+        self.call_seconds = sum(r.get("duration_ms") or 0.0 for r in rows) / 1000.0
         return seconds, summary, rows, doc, err
 
     def loop_command(self, root, evaluator, out, part=None):
@@ -658,44 +715,49 @@ class Bench:
         self.runs += 1
         wait_until_quiet(self.args.settle, self.log)
         procs, outs = [], []
-        t0 = time.perf_counter()
-        for k in range(self.jobs):
-            out = self.out / ("par_%02d_%d_%s.jsonl" % (self.runs, k, root.name))
-            stats = open(self.out / ("par_%02d_%d_%s.stats" % (self.runs, k, root.name)), "w+b")
-            procs.append((subprocess.Popen(self.loop_command(root, evaluator, out, (k, self.jobs)),
-                                           stdout=stats, stderr=subprocess.PIPE), stats))
-            outs.append(out)
-        for k, (proc, stats) in enumerate(procs):
-            try:
-                _, err = proc.communicate(timeout=self.timeout)
-            except subprocess.TimeoutExpired:
-                for other, _ in procs:
-                    other.kill()
-                raise BenchError("parallel loops on %s: no exit after %.0f s" % (root.name, self.timeout))
-            if proc.returncode != 0:
-                raise BenchError("parallel loop %d on %s exited %d: %s"
-                                 % (k, root.name, proc.returncode, err.decode("utf-8", "replace")[-800:]))
-        seconds = time.perf_counter() - t0
+        with Monitor() as monitor:
+            for k in range(self.jobs):
+                out = self.out / ("par_%02d_%d_%s.jsonl" % (self.runs, k, root.name))
+                stats = open(self.out / ("par_%02d_%d_%s.stats" % (self.runs, k, root.name)), "w+b")
+                proc = subprocess.Popen(self.loop_command(root, evaluator, out, (k, self.jobs)),
+                                        stdout=stats, stderr=subprocess.PIPE, start_new_session=True)
+                monitor.ours.add(proc.pid)
+                procs.append((proc, stats))
+                outs.append(out)
+            for k, (proc, stats) in enumerate(procs):
+                try:
+                    _, err = proc.communicate(timeout=self.timeout)
+                except subprocess.TimeoutExpired:
+                    for other, _ in procs:
+                        other.kill()
+                    raise BenchError("parallel loops on %s: no exit after %.0f s" % (root.name, self.timeout))
+                if proc.returncode != 0:
+                    raise BenchError("parallel loop %d on %s exited %d: %s"
+                                     % (k, root.name, proc.returncode, err.decode("utf-8", "replace")[-800:]))
+        seconds, foreign = monitor.seconds, monitor.load
+        self.disturbance = max(self.disturbance, foreign)
         for k, (proc, stats) in enumerate(procs):
             stats.seek(0)
             info = json.loads(stats.read().decode().strip().splitlines()[-1])
             stats.close()
             check_loop_rows(outs[k], info, len(range(k, n, self.jobs)), "parallel loop %d on %s" % (k, root.name))
-        self.log("  %-62s %8.3f s" % ("%d python loops at once, 1/%d of %s each" % (self.jobs, self.jobs, root.name),
-                                        seconds))
+        self.log("  %-62s %8.3f s%s" % ("%d python loops at once, 1/%d of %s each" % (self.jobs, self.jobs, root.name),
+                                          seconds, _noise(foreign)))
         return seconds
 
     def compare(self, root, evaluator, n):
         """rwb --no-cache vs the loop (and the parallel reference), interleaved,
         `repeat` times each. Returns medians: rwb, loop, loop's fn calls, parallel."""
-        rwb_times, loop_times, call_times, par_times = [], [], [], []
+        rwb_times, loop_times, call_times, par_times, rwb_calls = [], [], [], [], []
         for _ in range(self.args.repeat):
             rwb_times.append(self.rwb_run(root, [evaluator], n)[0])
+            rwb_calls.append(self.call_seconds)
             seconds, calls = self.loop_run(root, evaluator, n)
             loop_times.append(seconds)
             call_times.append(calls)
             par_times.append(self.parallel_loops(root, evaluator, n))
         med = statistics.median
+        self.rwb_call_seconds = med(rwb_calls)
         return med(rwb_times), med(loop_times), med(call_times), med(par_times)
 
 
@@ -703,6 +765,13 @@ def check_loop_rows(out, info, n, what):
     rows = read_jsonl(out)
     if info["n"] != n or len(rows) != n or any(r.get("score") is None for r in rows):
         raise BenchError("%s: %d rows (it reported %d), expected %d" % (what, len(rows), info["n"], n))
+
+
+def _summary_line(line, summary):
+    """Whether a stderr line belongs to rwb's summary table."""
+    first = line.split()[0] if line.split() else ""
+    return (first == "evaluator" and "evaluated" in line) or (summary is not None and first in summary) \
+        or " evaluators: " in line
 
 
 def _noise(foreign):
@@ -741,14 +810,16 @@ def _versus_loop(bench, key, evaluator, n, target):
     bench.log("                              = (%.3f s x %d - %.3f s) / %d = %.1f us"
               % (rwb_s, bench.jobs, calls_s, n, overhead_us))
     bench.log("    pure call time: the loop's sum of perf_counter() around each fn(...) call (median of runs);")
+    bench.log("    (rwb's workers reported %.3f s of calls: the sum of its rows' duration_ms, median of runs)"
+              % bench.rwb_call_seconds)
     bench.log("    the loop itself spends %.1f us/sample outside the call (startup, readline, json.loads, model_dump, write)"
               % ((loop_s - calls_s) / n * 1e6))
     return rwb_s, loop_s, ratio, overhead_us, par_s
 
 
 def _disturbed(bench):
-    if bench.disturbance >= 0.1:
-        return "other processes kept up to %.2f CPUs busy during a timed run: figures are disturbed" % bench.disturbance
+    if bench.disturbance >= 0.25:
+        return "other processes (or the hypervisor) took up to %.2f CPUs during a timed run: figures are disturbed" % bench.disturbance
     return None
 
 

@@ -3,11 +3,14 @@
 //!
 //! One folder per part: `model` (plain data), `workspace` (discovery, config, samples
 //! files), `engine` (Python workers), `store` (the SQLite cache), `runner` (a run
-//! through the cache), `cli` (the commands).
+//! through the cache), `ui` (state and drawing), `workbench` (the live loop), `cli`
+//! (the commands).
 
 pub mod cli;
 pub mod engine;
 pub mod model;
 pub mod runner;
 pub mod store;
+pub mod ui;
+pub mod workbench;
 pub mod workspace;

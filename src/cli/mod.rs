@@ -11,6 +11,7 @@ use crate::runner::{Prepared, Runner};
 use crate::store::Store;
 use crate::workspace::{Overrides, Workspace, WorkspaceError};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -105,7 +106,7 @@ pub enum Format {
 }
 
 impl Shared {
-    fn overrides(&self) -> Overrides {
+    pub(crate) fn overrides(&self) -> Overrides {
         Overrides {
             metrics_folders: self.metrics_folders.clone(),
             functions: self.functions.clone(),
@@ -141,14 +142,20 @@ pub fn main() -> ExitCode {
         Some(Command::Run(args)) => block_on(run::run(args)),
         Some(Command::Preview(args)) => block_on(preview::preview(args)),
         None => {
-            let args = RunArgs {
-                dir: cli.dir,
-                shared: cli.shared,
-                format: Format::Table,
-                max_samples: None,
-                fail_under: None,
-            };
-            block_on(run::run(args))
+            let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
+            if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+                block_on(crate::workbench::open(dir, cli.shared))
+            } else {
+                // not a terminal (a pipe, CI): print what `rwb run` prints
+                let args = RunArgs {
+                    dir: Some(dir),
+                    shared: cli.shared,
+                    format: Format::Table,
+                    max_samples: None,
+                    fail_under: None,
+                };
+                block_on(run::run(args))
+            }
         }
     };
     match result {
@@ -173,7 +180,7 @@ fn block_on<F: std::future::Future<Output = Result<ExitCode, Fail>>>(
 /// Everything a command needs to evaluate a workspace.
 pub struct Session {
     pub workspace: Workspace,
-    pub runner: Runner,
+    pub runner: Arc<Runner>,
     pub use_cache: bool,
 }
 
@@ -200,7 +207,7 @@ impl Session {
                 }
             }
         };
-        let runner = Runner::new(Arc::new(Pool::new(engine, jobs)), store);
+        let runner = Arc::new(Runner::new(Arc::new(Pool::new(engine, jobs)), store));
         Ok(Session {
             workspace,
             runner,

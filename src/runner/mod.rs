@@ -40,6 +40,9 @@ pub enum Event {
     Result {
         evaluator: usize,
         at: SampleRef,
+        /// The sample line's content hash, so a listener can tell a result for a line
+        /// that has changed since from one for the line it shows.
+        hash: SampleHash,
         outcome: Outcome,
         cached: bool,
     },
@@ -216,19 +219,20 @@ impl Runner {
 
     /// Runs every prepared evaluator over the samples files, sending each outcome on
     /// `events` as it is known (cache hits first, in file order; evaluations as they
-    /// finish). `only` limits the run to some sample indices (a changed line).
+    /// finish). With `read_cache` false every sample is evaluated again (results are
+    /// still stored, when there is a store).
     pub async fn run(
         &self,
         evaluators: &[Prepared],
         files: &[SamplesFile],
         max_samples: Option<usize>,
-        use_cache: bool,
+        read_cache: bool,
         events: mpsc::UnboundedSender<Event>,
     ) -> std::io::Result<RunStats> {
-        let store = self.store.as_ref().filter(|_| use_cache);
+        let store = self.store.as_ref();
         let mut cached_maps: Vec<HashMap<SampleHash, Outcome>> = Vec::new();
         for p in evaluators {
-            let map = match (store, &p.failure) {
+            let map = match (store.filter(|_| read_cache), &p.failure) {
                 (Some(s), None) => s.results_for(&p.key).unwrap_or_else(|e| {
                     eprintln!("rwb: {e}");
                     HashMap::new()
@@ -279,6 +283,7 @@ impl Runner {
                     let _ = events.send(Event::Result {
                         evaluator: index,
                         at,
+                        hash,
                         outcome,
                         cached: false,
                     });
@@ -305,6 +310,7 @@ impl Runner {
                 let _ = events.send(Event::Result {
                     evaluator,
                     at: line.at.clone(),
+                    hash: line.hash,
                     outcome,
                     cached,
                 });

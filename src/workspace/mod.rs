@@ -6,9 +6,11 @@
 
 mod config;
 mod samples;
+mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
 pub use samples::{check_sample, hash_line, SampleLine, SamplesReader};
+pub use watcher::{relevant, Watcher};
 
 use crate::model::{EvaluatorSpec, Source, Style};
 use serde_json::Map;

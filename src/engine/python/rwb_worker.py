@@ -41,6 +41,8 @@ import time
 import traceback
 
 PROTOCOL_VERSION = 1
+# rwb's own files (this worker and the bundled reward_kit): hidden from tracebacks
+RUNTIME_DIR = os.path.dirname(os.path.abspath(__file__))
 OUTPUT_LIMIT = 64 * 1024
 # Results are sent in chunks: at this many, when the oldest waited this long, or at
 # the end of a batch.
@@ -190,7 +192,10 @@ def _error_info(exc, roots, kind=None, skip_frames=0):
     for _ in range(skip_frames):
         if tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
-    text = "".join(traceback.format_exception(type(exc), exc, tb))
+    frames = [f for f in traceback.extract_tb(tb) if not f.filename.startswith(RUNTIME_DIR + os.sep)]
+    text = "Traceback (most recent call last):\n" if frames else ""
+    text += "".join(traceback.format_list(frames))
+    text += "".join(traceback.format_exception_only(type(exc), exc))
     where_file, where_line = None, None
     for frame, lineno in traceback.walk_tb(tb):
         path = os.path.realpath(frame.f_code.co_filename)

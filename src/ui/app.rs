@@ -1,0 +1,786 @@
+//! The workbench's state and the one function that changes it: `update(msg) -> effects`.
+//!
+//! Plain data: no terminal, no processes, no files. Keys and run results come in as
+//! [`Msg`]s; what must happen outside (rerun, open the editor, quit) goes out as
+//! [`Effect`]s for the live loop to carry out. Tests drive it exactly like the loop does.
+
+use super::keymap::{Action, Keymap};
+use crate::model::{EvalError, Metric, Outcome, SampleRef, Style, Summary, SummaryBuilder};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// An evaluator as the workbench shows it.
+#[derive(Clone, Debug)]
+pub struct EvaluatorInfo {
+    pub name: String,
+    /// The file that defines it (main.py), for the source pane and the editor.
+    pub source: PathBuf,
+    pub style: Option<Style>,
+    pub state: RunState,
+    /// Set while its module does not import.
+    pub import_error: Option<EvalError>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Idle,
+    Running { done: usize, total: usize },
+}
+
+/// One evaluator's latest outcome for one sample.
+#[derive(Clone, Debug, Default)]
+pub struct Cell {
+    pub outcome: Option<Arc<Outcome>>,
+    /// The evaluator changed and this sample has not been rerun yet.
+    pub stale: bool,
+}
+
+impl Cell {
+    pub fn score(&self) -> Option<f64> {
+        self.outcome.as_ref().and_then(|o| o.score)
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.outcome.as_ref().is_some_and(|o| o.is_error())
+    }
+}
+
+/// One sample line and its outcomes.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub at: SampleRef,
+    pub raw: Arc<str>,
+    pub hash: [u8; 16],
+    pub bad: Option<String>,
+    pub cells: Vec<Cell>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    List,
+    Conversation,
+    Breakdown,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Overlay {
+    None,
+    Help,
+    Stats,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+}
+
+impl Op {
+    fn test(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Eq => (a - b).abs() < 1e-12,
+        }
+    }
+}
+
+/// One term of a filter; the terms of a filter must all hold.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cond {
+    /// Case-insensitive text anywhere in the sample line.
+    Text(String),
+    /// `score<0.5` (the selected evaluator) or `NAME>=0.8`.
+    Score {
+        evaluator: Option<usize>,
+        op: Op,
+        value: f64,
+    },
+    /// Any evaluator failed on the sample.
+    Error,
+    /// A score differs from the baseline (or, without one, is stale).
+    Changed,
+}
+
+/// Parses a filter such as `refund score<0.5 error`. Unknown evaluator names are errors.
+pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond>, String> {
+    let mut out = Vec::new();
+    for word in text.split_whitespace() {
+        let lower = word.to_ascii_lowercase();
+        if lower == "error" || lower == "errors" {
+            out.push(Cond::Error);
+            continue;
+        }
+        if lower == "changed" {
+            out.push(Cond::Changed);
+            continue;
+        }
+        let ops = [
+            ("<=", Op::Le),
+            (">=", Op::Ge),
+            ("<", Op::Lt),
+            (">", Op::Gt),
+            ("==", Op::Eq),
+            ("=", Op::Eq),
+        ];
+        let split = ops
+            .iter()
+            .find_map(|(s, op)| word.find(s).map(|i| (i, s.len(), *op)));
+        if let Some((i, len, op)) = split {
+            let name = &word[..i];
+            let value: f64 = word[i + len..]
+                .parse()
+                .map_err(|_| format!("'{word}': expected a number after the comparison"))?;
+            let evaluator = if name == "score" {
+                None
+            } else {
+                Some(
+                    evaluators
+                        .iter()
+                        .position(|e| e.name == name)
+                        .ok_or_else(|| format!("'{word}': no evaluator named '{name}'"))?,
+                )
+            };
+            out.push(Cond::Score {
+                evaluator,
+                op,
+                value,
+            });
+            continue;
+        }
+        out.push(Cond::Text(lower));
+    }
+    Ok(out)
+}
+
+/// What the live loop must do after an update.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    Quit,
+    /// Evaluate again without the cache: one evaluator, or all.
+    Rerun {
+        evaluator: Option<usize>,
+    },
+    /// Open `$EDITOR` at this file and line, then come back.
+    Edit {
+        file: PathBuf,
+        line: Option<u32>,
+    },
+    /// Write the current results to a file.
+    Export,
+}
+
+/// Everything that can happen to the workbench.
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    Resized,
+    /// The samples files were (re)read. Outcomes move with their sample's content.
+    Samples(Vec<Sample>),
+    /// The evaluators (at start and after `rwb.toml` changed). Outcomes move by name.
+    Evaluators(Vec<EvaluatorInfo>),
+    /// A run began for these evaluators; `stale` ones changed code.
+    RunStarted {
+        evaluators: Vec<usize>,
+        stale: Vec<usize>,
+    },
+    Result {
+        evaluator: usize,
+        sample: usize,
+        outcome: Box<Outcome>,
+    },
+    /// The evaluator's module failed to import (or imports again: `None`).
+    ImportState {
+        evaluator: usize,
+        error: Option<EvalError>,
+    },
+    RunFinished,
+    /// `rwb.toml` is broken (the last good configuration stays), or fixed (`None`).
+    ConfigError(Option<String>),
+    Notice(String),
+    Watching(Vec<String>),
+}
+
+/// Scores pinned with `b`, by sample content and evaluator name.
+#[derive(Clone, Debug, Default)]
+pub struct Baseline {
+    scores: HashMap<([u8; 16], String), Option<f64>>,
+}
+
+impl Baseline {
+    pub fn score(&self, sample: &Sample, evaluator: &str) -> Option<Option<f64>> {
+        self.scores
+            .get(&(sample.hash, evaluator.to_string()))
+            .copied()
+    }
+}
+
+pub struct App {
+    pub root: PathBuf,
+    pub samples_labels: Vec<String>,
+    pub evaluators: Vec<EvaluatorInfo>,
+    pub samples: Vec<Sample>,
+    /// Indices into `samples`, filtered and sorted.
+    pub view: Vec<usize>,
+    /// Position in `view`.
+    pub cursor: usize,
+    /// First row of the list on screen (kept by the renderer).
+    pub list_offset: usize,
+    pub list_height: usize,
+    pub focus: Focus,
+    pub evaluator: usize,
+    pub conversation_scroll: u16,
+    pub breakdown_scroll: u16,
+    pub detail: bool,
+    pub overlay: Overlay,
+    /// Some while the filter is being typed.
+    pub filter_input: Option<String>,
+    pub filter_text: String,
+    pub filter: Vec<Cond>,
+    pub filter_error: Option<String>,
+    /// (evaluator, descending)
+    pub sort: Option<(usize, bool)>,
+    pub baseline: Option<Baseline>,
+    pub changed_only: bool,
+    pub notice: Option<String>,
+    pub config_error: Option<String>,
+    pub watching: Vec<String>,
+    pub keymap: Keymap,
+    pub running: bool,
+    /// Something changed since the last frame.
+    pub dirty: bool,
+    view_stale: bool,
+}
+
+impl App {
+    pub fn new(root: PathBuf, samples_labels: Vec<String>, keymap: Keymap) -> App {
+        App {
+            root,
+            samples_labels,
+            evaluators: Vec::new(),
+            samples: Vec::new(),
+            view: Vec::new(),
+            cursor: 0,
+            list_offset: 0,
+            list_height: 20,
+            focus: Focus::List,
+            evaluator: 0,
+            conversation_scroll: 0,
+            breakdown_scroll: 0,
+            detail: false,
+            overlay: Overlay::None,
+            filter_input: None,
+            filter_text: String::new(),
+            filter: Vec::new(),
+            filter_error: None,
+            sort: None,
+            baseline: None,
+            changed_only: false,
+            notice: None,
+            config_error: None,
+            watching: Vec::new(),
+            keymap,
+            running: false,
+            dirty: true,
+            view_stale: true,
+        }
+    }
+
+    /// The selected sample's index into `samples`.
+    pub fn selected(&self) -> Option<usize> {
+        self.view.get(self.cursor).copied()
+    }
+
+    pub fn selected_sample(&self) -> Option<&Sample> {
+        self.selected().map(|i| &self.samples[i])
+    }
+
+    pub fn selected_cell(&self) -> Option<&Cell> {
+        self.selected_sample()
+            .and_then(|s| s.cells.get(self.evaluator))
+    }
+
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        self.dirty = true;
+        let effects = match msg {
+            Msg::Key(key) => self.on_key(key),
+            Msg::Resized => Vec::new(),
+            Msg::Samples(samples) => {
+                self.replace_samples(samples);
+                Vec::new()
+            }
+            Msg::Evaluators(evaluators) => {
+                self.replace_evaluators(evaluators);
+                Vec::new()
+            }
+            Msg::RunStarted { evaluators, stale } => {
+                self.running = true;
+                let total = self.samples.len();
+                for &e in &evaluators {
+                    if let Some(info) = self.evaluators.get_mut(e) {
+                        info.state = RunState::Running { done: 0, total };
+                    }
+                }
+                for &e in &stale {
+                    for s in &mut self.samples {
+                        if let Some(c) = s.cells.get_mut(e) {
+                            c.stale = c.outcome.is_some();
+                        }
+                    }
+                }
+                Vec::new()
+            }
+            Msg::Result {
+                evaluator,
+                sample,
+                outcome,
+            } => {
+                if let Some(cell) = self
+                    .samples
+                    .get_mut(sample)
+                    .and_then(|s| s.cells.get_mut(evaluator))
+                {
+                    cell.outcome = Some(Arc::from(outcome));
+                    cell.stale = false;
+                }
+                if let Some(info) = self.evaluators.get_mut(evaluator) {
+                    if let RunState::Running { done, total } = &mut info.state {
+                        *done += 1;
+                        if *done >= *total {
+                            info.state = RunState::Idle;
+                        }
+                    }
+                }
+                if self.sort.is_some() || !self.filter.is_empty() || self.changed_only {
+                    self.view_stale = true;
+                }
+                Vec::new()
+            }
+            Msg::ImportState { evaluator, error } => {
+                if let Some(info) = self.evaluators.get_mut(evaluator) {
+                    info.import_error = error;
+                }
+                Vec::new()
+            }
+            Msg::RunFinished => {
+                self.running = false;
+                for info in &mut self.evaluators {
+                    info.state = RunState::Idle;
+                }
+                Vec::new()
+            }
+            Msg::ConfigError(e) => {
+                self.config_error = e;
+                Vec::new()
+            }
+            Msg::Notice(text) => {
+                self.notice = Some(text);
+                Vec::new()
+            }
+            Msg::Watching(paths) => {
+                self.watching = paths;
+                Vec::new()
+            }
+        };
+        if self.view_stale {
+            self.refresh_view();
+        }
+        effects
+    }
+
+    fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if let Some(input) = self.filter_input.as_mut() {
+            match key.code {
+                KeyCode::Enter => {
+                    self.filter_input = None;
+                }
+                KeyCode::Esc => {
+                    self.filter_input = None;
+                    self.set_filter(String::new());
+                }
+                KeyCode::Backspace => {
+                    input.pop();
+                    let text = input.clone();
+                    self.set_filter(text);
+                }
+                KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => {
+                    self.filter_input = None;
+                    self.set_filter(String::new());
+                }
+                KeyCode::Char(c) => {
+                    input.push(c);
+                    let text = input.clone();
+                    self.set_filter(text);
+                }
+                _ => {}
+            }
+            return Vec::new();
+        }
+        let Some(action) = self.keymap.action(&key) else {
+            return Vec::new();
+        };
+        if self.overlay != Overlay::None && !matches!(action, Action::Quit) {
+            // any key closes an overlay; its own key toggles it
+            self.overlay = Overlay::None;
+            return Vec::new();
+        }
+        self.notice = None;
+        match action {
+            Action::Quit => return vec![Effect::Quit],
+            Action::Down => self.scroll(1),
+            Action::Up => self.scroll(-1),
+            Action::PageDown => self.scroll(self.list_height.max(1) as isize),
+            Action::PageUp => self.scroll(-(self.list_height.max(1) as isize)),
+            Action::Top => self.jump(0),
+            Action::Bottom => self.jump(usize::MAX),
+            Action::NextPane => self.cycle_focus(1),
+            Action::PrevPane => self.cycle_focus(-1),
+            Action::NextEvaluator => self.pick_evaluator(1),
+            Action::PrevEvaluator => self.pick_evaluator(-1),
+            Action::Detail => self.detail = !self.detail,
+            Action::Filter => self.filter_input = Some(self.filter_text.clone()),
+            Action::Sort => {
+                self.sort = match self.sort {
+                    Some((e, true)) if e == self.evaluator => Some((e, false)),
+                    Some((e, false)) if e == self.evaluator => None,
+                    _ => Some((self.evaluator, true)),
+                };
+                self.refresh_view();
+            }
+            Action::Rerun => {
+                if !self.evaluators.is_empty() {
+                    return vec![Effect::Rerun {
+                        evaluator: Some(self.evaluator),
+                    }];
+                }
+            }
+            Action::RerunAll => return vec![Effect::Rerun { evaluator: None }],
+            Action::Baseline => self.pin_baseline(),
+            Action::ChangedOnly => {
+                self.changed_only = !self.changed_only;
+                self.refresh_view();
+            }
+            Action::Stats => self.overlay = Overlay::Stats,
+            Action::Help => self.overlay = Overlay::Help,
+            Action::Edit => {
+                if let Some(effect) = self.edit_target() {
+                    return vec![effect];
+                }
+            }
+            Action::Export => return vec![Effect::Export],
+            Action::Back => {
+                if self.detail {
+                    self.detail = false;
+                } else if !self.filter_text.is_empty() {
+                    self.set_filter(String::new());
+                } else {
+                    self.focus = Focus::List;
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    fn scroll(&mut self, by: isize) {
+        match self.focus {
+            Focus::List => {
+                let target = (self.cursor as isize + by)
+                    .clamp(0, self.view.len().saturating_sub(1) as isize);
+                self.select_position(target as usize);
+            }
+            Focus::Conversation => {
+                self.conversation_scroll =
+                    (self.conversation_scroll as isize + by).clamp(0, u16::MAX as isize) as u16
+            }
+            Focus::Breakdown => {
+                self.breakdown_scroll =
+                    (self.breakdown_scroll as isize + by).clamp(0, u16::MAX as isize) as u16
+            }
+        }
+    }
+
+    fn jump(&mut self, to: usize) {
+        match self.focus {
+            Focus::List => self.select_position(to.min(self.view.len().saturating_sub(1))),
+            Focus::Conversation => {
+                self.conversation_scroll = if to == 0 { 0 } else { u16::MAX / 2 }
+            }
+            Focus::Breakdown => self.breakdown_scroll = if to == 0 { 0 } else { u16::MAX / 2 },
+        }
+    }
+
+    fn select_position(&mut self, position: usize) {
+        if position != self.cursor {
+            self.conversation_scroll = 0;
+            self.breakdown_scroll = 0;
+        }
+        self.cursor = position;
+    }
+
+    fn cycle_focus(&mut self, by: i32) {
+        let order = [Focus::List, Focus::Conversation, Focus::Breakdown];
+        let at = order.iter().position(|f| *f == self.focus).unwrap_or(0) as i32;
+        self.focus = order[((at + by).rem_euclid(3)) as usize];
+    }
+
+    fn pick_evaluator(&mut self, by: i32) {
+        let n = self.evaluators.len() as i32;
+        if n > 0 {
+            self.evaluator = ((self.evaluator as i32 + by).rem_euclid(n)) as usize;
+            self.breakdown_scroll = 0;
+        }
+    }
+
+    fn set_filter(&mut self, text: String) {
+        match parse_filter(&text, &self.evaluators) {
+            Ok(conds) => {
+                self.filter = conds;
+                self.filter_error = None;
+            }
+            Err(e) => self.filter_error = Some(e),
+        }
+        self.filter_text = text;
+        self.refresh_view();
+    }
+
+    fn pin_baseline(&mut self) {
+        let mut scores = HashMap::new();
+        for s in &self.samples {
+            for (e, cell) in s.cells.iter().enumerate() {
+                if let Some(info) = self.evaluators.get(e) {
+                    scores.insert((s.hash, info.name.clone()), cell.score());
+                }
+            }
+        }
+        let count = self.samples.len();
+        self.baseline = Some(Baseline { scores });
+        self.notice = Some(format!(
+            "baseline pinned: {count} samples; Δ shows the change from here"
+        ));
+        self.refresh_view();
+    }
+
+    fn edit_target(&self) -> Option<Effect> {
+        let info = self.evaluators.get(self.evaluator)?;
+        let from_error = |e: &EvalError| {
+            e.file.as_ref().map(|f| {
+                let path = PathBuf::from(f);
+                let path = if path.is_relative() {
+                    self.root.join(path)
+                } else {
+                    path
+                };
+                (path, e.line)
+            })
+        };
+        let target = self
+            .selected_cell()
+            .and_then(|c| c.outcome.as_ref())
+            .and_then(|o| o.error.as_ref())
+            .and_then(from_error)
+            .or_else(|| info.import_error.as_ref().and_then(from_error))
+            .unwrap_or((info.source.clone(), None));
+        Some(Effect::Edit {
+            file: target.0,
+            line: target.1,
+        })
+    }
+
+    /// The change of a sample's score from the baseline.
+    pub fn delta(&self, sample: &Sample, evaluator: usize) -> Option<f64> {
+        let baseline = self.baseline.as_ref()?;
+        let name = &self.evaluators.get(evaluator)?.name;
+        let before = baseline.score(sample, name)??;
+        Some(sample.cells.get(evaluator)?.score()? - before)
+    }
+
+    fn changed(&self, sample: &Sample) -> bool {
+        match &self.baseline {
+            Some(baseline) => self.evaluators.iter().enumerate().any(|(e, info)| {
+                let now = sample.cells.get(e).and_then(|c| c.score());
+                match baseline.score(sample, &info.name) {
+                    Some(before) => match (before, now) {
+                        (Some(a), Some(b)) => (a - b).abs() > 1e-12,
+                        (a, b) => a.is_some() != b.is_some(),
+                    },
+                    None => true,
+                }
+            }),
+            None => sample.cells.iter().any(|c| c.stale),
+        }
+    }
+
+    fn matches(&self, sample: &Sample) -> bool {
+        if self.changed_only && !self.changed(sample) {
+            return false;
+        }
+        self.filter.iter().all(|cond| match cond {
+            Cond::Text(t) => sample.raw.to_ascii_lowercase().contains(t.as_str()),
+            Cond::Error => sample.bad.is_some() || sample.cells.iter().any(|c| c.is_error()),
+            Cond::Changed => self.changed(sample),
+            Cond::Score {
+                evaluator,
+                op,
+                value,
+            } => {
+                let e = evaluator.unwrap_or(self.evaluator);
+                sample
+                    .cells
+                    .get(e)
+                    .and_then(|c| c.score())
+                    .is_some_and(|s| op.test(s, *value))
+            }
+        })
+    }
+
+    /// Recomputes the filtered, sorted list, keeping the same sample selected.
+    pub fn refresh_view(&mut self) {
+        self.view_stale = false;
+        let keep = self.selected();
+        let mut view: Vec<usize> = (0..self.samples.len())
+            .filter(|&i| self.matches(&self.samples[i]))
+            .collect();
+        if let Some((e, descending)) = self.sort {
+            view.sort_by(|&a, &b| {
+                let sa = self.samples[a].cells.get(e).and_then(|c| c.score());
+                let sb = self.samples[b].cells.get(e).and_then(|c| c.score());
+                match (sa, sb) {
+                    (Some(x), Some(y)) => {
+                        let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
+                        if descending {
+                            o.reverse()
+                        } else {
+                            o
+                        }
+                    }
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                }
+                .then(a.cmp(&b))
+            });
+        }
+        self.view = view;
+        self.cursor = keep
+            .and_then(|k| self.view.iter().position(|&i| i == k))
+            .unwrap_or_else(|| self.cursor.min(self.view.len().saturating_sub(1)));
+    }
+
+    fn replace_samples(&mut self, mut samples: Vec<Sample>) {
+        let n = self.evaluators.len();
+        let keep = self
+            .selected_sample()
+            .map(|s| (s.at.file, s.hash, s.at.index));
+        // outcomes follow content: the same line, wherever it moved, keeps its scores
+        let mut old: HashMap<[u8; 16], Vec<Cell>> = HashMap::new();
+        for s in self.samples.drain(..) {
+            old.entry(s.hash).or_insert(s.cells);
+        }
+        for s in &mut samples {
+            s.cells = old
+                .get(&s.hash)
+                .cloned()
+                .unwrap_or_else(|| vec![Cell::default(); n]);
+            s.cells.resize(n, Cell::default());
+        }
+        self.samples = samples;
+        self.refresh_view();
+        if let Some((file, hash, index)) = keep {
+            let same = self
+                .view
+                .iter()
+                .position(|&i| self.samples[i].hash == hash && self.samples[i].at.file == file)
+                .or_else(|| {
+                    // the line itself changed: stay at the nearest sample
+                    self.view
+                        .iter()
+                        .position(|&i| self.samples[i].at.index >= index)
+                });
+            if let Some(p) = same {
+                self.cursor = p;
+            } else {
+                self.cursor = self.view.len().saturating_sub(1);
+            }
+        }
+    }
+
+    fn replace_evaluators(&mut self, evaluators: Vec<EvaluatorInfo>) {
+        let old_names: Vec<String> = self.evaluators.iter().map(|e| e.name.clone()).collect();
+        let selected_name = old_names.get(self.evaluator).cloned();
+        for s in &mut self.samples {
+            let mut by_name: HashMap<&str, Cell> = old_names
+                .iter()
+                .map(|n| n.as_str())
+                .zip(s.cells.drain(..))
+                .collect();
+            s.cells = evaluators
+                .iter()
+                .map(|e| by_name.remove(e.name.as_str()).unwrap_or_default())
+                .collect();
+        }
+        self.evaluators = evaluators;
+        self.evaluator = selected_name
+            .and_then(|n| self.evaluators.iter().position(|e| e.name == n))
+            .unwrap_or(0);
+        if let Some((e, d)) = self.sort {
+            let name = old_names.get(e);
+            self.sort = name
+                .and_then(|n| self.evaluators.iter().position(|x| &x.name == n))
+                .map(|e| (e, d));
+        }
+        self.refresh_view();
+    }
+
+    /// Summary of one evaluator over every sample.
+    pub fn summary(&self, evaluator: usize) -> Summary {
+        let mut b = SummaryBuilder::default();
+        for s in &self.samples {
+            if let Some(o) = s.cells.get(evaluator).and_then(|c| c.outcome.as_ref()) {
+                b.add(o);
+            }
+        }
+        b.finish()
+    }
+
+    /// Scores of one evaluator (for the histogram).
+    pub fn scores(&self, evaluator: usize) -> Vec<f64> {
+        self.samples
+            .iter()
+            .filter_map(|s| s.cells.get(evaluator).and_then(|c| c.score()))
+            .collect()
+    }
+
+    /// Component metrics whose score is the same on every sample that has them.
+    pub fn constant_metrics(&self, evaluator: usize) -> Vec<(String, f64)> {
+        let mut seen: Vec<(String, Option<f64>, bool)> = Vec::new();
+        for s in &self.samples {
+            let Some(o) = s.cells.get(evaluator).and_then(|c| c.outcome.as_ref()) else {
+                continue;
+            };
+            for (name, Metric { score, .. }) in o.metric_list() {
+                match seen.iter_mut().find(|(n, _, _)| *n == name) {
+                    Some((_, first, varies)) => {
+                        if *first != score {
+                            *varies = true;
+                        }
+                    }
+                    None => seen.push((name, score, false)),
+                }
+            }
+        }
+        seen.into_iter()
+            .filter(|(_, _, varies)| !varies)
+            .filter_map(|(n, s, _)| Some((n, s?)))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,333 @@
+//! App state driven through `update`, the same entry the live loop uses.
+
+use super::*;
+use crate::model::{EvalError, Outcome};
+use serde_json::Map;
+
+fn key(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+fn code(code: KeyCode) -> Msg {
+    Msg::Key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+fn info(name: &str) -> EvaluatorInfo {
+    EvaluatorInfo {
+        name: name.into(),
+        source: PathBuf::from(format!("metrics/{name}/main.py")),
+        style: None,
+        state: RunState::Idle,
+        import_error: None,
+    }
+}
+
+fn sample(i: usize, text: &str) -> Sample {
+    let raw = format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"{text}\"}}]}}");
+    Sample {
+        at: SampleRef {
+            index: i,
+            file: 0,
+            line: i + 1,
+        },
+        hash: crate::workspace::hash_line(&raw),
+        raw: raw.into(),
+        bad: None,
+        cells: Vec::new(),
+    }
+}
+
+fn scored(x: f64) -> Box<Outcome> {
+    Box::new(Outcome {
+        score: Some(x),
+        is_score_valid: true,
+        reason: Some(format!("r{x}")),
+        metrics: Map::new(),
+        step_outputs: None,
+        error: None,
+        result_error: None,
+        duration_ms: 0.1,
+        output: None,
+    })
+}
+
+/// Two evaluators, five samples, all scored: a = i/10, b = 1 - i/10.
+fn app() -> App {
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["s.jsonl".into()],
+        Keymap::default(),
+    );
+    app.update(Msg::Evaluators(vec![info("a"), info("b")]));
+    let texts = ["alpha", "bravo", "charlie", "delta", "echo"];
+    app.update(Msg::Samples(
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| sample(i, t))
+            .collect(),
+    ));
+    for i in 0..5 {
+        app.update(Msg::Result {
+            evaluator: 0,
+            sample: i,
+            outcome: scored(i as f64 / 10.0),
+        });
+        app.update(Msg::Result {
+            evaluator: 1,
+            sample: i,
+            outcome: scored(1.0 - i as f64 / 10.0),
+        });
+    }
+    app
+}
+
+#[test]
+fn keys_move_the_selection_within_bounds() {
+    let mut app = app();
+    assert_eq!(app.selected(), Some(0));
+    app.update(key('j'));
+    app.update(code(KeyCode::Down));
+    assert_eq!(app.selected(), Some(2));
+    app.update(key('G'));
+    assert_eq!(app.selected(), Some(4));
+    app.update(key('j'));
+    assert_eq!(app.selected(), Some(4), "stays on the last sample");
+    app.update(key('g'));
+    app.update(key('k'));
+    assert_eq!(app.selected(), Some(0));
+}
+
+#[test]
+fn quit_rerun_edit_and_export_are_effects() {
+    let mut app = app();
+    assert_eq!(app.update(key('q')), vec![Effect::Quit]);
+    assert_eq!(
+        app.update(key('r')),
+        vec![Effect::Rerun { evaluator: Some(0) }]
+    );
+    app.update(key('l'));
+    assert_eq!(
+        app.update(key('r')),
+        vec![Effect::Rerun { evaluator: Some(1) }]
+    );
+    assert_eq!(
+        app.update(key('R')),
+        vec![Effect::Rerun { evaluator: None }]
+    );
+    assert_eq!(app.update(key('x')), vec![Effect::Export]);
+    assert_eq!(
+        app.update(key('e')),
+        vec![Effect::Edit {
+            file: PathBuf::from("metrics/b/main.py"),
+            line: None
+        }]
+    );
+}
+
+#[test]
+fn edit_opens_the_failing_line_of_the_selected_sample() {
+    let mut app = app();
+    let mut error = EvalError::new("KeyError", "'x'");
+    error.file = Some("metrics/a/main.py".into());
+    error.line = Some(12);
+    app.update(Msg::Result {
+        evaluator: 0,
+        sample: 0,
+        outcome: Box::new(Outcome::failed(error)),
+    });
+    assert_eq!(
+        app.update(key('e')),
+        vec![Effect::Edit {
+            file: PathBuf::from("/ws/metrics/a/main.py"),
+            line: Some(12)
+        }]
+    );
+}
+
+#[test]
+fn filter_by_text_score_and_error() {
+    let mut app = app();
+    app.update(key('/'));
+    for c in "a>=0.3".chars() {
+        app.update(key(c));
+    }
+    assert_eq!(app.view, vec![3, 4], "live while typing");
+    app.update(code(KeyCode::Enter));
+    assert_eq!(app.filter_input, None);
+    app.update(key('/'));
+    for _ in 0..6 {
+        app.update(code(KeyCode::Backspace));
+    }
+    for c in "charlie".chars() {
+        app.update(key(c));
+    }
+    app.update(code(KeyCode::Enter));
+    assert_eq!(app.view, vec![2]);
+    app.update(code(KeyCode::Esc));
+    assert_eq!(app.view.len(), 5, "Esc clears the filter");
+    app.update(Msg::Result {
+        evaluator: 1,
+        sample: 3,
+        outcome: Box::new(Outcome::failed(EvalError::new("ValueError", "x"))),
+    });
+    app.set_filter("error".into());
+    assert_eq!(app.view, vec![3]);
+    app.set_filter("score<0.2".into());
+    assert_eq!(app.view, vec![0, 1], "score means the selected evaluator");
+    app.set_filter("nope<0.2".into());
+    assert_eq!(
+        app.filter_error.as_deref(),
+        Some("'nope<0.2': no evaluator named 'nope'")
+    );
+}
+
+#[test]
+fn sort_cycles_descending_ascending_off_and_keeps_the_selection() {
+    let mut app = app();
+    app.update(key('j'));
+    assert_eq!(app.selected(), Some(1));
+    app.update(key('s'));
+    assert_eq!(app.view, vec![4, 3, 2, 1, 0]);
+    assert_eq!(app.selected(), Some(1), "the same sample stays selected");
+    app.update(key('s'));
+    assert_eq!(app.view, vec![0, 1, 2, 3, 4]);
+    app.update(key('s'));
+    assert_eq!(app.sort, None);
+}
+
+#[test]
+fn baseline_deltas_and_changed_only() {
+    let mut app = app();
+    app.update(key('b'));
+    assert_eq!(app.delta(&app.samples[2].clone(), 0), Some(0.0));
+    app.update(Msg::Result {
+        evaluator: 0,
+        sample: 2,
+        outcome: scored(0.9),
+    });
+    let d = app.delta(&app.samples[2].clone(), 0).unwrap();
+    assert!((d - 0.7).abs() < 1e-12);
+    app.update(key('c'));
+    assert_eq!(app.view, vec![2]);
+    app.update(key('c'));
+    assert_eq!(app.view.len(), 5);
+}
+
+#[test]
+fn a_code_change_marks_old_scores_stale_until_they_are_rerun() {
+    let mut app = app();
+    app.update(Msg::RunStarted {
+        evaluators: vec![0],
+        stale: vec![0],
+    });
+    assert!(app
+        .samples
+        .iter()
+        .all(|s| s.cells[0].stale && !s.cells[1].stale));
+    assert_eq!(
+        app.evaluators[0].state,
+        RunState::Running { done: 0, total: 5 }
+    );
+    assert_eq!(
+        app.samples[0].cells[0].score(),
+        Some(0.0),
+        "the old score stays visible"
+    );
+    app.update(Msg::Result {
+        evaluator: 0,
+        sample: 0,
+        outcome: scored(0.5),
+    });
+    assert!(!app.samples[0].cells[0].stale);
+    assert!(app.samples[1].cells[0].stale);
+    assert_eq!(
+        app.evaluators[0].state,
+        RunState::Running { done: 1, total: 5 }
+    );
+}
+
+#[test]
+fn reloaded_samples_keep_outcomes_and_the_selection_by_content() {
+    let mut app = app();
+    app.update(key('j'));
+    app.update(key('j')); // "charlie"
+                          // a line inserted before it, one removed after it
+    let texts = ["new first", "alpha", "bravo", "charlie", "echo"];
+    app.update(Msg::Samples(
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| sample(i, t))
+            .collect(),
+    ));
+    assert_eq!(app.selected(), Some(3));
+    assert!(app.samples[3].raw.contains("charlie"));
+    assert_eq!(
+        app.samples[3].cells[0].score(),
+        Some(0.2),
+        "scores moved with the line"
+    );
+    assert!(
+        app.samples[0].cells[0].outcome.is_none(),
+        "the new line has no score yet"
+    );
+}
+
+#[test]
+fn evaluators_reloaded_by_name_keep_their_cells() {
+    let mut app = app();
+    app.update(key('l')); // select b
+    app.update(Msg::Evaluators(vec![info("b"), info("c")]));
+    assert_eq!(app.evaluator, 0, "b is still selected");
+    assert_eq!(app.samples[0].cells[0].score(), Some(1.0));
+    assert!(app.samples[0].cells[1].outcome.is_none());
+}
+
+#[test]
+fn overlays_open_and_any_key_closes_them() {
+    let mut app = app();
+    app.update(key('?'));
+    assert_eq!(app.overlay, Overlay::Help);
+    app.update(key('j'));
+    assert_eq!(app.overlay, Overlay::None);
+    assert_eq!(app.selected(), Some(0), "the closing key does nothing else");
+    app.update(key('v'));
+    assert_eq!(app.overlay, Overlay::Stats);
+}
+
+#[test]
+fn tab_moves_focus_and_keys_then_scroll_that_pane() {
+    let mut app = app();
+    app.update(code(KeyCode::Tab));
+    assert_eq!(app.focus, Focus::Conversation);
+    app.update(key('j'));
+    app.update(key('j'));
+    assert_eq!(app.conversation_scroll, 2);
+    assert_eq!(app.selected(), Some(0));
+    app.update(code(KeyCode::Esc));
+    assert_eq!(app.focus, Focus::List);
+}
+
+#[test]
+fn constant_metrics_are_found() {
+    let mut app = app();
+    let mut o = *scored(0.5);
+    o.metrics.insert(
+        "fmt".into(),
+        serde_json::json!({"score": 1.0, "is_score_valid": true, "reason": "ok"}),
+    );
+    for i in 0..5 {
+        let mut o = o.clone();
+        o.metrics.insert(
+            "len".into(),
+            serde_json::json!({"score": i as f64 / 5.0, "is_score_valid": true, "reason": "ok"}),
+        );
+        app.update(Msg::Result {
+            evaluator: 0,
+            sample: i,
+            outcome: Box::new(o),
+        });
+    }
+    assert_eq!(app.constant_metrics(0), vec![("fmt".to_string(), 1.0)]);
+}

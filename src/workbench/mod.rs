@@ -1,0 +1,606 @@
+//! The live workbench: one loop that merges terminal input, file changes and run
+//! results, feeds them to the app as messages, carries out the app's effects, and
+//! redraws only when something changed.
+//!
+//! Owns the terminal (restored on quit, on error and on panic), the watcher and the
+//! run in flight: a newer change aborts the stale run (its busy workers are killed)
+//! and starts a new one through the cache, so only what changed is evaluated.
+
+mod runs;
+mod terminal;
+
+use crate::cli::{Fail, Session, Shared};
+use crate::model::ResultRow;
+use crate::runner::Prepared;
+use crate::ui::app::{App, Effect, EvaluatorInfo, Msg, RunState, Sample};
+use crate::ui::highlight::Highlighter;
+use crate::ui::keymap::Keymap;
+use crate::ui::theme::Theme;
+use crate::ui::view::{self, Ctx};
+use crate::workspace::{SamplesReader, Watcher, Workspace};
+use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
+use futures::StreamExt;
+use runs::{RunMsg, Runs};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// The longest a burst of results may delay a frame.
+const FRAME_BUDGET: Duration = Duration::from_millis(12);
+
+/// Opens the workbench on `dir`.
+pub async fn open(dir: PathBuf, shared: Shared) -> Result<ExitCode, Fail> {
+    let session = Session::open(dir, &shared)?;
+    let user = UserConfig::load();
+    let theme_name = session
+        .workspace
+        .config
+        .theme
+        .clone()
+        .or(user.theme.clone());
+    let (theme, theme_error) = Theme::from_env(theme_name.as_deref(), user.themes_dir.as_deref());
+    let keymap = match &user.keys {
+        Some(keys) => Keymap::with_overrides(keys).unwrap_or_else(|e| {
+            eprintln!("rwb: {}: {e}; using the default keys", user.path.display());
+            Keymap::default()
+        }),
+        None => Keymap::default(),
+    };
+    let mut live = Live::new(session, shared, keymap);
+    if let Some(e) = theme_error.or(user.error.clone()) {
+        live.app.update(Msg::Notice(e));
+    }
+    let highlighter = Highlighter::new();
+    let mut term = terminal::Terminal::enter()
+        .map_err(|e| Fail::Usage(format!("cannot open the terminal: {e}")))?;
+    let result = live.run(&mut term, &theme, &highlighter).await;
+    term.leave();
+    result.map(|()| ExitCode::SUCCESS)
+}
+
+/// Keybindings and theme from the user's config dir (`config.toml`).
+#[derive(Default)]
+struct UserConfig {
+    path: PathBuf,
+    theme: Option<String>,
+    keys: Option<toml::Table>,
+    themes_dir: Option<PathBuf>,
+    error: Option<String>,
+}
+
+impl UserConfig {
+    fn load() -> UserConfig {
+        let Some(dirs) = directories::ProjectDirs::from("", "", "rwb") else {
+            return UserConfig::default();
+        };
+        let dir = dirs.config_dir().to_path_buf();
+        let path = dir.join("config.toml");
+        let mut config = UserConfig {
+            themes_dir: Some(dir.join("themes")),
+            path: path.clone(),
+            ..Default::default()
+        };
+        let Ok(text) = std::fs::read_to_string(&path) else {
+            return config;
+        };
+        match text.parse::<toml::Table>() {
+            Ok(table) => {
+                config.theme = table
+                    .get("theme")
+                    .and_then(|t| t.as_str())
+                    .map(String::from);
+                config.keys = table.get("keys").and_then(|k| k.as_table()).cloned();
+            }
+            Err(e) => config.error = Some(format!("{}: {}", path.display(), e.message())),
+        }
+        config
+    }
+}
+
+struct Live {
+    session: Session,
+    shared: Shared,
+    app: App,
+    runs: Runs,
+    prepared: Vec<Option<Prepared>>,
+    run_rx: mpsc::UnboundedReceiver<(u64, RunMsg)>,
+}
+
+impl Live {
+    fn new(session: Session, shared: Shared, keymap: Keymap) -> Live {
+        let labels = session
+            .workspace
+            .samples
+            .iter()
+            .map(|f| f.label.clone())
+            .collect();
+        let app = App::new(session.workspace.root.clone(), labels, keymap);
+        let (tx, rx) = mpsc::unbounded_channel();
+        let runs = Runs::new(tx);
+        let n = session.workspace.evaluators.len();
+        Live {
+            session,
+            shared,
+            app,
+            runs,
+            prepared: vec![None; n],
+            run_rx: rx,
+        }
+    }
+
+    async fn run(
+        &mut self,
+        term: &mut terminal::Terminal,
+        theme: &Theme,
+        highlighter: &Highlighter,
+    ) -> Result<(), Fail> {
+        let (watch_tx, mut watch_rx) = mpsc::unbounded_channel();
+        let mut watcher = self.start_watcher(watch_tx.clone());
+        self.app.update(Msg::Evaluators(self.evaluator_infos()));
+        self.reload_samples();
+        self.draw(term, theme, highlighter);
+        self.start_run(Vec::new(), None);
+        let mut input = Some(EventStream::new());
+        loop {
+            let keys = input
+                .as_mut()
+                .expect("the input stream is back after the editor");
+            tokio::select! {
+                event = keys.next() => match event {
+                    Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
+                        let effects = self.app.update(Msg::Key(key));
+                        if self.apply(effects, term, &mut input) {
+                            return Ok(());
+                        }
+                    }
+                    Some(Ok(TermEvent::Resize(_, _))) => { self.app.update(Msg::Resized); }
+                    Some(Ok(_)) => {}
+                    Some(Err(_)) | None => return Ok(()),
+                },
+                Some(paths) = watch_rx.recv() => {
+                    if self.on_change(paths) {
+                        watcher = self.start_watcher(watch_tx.clone());
+                    }
+                }
+                Some((generation, msg)) = self.run_rx.recv() => {
+                    self.on_run(generation, msg);
+                    // take every result already waiting before the next frame
+                    let started = Instant::now();
+                    while started.elapsed() < FRAME_BUDGET {
+                        match self.run_rx.try_recv() {
+                            Ok((g, m)) => self.on_run(g, m),
+                            Err(_) => break,
+                        }
+                    }
+                }
+            }
+            if self.app.dirty {
+                self.draw(term, theme, highlighter);
+            }
+            let _ = &watcher;
+        }
+    }
+
+    fn draw(&mut self, term: &mut terminal::Terminal, theme: &Theme, highlighter: &Highlighter) {
+        let read = |p: &Path| std::fs::read_to_string(p).ok();
+        let ctx = Ctx {
+            theme,
+            highlighter,
+            source: &read,
+        };
+        let app = &mut self.app;
+        term.draw(|frame| view::draw(frame, app, &ctx));
+        self.app.dirty = false;
+        if std::env::var_os("RWB_TRACE_FRAMES").is_some() {
+            trace_frame(&self.app);
+        }
+    }
+
+    fn start_watcher(&mut self, tx: mpsc::UnboundedSender<Vec<PathBuf>>) -> Option<Watcher> {
+        let ws = &self.session.workspace;
+        let mut roots = vec![ws.root.clone()];
+        for spec in &ws.evaluators {
+            roots.push(spec.source.folder());
+        }
+        for f in &ws.samples {
+            if let Some(parent) = f.path.parent() {
+                roots.push(if parent.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    parent.to_path_buf()
+                });
+            }
+        }
+        match Watcher::start(&roots, tx) {
+            Ok(w) => {
+                let shown = w.roots.iter().map(|r| r.display().to_string()).collect();
+                self.app.update(Msg::Watching(shown));
+                Some(w)
+            }
+            Err(e) => {
+                self.app.update(Msg::Notice(format!(
+                    "cannot watch the workspace ({e}); press R to rerun by hand"
+                )));
+                None
+            }
+        }
+    }
+
+    fn evaluator_infos(&self) -> Vec<EvaluatorInfo> {
+        self.session
+            .workspace
+            .evaluators
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let p = self.prepared.get(i).and_then(|p| p.as_ref());
+                EvaluatorInfo {
+                    name: spec.name.clone(),
+                    source: std::path::absolute(spec.source.file())
+                        .unwrap_or_else(|_| spec.source.file()),
+                    style: p.and_then(|p| p.style).or(spec.style),
+                    state: RunState::Idle,
+                    import_error: p.and_then(|p| p.failure.clone()),
+                }
+            })
+            .collect()
+    }
+
+    fn reload_samples(&mut self) {
+        let files = self.session.workspace.samples.clone();
+        let mut samples = Vec::new();
+        for line in SamplesReader::new(&files) {
+            match line {
+                Ok(l) => samples.push(Sample {
+                    at: l.at,
+                    raw: Arc::from(l.raw),
+                    hash: l.hash,
+                    bad: l.bad,
+                    cells: Vec::new(),
+                }),
+                Err(e) => {
+                    self.app.update(Msg::Notice(e.to_string()));
+                    break;
+                }
+            }
+        }
+        self.app.samples_labels = files.iter().map(|f| f.label.clone()).collect();
+        self.app.update(Msg::Samples(samples));
+    }
+
+    /// Starts a new run (aborting the one in flight). `stale` evaluators changed code;
+    /// `force` reruns one evaluator (or all) without reading the cache.
+    fn start_run(&mut self, stale: Vec<usize>, force: Option<Option<usize>>) {
+        let all: Vec<usize> = (0..self.session.workspace.evaluators.len()).collect();
+        let (which, read_cache) = match force {
+            Some(Some(e)) => (vec![e], false),
+            Some(None) => (all, false),
+            None => (all, true),
+        };
+        self.app.update(Msg::RunStarted {
+            evaluators: which.clone(),
+            stale,
+        });
+        self.runs.start(
+            self.session.runner.clone(),
+            self.session.workspace.evaluators.clone(),
+            self.session.workspace.samples.clone(),
+            which,
+            read_cache,
+        );
+    }
+
+    fn on_run(&mut self, generation: u64, msg: RunMsg) {
+        if generation != self.runs.generation() {
+            return; // a result of an aborted run
+        }
+        match msg {
+            RunMsg::Prepared(index, prepared) => {
+                let error = prepared.failure.clone();
+                if let Some(slot) = self.prepared.get_mut(index) {
+                    *slot = Some(*prepared);
+                }
+                self.app.update(Msg::ImportState {
+                    evaluator: index,
+                    error,
+                });
+                if let (Some(info), Some(p)) = (
+                    self.app.evaluators.get_mut(index),
+                    self.prepared[index].as_ref(),
+                ) {
+                    info.style = p.style.or(info.style);
+                }
+            }
+            RunMsg::Result {
+                evaluator,
+                index,
+                hash,
+                outcome,
+            } => {
+                let matches = self.app.samples.get(index).is_some_and(|s| s.hash == hash);
+                if matches {
+                    self.app.update(Msg::Result {
+                        evaluator,
+                        sample: index,
+                        outcome,
+                    });
+                }
+            }
+            RunMsg::Finished => {
+                self.app.update(Msg::RunFinished);
+            }
+            RunMsg::Failed(message) => {
+                self.app.update(Msg::RunFinished);
+                self.app.update(Msg::Notice(message));
+            }
+        }
+    }
+
+    /// Reacts to saved files. Returns true when the watched folders changed.
+    fn on_change(&mut self, paths: Vec<PathBuf>) -> bool {
+        let ws = &self.session.workspace;
+        let is = |p: &Path, q: &Path| same_file(p, q);
+        let config_changed = paths.iter().any(|p| is(p, &ws.root.join("rwb.toml")));
+        let samples_changed = paths.iter().any(|p| {
+            ws.samples.iter().any(|f| is(p, &f.path))
+                || (p.extension().is_some_and(|e| e == "jsonl")
+                    && !ws.samples.iter().any(|f| is(p, &f.path)))
+        });
+        let mut rewatch = false;
+        if config_changed || (samples_changed && self.shared_discovers_samples()) {
+            match Workspace::load(&ws.root, &self.shared_overrides()) {
+                Ok(new) => {
+                    self.app.update(Msg::ConfigError(None));
+                    rewatch = self.adopt(new);
+                }
+                Err(e) => {
+                    if config_changed {
+                        self.app.update(Msg::ConfigError(Some(e.0)));
+                        return false;
+                    }
+                }
+            }
+        }
+        let ws = &self.session.workspace;
+        let stale: Vec<usize> = ws
+            .evaluators
+            .iter()
+            .enumerate()
+            .filter(|(i, spec)| {
+                let files = self
+                    .prepared
+                    .get(*i)
+                    .and_then(|p| p.as_ref())
+                    .map(|p| p.files.clone())
+                    .unwrap_or_default();
+                paths.iter().any(|p| {
+                    p.extension().is_some_and(|e| e == "py")
+                        && (files.iter().any(|f| is(p, f))
+                            || p.starts_with(spec.source.folder())
+                            || is(p, &spec.source.file()))
+                })
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let any_py = paths
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "py"));
+        if samples_changed {
+            self.reload_samples();
+        }
+        if samples_changed || config_changed || any_py {
+            self.start_run(stale, None);
+        }
+        rewatch
+    }
+
+    fn shared_discovers_samples(&self) -> bool {
+        self.shared_overrides().samples.is_empty()
+    }
+
+    fn shared_overrides(&self) -> crate::workspace::Overrides {
+        self.shared.overrides()
+    }
+
+    /// Takes a reloaded workspace. Returns true when what to watch changed.
+    fn adopt(&mut self, new: Workspace) -> bool {
+        let old = &self.session.workspace;
+        let rewatch = new
+            .evaluators
+            .iter()
+            .map(|e| e.source.folder())
+            .ne(old.evaluators.iter().map(|e| e.source.folder()))
+            || new.samples != old.samples;
+        if new.python != old.python {
+            match Session::open(new.root.clone(), &self.shared) {
+                Ok(s) => self.session = s,
+                Err(Fail::Usage(e)) => {
+                    self.app.update(Msg::ConfigError(Some(e)));
+                    return false;
+                }
+            }
+        } else {
+            self.session.workspace = new;
+        }
+        let names: Vec<&String> = self
+            .session
+            .workspace
+            .evaluators
+            .iter()
+            .map(|e| &e.name)
+            .collect();
+        let old_prepared = std::mem::take(&mut self.prepared);
+        self.prepared = names
+            .iter()
+            .map(|n| {
+                old_prepared
+                    .iter()
+                    .flatten()
+                    .find(|p| &&p.spec.name == n)
+                    .cloned()
+            })
+            .collect();
+        self.app.update(Msg::Evaluators(self.evaluator_infos()));
+        self.reload_samples();
+        rewatch
+    }
+
+    /// Carries out effects; true means quit.
+    fn apply(
+        &mut self,
+        effects: Vec<Effect>,
+        term: &mut terminal::Terminal,
+        input: &mut Option<EventStream>,
+    ) -> bool {
+        for effect in effects {
+            match effect {
+                Effect::Quit => return true,
+                Effect::Rerun { evaluator } => {
+                    self.start_run(evaluator.into_iter().collect(), Some(evaluator))
+                }
+                Effect::Edit { file, line } => {
+                    // the editor owns the keyboard until it exits: stop reading it
+                    *input = None;
+                    let outcome = term.suspend(|| open_editor(&file, line));
+                    *input = Some(EventStream::new());
+                    match outcome {
+                        Ok(()) => {}
+                        Err(e) => {
+                            self.app.update(Msg::Notice(e));
+                        }
+                    }
+                    self.app.dirty = true;
+                }
+                Effect::Export => {
+                    let text = match self.export() {
+                        Ok(path) => format!(
+                            "exported to {}",
+                            display_path(&path, &self.session.workspace.root)
+                        ),
+                        Err(e) => format!("export failed: {e}"),
+                    };
+                    self.app.update(Msg::Notice(text));
+                }
+            }
+        }
+        false
+    }
+
+    fn export(&self) -> std::io::Result<PathBuf> {
+        use std::io::Write;
+        let dir = self.session.workspace.root.join(".rwb");
+        std::fs::create_dir_all(&dir)?;
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let path = dir.join(format!("export-{stamp}.jsonl"));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        for s in &self.app.samples {
+            let label = self
+                .app
+                .samples_labels
+                .get(s.at.file)
+                .map(|l| l.as_str())
+                .unwrap_or("");
+            for (e, cell) in s.cells.iter().enumerate() {
+                let (Some(o), Some(info)) = (&cell.outcome, self.app.evaluators.get(e)) else {
+                    continue;
+                };
+                serde_json::to_writer(&mut out, &ResultRow::new(&s.at, label, &info.name, o))?;
+                out.write_all(b"\n")?;
+            }
+        }
+        out.flush()?;
+        Ok(path)
+    }
+}
+
+/// Runs `$VISUAL`/`$EDITOR` (else vi) on the file at the line and waits for it.
+fn open_editor(file: &Path, line: Option<u32>) -> Result<(), String> {
+    let editor = std::env::var("VISUAL")
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .or_else(|| {
+            std::env::var("EDITOR")
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+        })
+        .unwrap_or_else(|| "vi".to_string());
+    let mut words = editor.split_whitespace();
+    let program = words.next().unwrap_or("vi").to_string();
+    let mut args: Vec<String> = words.map(String::from).collect();
+    let base = Path::new(&program)
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("");
+    let file_s = file.display().to_string();
+    match (base, line) {
+        ("code" | "code-insiders" | "codium", Some(l)) => {
+            args.extend(["-g".into(), format!("{file_s}:{l}")])
+        }
+        ("subl" | "zed" | "hx" | "helix", Some(l)) => args.push(format!("{file_s}:{l}")),
+        (_, Some(l)) => args.extend([format!("+{l}"), file_s]),
+        (_, None) => args.push(file_s),
+    }
+    let status = std::process::Command::new(&program)
+        .args(&args)
+        .status()
+        .map_err(|e| format!("cannot start editor '{program}': {e} (set $EDITOR)"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("editor '{program}' exited with {status}"))
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    let abs = |p: &Path| std::fs::canonicalize(p).or_else(|_| std::path::absolute(p));
+    match (abs(a), abs(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}
+
+fn display_path(path: &Path, root: &Path) -> String {
+    let root_abs = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    match path
+        .strip_prefix(&root_abs)
+        .or_else(|_| path.strip_prefix(root))
+    {
+        Ok(rel) if rel.as_os_str().is_empty() => format!("{}/", root.display()),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// With RWB_TRACE_FRAMES=FILE, appends one line per frame: the time and how many
+/// cells are scored and not stale (the save-to-screen benchmark reads it).
+fn trace_frame(app: &App) {
+    use std::io::Write;
+    let Some(path) = std::env::var_os("RWB_TRACE_FRAMES") else {
+        return;
+    };
+    let fresh = app
+        .samples
+        .iter()
+        .flat_map(|s| s.cells.iter())
+        .filter(|c| c.outcome.is_some() && !c.stale)
+        .count();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    if let Ok(mut f) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    {
+        let _ = writeln!(f, "{now:.6} fresh={fresh} running={}", app.running);
+    }
+}

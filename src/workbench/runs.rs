@@ -1,0 +1,114 @@
+//! The run in flight: one tokio task per run, tagged with a generation. Starting a new
+//! run aborts the old one; messages of older generations are dropped by the loop.
+
+use crate::model::{EvaluatorSpec, Outcome};
+use crate::runner::{Event, Prepared, Runner};
+use crate::store::SampleHash;
+use crate::workspace::SamplesFile;
+use std::sync::Arc;
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+
+#[derive(Debug)]
+pub enum RunMsg {
+    /// An evaluator's code key, style and imports are known (or its import failed).
+    Prepared(usize, Box<Prepared>),
+    Result {
+        evaluator: usize,
+        index: usize,
+        hash: SampleHash,
+        outcome: Box<Outcome>,
+    },
+    Finished,
+    /// The run could not start (the interpreter is missing, a file vanished).
+    Failed(String),
+}
+
+pub struct Runs {
+    tx: mpsc::UnboundedSender<(u64, RunMsg)>,
+    generation: u64,
+    task: Option<JoinHandle<()>>,
+}
+
+impl Runs {
+    pub fn new(tx: mpsc::UnboundedSender<(u64, RunMsg)>) -> Runs {
+        Runs {
+            tx,
+            generation: 0,
+            task: None,
+        }
+    }
+
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
+    /// Aborts the run in flight and starts evaluating `which` evaluators.
+    pub fn start(
+        &mut self,
+        runner: Arc<Runner>,
+        specs: Vec<EvaluatorSpec>,
+        files: Vec<SamplesFile>,
+        which: Vec<usize>,
+        read_cache: bool,
+    ) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        self.generation += 1;
+        let generation = self.generation;
+        let tx = self.tx.clone();
+        self.task = Some(tokio::spawn(async move {
+            let send = |msg: RunMsg| {
+                let _ = tx.send((generation, msg));
+            };
+            let prepared =
+                futures::future::join_all(which.iter().map(|&i| runner.prepare(&specs[i]))).await;
+            let mut ready = Vec::new();
+            for (&i, p) in which.iter().zip(prepared) {
+                match p {
+                    Ok(p) => {
+                        send(RunMsg::Prepared(i, Box::new(p.clone())));
+                        ready.push(p);
+                    }
+                    Err(e) => {
+                        send(RunMsg::Failed(e.to_string()));
+                        return;
+                    }
+                }
+            }
+            let (etx, mut erx) = mpsc::unbounded_channel();
+            let forward = async {
+                while let Some(Event::Result {
+                    evaluator,
+                    at,
+                    hash,
+                    outcome,
+                    ..
+                }) = erx.recv().await
+                {
+                    send(RunMsg::Result {
+                        evaluator: which[evaluator],
+                        index: at.index,
+                        hash,
+                        outcome: Box::new(outcome),
+                    });
+                }
+            };
+            let (result, ()) =
+                tokio::join!(runner.run(&ready, &files, None, read_cache, etx), forward);
+            match result {
+                Ok(_) => send(RunMsg::Finished),
+                Err(e) => send(RunMsg::Failed(e.to_string())),
+            }
+        }));
+    }
+}
+
+impl Drop for Runs {
+    fn drop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+    }
+}
