@@ -1,0 +1,199 @@
+//! The screen's layout, rendered into ratatui's TestBackend and snapshotted with insta
+//! (snapshots are committed; insta writes none when CI is set). Keys go through
+//! `App::update`, the same entry the live loop uses.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use reward_workbench::model::{EvalError, Outcome, SampleRef};
+use reward_workbench::ui::app::{App, EvaluatorInfo, Msg, RunState, Sample};
+use reward_workbench::ui::highlight::Highlighter;
+use reward_workbench::ui::keymap::Keymap;
+use reward_workbench::ui::theme::Theme;
+use reward_workbench::ui::view::{buffer_text, draw, Ctx};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+const SOURCE: &str = "from reward_kit import reward_function, EvaluateResult\n\n@reward_function\ndef evaluate(messages, ground_truth=None, **kwargs):\n    answer = messages[-1][\"content\"]\n    total = int(answer.split()[-1])\n    return EvaluateResult(score=total / 10, reason=\"ok\")\n";
+
+fn info(name: &str) -> EvaluatorInfo {
+    EvaluatorInfo {
+        name: name.into(),
+        source: PathBuf::from(format!("/ws/metrics/{name}/main.py")),
+        style: Some(reward_workbench::model::Style::RewardKit),
+        state: RunState::Idle,
+        import_error: None,
+    }
+}
+
+fn outcome(score: f64, reason: &str, metrics: serde_json::Value) -> Box<Outcome> {
+    Box::new(Outcome {
+        score: Some(score),
+        is_score_valid: true,
+        reason: Some(reason.into()),
+        metrics: metrics.as_object().cloned().unwrap_or_default(),
+        step_outputs: None,
+        error: None,
+        result_error: None,
+        duration_ms: 1.25,
+        output: None,
+    })
+}
+
+fn app() -> App {
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["conversations.jsonl".into()],
+        Keymap::default(),
+    );
+    app.update(Msg::Evaluators(vec![info("relevance"), info("math")]));
+    let questions = [
+        (
+            "What causes the seasons on Earth?",
+            "The tilt of Earth's axis, about 23.5 degrees, not the distance from the sun.",
+        ),
+        ("What is 6 times 7?", "6 times 7 is 42"),
+        (
+            "Name a prime number above 10.",
+            "13 is prime, it has no divisors but 1 and itself.",
+        ),
+        (
+            "How do I undo a git commit?",
+            "Use git reset --soft HEAD~1 to undo the last commit and keep the changes.",
+        ),
+    ];
+    let samples = questions
+        .iter()
+        .enumerate()
+        .map(|(i, (q, a))| {
+            let raw = json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string();
+            Sample {
+                at: SampleRef { index: i, file: 0, line: i + 1 },
+                hash: reward_workbench::workspace::hash_line(&raw),
+                raw: raw.into(),
+                bad: None,
+                cells: Vec::new(),
+            }
+        })
+        .collect();
+    app.update(Msg::Samples(samples));
+    for i in 0..4 {
+        let s = [0.875, 0.25, 0.5, 1.0][i];
+        let metrics = json!({
+            "keyword_coverage": {"score": s, "is_score_valid": true, "reason": format!("{} of 4 question words answered", (s * 4.0) as i32)},
+            "direct_answer": {"score": 1.0, "is_score_valid": true, "reason": "answers in the first sentence"}
+        });
+        app.update(Msg::Result {
+            evaluator: 0,
+            sample: i,
+            outcome: outcome(s, &format!("relevance {s:.2}"), metrics),
+        });
+    }
+    let mut error = EvalError::new(
+        "ValueError",
+        "invalid literal for int() with base 10: 'degrees'",
+    );
+    error.traceback = Some("Traceback (most recent call last):\n  File \"/ws/metrics/math/main.py\", line 6, in evaluate\n    total = int(answer.split()[-1])\nValueError: invalid literal for int() with base 10: 'degrees'\n".into());
+    error.file = Some("metrics/math/main.py".into());
+    error.line = Some(6);
+    app.update(Msg::Result {
+        evaluator: 1,
+        sample: 0,
+        outcome: Box::new(Outcome::failed(error)),
+    });
+    app.update(Msg::Result {
+        evaluator: 1,
+        sample: 1,
+        outcome: outcome(0.2, "42 matches", json!({})),
+    });
+    app
+}
+
+fn render(app: &mut App, width: u16, height: u16) -> String {
+    let theme = Theme::monochrome();
+    let highlighter = Highlighter::new();
+    let source = |_: &Path| Some(SOURCE.to_string());
+    let ctx = Ctx {
+        theme: &theme,
+        highlighter: &highlighter,
+        source: &source,
+    };
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    terminal.draw(|f| draw(f, app, &ctx)).unwrap();
+    buffer_text(terminal.backend().buffer())
+}
+
+fn key(c: char) -> Msg {
+    Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
+}
+
+#[test]
+fn layout_100x30_scores_and_breakdown() {
+    let mut app = app();
+    insta::assert_snapshot!(render(&mut app, 100, 30));
+}
+
+#[test]
+fn layout_200x60_uses_three_columns() {
+    let mut app = app();
+    app.update(key('j'));
+    insta::assert_snapshot!(render(&mut app, 200, 60));
+}
+
+#[test]
+fn an_error_shows_traceback_beside_the_source() {
+    let mut app = app();
+    app.update(key('l')); // the math evaluator, which failed on sample 0
+    let screen = render(&mut app, 140, 36);
+    assert!(
+        screen.contains("ValueError: invalid literal for int()"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("▶6     total = int("),
+        "the failing line is marked:\n{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn help_lists_the_live_bindings() {
+    let table: toml::Table = toml::from_str("rerun = \"F5\"").unwrap();
+    let mut app = app();
+    app.keymap = Keymap::with_overrides(&table).unwrap();
+    app.update(key('?'));
+    let screen = render(&mut app, 100, 32);
+    assert!(screen.contains("F5  rerun the evaluator"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn stats_show_distribution_and_warnings() {
+    let mut app = app();
+    app.update(key('v'));
+    let screen = render(&mut app, 100, 30);
+    assert!(
+        screen.contains("component 'direct_answer' never varies (always 1)"),
+        "{screen}"
+    );
+    insta::assert_snapshot!(screen);
+}
+
+#[test]
+fn the_filter_line_and_baseline_delta() {
+    let mut app = app();
+    app.update(key('b'));
+    app.update(Msg::Result {
+        evaluator: 0,
+        sample: 1,
+        outcome: outcome(0.75, "better", json!({})),
+    });
+    app.update(key('/'));
+    for c in "score>0.6".chars() {
+        app.update(key(c));
+    }
+    let screen = render(&mut app, 100, 30);
+    assert!(screen.contains("+0.50"), "{screen}");
+    assert!(screen.contains("/score>0.6"), "{screen}");
+    insta::assert_snapshot!(screen);
+}
