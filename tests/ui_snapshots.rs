@@ -6,13 +6,14 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use reward_workbench::model::{EvalError, Outcome, SampleRef};
-use reward_workbench::ui::app::{App, EvaluatorInfo, Msg, RunState, Sample};
+use reward_workbench::ui::app::{App, EvaluatorInfo, MemoryLines, Msg, RunState, Sample};
 use reward_workbench::ui::highlight::Highlighter;
 use reward_workbench::ui::keymap::Keymap;
 use reward_workbench::ui::theme::Theme;
 use reward_workbench::ui::view::{buffer_text, draw, Ctx};
 use serde_json::json;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 const SOURCE: &str = "from reward_kit import reward_function, EvaluateResult\n\n@reward_function\ndef evaluate(messages, ground_truth=None, **kwargs):\n    answer = messages[-1][\"content\"]\n    total = int(answer.split()[-1])\n    return EvaluateResult(score=total / 10, reason=\"ok\")\n";
 
@@ -41,12 +42,6 @@ fn outcome(score: f64, reason: &str, metrics: serde_json::Value) -> Box<Outcome>
 }
 
 fn app() -> App {
-    let mut app = App::new(
-        PathBuf::from("/ws"),
-        vec!["conversations.jsonl".into()],
-        Keymap::default(),
-    );
-    app.update(Msg::Evaluators(vec![info("relevance"), info("math")]));
     let questions = [
         (
             "What causes the seasons on Earth?",
@@ -62,20 +57,33 @@ fn app() -> App {
             "Use git reset --soft HEAD~1 to undo the last commit and keep the changes.",
         ),
     ];
-    let samples = questions
+    let mut memory = MemoryLines::default();
+    let mut offset = 0u64;
+    let samples: Vec<Sample> = questions
         .iter()
         .enumerate()
         .map(|(i, (q, a))| {
             let raw = json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string();
-            Sample {
+            let sample = Sample {
                 at: SampleRef { index: i, file: 0, line: i + 1 },
                 hash: reward_workbench::workspace::hash_line(&raw),
-                raw: raw.into(),
+                offset,
+                len: raw.len() as u32,
                 bad: None,
                 cells: Vec::new(),
-            }
+            };
+            offset += raw.len() as u64 + 1;
+            memory.0.insert((0, sample.offset), raw);
+            sample
         })
         .collect();
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["conversations.jsonl".into()],
+        Keymap::default(),
+        Arc::new(memory),
+    );
+    app.update(Msg::Evaluators(vec![info("relevance"), info("math")]));
     app.update(Msg::Samples(samples));
     for i in 0..4 {
         let s = [0.875, 0.25, 0.5, 1.0][i];

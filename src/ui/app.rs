@@ -47,11 +47,29 @@ impl Cell {
     }
 }
 
+/// Where the text of sample lines comes from: the live loop reads them from the
+/// samples files on demand, so a million-line file is not held in memory.
+pub trait Lines: Send + Sync {
+    fn line(&self, file: usize, offset: u64, len: u32) -> Option<String>;
+}
+
+/// Lines kept in memory, by (file, offset): for tests and small inputs.
+#[derive(Default)]
+pub struct MemoryLines(pub HashMap<(usize, u64), String>);
+
+impl Lines for MemoryLines {
+    fn line(&self, file: usize, offset: u64, _len: u32) -> Option<String> {
+        self.0.get(&(file, offset)).cloned()
+    }
+}
+
 /// One sample line and its outcomes.
 #[derive(Clone, Debug)]
 pub struct Sample {
     pub at: SampleRef,
-    pub raw: Arc<str>,
+    /// Where the line is in its file.
+    pub offset: u64,
+    pub len: u32,
     pub hash: [u8; 16],
     pub bad: Option<String>,
     pub cells: Vec<Cell>,
@@ -224,6 +242,7 @@ impl Baseline {
 
 pub struct App {
     pub root: PathBuf,
+    pub lines: Arc<dyn Lines>,
     pub samples_labels: Vec<String>,
     pub evaluators: Vec<EvaluatorInfo>,
     pub samples: Vec<Sample>,
@@ -260,9 +279,15 @@ pub struct App {
 }
 
 impl App {
-    pub fn new(root: PathBuf, samples_labels: Vec<String>, keymap: Keymap) -> App {
+    pub fn new(
+        root: PathBuf,
+        samples_labels: Vec<String>,
+        keymap: Keymap,
+        lines: Arc<dyn Lines>,
+    ) -> App {
         App {
             root,
+            lines,
             samples_labels,
             evaluators: Vec::new(),
             samples: Vec::new(),
@@ -291,6 +316,13 @@ impl App {
             dirty: true,
             view_stale: true,
         }
+    }
+
+    /// The text of a sample line.
+    pub fn text(&self, sample: &Sample) -> String {
+        self.lines
+            .line(sample.at.file, sample.offset, sample.len)
+            .unwrap_or_default()
     }
 
     /// The selected sample's index into `samples`.
@@ -622,7 +654,7 @@ impl App {
             return false;
         }
         self.filter.iter().all(|cond| match cond {
-            Cond::Text(t) => sample.raw.to_ascii_lowercase().contains(t.as_str()),
+            Cond::Text(t) => self.text(sample).to_ascii_lowercase().contains(t.as_str()),
             Cond::Error => sample.bad.is_some() || sample.cells.iter().any(|c| c.is_error()),
             Cond::Changed => self.changed(sample),
             Cond::Score {

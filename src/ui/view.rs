@@ -196,7 +196,7 @@ fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
             format!("{:>index_w$} ", sample.at.index),
             Style::default().fg(p.muted),
         )];
-        let title = sample_title(sample);
+        let title = sample_title(&app.text(sample), sample);
         spans.push(Span::raw(format!("{:<text_w$}", clip(&title, text_w))));
         for (e, cell) in sample.cells.iter().enumerate() {
             spans.push(Span::raw(" "));
@@ -298,11 +298,11 @@ fn clip(text: &str, width: usize) -> String {
 }
 
 /// A one-line title for the list: the last user turn, flattened.
-fn sample_title(sample: &Sample) -> String {
+fn sample_title(raw: &str, sample: &Sample) -> String {
     if let Some(bad) = &sample.bad {
         return format!("✗ {bad}");
     }
-    let parsed: Value = serde_json::from_str(&sample.raw).unwrap_or(Value::Null);
+    let parsed: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
     let messages = parsed.get("messages").and_then(|m| m.as_array());
     let text = messages
         .and_then(|ms| {
@@ -358,6 +358,7 @@ fn draw_conversation(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
     ]);
     let block = pane(title, app.focus == Focus::Conversation, ctx);
     let inner_w = block.inner(area).width.max(1) as usize;
+    let raw = app.text(sample);
     let mut lines: Vec<Line> = Vec::new();
     if let Some(bad) = &sample.bad {
         lines.push(Line::styled(
@@ -365,9 +366,9 @@ fn draw_conversation(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
             Style::default().fg(p.error).add_modifier(Modifier::BOLD),
         ));
         lines.push(Line::raw(""));
-        lines.push(Line::raw(sample.raw.to_string()));
+        lines.push(Line::raw(raw.clone()));
     } else {
-        let parsed: Value = serde_json::from_str(&sample.raw).unwrap_or(Value::Null);
+        let parsed: Value = serde_json::from_str(&raw).unwrap_or(Value::Null);
         for m in parsed
             .get("messages")
             .and_then(|m| m.as_array())

@@ -12,12 +12,12 @@ mod terminal;
 use crate::cli::{Fail, Session, Shared};
 use crate::model::ResultRow;
 use crate::runner::Prepared;
-use crate::ui::app::{App, Effect, EvaluatorInfo, Msg, RunState, Sample};
+use crate::ui::app::{App, Effect, EvaluatorInfo, Lines, MemoryLines, Msg, RunState, Sample};
 use crate::ui::highlight::Highlighter;
 use crate::ui::keymap::Keymap;
 use crate::ui::theme::Theme;
 use crate::ui::view::{self, Ctx};
-use crate::workspace::{SamplesReader, Watcher, Workspace};
+use crate::workspace::{LineFiles, SamplesFile, SamplesReader, Watcher, Workspace};
 use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures::StreamExt;
 use runs::{RunMsg, Runs};
@@ -29,6 +29,23 @@ use tokio::sync::mpsc;
 
 /// The longest a burst of results may delay a frame.
 const FRAME_BUDGET: Duration = Duration::from_millis(12);
+/// On first open, the list shows after this many samples are indexed; the rest
+/// follows (a million-line file must not hold back the first frame).
+const FIRST_CHUNK: usize = 2000;
+
+impl Lines for LineFiles {
+    fn line(&self, file: usize, offset: u64, len: u32) -> Option<String> {
+        self.read(file, offset, len)
+    }
+}
+
+/// What the indexer (reading the samples files off the UI thread) reports.
+enum Indexed {
+    /// The first samples of a first load, to show at once.
+    First(Vec<Sample>),
+    Done(Vec<Sample>, LineFiles),
+    Failed(String),
+}
 
 /// Opens the workbench on `dir`.
 pub async fn open(dir: PathBuf, shared: Shared) -> Result<ExitCode, Fail> {
@@ -106,6 +123,11 @@ struct Live {
     runs: Runs,
     prepared: Vec<Option<Prepared>>,
     run_rx: mpsc::UnboundedReceiver<(u64, RunMsg)>,
+    index_tx: mpsc::UnboundedSender<(u64, Indexed)>,
+    index_rx: mpsc::UnboundedReceiver<(u64, Indexed)>,
+    index_generation: u64,
+    /// A run waits for the samples index: the evaluators whose code changed.
+    pending_run: Option<Vec<usize>>,
 }
 
 impl Live {
@@ -116,8 +138,14 @@ impl Live {
             .iter()
             .map(|f| f.label.clone())
             .collect();
-        let app = App::new(session.workspace.root.clone(), labels, keymap);
+        let app = App::new(
+            session.workspace.root.clone(),
+            labels,
+            keymap,
+            Arc::new(MemoryLines::default()),
+        );
         let (tx, rx) = mpsc::unbounded_channel();
+        let (index_tx, index_rx) = mpsc::unbounded_channel();
         let runs = Runs::new(tx);
         let n = session.workspace.evaluators.len();
         Live {
@@ -127,6 +155,10 @@ impl Live {
             runs,
             prepared: vec![None; n],
             run_rx: rx,
+            index_tx,
+            index_rx,
+            index_generation: 0,
+            pending_run: None,
         }
     }
 
@@ -139,9 +171,8 @@ impl Live {
         let (watch_tx, mut watch_rx) = mpsc::unbounded_channel();
         let mut watcher = self.start_watcher(watch_tx.clone());
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
-        self.reload_samples();
         self.draw(term, theme, highlighter);
-        self.start_run(Vec::new(), None);
+        self.reload_samples(Vec::new());
         let mut input = Some(EventStream::new());
         loop {
             let keys = input
@@ -162,6 +193,11 @@ impl Live {
                 Some(paths) = watch_rx.recv() => {
                     if self.on_change(paths) {
                         watcher = self.start_watcher(watch_tx.clone());
+                    }
+                }
+                Some((generation, indexed)) = self.index_rx.recv() => {
+                    if generation == self.index_generation {
+                        self.on_indexed(indexed);
                     }
                 }
                 Some((generation, msg)) = self.run_rx.recv() => {
@@ -248,26 +284,55 @@ impl Live {
             .collect()
     }
 
-    fn reload_samples(&mut self) {
+    /// Indexes the samples files off the UI thread, then runs (`stale` evaluators
+    /// changed code). Runs wait for the index so results land on the right lines.
+    fn reload_samples(&mut self, stale: Vec<usize>) {
+        let mut pending = self.pending_run.take().unwrap_or_default();
+        pending.extend(stale);
+        self.pending_run = Some(pending);
+        self.index_generation += 1;
+        let generation = self.index_generation;
         let files = self.session.workspace.samples.clone();
-        let mut samples = Vec::new();
-        for line in SamplesReader::new(&files) {
-            match line {
-                Ok(l) => samples.push(Sample {
-                    at: l.at,
-                    raw: Arc::from(l.raw),
-                    hash: l.hash,
-                    bad: l.bad,
-                    cells: Vec::new(),
-                }),
-                Err(e) => {
-                    self.app.update(Msg::Notice(e.to_string()));
-                    break;
+        let first_load = self.app.samples.is_empty();
+        let tx = self.index_tx.clone();
+        tokio::task::spawn_blocking(move || {
+            let send = |m: Indexed| {
+                let _ = tx.send((generation, m));
+            };
+            match index_samples(&files, first_load, |first| send(Indexed::First(first))) {
+                Ok((samples, lines)) => send(Indexed::Done(samples, lines)),
+                Err(e) => send(Indexed::Failed(e.to_string())),
+            }
+        });
+    }
+
+    fn on_indexed(&mut self, indexed: Indexed) {
+        match indexed {
+            Indexed::First(samples) => {
+                if let Ok(lines) = LineFiles::open(&self.session.workspace.samples) {
+                    self.app.lines = Arc::new(lines);
+                }
+                self.app.update(Msg::Samples(samples));
+            }
+            Indexed::Done(samples, lines) => {
+                self.app.samples_labels = self
+                    .session
+                    .workspace
+                    .samples
+                    .iter()
+                    .map(|f| f.label.clone())
+                    .collect();
+                self.app.lines = Arc::new(lines);
+                self.app.update(Msg::Samples(samples));
+                if let Some(stale) = self.pending_run.take() {
+                    self.start_run(stale, None);
                 }
             }
+            Indexed::Failed(e) => {
+                self.pending_run = None;
+                self.app.update(Msg::Notice(e));
+            }
         }
-        self.app.samples_labels = files.iter().map(|f| f.label.clone()).collect();
-        self.app.update(Msg::Samples(samples));
     }
 
     /// Starts a new run (aborting the one in flight). `stale` evaluators changed code;
@@ -387,11 +452,14 @@ impl Live {
         let any_py = paths
             .iter()
             .any(|p| p.extension().is_some_and(|e| e == "py"));
-        if samples_changed {
-            self.reload_samples();
-        }
-        if samples_changed || config_changed || any_py {
-            self.start_run(stale, None);
+        if samples_changed || config_changed {
+            self.reload_samples(stale);
+        } else if any_py {
+            if let Some(pending) = self.pending_run.as_mut() {
+                pending.extend(stale); // the run starts when the index is ready
+            } else {
+                self.start_run(stale, None);
+            }
         }
         rewatch
     }
@@ -443,7 +511,6 @@ impl Live {
             })
             .collect();
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
-        self.reload_samples();
         rewatch
     }
 
@@ -516,6 +583,35 @@ impl Live {
         out.flush()?;
         Ok(path)
     }
+}
+
+/// Reads every samples line into a list of positions and hashes (no text is kept).
+/// On a first load, `first` gets the first few thousand at once.
+fn index_samples(
+    files: &[SamplesFile],
+    first_load: bool,
+    first: impl FnOnce(Vec<Sample>),
+) -> std::io::Result<(Vec<Sample>, LineFiles)> {
+    let lines = LineFiles::open(files)?;
+    let mut samples = Vec::new();
+    let mut first = first_load.then_some(first);
+    for line in SamplesReader::new(files) {
+        let l = line?;
+        samples.push(Sample {
+            at: l.at,
+            offset: l.offset,
+            len: l.raw.len() as u32,
+            hash: l.hash,
+            bad: l.bad,
+            cells: Vec::new(),
+        });
+        if samples.len() == FIRST_CHUNK {
+            if let Some(f) = first.take() {
+                f(samples.clone());
+            }
+        }
+    }
+    Ok((samples, lines))
 }
 
 /// Runs `$VISUAL`/`$EDITOR` (else vi) on the file at the line and waits for it.

@@ -9,7 +9,7 @@ mod samples;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
-pub use samples::{check_sample, hash_line, SampleLine, SamplesReader};
+pub use samples::{check_sample, hash_line, LineFiles, SampleLine, SamplesReader};
 pub use watcher::{relevant, Watcher};
 
 use crate::model::{EvaluatorSpec, Source, Style};

@@ -12,6 +12,8 @@ use std::io::{BufRead, BufReader};
 #[derive(Clone, Debug)]
 pub struct SampleLine {
     pub at: SampleRef,
+    /// Byte offset of the line in its file (to read it again later).
+    pub offset: u64,
     /// The line without its line ending.
     pub raw: String,
     /// Content hash of the trimmed line (the cache key's sample part).
@@ -86,6 +88,8 @@ pub struct SamplesReader {
     next_file: usize,
     line_no: usize,
     index: usize,
+    /// Byte offset of the next line in the current file.
+    pos: u64,
     buf: Vec<u8>,
 }
 
@@ -97,6 +101,7 @@ impl SamplesReader {
             next_file: 0,
             line_no: 0,
             index: 0,
+            pos: 0,
             buf: Vec::with_capacity(8192),
         }
     }
@@ -125,16 +130,18 @@ impl Iterator for SamplesReader {
                 self.current = Some((self.next_file, reader));
                 self.next_file += 1;
                 self.line_no = 0;
+                self.pos = 0;
             }
             let (file_idx, reader) = self.current.as_mut().expect("set above");
             let file_idx = *file_idx;
             self.buf.clear();
+            let offset = self.pos;
             match reader.read_until(b'\n', &mut self.buf) {
                 Ok(0) => {
                     self.current = None;
                     continue;
                 }
-                Ok(_) => {}
+                Ok(n) => self.pos += n as u64,
                 Err(e) => return Some(Err(e)),
             }
             self.line_no += 1;
@@ -165,8 +172,37 @@ impl Iterator for SamplesReader {
                 ),
             };
             let hash = hash_line(&raw);
-            return Some(Ok(SampleLine { at, raw, hash, bad }));
+            return Some(Ok(SampleLine {
+                at,
+                offset,
+                raw,
+                hash,
+                bad,
+            }));
         }
+    }
+}
+
+/// Reads sample lines again by position, without keeping the files in memory.
+pub struct LineFiles {
+    files: Vec<File>,
+}
+
+impl LineFiles {
+    pub fn open(files: &[SamplesFile]) -> std::io::Result<LineFiles> {
+        let files = files
+            .iter()
+            .map(|f| File::open(&f.path))
+            .collect::<Result<_, _>>()?;
+        Ok(LineFiles { files })
+    }
+
+    /// The line of `len` bytes at `offset` in file number `file`.
+    pub fn read(&self, file: usize, offset: u64, len: u32) -> Option<String> {
+        use std::os::unix::fs::FileExt;
+        let mut buf = vec![0u8; len as usize];
+        self.files.get(file)?.read_exact_at(&mut buf, offset).ok()?;
+        Some(String::from_utf8_lossy(&buf).into_owned())
     }
 }
 
@@ -218,5 +254,10 @@ mod tests {
             "line endings do not change the hash"
         );
         assert!(lines[2].bad.as_deref().unwrap().starts_with("not JSON"));
+        let again = LineFiles::open(&files).unwrap();
+        for l in &lines {
+            let text = again.read(l.at.file, l.offset, l.raw.len() as u32).unwrap();
+            assert_eq!(text, l.raw, "a line reads back from its offset");
+        }
     }
 }

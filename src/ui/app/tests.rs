@@ -22,8 +22,24 @@ fn info(name: &str) -> EvaluatorInfo {
     }
 }
 
+fn raw(text: &str) -> String {
+    format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"{text}\"}}]}}")
+}
+
+/// Where a text's line lives: the same text keeps its line wherever it moves.
+fn offset_of(text: &str) -> u64 {
+    text.bytes().map(u64::from).sum::<u64>() * 7 + text.len() as u64
+}
+
+fn lines() -> Arc<dyn Lines> {
+    let texts = ["alpha", "bravo", "charlie", "delta", "echo", "new first"];
+    Arc::new(MemoryLines(
+        texts.iter().map(|t| ((0, offset_of(t)), raw(t))).collect(),
+    ))
+}
+
 fn sample(i: usize, text: &str) -> Sample {
-    let raw = format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"{text}\"}}]}}");
+    let raw = raw(text);
     Sample {
         at: SampleRef {
             index: i,
@@ -31,7 +47,8 @@ fn sample(i: usize, text: &str) -> Sample {
             line: i + 1,
         },
         hash: crate::workspace::hash_line(&raw),
-        raw: raw.into(),
+        offset: offset_of(text),
+        len: raw.len() as u32,
         bad: None,
         cells: Vec::new(),
     }
@@ -57,6 +74,7 @@ fn app() -> App {
         PathBuf::from("/ws"),
         vec!["s.jsonl".into()],
         Keymap::default(),
+        lines(),
     );
     app.update(Msg::Evaluators(vec![info("a"), info("b")]));
     let texts = ["alpha", "bravo", "charlie", "delta", "echo"];
@@ -262,7 +280,7 @@ fn reloaded_samples_keep_outcomes_and_the_selection_by_content() {
             .collect(),
     ));
     assert_eq!(app.selected(), Some(3));
-    assert!(app.samples[3].raw.contains("charlie"));
+    assert!(app.text(&app.samples[3]).contains("charlie"));
     assert_eq!(
         app.samples[3].cells[0].score(),
         Some(0.2),
