@@ -205,3 +205,30 @@ fn the_filter_line_and_baseline_delta() {
     assert!(screen.contains("/score>0.6"), "{screen}");
     insta::assert_snapshot!(screen);
 }
+
+#[test]
+fn any_terminal_size_renders_without_panicking() {
+    for (w, h) in [
+        (1, 1),
+        (2, 2),
+        (5, 3),
+        (10, 4),
+        (20, 6),
+        (40, 10),
+        (60, 15),
+        (80, 24),
+        (159, 40),
+        (160, 40),
+        (300, 100),
+    ] {
+        for overlay in ['?', 'v', 'j'] {
+            let mut app = app();
+            app.update(key('l'));
+            app.update(key(overlay));
+            let _ = render(&mut app, w, h);
+        }
+        let mut detail = app();
+        detail.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
+        let _ = render(&mut detail, w, h);
+    }
+}

@@ -127,7 +127,8 @@ impl Printer {
         self.summaries.iter().map(|s| s.finish()).collect()
     }
 
-    /// Writes what the format keeps for the end, then the summary (to stderr for jsonl).
+    /// Writes what the format keeps for the end, then the summary: after the table
+    /// on stdout, or on stderr for the machine formats (stdout holds only results).
     pub fn finish(mut self, stats: &RunStats, seconds: f64) -> Vec<Summary> {
         let summaries = self.summaries();
         match self.format {
@@ -176,6 +177,10 @@ impl Printer {
                 let _ = self.write_error_list();
                 let _ = self.out.flush();
             }
+        }
+        if matches!(self.format, Format::Json | Format::Csv) {
+            let mut err = std::io::stderr().lock();
+            let _ = write_summary(&mut err, &self.names, &summaries, stats, seconds);
         }
         summaries
     }

@@ -233,11 +233,8 @@ impl StoreWriter {
         }
     }
 
+    /// Waits until everything queued is committed.
     pub fn finish(mut self) {
-        self.close();
-    }
-
-    fn close(&mut self) {
         self.tx.take();
         if let Some(h) = self.handle.take() {
             let _ = h.join();
@@ -246,8 +243,10 @@ impl StoreWriter {
 }
 
 impl Drop for StoreWriter {
+    /// Dropped without `finish` (a cancelled run): the thread commits what is queued
+    /// and ends by itself; nobody waits for it.
     fn drop(&mut self) {
-        self.close();
+        self.tx.take();
     }
 }
 

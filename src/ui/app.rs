@@ -273,6 +273,9 @@ pub struct App {
     pub watching: Vec<String>,
     pub keymap: Keymap,
     pub running: bool,
+    /// Failed outcomes per evaluator, kept as results arrive (the status line must
+    /// not count a million cells every frame).
+    pub error_counts: Vec<usize>,
     /// Something changed since the last frame.
     pub dirty: bool,
     view_stale: bool,
@@ -313,6 +316,7 @@ impl App {
             watching: Vec::new(),
             keymap,
             running: false,
+            error_counts: Vec::new(),
             dirty: true,
             view_stale: true,
         }
@@ -379,8 +383,12 @@ impl App {
                     .get_mut(sample)
                     .and_then(|s| s.cells.get_mut(evaluator))
                 {
+                    let was_error = cell.is_error();
                     cell.outcome = Some(Arc::from(outcome));
                     cell.stale = false;
+                    if let Some(count) = self.error_counts.get_mut(evaluator) {
+                        *count = *count + usize::from(cell.is_error()) - usize::from(was_error);
+                    }
                 }
                 if let Some(info) = self.evaluators.get_mut(evaluator) {
                     if let RunState::Running { done, total } = &mut info.state {
@@ -672,6 +680,17 @@ impl App {
         })
     }
 
+    fn count_errors(&mut self) {
+        self.error_counts = (0..self.evaluators.len())
+            .map(|e| {
+                self.samples
+                    .iter()
+                    .filter(|s| s.cells.get(e).is_some_and(|c| c.is_error()))
+                    .count()
+            })
+            .collect();
+    }
+
     /// Recomputes the filtered, sorted list, keeping the same sample selected.
     pub fn refresh_view(&mut self) {
         self.view_stale = false;
@@ -723,6 +742,7 @@ impl App {
             s.cells.resize(n, Cell::default());
         }
         self.samples = samples;
+        self.count_errors();
         self.refresh_view();
         if let Some((file, hash, index)) = keep {
             let same = self
@@ -758,6 +778,7 @@ impl App {
                 .collect();
         }
         self.evaluators = evaluators;
+        self.count_errors();
         self.evaluator = selected_name
             .and_then(|n| self.evaluators.iter().position(|e| e.name == n))
             .unwrap_or(0);

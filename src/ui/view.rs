@@ -787,11 +787,7 @@ fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         if i > 0 {
             spans.push(Span::styled(" · ", Style::default().fg(p.muted)));
         }
-        let errors = app
-            .samples
-            .iter()
-            .filter(|s| s.cells.get(i).is_some_and(|c| c.is_error()))
-            .count();
+        let errors = app.error_counts.get(i).copied().unwrap_or(0);
         let (state, color) = if e.import_error.is_some() {
             ("✗ import".to_string(), p.error)
         } else {

@@ -227,10 +227,11 @@ impl Live {
             source: &read,
         };
         let app = &mut self.app;
+        let started = Instant::now();
         term.draw(|frame| view::draw(frame, app, &ctx));
         self.app.dirty = false;
         if std::env::var_os("RWB_TRACE_FRAMES").is_some() {
-            trace_frame(&self.app);
+            trace_frame(&self.app, started.elapsed());
         }
     }
 
@@ -675,9 +676,10 @@ fn display_path(path: &Path, root: &Path) -> String {
     }
 }
 
-/// With RWB_TRACE_FRAMES=FILE, appends one line per frame: the time and how many
-/// cells are scored and not stale (the save-to-screen benchmark reads it).
-fn trace_frame(app: &App) {
+/// With RWB_TRACE_FRAMES=FILE, appends one line per frame: the time, how many cells
+/// are scored and not stale, the samples shown, the draw time and resident memory
+/// (scripts/bench_workbench.py reads it).
+fn trace_frame(app: &App, took: Duration) {
     use std::io::Write;
     let Some(path) = std::env::var_os("RWB_TRACE_FRAMES") else {
         return;
@@ -697,6 +699,20 @@ fn trace_frame(app: &App) {
         .append(true)
         .open(path)
     {
-        let _ = writeln!(f, "{now:.6} fresh={fresh} running={}", app.running);
+        let rss_kb = std::fs::read_to_string("/proc/self/status")
+            .ok()
+            .and_then(|s| {
+                s.lines()
+                    .find(|l| l.starts_with("VmRSS:"))
+                    .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            })
+            .unwrap_or(0);
+        let _ = writeln!(
+            f,
+            "{now:.6} fresh={fresh} samples={} running={} draw_ms={:.3} rss_kb={rss_kb}",
+            app.samples.len(),
+            app.running,
+            took.as_secs_f64() * 1000.0
+        );
     }
 }

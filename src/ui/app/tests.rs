@@ -189,6 +189,22 @@ fn filter_by_text_score_and_error() {
         sample: 3,
         outcome: Box::new(Outcome::failed(EvalError::new("ValueError", "x"))),
     });
+    assert_eq!(
+        app.error_counts,
+        vec![0, 1],
+        "the status line's counts follow results"
+    );
+    app.update(Msg::Result {
+        evaluator: 1,
+        sample: 3,
+        outcome: scored(0.5),
+    });
+    assert_eq!(app.error_counts, vec![0, 0]);
+    app.update(Msg::Result {
+        evaluator: 1,
+        sample: 3,
+        outcome: Box::new(Outcome::failed(EvalError::new("ValueError", "x"))),
+    });
     app.set_filter("error".into());
     assert_eq!(app.view, vec![3]);
     app.set_filter("score<0.2".into());

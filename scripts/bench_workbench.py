@@ -1,0 +1,266 @@
+#!/usr/bin/env python3
+"""Benchmark of the live workbench (issue 3's targets), in one invocation.
+
+Runs the real `rwb` in tmux with RWB_TRACE_FRAMES set, so every frame appends a line
+(time, fresh cells, samples, draw ms, resident KB) to a trace file, and measures:
+
+  A. save -> every row updated: 1,000 samples, a cheap evaluator; the time from the
+     file write to the first frame in which every score is new (median of N saves).
+     Baseline, same invocation: a plain Python print loop over the same samples
+     (new interpreter, import, evaluate, print) -- what users do today.
+  B. 1,000,000 samples (~600 MB): time from launch to the first frame that shows
+     samples; baseline: Python reading the same file line by line.
+  C. scrolling: draw time of each frame while paging down through B's file.
+  D. resident memory of rwb before evaluation starts on B's file.
+  E. idle: frames drawn and CPU used over 5 s when nothing changes.
+
+Usage: python3 scripts/bench_workbench.py [--rwb PATH] [--quick]
+"""
+
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+WORDS = (
+    "the model answer reward score policy gradient value sample token data train result "
+    "metric question because however therefore example system assistant user evaluate "
+    "function response length format correct final number step reason helpful clear"
+).split()
+
+
+def sentence(rng, lo, hi):
+    return " ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi)))
+
+
+def write_samples(path, n, seed=7):
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for i in range(n):
+            row = {
+                "messages": [
+                    {"role": "user", "content": sentence(rng, 10, 40) + "?"},
+                    {"role": "assistant", "content": sentence(rng, 30, 200) + "."},
+                ],
+                "ground_truth": str(i % 97),
+            }
+            f.write(json.dumps(row) + "\n")
+
+
+EVALUATOR = """from reward_kit import reward_function, EvaluateResult, MetricResult
+
+@reward_function
+def evaluate(messages, ground_truth=None, **kwargs):
+    n = len(messages[-1]["content"])
+    s = min(n / 2000.0 + {bump}, 1.0)
+    return EvaluateResult(score=s, reason="len %d" % n, metrics={{"len": MetricResult(score=s, reason="chars")}})
+"""
+
+
+class Tmux:
+    def __init__(self, name, cwd, command, env):
+        self.socket = "rwb-bench-%d-%s" % (os.getpid(), name)
+        env_words = " ".join("%s=%s" % (k, v) for k, v in env.items())
+        subprocess.run(
+            ["tmux", "-L", self.socket, "-f", "/dev/null", "new-session", "-d", "-s", "b", "-x", "160", "-y", "45",
+             "-c", cwd, "env %s %s" % (env_words, command)],
+            check=True,
+        )
+
+    def keys(self, *keys):
+        subprocess.run(["tmux", "-L", self.socket, "send-keys", "-t", "b"] + list(keys), check=True)
+
+    def pid(self):
+        out = subprocess.run(["tmux", "-L", self.socket, "list-panes", "-t", "b", "-F", "#{pane_pid}"],
+                             capture_output=True, text=True).stdout.strip()
+        return int(out) if out else None
+
+    def close(self):
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+
+def read_trace(path):
+    frames = []
+    try:
+        with open(path) as f:
+            for line in f:
+                parts = line.split()
+                frame = {"t": float(parts[0])}
+                for p in parts[1:]:
+                    k, _, v = p.partition("=")
+                    frame[k] = v
+                frames.append(frame)
+    except FileNotFoundError:
+        pass
+    return frames
+
+
+def wait_until(pred, timeout, what):
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        got = pred()
+        if got:
+            return got
+        time.sleep(0.01)
+    raise SystemExit("timed out waiting for %s" % what)
+
+
+def bench_save(rwb, work, n, saves):
+    ws = os.path.join(work, "ws_save")
+    os.makedirs(os.path.join(ws, "metrics", "judge"))
+    write_samples(os.path.join(ws, "samples.jsonl"), n)
+    main = os.path.join(ws, "metrics", "judge", "main.py")
+    with open(main, "w") as f:
+        f.write(EVALUATOR.format(bump=0.0))
+    trace = os.path.join(work, "trace_save.txt")
+    tmux = Tmux("save", ws, rwb + " .", {"RWB_TRACE_FRAMES": trace, "TERM": "xterm-256color"})
+    try:
+        total = n  # one evaluator
+        wait_until(lambda: any(int(f.get("fresh", 0)) == total for f in read_trace(trace)), 60, "the first run")
+        time.sleep(0.5)
+        latencies = []
+        for i in range(saves):
+            start_frames = len(read_trace(trace))
+            t0 = time.time()
+            with open(main, "w") as f:
+                f.write(EVALUATOR.format(bump=0.001 * (i + 1)))
+
+            def done():
+                frames = read_trace(trace)[start_frames:]
+                seen_stale = False
+                for fr in frames:
+                    fresh = int(fr.get("fresh", 0))
+                    if fresh < total:
+                        seen_stale = True
+                    elif seen_stale and fr["t"] >= t0:
+                        return fr["t"]
+                return None
+
+            t1 = wait_until(done, 30, "save %d to show" % i)
+            latencies.append((t1 - t0) * 1000.0)
+            time.sleep(0.3)
+        # E. idle: nothing changes for 5 s
+        pid = tmux.pid()
+        rwb_pid = child_pid(pid) or pid
+        before_frames = len(read_trace(trace))
+        cpu0 = cpu_seconds(rwb_pid)
+        time.sleep(5)
+        cpu1 = cpu_seconds(rwb_pid)
+        idle_frames = len(read_trace(trace)) - before_frames
+    finally:
+        tmux.close()
+    # baseline: a print loop in a fresh interpreter over the same samples
+    loop = os.path.join(work, "print_loop.py")
+    with open(loop, "w") as f:
+        f.write(
+            "import json, sys\nsys.path[0:0] = [%r, %r]\nfrom main import evaluate\n"
+            "for line in open(%r):\n    s = json.loads(line)\n    r = evaluate(messages=s['messages'], ground_truth=s.get('ground_truth'))\n"
+            "    print(r.score, r.reason)\n"
+            % (os.path.join(ROOT, "src", "engine", "python"), os.path.dirname(main), os.path.join(ws, "samples.jsonl"))
+        )
+    loop_times = []
+    for _ in range(5):
+        t0 = time.time()
+        subprocess.run([sys.executable, loop], stdout=subprocess.DEVNULL, check=True)
+        loop_times.append((time.time() - t0) * 1000.0)
+    return latencies, statistics.median(loop_times), idle_frames, cpu1 - cpu0
+
+
+def child_pid(pid):
+    try:
+        out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
+        return int(out[0]) if out else None
+    except Exception:
+        return None
+
+
+def cpu_seconds(pid):
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def bench_large(rwb, work, n, pages):
+    ws = os.path.join(work, "ws_large")
+    os.makedirs(os.path.join(ws, "metrics", "judge"))
+    path = os.path.join(ws, "samples.jsonl")
+    write_samples(path, n)
+    size_mb = os.path.getsize(path) / 1e6
+    with open(os.path.join(ws, "metrics", "judge", "main.py"), "w") as f:
+        f.write(EVALUATOR.format(bump=0.0))
+    # baseline: Python reads the file line by line
+    t0 = time.time()
+    with open(path) as f:
+        count = sum(1 for _ in f)
+    read_s = time.time() - t0
+    assert count == n
+    trace = os.path.join(work, "trace_large.txt")
+    t0 = time.time()
+    tmux = Tmux("large", ws, rwb + " . --no-cache", {"RWB_TRACE_FRAMES": trace, "TERM": "xterm-256color"})
+    try:
+        first = wait_until(
+            lambda: next((f for f in read_trace(trace) if int(f.get("samples", 0)) > 0), None), 60, "the first frame"
+        )
+        first_frame_s = first["t"] - t0
+        full = wait_until(
+            lambda: next((f for f in read_trace(trace) if int(f.get("samples", 0)) == n), None), 120, "the full index"
+        )
+        frames = read_trace(trace)
+        rss_before_eval = max(int(f.get("rss_kb", 0)) for f in frames if int(f.get("fresh", 0)) == 0) / 1024.0
+        start = len(read_trace(trace))
+        for _ in range(pages):
+            tmux.keys("PageDown")
+            time.sleep(0.03)
+        time.sleep(0.5)
+        scroll = [float(f["draw_ms"]) for f in read_trace(trace)[start:]]
+    finally:
+        tmux.close()
+    return size_mb, first_frame_s, read_s, full["t"] - t0, rss_before_eval, scroll
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rwb", default=os.path.join(ROOT, "target", "release", "rwb"))
+    ap.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
+    args = ap.parse_args()
+    if not os.path.exists(args.rwb):
+        subprocess.run(["cargo", "build", "--release"], cwd=ROOT, check=True)
+    if not shutil.which("tmux"):
+        raise SystemExit("tmux is needed (apt-get install tmux)")
+    work = tempfile.mkdtemp(prefix="rwb-bench-ui-")
+    rwb = shutil.copy(args.rwb, os.path.join(work, "rwb"))
+    large_n = 100_000 if args.quick else 1_000_000
+    try:
+        lat, loop_ms, idle_frames, idle_cpu = bench_save(rwb, work, 1000, 5 if args.quick else 15)
+        size_mb, first_s, read_s, index_s, rss_mb, scroll = bench_large(rwb, work, large_n, 30)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    med = statistics.median(lat)
+    scroll_med = statistics.median(scroll) if scroll else float("nan")
+    scroll_max = max(scroll) if scroll else float("nan")
+    rows = [
+        ("A save -> all 1,000 rows new (median ms)", "%.0f" % med, "print loop %.0f ms" % loop_ms, "%.2f" % (med / loop_ms), "<= 200 ms", med <= 200),
+        ("  (p90 ms)", "%.0f" % sorted(lat)[int(len(lat) * 0.9) - 1], "", "", "", True),
+        ("B first frame, %d samples / %.0f MB (s)" % (large_n, size_mb), "%.2f" % first_s, "py read %.2f s" % read_s, "%.2f" % (first_s / read_s), "<= 1 s", first_s <= 1.0),
+        ("  full index (s)", "%.2f" % index_s, "", "", "", True),
+        ("C scroll a page: draw ms (median / max)", "%.2f / %.2f" % (scroll_med, scroll_max), "budget 16 ms", "%.3f" % (scroll_max / 16.0), "<= 16 ms", scroll_max <= 16.0),
+        ("D resident memory before evaluation (MB)", "%.0f" % rss_mb, "file %.0f MB" % size_mb, "%.2f" % (rss_mb / size_mb), "<= 300 MB", rss_mb <= 300),
+        ("E idle 5 s: frames drawn / CPU s", "%d / %.3f" % (idle_frames, idle_cpu), "", "", "0 / ~0", idle_frames == 0 and idle_cpu < 0.05),
+    ]
+    print()
+    print("%-44s %14s %18s %7s %11s %s" % ("scenario", "rwb", "baseline", "ratio", "target", "result"))
+    for name, value, base, ratio, target, ok in rows:
+        print("%-44s %14s %18s %7s %11s %s" % (name, value, base, ratio, target, ("PASS" if ok else "FAIL") if target else ""))
+
+
+if __name__ == "__main__":
+    main()
