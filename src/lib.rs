@@ -10,6 +10,7 @@ pub mod cli;
 pub mod engine;
 pub mod model;
 pub mod runner;
+pub mod ship;
 pub mod store;
 pub mod ui;
 pub mod workbench;

@@ -1,10 +1,13 @@
 //! The command line (SPEC §2): parses flags and wires the parts together for each
 //! command. Holds no evaluation logic of its own.
 
+mod deploy;
 mod init;
 mod output;
 mod preview;
 mod run;
+mod serve;
+mod tunnel;
 
 use crate::engine::{Engine, EngineError, Pool};
 use crate::runner::{Prepared, Runner};
@@ -38,6 +41,12 @@ enum Command {
     Run(RunArgs),
     /// Like `reward-kit preview`, but evaluated locally.
     Preview(PreviewArgs),
+    /// Serve the evaluators over HTTP (reward-kit generic_server compatible).
+    Serve(ServeArgs),
+    /// Serve the evaluators and open a public tunnel to them.
+    Tunnel(TunnelArgs),
+    /// Deploy the evaluators to Fireworks.
+    Deploy(DeployArgs),
     /// Write a small workspace that runs at once.
     Init {
         /// Folder to create (default: the current directory).
@@ -95,6 +104,58 @@ struct PreviewArgs {
     /// Samples to preview (default 5, as reward-kit's preview).
     #[arg(long, value_name = "N", default_value_t = 5)]
     max_samples: usize,
+    /// Also run the preview on Fireworks and show remote beside local scores.
+    #[arg(long)]
+    remote: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Workspace folder (default: the current directory).
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub shared: Shared,
+    /// Address to bind (127.0.0.1 unless told otherwise).
+    #[arg(long)]
+    pub host: Option<String>,
+    /// Port to listen on (default 8001; 0 picks a free one).
+    #[arg(long)]
+    pub port: Option<u16>,
+}
+
+#[derive(Args, Debug)]
+pub struct TunnelArgs {
+    /// Workspace folder (default: the current directory).
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub shared: Shared,
+    /// serveo, ngrok, cloudflared, or command (from rwb.toml [tunnel]).
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Local port of the server (default 8001).
+    #[arg(long)]
+    pub port: Option<u16>,
+}
+
+#[derive(Args, Debug)]
+pub struct DeployArgs {
+    /// Workspace folder (default: the current directory).
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub shared: Shared,
+    /// Evaluator id on Fireworks.
+    #[arg(long)]
+    pub id: Option<String>,
+    #[arg(long)]
+    pub display_name: Option<String>,
+    #[arg(long)]
+    pub description: Option<String>,
+    /// Replace an evaluator with the same id.
+    #[arg(long)]
+    pub force: bool,
+    /// Deploy a proxy that forwards to this URL instead of the code.
+    #[arg(long)]
+    pub remote_url: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
@@ -141,6 +202,9 @@ pub fn main() -> ExitCode {
         Some(Command::Init { dir }) => init::init(&dir.unwrap_or_else(|| PathBuf::from("."))),
         Some(Command::Run(args)) => block_on(run::run(args)),
         Some(Command::Preview(args)) => block_on(preview::preview(args)),
+        Some(Command::Serve(args)) => block_on(serve::serve(args)),
+        Some(Command::Tunnel(args)) => block_on(tunnel::tunnel(args)),
+        Some(Command::Deploy(args)) => block_on(deploy::deploy(args)),
         None => {
             let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {

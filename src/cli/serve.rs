@@ -1,0 +1,19 @@
+//! `rwb serve`: serve until Ctrl-C, then finish the requests in flight.
+
+use super::{Fail, ServeArgs, Session};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let session = Session::open(dir, &args.shared)?;
+    let host = args.host.clone().unwrap_or_else(|| "127.0.0.1".into());
+    let port = args.port.unwrap_or(8001);
+    let server = crate::ship::serve::start(&session, &host, port)
+        .await
+        .map_err(Fail::Usage)?;
+    eprintln!("rwb: serving on {} (Ctrl-C stops)", server.url());
+    let _ = tokio::signal::ctrl_c().await;
+    server.shutdown().await;
+    Ok(ExitCode::SUCCESS)
+}

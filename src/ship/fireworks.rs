@@ -1,0 +1,1 @@
+//! The Fireworks API client: deploy evaluators and preview them remotely.
