@@ -13,7 +13,7 @@ mod protocol;
 mod worker;
 mod zygote;
 
-pub use pool::{Pool, PoolJob};
+pub use pool::{Pool, PoolJob, Sink};
 pub use worker::{BatchEnd, Loaded, Worker};
 pub use zygote::{Engine, EngineError, ZygoteInfo};
 

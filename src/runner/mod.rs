@@ -84,6 +84,10 @@ impl Runner {
         self.pool.engine()
     }
 
+    pub fn pool(&self) -> &Arc<Pool> {
+        &self.pool
+    }
+
     pub fn store(&self) -> Option<&Arc<Store>> {
         self.store.as_ref()
     }
