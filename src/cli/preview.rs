@@ -3,6 +3,9 @@
 use super::{Fail, PreviewArgs, Session};
 use crate::model::py_float;
 use crate::runner::Event;
+use crate::ship::fireworks::{self, Credentials, EvaluatorPayload, RemotePreview, RemoteResult};
+use crate::workspace::SamplesReader;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -13,6 +16,11 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
     let session = Session::open(PathBuf::from("."), &args.shared)?;
     let prepared = session.prepare_all().await?;
     let names: Vec<String> = prepared.iter().map(|p| p.spec.name.clone()).collect();
+    let remote_setup = if args.remote {
+        Some(remote_setup(&session, args.max_samples)?)
+    } else {
+        None
+    };
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = session.runner.run(
         &prepared,
@@ -27,7 +35,22 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
             events.push(event);
         }
     };
-    let (stats, ()) = tokio::join!(work, consume);
+    // the remote preview runs while the local one does
+    let remote_call = async {
+        match &remote_setup {
+            Some(setup) if !setup.lines.is_empty() => Some(
+                fireworks::preview(
+                    &setup.creds,
+                    &setup.payload,
+                    setup.lines.clone(),
+                    setup.lines.len(),
+                )
+                .await,
+            ),
+            _ => None,
+        }
+    };
+    let (stats, (), remote) = tokio::join!(work, consume, remote_call);
     let stats = stats.map_err(|e| Fail::Usage(e.to_string()))?;
 
     // (sample index, evaluator) -> outcome, in order
@@ -49,6 +72,19 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
     println!("------------------------");
     println!("Total Samples: {}", stats.samples);
     println!("Total Runtime: {} ms", started.elapsed().as_millis());
+    let remote_ok: Option<&RemotePreview> = remote.as_ref().and_then(|r| r.as_ref().ok());
+    if let Some(r) = remote_ok {
+        println!("Remote Total Samples: {} (Fireworks)", r.total_samples);
+        println!("Remote Total Runtime: {} ms", r.total_runtime_ms);
+    }
+    // local sample index -> its remote result (results come in the order sent)
+    let mut remote_of: HashMap<usize, Option<&RemoteResult>> = HashMap::new();
+    if let (Some(setup), Some(r)) = (&remote_setup, remote_ok) {
+        for (k, index) in setup.sent.iter().enumerate() {
+            remote_of.insert(*index, r.results.get(k));
+        }
+    }
+    let mut differing = 0;
     println!();
     println!("Individual Results:");
     println!("------------------");
@@ -58,12 +94,14 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
         let scores: Vec<f64> = outcomes.iter().filter_map(|o| o.score).collect();
         println!("Sample {}:", i + 1);
         println!("  Success: {}", if success { "True" } else { "False" });
-        if scores.len() == outcomes.len() && !scores.is_empty() {
-            let score = if scores.len() == 1 {
+        let local_score = (scores.len() == outcomes.len() && !scores.is_empty()).then(|| {
+            if scores.len() == 1 {
                 scores[0]
             } else {
                 scores.iter().sum::<f64>() / scores.len() as f64
-            };
+            }
+        });
+        if let Some(score) = local_score {
             println!("  Score: {}", py_float(score));
         }
         for (name, outcome) in names.iter().zip(row) {
@@ -82,12 +120,164 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
                 println!("    {metric}: {score}");
             }
         }
+        if remote_ok.is_some() {
+            let local = LocalSample {
+                success,
+                score: local_score,
+                names: &names,
+                row,
+            };
+            if !print_remote(remote_of.get(&i).copied(), &local) {
+                differing += 1;
+            }
+        }
     }
-    Ok(if errors > 0 {
+    if remote_ok.is_some() {
+        let compared = remote_setup.as_ref().map_or(0, |s| s.sent.len());
+        if differing == 0 {
+            println!("Remote vs local: all {compared} samples sent match");
+        } else {
+            println!("Remote vs local: {differing} of {compared} samples sent differ");
+        }
+    }
+    let mut remote_failed = false;
+    match (&remote_setup, &remote) {
+        (Some(_), Some(Err(e))) => {
+            eprintln!("rwb: remote preview failed: {e}");
+            remote_failed = true;
+        }
+        (Some(_), None) => {
+            eprintln!("rwb: remote preview: no valid samples to send");
+        }
+        _ => {}
+    }
+    Ok(if errors > 0 || remote_failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// What `--remote` sends: credentials, the evaluators' code and the valid sample
+/// lines among the first `max_samples` (bad lines stay local, as `BadSample` rows).
+struct RemoteSetup {
+    creds: Credentials,
+    payload: EvaluatorPayload,
+    /// Local sample index of each line sent.
+    sent: Vec<usize>,
+    lines: Vec<String>,
+}
+
+fn remote_setup(session: &Session, max_samples: usize) -> Result<RemoteSetup, Fail> {
+    let creds = Credentials::load().map_err(|e| Fail::Usage(e.to_string()))?;
+    let payload = EvaluatorPayload::from_evaluators(&session.workspace.evaluators)
+        .map_err(|e| Fail::Usage(e.to_string()))?;
+    let mut sent = Vec::new();
+    let mut lines = Vec::new();
+    for line in SamplesReader::new(&session.workspace.samples).take(max_samples) {
+        let line = line.map_err(|e| Fail::Usage(e.to_string()))?;
+        if line.bad.is_none() {
+            sent.push(line.at.index);
+            lines.push(line.raw.trim().to_string());
+        }
+    }
+    Ok(RemoteSetup {
+        creds,
+        payload,
+        sent,
+        lines,
+    })
+}
+
+/// One sample's local results, to compare the remote ones with.
+struct LocalSample<'a> {
+    success: bool,
+    score: Option<f64>,
+    names: &'a [String],
+    row: &'a [Option<crate::model::Outcome>],
+}
+
+impl LocalSample<'_> {
+    /// The local score of a remote metric: the evaluator of that name, else a
+    /// component metric of that name.
+    fn score_of(&self, name: &str) -> Option<Option<f64>> {
+        for (n, o) in self.names.iter().zip(self.row) {
+            if n == name {
+                return Some(o.as_ref().and_then(|o| o.score));
+            }
+        }
+        self.row.iter().flatten().find_map(|o| {
+            o.metric_list()
+                .into_iter()
+                .find(|(m, _)| m == name)
+                .map(|(_, m)| m.score)
+        })
+    }
+}
+
+fn same(a: Option<f64>, b: Option<f64>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => (a - b).abs() <= 1e-6,
+        (None, None) => true,
+        _ => false,
+    }
+}
+
+fn show(x: Option<f64>) -> String {
+    x.map(py_float).unwrap_or_else(|| "none".into())
+}
+
+fn py_bool(b: bool) -> &'static str {
+    if b {
+        "True"
+    } else {
+        "False"
+    }
+}
+
+/// Prints the remote lines of one sample; returns whether remote matches local.
+fn print_remote(remote: Option<Option<&RemoteResult>>, local: &LocalSample) -> bool {
+    let r = match remote {
+        None => {
+            println!("  Remote: not sent (not a valid sample)");
+            return true;
+        }
+        Some(None) => {
+            println!("  Remote: no result returned for this sample");
+            return false;
+        }
+        Some(Some(r)) => r,
+    };
+    let mut matches = true;
+    let mut line = String::from("  Remote: Success: ");
+    line.push_str(py_bool(r.success));
+    if r.success != local.success {
+        matches = false;
+        line.push_str(&format!(" \u{2260} local {}", py_bool(local.success)));
+    }
+    if r.score.is_some() || local.score.is_some() {
+        line.push_str(&format!(", Score: {}", show(r.score)));
+        if !same(r.score, local.score) {
+            matches = false;
+            line.push_str(&format!(" \u{2260} local {}", show(local.score)));
+        }
+    }
+    println!("{line}");
+    if !r.success {
+        if let Some(reason) = &r.reason {
+            println!("    reason: {}", reason.lines().next().unwrap_or(""));
+        }
+    }
+    for (name, m) in &r.per_metric {
+        match local.score_of(name) {
+            Some(l) if !same(m.score, l) => {
+                matches = false;
+                println!("    {name}: {} \u{2260} local {}", show(m.score), show(l));
+            }
+            _ => println!("    {name}: {}", show(m.score)),
+        }
+    }
+    matches
 }
 
 #[cfg(test)]

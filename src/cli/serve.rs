@@ -8,7 +8,9 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let session = Session::open(dir, &args.shared)?;
     let host = args.host.clone().unwrap_or_else(|| "127.0.0.1".into());
-    let port = args.port.unwrap_or(8001);
+    let port = args
+        .port
+        .unwrap_or_else(|| crate::ship::serve::configured_port(&session.workspace));
     let server = crate::ship::serve::start(&session, &host, port)
         .await
         .map_err(Fail::Usage)?;

@@ -9,6 +9,8 @@ use crate::cli::Session;
 use crate::engine::{Pool, PoolJob};
 use crate::model::{EvalError, EvaluatorSpec, Outcome};
 use crate::runner::Prepared;
+use crate::runner::Runner;
+use crate::workspace::Workspace;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::middleware::Next;
@@ -128,31 +130,39 @@ impl Drop for Server {
     }
 }
 
-fn setting<'a>(session: &'a Session, key: &str) -> Option<&'a toml::Value> {
-    session
-        .workspace
-        .config
-        .serve
-        .as_ref()
-        .and_then(|t| t.get(key))
+fn setting<'a>(workspace: &'a Workspace, key: &str) -> Option<&'a toml::Value> {
+    workspace.config.serve.as_ref().and_then(|t| t.get(key))
+}
+
+/// The port `[serve] port` in rwb.toml names, else 8001.
+pub fn configured_port(workspace: &Workspace) -> u16 {
+    setting(workspace, "port")
+        .and_then(|p| p.as_integer())
+        .and_then(|p| u16::try_from(p).ok())
+        .unwrap_or(8001)
 }
 
 /// Starts serving the session's evaluators on `host:port` (port 0 picks a free one).
-/// Each evaluator is imported first; one that fails to import answers 500 with its
-/// import error, and the others are served.
 pub async fn start(session: &Session, host: &str, port: u16) -> Result<Server, String> {
-    let pool: Arc<Pool> = session.runner.pool().clone();
-    let prepared: Vec<Prepared> = futures::future::join_all(
-        session
-            .workspace
-            .evaluators
-            .iter()
-            .map(|spec| session.runner.prepare(spec)),
-    )
-    .await
-    .into_iter()
-    .collect::<Result<_, _>>()
-    .map_err(|e| e.to_string())?;
+    start_with(session.runner.clone(), &session.workspace, host, port).await
+}
+
+/// Starts serving `workspace`'s evaluators with `runner`'s workers. Each evaluator is
+/// imported first; one that fails to import answers 500 with its import error, and
+/// the others are served.
+pub async fn start_with(
+    runner: Arc<Runner>,
+    workspace: &Workspace,
+    host: &str,
+    port: u16,
+) -> Result<Server, String> {
+    let pool: Arc<Pool> = runner.pool().clone();
+    let prepared: Vec<Prepared> =
+        futures::future::join_all(workspace.evaluators.iter().map(|spec| runner.prepare(spec)))
+            .await
+            .into_iter()
+            .collect::<Result<_, _>>()
+            .map_err(|e| e.to_string())?;
     let waiting: Waiting = Arc::default();
     let mut evaluators = Vec::new();
     let mut drains = Vec::new();
@@ -184,15 +194,14 @@ pub async fn start(session: &Session, host: &str, port: u16) -> Result<Server, S
             failure: None,
         });
     }
-    let default = session
-        .workspace
+    let default = workspace
         .config
         .evaluators
         .iter()
         .find(|(_, e)| e.default == Some(true))
         .and_then(|(name, _)| evaluators.iter().position(|s| &s.spec.name == name))
         .unwrap_or(0);
-    let timeout = setting(session, "request_timeout")
+    let timeout = setting(workspace, "request_timeout")
         .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
         .unwrap_or_else(|| {
             evaluators
@@ -201,7 +210,7 @@ pub async fn start(session: &Session, host: &str, port: u16) -> Result<Server, S
                 .fold(0.0, f64::max)
                 + 5.0
         });
-    let max_body = setting(session, "max_body_mb")
+    let max_body = setting(workspace, "max_body_mb")
         .and_then(|v| v.as_integer())
         .map(|m| m as u64)
         .unwrap_or(DEFAULT_MAX_BODY_MB);
@@ -307,19 +316,27 @@ async fn health(State(s): State<Arc<Shared>>) -> Json<Value> {
     }))
 }
 
+/// A refused request: its status and JSON body, made into a response at the end.
+struct Reject(StatusCode, Value);
+
+impl IntoResponse for Reject {
+    fn into_response(self) -> Response {
+        (self.0, Json(self.1)).into_response()
+    }
+}
+
 /// A FastAPI-style 422 body for a request that is not an evaluation request.
-fn unprocessable(loc: &[&str], kind: &str, msg: &str, input: Value) -> Response {
+fn unprocessable(loc: &[&str], kind: &str, msg: &str, input: Value) -> Reject {
     let loc: Vec<Value> = loc.iter().map(|l| json!(l)).collect();
-    (
+    Reject(
         StatusCode::UNPROCESSABLE_ENTITY,
-        Json(json!({"detail": [{"type": kind, "loc": loc, "msg": msg, "input": input}]})),
+        json!({"detail": [{"type": kind, "loc": loc, "msg": msg, "input": input}]}),
     )
-        .into_response()
 }
 
 /// Reads `{"messages": [...], "ground_truth": ..., "kwargs": {...}}` into a sample
 /// line, as reward-kit's server calls the function (kwargs may override the others).
-fn sample_line(body: &[u8]) -> Result<String, Response> {
+fn sample_line(body: &[u8]) -> Result<String, Reject> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         unprocessable(
             &["body"],
@@ -388,7 +405,7 @@ fn sample_line(body: &[u8]) -> Result<String, Response> {
 }
 
 impl Shared {
-    fn find(&self, name: &str) -> Result<usize, Response> {
+    fn find(&self, name: &str) -> Result<usize, Reject> {
         self.evaluators
             .iter()
             .position(|e| e.spec.name == name)
@@ -398,10 +415,8 @@ impl Shared {
                     .iter()
                     .map(|e| e.spec.name.as_str())
                     .collect();
-                detail(
-                    StatusCode::NOT_FOUND,
-                    format!("no evaluator named '{name}' (served: {})", names.join(", ")),
-                )
+                let text = format!("no evaluator named '{name}' (served: {})", names.join(", "));
+                Reject(StatusCode::NOT_FOUND, json!({ "detail": text }))
             })
     }
 
@@ -456,7 +471,7 @@ pub fn result_json(o: &Outcome) -> Value {
 async fn run_one(s: &Shared, index: usize, body: &[u8]) -> Response {
     let started = Instant::now();
     let response = match sample_line(body) {
-        Err(r) => r,
+        Err(r) => r.into_response(),
         Ok(raw) => match s.evaluate(index, raw).await {
             Ok(o) => match &o.error {
                 None => Json(result_json(&o)).into_response(),
@@ -492,7 +507,7 @@ async fn evaluate_named(
 ) -> Response {
     match s.find(&name) {
         Ok(i) => run_one(&s, i, &body).await,
-        Err(r) => r,
+        Err(r) => r.into_response(),
     }
 }
 
@@ -507,7 +522,7 @@ async fn batch(
     let started = Instant::now();
     let index = match s.find(&name) {
         Ok(i) => i,
-        Err(r) => return r,
+        Err(r) => return r.into_response(),
     };
     let parsed: Value = match serde_json::from_slice(&body) {
         Ok(v) => v,
@@ -518,6 +533,7 @@ async fn batch(
                 "JSON decode error",
                 json!({"error": e.to_string()}),
             )
+            .into_response()
         }
     };
     let Some(queries) = parsed.get("query").and_then(|q| q.as_array()) else {
@@ -526,7 +542,8 @@ async fn batch(
             "missing",
             "Field required: a list of prompt+response strings",
             parsed.clone(),
-        );
+        )
+        .into_response();
     };
     let prompts = parsed.get("prompts").and_then(|p| p.as_array());
     let labels = parsed.get("labels").and_then(|l| l.as_array());
