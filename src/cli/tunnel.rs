@@ -1,8 +1,125 @@
-//! `rwb tunnel`: serve, open a public tunnel, show its URL.
+//! `rwb tunnel`: serve, open a public tunnel, show its URL, check `/health` through it,
+//! and keep serving until Ctrl-C. A tunnel that cannot open is one line of error; the
+//! server keeps serving locally.
 
-use super::{Fail, TunnelArgs};
+use super::{Fail, Session, TunnelArgs};
+use crate::ship::tunnel::{self, Settings};
+use std::path::PathBuf;
 use std::process::ExitCode;
+use tokio::signal::unix::{signal, Signal, SignalKind};
 
-pub(super) async fn tunnel(_args: TunnelArgs) -> Result<ExitCode, Fail> {
-    Err(Fail::Usage("rwb tunnel is not built yet".into()))
+pub(super) async fn tunnel(args: TunnelArgs) -> Result<ExitCode, Fail> {
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
+    let session = Session::open(dir, &args.shared)?;
+    let settings = Settings::from_config(
+        args.provider.as_deref(),
+        session.workspace.config.tunnel.as_ref(),
+    )
+    .map_err(Fail::Usage)?;
+    // listen before anything starts, so an early Ctrl-C is not lost
+    let mut stop = Stop::new()?;
+    let port = args.port.unwrap_or(8001);
+    let server = crate::ship::serve::start(&session, "127.0.0.1", port)
+        .await
+        .map_err(Fail::Usage)?;
+    let local = server.url();
+    let local_port = port_of(&local).unwrap_or(port);
+    println!("serving on {local}");
+
+    let mut progress = |message: &str| eprintln!("rwb: {message}");
+    let opened = tokio::select! {
+        opened = tunnel::open(&settings.provider, local_port, settings.timeout, &mut progress) => opened,
+        _ = stop.wait() => {
+            eprintln!("rwb: stopped before the tunnel opened");
+            server.shutdown().await;
+            return Ok(ExitCode::SUCCESS);
+        }
+    };
+    let code = match opened {
+        Ok(mut tunnel) => {
+            println!("public URL:   {}", tunnel.public_url);
+            println!("evaluate URL: {}", tunnel.evaluate_url);
+            eprintln!(
+                "rwb: checking {}/health through the tunnel",
+                tunnel.public_url
+            );
+            let stopped = tokio::select! {
+                health = tunnel.check_health() => {
+                    match health {
+                        Ok(body) => println!("health through the tunnel: ok {body}"),
+                        Err(e) => eprintln!(
+                            "rwb: health check through the tunnel failed: {e} (still serving locally on {local})"
+                        ),
+                    }
+                    false
+                }
+                _ = stop.wait() => true,
+            };
+            if !stopped {
+                eprintln!(
+                    "rwb: serving on {local} and through {} (Ctrl-C stops)",
+                    tunnel.public_url
+                );
+                tokio::select! {
+                    _ = stop.wait() => {}
+                    how = tunnel.wait_exit() => {
+                        eprintln!(
+                            "rwb: the {} tunnel ended ({how}); still serving locally on {local} (Ctrl-C stops)",
+                            tunnel.provider
+                        );
+                        stop.wait().await;
+                    }
+                }
+            }
+            tunnel.stop().await;
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("rwb: {e}");
+            eprintln!("rwb: no tunnel; still serving locally on {local} (Ctrl-C stops)");
+            stop.wait().await;
+            ExitCode::from(1)
+        }
+    };
+    server.shutdown().await;
+    Ok(code)
+}
+
+/// The port of `http://HOST:PORT`.
+fn port_of(url: &str) -> Option<u16> {
+    url.trim_end_matches('/').rsplit(':').next()?.parse().ok()
+}
+
+/// Ctrl-C (SIGINT) or SIGTERM.
+struct Stop {
+    interrupt: Signal,
+    terminate: Signal,
+}
+
+impl Stop {
+    fn new() -> Result<Stop, Fail> {
+        let listen =
+            |kind| signal(kind).map_err(|e| Fail::Usage(format!("cannot listen for Ctrl-C: {e}")));
+        Ok(Stop {
+            interrupt: listen(SignalKind::interrupt())?,
+            terminate: listen(SignalKind::terminate())?,
+        })
+    }
+
+    async fn wait(&mut self) {
+        tokio::select! {
+            _ = self.interrupt.recv() => {}
+            _ = self.terminate.recv() => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn port_of_a_server_url() {
+        assert_eq!(super::port_of("http://127.0.0.1:8001"), Some(8001));
+        assert_eq!(super::port_of("http://127.0.0.1:41234/"), Some(41234));
+        assert_eq!(super::port_of("http://localhost"), None);
+    }
 }

@@ -87,6 +87,55 @@ pub enum Overlay {
     None,
     Help,
     Stats,
+    /// Progress and results of serve, tunnel, deploy and remote comparison.
+    Ship,
+    /// The deploy confirmation: id, display name, force.
+    Deploy(DeployForm),
+}
+
+/// The fields of the deploy dialog; `field` is the one being edited.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeployForm {
+    pub id: String,
+    pub display_name: String,
+    pub force: bool,
+    pub field: usize,
+}
+
+/// Serve, tunnel and deploy as the screen shows them.
+#[derive(Clone, Debug, Default)]
+pub struct Ship {
+    /// The local server's URL while it runs.
+    pub serving: Option<String>,
+    /// (requests, p50 ms, p99 ms) of the server.
+    pub requests: Option<(u64, Option<f64>, Option<f64>)>,
+    /// The public URL while a tunnel is open.
+    pub tunnel: Option<String>,
+    /// What is under way ("opening the tunnel…").
+    pub busy: Option<String>,
+    /// Progress and results, newest last.
+    pub log: Vec<String>,
+    /// Remote scores by (sample content, evaluator name), from the last comparison.
+    pub remote: HashMap<([u8; 16], String), Option<f64>>,
+    /// Where the remote scores came from.
+    pub remote_source: Option<String>,
+    /// The id the deploy dialog proposes.
+    pub default_id: String,
+}
+
+/// What serve, tunnel and deploy report.
+#[derive(Debug)]
+pub enum ShipMsg {
+    Serving(Option<String>),
+    Requests(u64, Option<f64>, Option<f64>),
+    Tunnel(Option<String>),
+    Busy(Option<String>),
+    Log(String),
+    /// Remote scores from `source`: (sample hash, evaluator name, score).
+    Remote {
+        source: String,
+        scores: Vec<([u8; 16], String, Option<f64>)>,
+    },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -125,6 +174,8 @@ pub enum Cond {
     Error,
     /// A score differs from the baseline (or, without one, is stale).
     Changed,
+    /// A remote score differs from the local one.
+    Remote,
 }
 
 /// Parses a filter such as `refund score<0.5 error`. Unknown evaluator names are errors.
@@ -138,6 +189,10 @@ pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond
         }
         if lower == "changed" {
             out.push(Cond::Changed);
+            continue;
+        }
+        if lower == "remote" {
+            out.push(Cond::Remote);
             continue;
         }
         let ops = [
@@ -193,6 +248,17 @@ pub enum Effect {
     },
     /// Write the current results to a file.
     Export,
+    ToggleServe,
+    ToggleTunnel,
+    Deploy {
+        id: String,
+        display_name: String,
+        force: bool,
+    },
+    /// Replay the samples on the tunnel or deployment and compare.
+    CompareRemote,
+    /// Put this text on the clipboard (OSC 52).
+    Copy(String),
 }
 
 /// Everything that can happen to the workbench.
@@ -224,6 +290,7 @@ pub enum Msg {
     ConfigError(Option<String>),
     Notice(String),
     Watching(Vec<String>),
+    Ship(ShipMsg),
 }
 
 /// Scores pinned with `b`, by sample content and evaluator name.
@@ -273,6 +340,7 @@ pub struct App {
     pub watching: Vec<String>,
     pub keymap: Keymap,
     pub running: bool,
+    pub ship: Ship,
     /// Failed outcomes per evaluator, kept as results arrive (the status line must
     /// not count a million cells every frame).
     pub error_counts: Vec<usize>,
@@ -316,6 +384,7 @@ impl App {
             watching: Vec::new(),
             keymap,
             running: false,
+            ship: Ship::default(),
             error_counts: Vec::new(),
             dirty: true,
             view_stale: true,
@@ -428,6 +497,10 @@ impl App {
                 self.watching = paths;
                 Vec::new()
             }
+            Msg::Ship(m) => {
+                self.on_ship(m);
+                Vec::new()
+            }
         };
         if self.view_stale {
             self.refresh_view();
@@ -463,11 +536,34 @@ impl App {
             }
             return Vec::new();
         }
+        if let Overlay::Deploy(form) = &mut self.overlay {
+            return match deploy_form_key(form, key) {
+                Ok(effect) => {
+                    self.overlay = Overlay::Ship;
+                    vec![effect]
+                }
+                Err(close) => {
+                    if close {
+                        self.overlay = Overlay::None;
+                    }
+                    Vec::new()
+                }
+            };
+        }
         let Some(action) = self.keymap.action(&key) else {
             return Vec::new();
         };
-        if self.overlay != Overlay::None && !matches!(action, Action::Quit) {
-            // any key closes an overlay; its own key toggles it
+        let ship_action = matches!(
+            action,
+            Action::Serve
+                | Action::Tunnel
+                | Action::Deploy
+                | Action::CompareRemote
+                | Action::CopyUrl
+        );
+        let keep_open = self.overlay == Overlay::Ship && ship_action;
+        if self.overlay != Overlay::None && !matches!(action, Action::Quit) && !keep_open {
+            // any key closes an overlay (the ship panel stays for its own actions)
             self.overlay = Overlay::None;
             return Vec::new();
         }
@@ -515,6 +611,35 @@ impl App {
                 }
             }
             Action::Export => return vec![Effect::Export],
+            Action::Serve => return vec![Effect::ToggleServe],
+            Action::Tunnel => {
+                self.overlay = Overlay::Ship;
+                return vec![Effect::ToggleTunnel];
+            }
+            Action::Deploy => {
+                self.overlay = Overlay::Deploy(DeployForm {
+                    id: self.ship.default_id.clone(),
+                    display_name: String::new(),
+                    force: false,
+                    field: 0,
+                });
+            }
+            Action::CompareRemote => return vec![Effect::CompareRemote],
+            Action::CopyUrl => match self
+                .ship
+                .tunnel
+                .clone()
+                .or_else(|| self.ship.serving.clone())
+            {
+                Some(url) => {
+                    self.notice = Some(format!("copied {url}"));
+                    return vec![Effect::Copy(url)];
+                }
+                None => {
+                    self.notice =
+                        Some("nothing to copy: start the server (S) or a tunnel (t)".into())
+                }
+            },
             Action::Back => {
                 if self.detail {
                     self.detail = false;
@@ -633,6 +758,50 @@ impl App {
         })
     }
 
+    fn on_ship(&mut self, m: ShipMsg) {
+        match m {
+            ShipMsg::Serving(url) => {
+                if url.is_none() {
+                    self.ship.requests = None;
+                }
+                self.ship.serving = url;
+            }
+            ShipMsg::Requests(n, p50, p99) => self.ship.requests = Some((n, p50, p99)),
+            ShipMsg::Tunnel(url) => self.ship.tunnel = url,
+            ShipMsg::Busy(what) => self.ship.busy = what,
+            ShipMsg::Log(line) => {
+                self.ship.log.push(line);
+                let excess = self.ship.log.len().saturating_sub(200);
+                self.ship.log.drain(..excess);
+            }
+            ShipMsg::Remote { source, scores } => {
+                self.ship.remote = scores.into_iter().map(|(h, e, s)| ((h, e), s)).collect();
+                let differ = self
+                    .samples
+                    .iter()
+                    .filter(|s| {
+                        (0..self.evaluators.len()).any(|e| self.remote_differs(s, e) == Some(true))
+                    })
+                    .count();
+                self.ship.log.push(format!("{source}: {differ} of {} samples differ from the local scores (filter: remote)", self.samples.len()));
+                self.ship.remote_source = Some(source);
+                self.view_stale = true;
+            }
+        }
+    }
+
+    /// Whether the remote score of a sample differs from the local one (None: no
+    /// remote score for it).
+    pub fn remote_differs(&self, sample: &Sample, evaluator: usize) -> Option<bool> {
+        let name = &self.evaluators.get(evaluator)?.name;
+        let remote = *self.ship.remote.get(&(sample.hash, name.clone()))?;
+        let local = sample.cells.get(evaluator).and_then(|c| c.score());
+        Some(match (remote, local) {
+            (Some(r), Some(l)) => (r - l).abs() > 1e-6,
+            (r, l) => r.is_some() != l.is_some(),
+        })
+    }
+
     /// The change of a sample's score from the baseline.
     pub fn delta(&self, sample: &Sample, evaluator: usize) -> Option<f64> {
         let baseline = self.baseline.as_ref()?;
@@ -665,6 +834,9 @@ impl App {
             Cond::Text(t) => self.text(sample).to_ascii_lowercase().contains(t.as_str()),
             Cond::Error => sample.bad.is_some() || sample.cells.iter().any(|c| c.is_error()),
             Cond::Changed => self.changed(sample),
+            Cond::Remote => {
+                (0..self.evaluators.len()).any(|e| self.remote_differs(sample, e) == Some(true))
+            }
             Cond::Score {
                 evaluator,
                 op,
@@ -833,6 +1005,42 @@ impl App {
             .filter_map(|(n, s, _)| Some((n, s?)))
             .collect()
     }
+}
+
+/// Handles a key in the deploy dialog: `Ok(effect)` to deploy, `Err(true)` to close,
+/// `Err(false)` to stay open.
+fn deploy_form_key(form: &mut DeployForm, key: KeyEvent) -> Result<Effect, bool> {
+    match key.code {
+        KeyCode::Esc => return Err(true),
+        KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return Err(true),
+        KeyCode::Enter => {
+            let id = form.id.trim().to_string();
+            if !id.is_empty() {
+                return Ok(Effect::Deploy {
+                    id,
+                    display_name: form.display_name.trim().to_string(),
+                    force: form.force,
+                });
+            }
+        }
+        KeyCode::Tab | KeyCode::Down => form.field = (form.field + 1) % 3,
+        KeyCode::BackTab | KeyCode::Up => form.field = (form.field + 2) % 3,
+        KeyCode::Char(' ') if form.field == 2 => form.force = !form.force,
+        KeyCode::Backspace => {
+            match form.field {
+                0 => form.id.pop(),
+                1 => form.display_name.pop(),
+                _ => None,
+            };
+        }
+        KeyCode::Char(c) => match form.field {
+            0 => form.id.push(c),
+            1 => form.display_name.push(c),
+            _ => {}
+        },
+        _ => {}
+    }
+    Err(false)
 }
 
 #[cfg(test)]

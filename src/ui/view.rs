@@ -77,6 +77,8 @@ pub fn draw(frame: &mut Frame, app: &mut App, ctx: &Ctx) {
         Overlay::None => {}
         Overlay::Help => draw_help(frame, app, ctx, area),
         Overlay::Stats => draw_stats(frame, app, ctx, area),
+        Overlay::Ship => draw_ship(frame, app, ctx, area),
+        Overlay::Deploy(ref form) => draw_deploy(frame, form, ctx, area),
     }
 }
 
@@ -200,11 +202,13 @@ fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
         spans.push(Span::raw(format!("{:<text_w$}", clip(&title, text_w))));
         for (e, cell) in sample.cells.iter().enumerate() {
             spans.push(Span::raw(" "));
+            let differs = app.remote_differs(sample, e) == Some(true);
             spans.push(score_cell(
                 cell,
                 score_w.get(e).copied().unwrap_or(6),
                 ctx,
                 sample.bad.is_some(),
+                differs,
             ));
         }
         if show_delta {
@@ -242,7 +246,13 @@ fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
-fn score_cell(cell: &Cell, width: usize, ctx: &Ctx, bad_sample: bool) -> Span<'static> {
+fn score_cell(
+    cell: &Cell,
+    width: usize,
+    ctx: &Ctx,
+    bad_sample: bool,
+    remote_differs: bool,
+) -> Span<'static> {
     let p = &ctx.theme.palette;
     let Some(outcome) = &cell.outcome else {
         let text = if bad_sample { "bad" } else { "…" };
@@ -257,7 +267,9 @@ fn score_cell(cell: &Cell, width: usize, ctx: &Ctx, bad_sample: bool) -> Span<'s
     }
     match outcome.score {
         Some(s) => {
-            let text = if cell.stale {
+            let text = if remote_differs {
+                format!("≠{s:.2}")
+            } else if cell.stale {
                 format!("~{s:.2}")
             } else {
                 format!("{s:.3}")
@@ -267,6 +279,9 @@ fn score_cell(cell: &Cell, width: usize, ctx: &Ctx, bad_sample: bool) -> Span<'s
                 style = Style::default()
                     .fg(p.stale)
                     .add_modifier(Modifier::DIM | Modifier::ITALIC);
+            }
+            if remote_differs {
+                style = style.add_modifier(Modifier::UNDERLINED);
             }
             Span::styled(format!("{text:>width$}"), style)
         }
@@ -800,6 +815,30 @@ fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         spans.push(Span::raw(format!("{} ", e.name)));
         spans.push(Span::styled(state, Style::default().fg(color)));
     }
+    let ship = &app.ship;
+    if let Some(what) = &ship.busy {
+        spans.push(Span::styled(
+            format!("  {what}"),
+            Style::default().fg(p.accent),
+        ));
+    }
+    if let Some(url) = &ship.serving {
+        let port = url.rsplit(':').next().unwrap_or("");
+        let reqs = ship
+            .requests
+            .map(|(n, _, _)| format!(" {n} req"))
+            .unwrap_or_default();
+        spans.push(Span::styled(
+            format!("  serving :{port}{reqs}"),
+            Style::default().fg(p.good),
+        ));
+    }
+    if let Some(url) = &ship.tunnel {
+        spans.push(Span::styled(
+            format!("  tunnel {url}"),
+            Style::default().fg(p.good),
+        ));
+    }
     let k = &app.keymap;
     let hints = format!(
         "{} help  {} filter  {} rerun  {} edit  {} quit",
@@ -946,6 +985,143 @@ fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         Paragraph::new(lines)
             .block(pane(
                 Line::from(title_span(" Statistics ".into(), ctx)),
+                true,
+                ctx,
+            ))
+            .style(Style::default().fg(p.fg).bg(p.bg)),
+        rect,
+    );
+}
+
+fn draw_ship(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
+    let p = &ctx.theme.palette;
+    let ship = &app.ship;
+    let k = &app.keymap;
+    let on = |text: String| Line::styled(text, Style::default().fg(p.good));
+    let off = |text: String| Line::styled(text, Style::default().fg(p.muted));
+    let mut lines = vec![match &ship.serving {
+        Some(url) => {
+            let stats = ship
+                .requests
+                .map(|(n, p50, p99)| {
+                    let ms =
+                        |x: Option<f64>| x.map(|v| format!("{v:.2}")).unwrap_or_else(|| "-".into());
+                    format!(" · {n} requests, p50 {} ms, p99 {} ms", ms(p50), ms(p99))
+                })
+                .unwrap_or_default();
+            on(format!("server  {url}{stats}"))
+        }
+        None => off(format!(
+            "server  off ({} starts it)",
+            k.label(Action::Serve)
+        )),
+    }];
+    lines.push(match &ship.tunnel {
+        Some(url) => on(format!(
+            "tunnel  {url}  → evaluate at {}/evaluate  ({} copies)",
+            url.trim_end_matches('/'),
+            k.label(Action::CopyUrl)
+        )),
+        None => off(format!(
+            "tunnel  off ({} opens one)",
+            k.label(Action::Tunnel)
+        )),
+    });
+    if let Some(source) = &ship.remote_source {
+        lines.push(Line::raw(format!(
+            "remote  scores from {source} ({} marks differences; filter: remote)",
+            "≠"
+        )));
+    }
+    if let Some(what) = &ship.busy {
+        lines.push(Line::styled(
+            format!("…       {what}"),
+            Style::default().fg(p.accent),
+        ));
+    }
+    lines.push(Line::raw(""));
+    let room = area.height.saturating_sub(lines.len() as u16 + 4) as usize;
+    let start = ship.log.len().saturating_sub(room.max(1));
+    for l in &ship.log[start..] {
+        let style = if l.contains("error") || l.contains("failed") || l.contains("cannot") {
+            Style::default().fg(p.error)
+        } else {
+            Style::default().fg(p.fg)
+        };
+        lines.push(Line::styled(l.clone(), style));
+    }
+    let width = 110u16.min(area.width.saturating_sub(2));
+    let height = (wrapped_height(&lines, width.saturating_sub(2).max(1) as usize) as u16 + 2)
+        .min(area.height);
+    let rect = centered(area, width, height.max(8));
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(pane(
+                Line::from(title_span(" Serve · tunnel · deploy ".into(), ctx)),
+                true,
+                ctx,
+            ))
+            .style(Style::default().fg(p.fg).bg(p.bg)),
+        rect,
+    );
+}
+
+fn draw_deploy(frame: &mut Frame, form: &super::app::DeployForm, ctx: &Ctx, area: Rect) {
+    let p = &ctx.theme.palette;
+    let field = |i: usize, label: &str, value: String| {
+        let focused = form.field == i;
+        let style = if focused {
+            Style::default()
+                .fg(p.selection_fg)
+                .bg(p.selection_bg)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().fg(p.fg)
+        };
+        Line::from(vec![
+            Span::styled(format!("{label:>14}  "), Style::default().fg(p.muted)),
+            Span::styled(
+                format!(" {value}{} ", if focused && i < 2 { "▏" } else { "" }),
+                style,
+            ),
+        ])
+    };
+    let lines = vec![
+        Line::raw("Deploy every evaluator of this workspace to Fireworks as one evaluator."),
+        Line::raw(""),
+        field(0, "evaluator id", form.id.clone()),
+        field(
+            1,
+            "display name",
+            if form.display_name.is_empty() && form.field != 1 {
+                "(the id)".into()
+            } else {
+                form.display_name.clone()
+            },
+        ),
+        field(
+            2,
+            "replace",
+            if form.force {
+                "[x] delete an existing one first".into()
+            } else {
+                "[ ] fail if it exists".into()
+            },
+        ),
+        Line::raw(""),
+        Line::styled(
+            "Enter deploys · Tab next field · Space toggles replace · Esc cancels",
+            Style::default().fg(p.muted),
+        ),
+    ];
+    let rect = centered(area, 80, lines.len() as u16 + 2);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(pane(
+                Line::from(title_span(" Deploy to Fireworks ".into(), ctx)),
                 true,
                 ctx,
             ))

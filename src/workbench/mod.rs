@@ -7,12 +7,15 @@
 //! and starts a new one through the cache, so only what changed is evaluated.
 
 mod runs;
+mod ship;
 mod terminal;
 
 use crate::cli::{Fail, Session, Shared};
 use crate::model::ResultRow;
 use crate::runner::Prepared;
-use crate::ui::app::{App, Effect, EvaluatorInfo, Lines, MemoryLines, Msg, RunState, Sample};
+use crate::ui::app::{
+    App, Effect, EvaluatorInfo, Lines, MemoryLines, Msg, RunState, Sample, ShipMsg,
+};
 use crate::ui::highlight::Highlighter;
 use crate::ui::keymap::Keymap;
 use crate::ui::theme::Theme;
@@ -21,6 +24,7 @@ use crate::workspace::{LineFiles, SamplesFile, SamplesReader, Watcher, Workspace
 use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures::StreamExt;
 use runs::{RunMsg, Runs};
+use ship::{ShipControl, ShipEvent};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -128,6 +132,8 @@ struct Live {
     index_generation: u64,
     /// A run waits for the samples index: the evaluators whose code changed.
     pending_run: Option<Vec<usize>>,
+    ship: ShipControl,
+    ship_rx: mpsc::UnboundedReceiver<ShipEvent>,
 }
 
 impl Live {
@@ -147,6 +153,7 @@ impl Live {
         let (tx, rx) = mpsc::unbounded_channel();
         let (index_tx, index_rx) = mpsc::unbounded_channel();
         let runs = Runs::new(tx);
+        let (ship_tx, ship_rx) = mpsc::unbounded_channel();
         let n = session.workspace.evaluators.len();
         Live {
             session,
@@ -159,6 +166,8 @@ impl Live {
             index_rx,
             index_generation: 0,
             pending_run: None,
+            ship: ShipControl::new(ship_tx),
+            ship_rx,
         }
     }
 
@@ -171,8 +180,34 @@ impl Live {
         let (watch_tx, mut watch_rx) = mpsc::unbounded_channel();
         let mut watcher = self.start_watcher(watch_tx.clone());
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
+        self.app.ship.default_id = default_deploy_id(&self.session.workspace);
         self.draw(term, theme, highlighter);
         self.reload_samples(Vec::new());
+        let result = self
+            .event_loop(
+                term,
+                theme,
+                highlighter,
+                &mut watcher,
+                watch_tx,
+                &mut watch_rx,
+            )
+            .await;
+        self.ship.shutdown().await;
+        result
+    }
+
+    async fn event_loop(
+        &mut self,
+        term: &mut terminal::Terminal,
+        theme: &Theme,
+        highlighter: &Highlighter,
+        watcher: &mut Option<Watcher>,
+        watch_tx: mpsc::UnboundedSender<Vec<PathBuf>>,
+        watch_rx: &mut mpsc::UnboundedReceiver<Vec<PathBuf>>,
+    ) -> Result<(), Fail> {
+        let mut stats_tick = tokio::time::interval(Duration::from_secs(1));
+        stats_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut input = Some(EventStream::new());
         loop {
             let keys = input
@@ -192,7 +227,20 @@ impl Live {
                 },
                 Some(paths) = watch_rx.recv() => {
                     if self.on_change(paths) {
-                        watcher = self.start_watcher(watch_tx.clone());
+                        *watcher = self.start_watcher(watch_tx.clone());
+                    }
+                }
+                Some(event) = self.ship_rx.recv() => {
+                    for m in self.ship.on_event(event, &self.session.workspace) {
+                        self.app.update(Msg::Ship(m));
+                    }
+                }
+                _ = stats_tick.tick(), if self.ship.server.is_some() => {
+                    if let Some(m) = self.ship.request_stats() {
+                        let now = match &m { ShipMsg::Requests(n, a, b) => Some((*n, *a, *b)), _ => None };
+                        if now != self.app.ship.requests {
+                            self.app.update(Msg::Ship(m));
+                        }
                     }
                 }
                 Some((generation, indexed)) = self.index_rx.recv() => {
@@ -215,7 +263,6 @@ impl Live {
             if self.app.dirty {
                 self.draw(term, theme, highlighter);
             }
-            let _ = &watcher;
         }
     }
 
@@ -345,6 +392,10 @@ impl Live {
             Some(None) => (all, false),
             None => (all, true),
         };
+        if !stale.is_empty() && read_cache {
+            self.ship
+                .restart_server(self.session.runner.clone(), &self.session.workspace);
+        }
         self.app.update(Msg::RunStarted {
             evaluators: which.clone(),
             stale,
@@ -541,6 +592,28 @@ impl Live {
                     }
                     self.app.dirty = true;
                 }
+                Effect::ToggleServe => self
+                    .ship
+                    .toggle_serve(self.session.runner.clone(), &self.session.workspace),
+                Effect::ToggleTunnel => self
+                    .ship
+                    .toggle_tunnel(self.session.runner.clone(), &self.session.workspace),
+                Effect::Deploy {
+                    id,
+                    display_name,
+                    force,
+                } => self
+                    .ship
+                    .deploy(&self.session.workspace, id, display_name, force),
+                Effect::CompareRemote => {
+                    self.app.overlay = crate::ui::app::Overlay::Ship;
+                    self.ship.compare(
+                        &self.session.workspace,
+                        &self.app.samples,
+                        self.app.lines.clone(),
+                    );
+                }
+                Effect::Copy(text) => copy_to_clipboard(&text),
                 Effect::Export => {
                     let text = match self.export() {
                         Ok(path) => format!(
@@ -584,6 +657,41 @@ impl Live {
         out.flush()?;
         Ok(path)
     }
+}
+
+/// Puts text on the terminal's clipboard with the OSC 52 escape (terminals and tmux
+/// with set-clipboard on honour it; others ignore it).
+fn copy_to_clipboard(text: &str) {
+    use base64::Engine;
+    use std::io::Write;
+    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
+    let mut out = std::io::stdout();
+    let _ = write!(out, "\x1b]52;c;{encoded}\x07");
+    let _ = out.flush();
+}
+
+/// The id the deploy dialog proposes: `[deploy] id` in rwb.toml, else the workspace
+/// folder's name made into an id.
+fn default_deploy_id(workspace: &Workspace) -> String {
+    if let Some(id) = workspace
+        .config
+        .deploy
+        .as_ref()
+        .and_then(|d| d.get("id"))
+        .and_then(|v| v.as_str())
+    {
+        return id.to_string();
+    }
+    let name = std::fs::canonicalize(&workspace.root)
+        .ok()
+        .and_then(|p| p.file_name().map(|n| n.to_string_lossy().into_owned()))
+        .unwrap_or_else(|| "rewards".into());
+    let id: String = name
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    id.trim_matches('-').to_string()
 }
 
 /// Reads every samples line into a list of positions and hashes (no text is kept).

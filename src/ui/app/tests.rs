@@ -331,6 +331,90 @@ fn overlays_open_and_any_key_closes_them() {
 }
 
 #[test]
+fn the_deploy_dialog_edits_and_confirms_and_ship_keys_work_in_the_ship_panel() {
+    let mut app = app();
+    app.ship.default_id = "proposed".into();
+    app.update(key('d'));
+    assert!(matches!(&app.overlay, Overlay::Deploy(f) if f.id == "proposed"));
+    for _ in 0.."proposed".len() {
+        app.update(code(KeyCode::Backspace));
+    }
+    for c in "mine".chars() {
+        app.update(key(c));
+    }
+    app.update(code(KeyCode::Tab));
+    for c in "My Judge".chars() {
+        app.update(key(c));
+    }
+    app.update(code(KeyCode::Tab));
+    app.update(key(' '));
+    let effects = app.update(code(KeyCode::Enter));
+    assert_eq!(
+        effects,
+        vec![Effect::Deploy {
+            id: "mine".into(),
+            display_name: "My Judge".into(),
+            force: true
+        }]
+    );
+    assert_eq!(
+        app.overlay,
+        Overlay::Ship,
+        "progress shows in the ship panel"
+    );
+    assert_eq!(
+        app.update(key('p')),
+        vec![Effect::CompareRemote],
+        "ship keys act inside the panel"
+    );
+    assert_eq!(app.overlay, Overlay::Ship);
+    app.update(key('j'));
+    assert_eq!(app.overlay, Overlay::None, "other keys close it");
+    app.update(key('d'));
+    app.update(code(KeyCode::Esc));
+    assert_eq!(app.overlay, Overlay::None, "Esc cancels the dialog");
+}
+
+#[test]
+fn remote_scores_mark_differences_and_filter() {
+    let mut app = app();
+    let scores = app
+        .samples
+        .iter()
+        .map(|s| {
+            (
+                s.hash,
+                "a".to_string(),
+                Some(if s.at.index == 2 {
+                    0.9
+                } else {
+                    s.at.index as f64 / 10.0
+                }),
+            )
+        })
+        .collect();
+    app.update(Msg::Ship(ShipMsg::Remote {
+        source: "http://x".into(),
+        scores,
+    }));
+    assert_eq!(app.remote_differs(&app.samples[2].clone(), 0), Some(true));
+    assert_eq!(app.remote_differs(&app.samples[1].clone(), 0), Some(false));
+    assert_eq!(
+        app.remote_differs(&app.samples[1].clone(), 1),
+        None,
+        "no remote score for b"
+    );
+    assert!(app
+        .ship
+        .log
+        .last()
+        .unwrap()
+        .contains("1 of 5 samples differ"));
+    app.set_filter("remote".into());
+    assert_eq!(app.view, vec![2]);
+}
+
+#[test]
 fn tab_moves_focus_and_keys_then_scroll_that_pane() {
     let mut app = app();
     app.update(code(KeyCode::Tab));
