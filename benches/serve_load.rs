@@ -154,6 +154,10 @@ async fn main() {
         arg("--rk-python").expect("--rk-python PATH (an interpreter with reward-kit 0.4.1)");
     let workspace = arg("--workspace").expect("--workspace DIR");
     let evaluator = arg("--evaluator").unwrap_or_else(|| "relevance".into());
+    // the interpreter rwb's workers use: python3 (rwb's bundled reward_kit) by default,
+    // or the same one as reward-kit's server with --rwb-python
+    let rwb_python = arg("--rwb-python").unwrap_or_else(|| "python3".into());
+    let rwb_jobs = arg("--jobs").unwrap_or_else(|| "2".into());
     let sample = std::fs::read_to_string(format!("{workspace}/conversations.jsonl"))
         .expect("the workspace has conversations.jsonl");
     let first: serde_json::Value = serde_json::from_str(sample.lines().next().unwrap()).unwrap();
@@ -175,7 +179,9 @@ async fn main() {
                 "-m",
                 &format!("{evaluator}=metrics/{evaluator}"),
                 "--jobs",
-                "2",
+                &rwb_jobs,
+                "--python",
+                &rwb_python,
             ])
             .current_dir(&workspace)
             .env("VIRTUAL_ENV", "")

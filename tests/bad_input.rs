@@ -315,3 +315,30 @@ fn a_broken_rwb_toml_names_its_line() {
     assert!(run.stderr.contains("rwb.toml: line 2"), "{}", run.stderr);
     assert!(run.stderr.contains("jobz"), "{}", run.stderr);
 }
+
+#[test]
+fn a_crash_deep_in_a_long_run_blames_exactly_its_sample() {
+    // many fast samples: several batches are in flight when sample 377 kills the worker
+    let bad = "import os\ndef evaluate(messages, **kwargs):\n    i = int(messages[0]['content'].split()[-1])\n    if i == 377:\n        os._exit(9)\n    return i / 1000.0\n";
+    let ws = Ws::new(&[
+        ("metrics/bad/main.py", bad),
+        ("samples.jsonl", &samples(600)),
+    ]);
+    for jobs in ["1", "2"] {
+        let run = ws.run(&["--no-cache", "--jobs", jobs]);
+        let rows = run.rows();
+        assert_eq!(rows.len(), 600);
+        for row in &rows {
+            let i = row["sample"].as_u64().unwrap();
+            if i == 377 {
+                assert_eq!(row["error"]["type"], "WorkerCrashed", "jobs {jobs}: {row}");
+            } else {
+                assert_eq!(
+                    row["score"].as_f64(),
+                    Some(i as f64 / 1000.0),
+                    "jobs {jobs}: sample {i} reran: {row}"
+                );
+            }
+        }
+    }
+}

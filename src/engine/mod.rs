@@ -14,7 +14,7 @@ mod worker;
 mod zygote;
 
 pub use pool::{Pool, PoolJob, Sink};
-pub use worker::{BatchEnd, Loaded, Worker};
+pub use worker::{Loaded, Next, Worker};
 pub use zygote::{Engine, EngineError, ZygoteInfo};
 
 /// The Python files embedded into the binary, written to a private runtime folder

@@ -1,14 +1,15 @@
 //! Scheduling: batches of samples over `--jobs` CPU slots, workers kept warm per
 //! evaluator, lost batches rerun on a fresh worker.
 
-use super::worker::{BatchEnd, Worker};
+use super::worker::{Next, Worker};
 use super::zygote::{Engine, EngineError};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
+use tokio::time::Instant;
 
 /// Aim for batches of about this much work, so that results stream steadily and the
 /// last batches of a run spread over every slot.
@@ -145,6 +146,9 @@ impl Pool {
         while tasks.join_next().await.is_some() {}
     }
 
+    /// One slot's worth of work for an evaluator: takes batches from the queue and
+    /// keeps its worker fed, sending the next batch while the current one runs (at
+    /// most two in flight), so the worker never waits for a round trip.
     async fn lane(
         &self,
         spec: &EvaluatorSpec,
@@ -154,85 +158,171 @@ impl Pool {
         average_ms: &AtomicU64,
     ) {
         let mut worker: Option<Worker> = None;
-        while let Ok(first) = queue.recv_async().await {
-            let limit = if spec.style.is_some_and(|s| s.is_batched())
-                || worker.as_ref().is_some_and(|w| w.loaded.style.is_batched())
-            {
-                spec.batch_size.max(1)
-            } else {
-                let avg = f64::from_bits(average_ms.load(Ordering::Relaxed));
-                if avg.is_nan() {
-                    4
-                } else {
-                    ((TARGET_BATCH_MS / avg.max(1e-3)) as usize).clamp(1, MAX_BATCH)
-                }
-            };
-            let mut batch = vec![first];
-            let mut bytes = batch[0].raw.len();
-            while batch.len() < limit && bytes < MAX_BATCH_BYTES {
-                match queue.try_recv() {
-                    Ok(job) => {
-                        bytes += job.raw.len();
-                        batch.push(job);
-                    }
+        // jobs that must run again because their worker died before answering them
+        let mut retry: VecDeque<PoolJob> = VecDeque::new();
+        let mut open = true;
+        loop {
+            let first = match retry.pop_front() {
+                Some(job) => job,
+                None if open => match queue.recv_async().await {
+                    Ok(job) => job,
                     Err(_) => break,
-                }
-            }
+                },
+                None => break,
+            };
+            let limit = self.batch_limit(spec, worker.as_ref(), average_ms);
+            let batch = take_batch(first, &mut retry, &queue, limit);
             let _slot = self
                 .slots
                 .acquire()
                 .await
                 .expect("the pool never closes its slots");
-            let mut todo: Vec<(u64, &str)> = batch.iter().map(|j| (j.id, &*j.raw)).collect();
-            while !todo.is_empty() {
-                let mut w = match worker.take() {
-                    Some(w) => w,
-                    None => match self.checkout(spec, key).await {
-                        Ok(w) => w,
-                        Err(e) => {
-                            let error = spawn_error(spec, e);
-                            for (id, _) in &todo {
-                                sink(*id, Outcome::failed(error.clone()));
+            let mut w = match worker.take() {
+                Some(w) => w,
+                None => match self.checkout(spec, key).await {
+                    Ok(w) => w,
+                    Err(e) => {
+                        let error = spawn_error(spec, e);
+                        for job in batch.into_iter().chain(retry.drain(..)) {
+                            sink(job.id, Outcome::failed(error.clone()));
+                        }
+                        continue;
+                    }
+                },
+            };
+            let mut inflight: VecDeque<Vec<PoolJob>> = VecDeque::new();
+            let mut answered: HashSet<u64> = HashSet::new();
+            let _ = w.send(&pairs(&batch)).await; // a failed write shows as Dead below
+            inflight.push_back(batch);
+            let mut progress = Instant::now();
+            let alive = loop {
+                let deadline = progress + w.patience();
+                let more = open && retry.is_empty() && inflight.len() < 2;
+                tokio::select! {
+                    message = w.next_message(deadline) => match message {
+                        Next::Result(id, outcome) => {
+                            progress = Instant::now();
+                            answered.insert(id);
+                            if !w.loaded.style.is_batched() {
+                                let old = f64::from_bits(average_ms.load(Ordering::Relaxed));
+                                let per = outcome.duration_ms.max(0.001);
+                                let new = if old.is_nan() { per } else { old * 0.8 + per * 0.2 };
+                                average_ms.store(new.to_bits(), Ordering::Relaxed);
                             }
-                            break;
+                            sink(id, outcome);
+                        }
+                        Next::Done { .. } => {
+                            progress = Instant::now();
+                            if let Some(done) = inflight.pop_front() {
+                                for job in &done {
+                                    answered.remove(&job.id);
+                                }
+                            }
+                            if inflight.is_empty() {
+                                w.idle();
+                                break true;
+                            }
+                        }
+                        Next::Dead(error) => {
+                            let batched = w.loaded.style.is_batched();
+                            let mut unanswered: Vec<PoolJob> = Vec::new();
+                            for (n, b) in inflight.drain(..).enumerate() {
+                                for job in b {
+                                    if !answered.contains(&job.id) {
+                                        unanswered.push(job);
+                                    }
+                                }
+                                if batched && n == 0 {
+                                    // a batched call is one call: its whole batch failed
+                                    for job in unanswered.drain(..) {
+                                        sink(job.id, Outcome::failed(error.clone()));
+                                    }
+                                }
+                            }
+                            if !batched && !unanswered.is_empty() {
+                                let current = w.current().filter(|c| unanswered.iter().any(|j| j.id == *c));
+                                let blamed = current.unwrap_or(unanswered[0].id);
+                                for job in unanswered {
+                                    if job.id == blamed {
+                                        sink(job.id, Outcome::failed(error.clone()));
+                                    } else {
+                                        retry.push_back(job);
+                                    }
+                                }
+                            } else {
+                                retry.extend(unanswered);
+                            }
+                            break false;
                         }
                     },
-                };
-                // A batched style is only known once the first worker imported the code.
-                let batched = w.loaded.style.is_batched();
-                let started = std::time::Instant::now();
-                let mut count = 0usize;
-                let end = w
-                    .run_batch(&todo, |id, outcome| {
-                        count += 1;
-                        sink(id, outcome)
-                    })
-                    .await;
-                if !batched && count > 0 {
-                    let per = started.elapsed().as_secs_f64() * 1000.0 / count as f64;
-                    let old = f64::from_bits(average_ms.load(Ordering::Relaxed));
-                    let new = if old.is_nan() {
-                        per
-                    } else {
-                        old * 0.7 + per * 0.3
-                    };
-                    average_ms.store(new.to_bits(), Ordering::Relaxed);
+                    job = queue.recv_async(), if more => match job {
+                        Ok(job) => {
+                            let limit = self.batch_limit(spec, Some(&w), average_ms);
+                            let next = take_batch(job, &mut retry, &queue, limit);
+                            let _ = w.send(&pairs(&next)).await;
+                            inflight.push_back(next);
+                        }
+                        Err(_) => open = false,
+                    },
                 }
-                match end {
-                    BatchEnd::Done { .. } => {
-                        worker = Some(w);
-                        todo.clear();
-                    }
-                    BatchEnd::Lost { rerun } => {
-                        todo.retain(|(id, _)| rerun.contains(id));
-                    }
-                }
+            };
+            if alive {
+                worker = Some(w);
             }
         }
         if let Some(w) = worker {
             self.checkin(&spec.name, key, w);
         }
     }
+
+    /// How many samples to send in one batch: the configured size for batched styles,
+    /// else about [`TARGET_BATCH_MS`] of work by the recent average.
+    fn batch_limit(
+        &self,
+        spec: &EvaluatorSpec,
+        worker: Option<&Worker>,
+        average_ms: &AtomicU64,
+    ) -> usize {
+        if spec.style.is_some_and(|s| s.is_batched())
+            || worker.is_some_and(|w| w.loaded.style.is_batched())
+        {
+            return spec.batch_size.max(1);
+        }
+        let avg = f64::from_bits(average_ms.load(Ordering::Relaxed));
+        if avg.is_nan() {
+            4
+        } else {
+            ((TARGET_BATCH_MS / avg.max(1e-3)) as usize).clamp(1, MAX_BATCH)
+        }
+    }
+}
+
+/// A batch: `first`, then what is waiting (jobs to retry first), up to `limit` jobs
+/// and [`MAX_BATCH_BYTES`].
+fn take_batch(
+    first: PoolJob,
+    retry: &mut VecDeque<PoolJob>,
+    queue: &flume::Receiver<PoolJob>,
+    limit: usize,
+) -> Vec<PoolJob> {
+    let mut bytes = first.raw.len();
+    let mut batch = vec![first];
+    while batch.len() < limit && bytes < MAX_BATCH_BYTES {
+        let next = match retry.pop_front() {
+            Some(job) => job,
+            None => match queue.try_recv() {
+                Ok(job) => job,
+                Err(_) => break,
+            },
+        };
+        bytes += next.raw.len();
+        batch.push(next);
+    }
+    batch
+}
+
+fn pairs(batch: &[PoolJob]) -> Vec<(u64, &str)> {
+    batch.iter().map(|j| (j.id, &*j.raw)).collect()
 }
 
 /// The error every sample of a batch gets when no worker could be started for it.

@@ -3,7 +3,6 @@
 use super::protocol::BatchLine;
 use super::zygote::kill;
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, Style};
-use std::collections::HashSet;
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
@@ -22,17 +21,6 @@ pub struct Loaded {
     pub files: Vec<PathBuf>,
     /// Top-level third-party modules it imported (preloaded into the zygote).
     pub third_party: Vec<String>,
-}
-
-/// How a batch ended.
-#[derive(Debug, PartialEq)]
-pub enum BatchEnd {
-    /// Every sample got its result; the worker is ready for more.
-    /// `files` is set when the evaluator imported new project files meanwhile.
-    Done { files: Option<Vec<PathBuf>> },
-    /// The worker is gone (killed after a timeout, or it died). The sample it was on
-    /// got its error; these ids got nothing and must run again on a new worker.
-    Lost { rerun: Vec<u64> },
 }
 
 pub struct Worker {
@@ -83,12 +71,14 @@ impl Worker {
         self.alive
     }
 
-    /// Sends `jobs` (sample id, raw JSON line) and reports each result as it arrives.
-    pub async fn run_batch(
-        &mut self,
-        jobs: &[(u64, &str)],
-        mut on_result: impl FnMut(u64, Outcome),
-    ) -> BatchEnd {
+    /// The per-evaluation timeout plus the grace rwb gives the worker's own alarm.
+    pub fn patience(&self) -> Duration {
+        self.timeout + KILL_GRACE
+    }
+
+    /// Writes a batch of (sample id, raw JSON line) to the worker. More batches may be
+    /// sent before the first is answered: the worker reads them when it is ready.
+    pub async fn send(&mut self, jobs: &[(u64, &str)]) -> std::io::Result<()> {
         let mut message = Vec::with_capacity(jobs.iter().map(|(_, raw)| raw.len() + 24).sum());
         message.extend_from_slice(format!("B {}\n", jobs.len()).as_bytes());
         for (id, raw) in jobs {
@@ -98,82 +88,75 @@ impl Worker {
             message.push(b'\n');
         }
         self.busy = true;
-        let mut answered: HashSet<u64> = HashSet::with_capacity(jobs.len());
-        if self.writer.write_all(&message).await.is_err() {
-            return self.lost(jobs, &answered, crashed(), &mut on_result);
-        }
+        self.writer.write_all(&message).await
+    }
+
+    /// The next message from the worker, waiting until `deadline` at most. Safe to
+    /// cancel (in `select!`): a partly read line is kept for the next call.
+    pub async fn next_message(&mut self, deadline: tokio::time::Instant) -> Next {
         loop {
-            self.line.clear();
-            let wait = self.timeout + KILL_GRACE;
-            let read = tokio::time::timeout(wait, self.reader.read_until(b'\n', &mut self.line));
+            let read =
+                tokio::time::timeout_at(deadline, self.reader.read_until(b'\n', &mut self.line));
             match read.await {
                 Err(_) => {
                     kill(self.pid);
-                    let error = EvalError::new(
+                    self.alive = false;
+                    return Next::Dead(EvalError::new(
                         kinds::TIMEOUT,
                         format!(
                             "the evaluation did not return within {} s and could not be interrupted; its worker was killed",
                             self.timeout.as_secs_f64()
                         ),
-                    );
-                    return self.lost(jobs, &answered, error, &mut on_result);
+                    ));
                 }
                 Ok(Ok(0)) | Ok(Err(_)) => {
-                    return self.lost(jobs, &answered, crashed(), &mut on_result)
+                    self.alive = false;
+                    return Next::Dead(crashed());
                 }
+                Ok(Ok(_)) if !self.line.ends_with(b"\n") => continue,
                 Ok(Ok(_)) => {}
             }
-            let Ok(parsed) = serde_json::from_slice::<BatchLine>(&self.line) else {
+            let parsed = serde_json::from_slice::<BatchLine>(&self.line);
+            self.line.clear();
+            let Ok(parsed) = parsed else {
                 continue; // not a protocol line; the protocol is line-based and resynchronises
             };
             if let Some(id) = parsed.i {
-                answered.insert(id);
-                on_result(id, parsed.into_outcome());
-            } else if parsed.done.is_some() {
-                self.busy = false;
+                return Next::Result(id, parsed.into_outcome());
+            }
+            if parsed.done.is_some() {
                 let files = parsed
                     .files
                     .map(|f| f.into_iter().map(PathBuf::from).collect());
-                return BatchEnd::Done { files };
+                return Next::Done { files };
             }
         }
     }
 
-    /// The worker is gone: blame the sample it was on (the whole unanswered rest for
-    /// batched styles, which are one call) and hand back the others, including any
-    /// whose results died unsent in the worker's buffer.
-    fn lost(
-        &mut self,
-        jobs: &[(u64, &str)],
-        answered: &HashSet<u64>,
-        error: EvalError,
-        on_result: &mut impl FnMut(u64, Outcome),
-    ) -> BatchEnd {
-        self.alive = false;
+    /// No batch is in flight any more.
+    pub fn idle(&mut self) {
         self.busy = false;
-        let rest: Vec<u64> = jobs
-            .iter()
-            .map(|(id, _)| *id)
-            .filter(|id| !answered.contains(id))
-            .collect();
-        let current = std::fs::read(&self.mark)
-            .ok()
-            .and_then(|b| Some(i64::from_le_bytes(b.get(..8)?.try_into().ok()?)))
-            .and_then(|id| u64::try_from(id).ok())
-            .filter(|id| rest.contains(id));
-        let _ = std::fs::remove_file(&self.mark);
-        let blamed: Vec<u64> = if self.loaded.style.is_batched() {
-            rest.clone()
-        } else {
-            current.or(rest.first().copied()).into_iter().collect()
-        };
-        for id in &blamed {
-            on_result(*id, Outcome::failed(error.clone()));
-        }
-        BatchEnd::Lost {
-            rerun: rest.into_iter().filter(|id| !blamed.contains(id)).collect(),
-        }
     }
+
+    /// The id of the sample the worker was evaluating when it stopped answering,
+    /// from the shared mark it writes before each evaluation.
+    pub fn current(&self) -> Option<u64> {
+        let bytes = std::fs::read(&self.mark).ok()?;
+        let id = i64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
+        u64::try_from(id).ok()
+    }
+}
+
+/// What a worker said next.
+#[derive(Debug)]
+pub enum Next {
+    Result(u64, Outcome),
+    /// The oldest batch in flight is answered.
+    Done {
+        files: Option<Vec<PathBuf>>,
+    },
+    /// The worker is gone: killed after a timeout, or it died.
+    Dead(EvalError),
 }
 
 fn crashed() -> EvalError {
@@ -190,5 +173,6 @@ impl Drop for Worker {
         if self.alive && self.busy {
             kill(self.pid);
         }
+        let _ = std::fs::remove_file(&self.mark);
     }
 }
