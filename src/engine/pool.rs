@@ -209,7 +209,7 @@ impl Pool {
                                 let new = if old.is_nan() { per } else { old * 0.8 + per * 0.2 };
                                 average_ms.store(new.to_bits(), Ordering::Relaxed);
                             }
-                            sink(id, outcome);
+                            sink(id, *outcome);
                         }
                         Next::Done { .. } => {
                             progress = Instant::now();

@@ -122,7 +122,7 @@ impl Worker {
                 continue; // not a protocol line; the protocol is line-based and resynchronises
             };
             if let Some(id) = parsed.i {
-                return Next::Result(id, parsed.into_outcome());
+                return Next::Result(id, Box::new(parsed.into_outcome()));
             }
             if parsed.done.is_some() {
                 let files = parsed
@@ -150,7 +150,7 @@ impl Worker {
 /// What a worker said next.
 #[derive(Debug)]
 pub enum Next {
-    Result(u64, Outcome),
+    Result(u64, Box<Outcome>),
     /// The oldest batch in flight is answered.
     Done {
         files: Option<Vec<PathBuf>>,
