@@ -95,6 +95,15 @@ struct RunArgs {
     /// Exit 1 when an evaluator's mean score is below SCORE.
     #[arg(long, value_name = "SCORE")]
     fail_under: Option<f64>,
+    /// Store this run's results as baseline NAME.
+    #[arg(long, value_name = "NAME")]
+    save_baseline: Option<String>,
+    /// Compare with baseline NAME: rows gain baseline_score and delta.
+    #[arg(long, value_name = "NAME")]
+    baseline: Option<String>,
+    /// With --baseline: exit 1 when more than N samples score lower than in it.
+    #[arg(long, value_name = "N", requires = "baseline")]
+    max_regressions: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -217,6 +226,9 @@ pub fn main() -> ExitCode {
                     format: Format::Table,
                     max_samples: None,
                     fail_under: None,
+                    save_baseline: None,
+                    baseline: None,
+                    max_regressions: None,
                 };
                 block_on(run::run(args))
             }

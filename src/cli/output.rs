@@ -1,23 +1,47 @@
 //! Writing results as `rwb run --format table|json|jsonl|csv` (SPEC §4).
 
 use super::Format;
+use crate::insight::{attribute, compare, Change, EPSILON};
 use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
 use crate::runner::{Event, RunStats};
 use serde_json::json;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
 /// One sample with every evaluator's outcome, in evaluator order.
 pub struct SampleResults {
     pub at: SampleRef,
+    pub hash: [u8; 16],
     pub outcomes: Vec<Outcome>,
+}
+
+/// A run compared with a stored baseline (`rwb run --baseline NAME`).
+pub struct BaselineCmp {
+    pub name: String,
+    pub outcomes: HashMap<(String, [u8; 16]), Outcome>,
+    pub threshold: f64,
+    /// Changes per evaluator, as samples complete.
+    pub changes: Vec<Vec<Change>>,
+    /// Samples that score lower than in the baseline on some evaluator.
+    pub regressions: usize,
+}
+
+/// A result row with its baseline fields (present only when comparing).
+#[derive(serde::Serialize)]
+struct Row<'a> {
+    #[serde(flatten)]
+    row: ResultRow<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    baseline_score: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    delta: Option<Option<f64>>,
 }
 
 /// Puts outcomes that arrive in any order back into (sample, evaluator) order.
 struct Reorder {
     evaluators: usize,
     next: usize,
-    waiting: BTreeMap<usize, (SampleRef, Vec<Option<Outcome>>, usize)>,
+    waiting: BTreeMap<usize, (SampleRef, [u8; 16], Vec<Option<Outcome>>, usize)>,
 }
 
 impl Reorder {
@@ -33,6 +57,7 @@ impl Reorder {
         &mut self,
         evaluator: usize,
         at: SampleRef,
+        hash: [u8; 16],
         outcome: Outcome,
         ready: &mut Vec<SampleResults>,
     ) {
@@ -40,19 +65,20 @@ impl Reorder {
         let entry = self
             .waiting
             .entry(at.index)
-            .or_insert_with(|| (at, (0..n).map(|_| None).collect(), 0));
-        if entry.1[evaluator].is_none() {
-            entry.2 += 1;
+            .or_insert_with(|| (at, hash, (0..n).map(|_| None).collect(), 0));
+        if entry.2[evaluator].is_none() {
+            entry.3 += 1;
         }
-        entry.1[evaluator] = Some(outcome);
+        entry.2[evaluator] = Some(outcome);
         while let Some(first) = self.waiting.first_entry() {
-            if *first.key() != self.next || first.get().2 < n {
+            if *first.key() != self.next || first.get().3 < n {
                 break;
             }
-            let (at, outcomes, _) = first.remove();
+            let (at, hash, outcomes, _) = first.remove();
             self.next += 1;
             ready.push(SampleResults {
                 at,
+                hash,
                 outcomes: outcomes.into_iter().map(|o| o.expect("complete")).collect(),
             });
         }
@@ -69,6 +95,7 @@ pub struct Printer {
     out: std::io::BufWriter<std::io::Stdout>,
     ready: Vec<SampleResults>,
     pub errors: usize,
+    pub baseline: Option<BaselineCmp>,
 }
 
 impl Printer {
@@ -84,6 +111,7 @@ impl Printer {
             out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
             ready: Vec::new(),
             errors: 0,
+            baseline: None,
         }
     }
 
@@ -91,6 +119,7 @@ impl Printer {
         let Event::Result {
             evaluator,
             at,
+            hash,
             outcome,
             ..
         } = event;
@@ -99,8 +128,9 @@ impl Printer {
             self.errors += 1;
         }
         let mut ready = std::mem::take(&mut self.ready);
-        self.reorder.add(evaluator, at, outcome, &mut ready);
+        self.reorder.add(evaluator, at, hash, outcome, &mut ready);
         for sample in ready.drain(..) {
+            self.compare(&sample);
             if self.format == Format::Jsonl {
                 self.write_jsonl(&sample);
             } else {
@@ -110,17 +140,81 @@ impl Printer {
         self.ready = ready;
     }
 
-    fn write_jsonl(&mut self, sample: &SampleResults) {
+    /// Records how a completed sample moved against the baseline.
+    fn compare(&mut self, sample: &SampleResults) {
+        let Some(b) = self.baseline.as_mut() else {
+            return;
+        };
+        let mut regressed = false;
         for (i, outcome) in sample.outcomes.iter().enumerate() {
-            let row = ResultRow::new(
+            if let Some(before) = b.outcomes.get(&(self.names[i].clone(), sample.hash)) {
+                let change = compare(before, outcome, b.threshold);
+                regressed |= change.delta.is_some_and(|d| d < -EPSILON);
+                b.changes[i].push(change);
+            }
+        }
+        b.regressions += usize::from(regressed);
+    }
+
+    /// (baseline score, delta) of a row, when comparing with a baseline.
+    fn baseline_fields(
+        &self,
+        sample: &SampleResults,
+        i: usize,
+    ) -> (Option<Option<f64>>, Option<Option<f64>>) {
+        let Some(b) = &self.baseline else {
+            return (None, None);
+        };
+        let before = b
+            .outcomes
+            .get(&(self.names[i].clone(), sample.hash))
+            .and_then(|o| o.score);
+        let delta = match (before, sample.outcomes[i].score) {
+            (Some(x), Some(y)) => Some(y - x),
+            _ => None,
+        };
+        (Some(before), Some(delta))
+    }
+
+    fn row<'a>(&'a self, sample: &'a SampleResults, i: usize) -> Row<'a> {
+        let (baseline_score, delta) = self.baseline_fields(sample, i);
+        Row {
+            row: ResultRow::new(
                 &sample.at,
                 &self.labels[sample.at.file],
                 &self.names[i],
-                outcome,
-            );
-            let _ = serde_json::to_writer(&mut self.out, &row);
-            let _ = self.out.write_all(b"\n");
+                &sample.outcomes[i],
+            ),
+            baseline_score,
+            delta,
         }
+    }
+
+    fn write_jsonl(&mut self, sample: &SampleResults) {
+        let mut text = Vec::new();
+        for i in 0..sample.outcomes.len() {
+            let _ = serde_json::to_writer(&mut text, &self.row(sample, i));
+            text.push(b'\n');
+        }
+        let _ = self.out.write_all(&text);
+    }
+
+    /// One line per evaluator: what changed against the baseline, and through what.
+    pub fn attribution_lines(&self) -> Vec<String> {
+        let Some(b) = &self.baseline else {
+            return Vec::new();
+        };
+        let mut lines: Vec<String> = self
+            .names
+            .iter()
+            .zip(&b.changes)
+            .map(|(name, changes)| format!("{name} vs baseline {}: {}", b.name, attribute(changes)))
+            .collect();
+        lines.push(format!(
+            "{} sample(s) score lower than in baseline {} on some evaluator",
+            b.regressions, b.name
+        ));
+        lines
     }
 
     pub fn summaries(&self) -> Vec<Summary> {
@@ -140,14 +234,10 @@ impl Printer {
             Format::Json => {
                 let mut results = Vec::new();
                 for sample in &self.kept {
-                    for (i, outcome) in sample.outcomes.iter().enumerate() {
-                        let row = ResultRow::new(
-                            &sample.at,
-                            &self.labels[sample.at.file],
-                            &self.names[i],
-                            outcome,
+                    for i in 0..sample.outcomes.len() {
+                        results.push(
+                            serde_json::to_value(self.row(sample, i)).expect("rows serialize"),
                         );
-                        results.push(serde_json::to_value(&row).expect("rows serialize"));
                     }
                 }
                 let summary: serde_json::Map<String, serde_json::Value> = self
@@ -181,6 +271,18 @@ impl Printer {
         if matches!(self.format, Format::Json | Format::Csv) {
             let mut err = std::io::stderr().lock();
             let _ = write_summary(&mut err, &self.names, &summaries, stats, seconds);
+        }
+        let lines = self.attribution_lines();
+        if !lines.is_empty() {
+            let out: &mut dyn Write = if self.format == Format::Table {
+                &mut self.out
+            } else {
+                &mut std::io::stderr()
+            };
+            for l in lines {
+                let _ = writeln!(out, "{l}");
+            }
+            let _ = out.flush();
         }
         summaries
     }
@@ -298,6 +400,9 @@ impl Printer {
         .into_iter()
         .map(String::from)
         .collect::<Vec<_>>();
+        if self.baseline.is_some() {
+            header.extend(["baseline_score".to_string(), "delta".to_string()]);
+        }
         header.extend(metric_names.iter().map(|m| format!("metric:{m}")));
         writeln!(
             self.out,
@@ -325,6 +430,11 @@ impl Printer {
                         .unwrap_or_default(),
                     float(o.duration_ms),
                 ];
+                if self.baseline.is_some() {
+                    let (b, d) = self.baseline_fields(sample, i);
+                    fields.push(b.flatten().map(float).unwrap_or_default());
+                    fields.push(d.flatten().map(float).unwrap_or_default());
+                }
                 for m in &metric_names {
                     let score = o
                         .metrics
@@ -440,12 +550,12 @@ mod tests {
         let mut r = Reorder::new(2);
         let mut ready = Vec::new();
         let o = || Outcome::failed(EvalError::new("X", "y"));
-        r.add(1, at(1), o(), &mut ready);
-        r.add(0, at(1), o(), &mut ready);
+        r.add(1, at(1), [1; 16], o(), &mut ready);
+        r.add(0, at(1), [1; 16], o(), &mut ready);
         assert!(ready.is_empty(), "sample 0 is not complete yet");
-        r.add(0, at(0), o(), &mut ready);
+        r.add(0, at(0), [0; 16], o(), &mut ready);
         assert!(ready.is_empty());
-        r.add(1, at(0), o(), &mut ready);
+        r.add(1, at(0), [0; 16], o(), &mut ready);
         let order: Vec<usize> = ready.iter().map(|s| s.at.index).collect();
         assert_eq!(order, vec![0, 1]);
     }

@@ -1,7 +1,8 @@
 //! `rwb run`: evaluate once, print, exit with SPEC §4's codes.
 
-use super::output::Printer;
+use super::output::{BaselineCmp, Printer};
 use super::{Fail, RunArgs, Session};
+use crate::store::Store;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -20,6 +21,38 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .map(|f| f.label.clone())
         .collect();
     let mut printer = Printer::new(args.format, names.clone(), labels);
+    let store = if args.baseline.is_some() || args.save_baseline.is_some() {
+        Some(Store::open(&session.workspace.root).map_err(|e| Fail::Usage(e.to_string()))?)
+    } else {
+        None
+    };
+    if let (Some(name), Some(store)) = (&args.baseline, &store) {
+        let outcomes = store.load_baseline(name).map_err(|e| Fail::Usage(e.to_string()))?.ok_or_else(|| {
+            let known = store.baselines().unwrap_or_default();
+            Fail::Usage(format!(
+                "no baseline named '{name}' in {} (saved: {}; save one with --save-baseline {name})",
+                store.path().display(),
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ))
+        })?;
+        let threshold = session
+            .workspace
+            .config
+            .insight
+            .as_ref()
+            .and_then(|t| t.get("threshold"))
+            .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+            .unwrap_or(crate::insight::DEFAULT_THRESHOLD);
+        printer.baseline = Some(BaselineCmp {
+            name: name.clone(),
+            outcomes,
+            threshold,
+            changes: vec![Vec::new(); names.len()],
+            regressions: 0,
+        });
+    }
+    let mut kept: Vec<(usize, [u8; 16], crate::model::Outcome)> = Vec::new();
+    let keep = args.save_baseline.is_some();
 
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = session.runner.run(
@@ -31,13 +64,45 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     );
     let consume = async {
         while let Some(event) = rx.recv().await {
+            if keep {
+                let crate::runner::Event::Result {
+                    evaluator,
+                    hash,
+                    outcome,
+                    ..
+                } = &event;
+                kept.push((*evaluator, *hash, outcome.clone()));
+            }
             printer.add(event);
         }
     };
     let (stats, ()) = tokio::join!(work, consume);
     let stats = stats.map_err(|e| Fail::Usage(e.to_string()))?;
     let errors = printer.errors;
+    let regressions = printer.baseline.as_ref().map(|b| b.regressions);
     let summaries = printer.finish(&stats, started.elapsed().as_secs_f64());
+    if let (Some(name), Some(store)) = (&args.save_baseline, &store) {
+        let sources: Vec<(String, String)> = session
+            .workspace
+            .evaluators
+            .iter()
+            .map(|e| {
+                let file = e.source.file();
+                (
+                    file.display().to_string(),
+                    std::fs::read_to_string(&file).unwrap_or_default(),
+                )
+            })
+            .collect();
+        let rows = kept.iter().map(|(e, h, o)| (names[*e].as_str(), h, o));
+        let n = store
+            .save_baseline(name, rows, &sources)
+            .map_err(|e| Fail::Usage(e.to_string()))?;
+        eprintln!(
+            "rwb: saved baseline '{name}' ({n} results) in {}",
+            store.path().display()
+        );
+    }
 
     let mut failed = errors > 0;
     if let Some(threshold) = args.fail_under {
@@ -50,6 +115,14 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
                 eprintln!("rwb: {name}: mean score {mean} is under --fail-under {threshold}");
                 failed = true;
             }
+        }
+    }
+    if let (Some(limit), Some(found)) = (args.max_regressions, regressions) {
+        if found > limit {
+            eprintln!(
+                "rwb: {found} samples score lower than in the baseline (--max-regressions {limit})"
+            );
+            failed = true;
         }
     }
     Ok(if failed {

@@ -16,7 +16,7 @@ pub type CodeKey = [u8; 32];
 /// Identifies one sample line's content.
 pub type SampleHash = [u8; 16];
 
-const SCHEMA_VERSION: i64 = 1;
+const SCHEMA_VERSION: i64 = 2;
 const WRITE_BATCH: usize = 2000;
 const WRITE_EVERY: Duration = Duration::from_millis(100);
 
@@ -145,6 +145,100 @@ impl Store {
             .map_err(|e| self.fail(e))
     }
 
+    /// Stores `rows` (evaluator, sample hash, outcome) as baseline `name`, replacing
+    /// one of the same name, with the evaluators' sources (file, text) for later diffs.
+    pub fn save_baseline<'a>(
+        &self,
+        name: &str,
+        rows: impl Iterator<Item = (&'a str, &'a SampleHash, &'a Outcome)>,
+        sources: &[(String, String)],
+    ) -> Result<usize, StoreError> {
+        let mut conn = self.conn.lock().unwrap();
+        let tx = conn.transaction().map_err(|e| self.fail(e))?;
+        let mut count = 0;
+        {
+            tx.execute("DELETE FROM baselines WHERE name = ?1", params![name])
+                .map_err(|e| self.fail(e))?;
+            let mut stmt = tx
+                .prepare("INSERT OR REPLACE INTO baselines (name, evaluator, sample_hash, outcome) VALUES (?1, ?2, ?3, ?4)")
+                .map_err(|e| self.fail(e))?;
+            for (evaluator, hash, outcome) in rows {
+                let text = serde_json::to_string(outcome).expect("outcomes serialize");
+                stmt.execute(params![name, evaluator, &hash[..], text])
+                    .map_err(|e| self.fail(e))?;
+                count += 1;
+            }
+            let created = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs_f64())
+                .unwrap_or(0.0);
+            let sources = serde_json::to_string(sources).expect("sources serialize");
+            tx.execute(
+                "INSERT OR REPLACE INTO baseline_info (name, created, sources) VALUES (?1, ?2, ?3)",
+                params![name, created, sources],
+            )
+            .map_err(|e| self.fail(e))?;
+        }
+        tx.commit().map_err(|e| self.fail(e))?;
+        Ok(count)
+    }
+
+    /// Baseline `name` by (evaluator, sample hash), or `None` when there is none.
+    pub fn load_baseline(
+        &self,
+        name: &str,
+    ) -> Result<Option<HashMap<(String, SampleHash), Outcome>>, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        let exists: Option<f64> = conn
+            .query_row(
+                "SELECT created FROM baseline_info WHERE name = ?1",
+                params![name],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.fail(e))?;
+        if exists.is_none() {
+            return Ok(None);
+        }
+        let mut stmt = conn
+            .prepare("SELECT evaluator, sample_hash, outcome FROM baselines WHERE name = ?1")
+            .map_err(|e| self.fail(e))?;
+        let rows = stmt
+            .query_map(params![name], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, Vec<u8>>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(|e| self.fail(e))?;
+        let mut out = HashMap::new();
+        for row in rows {
+            let (evaluator, hash, text) = row.map_err(|e| self.fail(e))?;
+            if let (Ok(hash), Ok(outcome)) = (
+                <SampleHash>::try_from(hash.as_slice()),
+                serde_json::from_str(&text),
+            ) {
+                out.insert((evaluator, hash), outcome);
+            }
+        }
+        Ok(Some(out))
+    }
+
+    /// The names of the stored baselines, newest first.
+    pub fn baselines(&self) -> Result<Vec<String>, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt = conn
+            .prepare("SELECT name FROM baseline_info ORDER BY created DESC")
+            .map_err(|e| self.fail(e))?;
+        let names = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .map_err(|e| self.fail(e))?
+            .filter_map(|r| r.ok())
+            .collect();
+        Ok(names)
+    }
+
     /// A background writer with its own connection, batching inserts into transactions.
     pub fn writer(&self) -> Result<StoreWriter, StoreError> {
         let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
@@ -166,21 +260,44 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
-    if version != SCHEMA_VERSION {
+    if version > SCHEMA_VERSION {
+        return Err(rusqlite::Error::InvalidParameterName(format!(
+            "the cache was written by a newer rwb (schema {version})"
+        )));
+    }
+    // each step upgrades one version, in a transaction: a kill midway loses nothing
+    if version < 1 {
         conn.execute_batch(
             "BEGIN;
-             DROP TABLE IF EXISTS results;
-             DROP TABLE IF EXISTS imports;
-             CREATE TABLE results (
+             CREATE TABLE IF NOT EXISTS results (
                  code_key BLOB NOT NULL,
                  sample_hash BLOB NOT NULL,
                  outcome TEXT NOT NULL,
                  PRIMARY KEY (code_key, sample_hash)
              ) WITHOUT ROWID;
-             CREATE TABLE imports (spec_key BLOB PRIMARY KEY, memo TEXT NOT NULL);
+             CREATE TABLE IF NOT EXISTS imports (spec_key BLOB PRIMARY KEY, memo TEXT NOT NULL);
+             PRAGMA user_version = 1;
              COMMIT;",
         )?;
-        conn.pragma_update(None, "user_version", SCHEMA_VERSION)?;
+    }
+    if version < 2 {
+        conn.execute_batch(
+            "BEGIN;
+             CREATE TABLE IF NOT EXISTS baselines (
+                 name TEXT NOT NULL,
+                 evaluator TEXT NOT NULL,
+                 sample_hash BLOB NOT NULL,
+                 outcome TEXT NOT NULL,
+                 PRIMARY KEY (name, evaluator, sample_hash)
+             ) WITHOUT ROWID;
+             CREATE TABLE IF NOT EXISTS baseline_info (
+                 name TEXT PRIMARY KEY,
+                 created REAL NOT NULL,
+                 sources TEXT NOT NULL
+             );
+             PRAGMA user_version = 2;
+             COMMIT;",
+        )?;
     }
     Ok(conn)
 }
