@@ -37,11 +37,14 @@ struct Row<'a> {
     delta: Option<Option<f64>>,
 }
 
+type Pending = (SampleRef, [u8; 16], Vec<Option<Outcome>>, usize);
+
 /// Puts outcomes that arrive in any order back into (sample, evaluator) order.
 struct Reorder {
     evaluators: usize,
     next: usize,
-    waiting: BTreeMap<usize, (SampleRef, [u8; 16], Vec<Option<Outcome>>, usize)>,
+    /// sample index -> (where, content hash, outcomes so far, how many arrived)
+    waiting: BTreeMap<usize, Pending>,
 }
 
 impl Reorder {

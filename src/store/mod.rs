@@ -15,6 +15,8 @@ use std::time::Duration;
 pub type CodeKey = [u8; 32];
 /// Identifies one sample line's content.
 pub type SampleHash = [u8; 16];
+/// A stored baseline: outcomes by (evaluator name, sample hash).
+pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
 const SCHEMA_VERSION: i64 = 2;
 const WRITE_BATCH: usize = 2000;
@@ -184,10 +186,7 @@ impl Store {
     }
 
     /// Baseline `name` by (evaluator, sample hash), or `None` when there is none.
-    pub fn load_baseline(
-        &self,
-        name: &str,
-    ) -> Result<Option<HashMap<(String, SampleHash), Outcome>>, StoreError> {
+    pub fn load_baseline(&self, name: &str) -> Result<Option<BaselineOutcomes>, StoreError> {
         let conn = self.conn.lock().unwrap();
         let exists: Option<f64> = conn
             .query_row(
