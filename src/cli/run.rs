@@ -35,14 +35,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
                 if known.is_empty() { "none".to_string() } else { known.join(", ") }
             ))
         })?;
-        let threshold = session
-            .workspace
-            .config
-            .insight
-            .as_ref()
-            .and_then(|t| t.get("threshold"))
-            .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
-            .unwrap_or(crate::insight::DEFAULT_THRESHOLD);
+        let threshold = session.workspace.config.threshold();
         printer.baseline = Some(BaselineCmp {
             name: name.clone(),
             outcomes,

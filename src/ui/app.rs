@@ -296,14 +296,23 @@ pub enum Msg {
 /// Scores pinned with `b`, by sample content and evaluator name.
 #[derive(Clone, Debug, Default)]
 pub struct Baseline {
-    scores: HashMap<([u8; 16], String), Option<f64>>,
+    outcomes: HashMap<([u8; 16], String), Option<Arc<Outcome>>>,
+    /// "relevance: 12 samples changed (…), 10 through `format`", one per evaluator,
+    /// recomputed when a run finishes.
+    pub attribution: Vec<String>,
 }
 
 impl Baseline {
     pub fn score(&self, sample: &Sample, evaluator: &str) -> Option<Option<f64>> {
-        self.scores
+        self.outcomes
             .get(&(sample.hash, evaluator.to_string()))
-            .copied()
+            .map(|o| o.as_ref().and_then(|o| o.score))
+    }
+
+    pub fn outcome(&self, sample: &Sample, evaluator: &str) -> Option<&Arc<Outcome>> {
+        self.outcomes
+            .get(&(sample.hash, evaluator.to_string()))?
+            .as_ref()
     }
 }
 
@@ -341,6 +350,10 @@ pub struct App {
     pub keymap: Keymap,
     pub running: bool,
     pub ship: Ship,
+    /// Pass threshold for flips (`[insight] threshold`).
+    pub threshold: f64,
+    /// Each sample's rollout-group key (its prompt), computed when the stats open.
+    pub group_keys: Option<Vec<Option<[u8; 16]>>>,
     /// Failed outcomes per evaluator, kept as results arrive (the status line must
     /// not count a million cells every frame).
     pub error_counts: Vec<usize>,
@@ -385,6 +398,8 @@ impl App {
             keymap,
             running: false,
             ship: Ship::default(),
+            threshold: crate::insight::DEFAULT_THRESHOLD,
+            group_keys: None,
             error_counts: Vec::new(),
             dirty: true,
             view_stale: true,
@@ -483,6 +498,7 @@ impl App {
                 for info in &mut self.evaluators {
                     info.state = RunState::Idle;
                 }
+                self.attribute();
                 Vec::new()
             }
             Msg::ConfigError(e) => {
@@ -603,7 +619,25 @@ impl App {
                 self.changed_only = !self.changed_only;
                 self.refresh_view();
             }
-            Action::Stats => self.overlay = Overlay::Stats,
+            Action::Stats => {
+                if self
+                    .group_keys
+                    .as_ref()
+                    .is_none_or(|k| k.len() != self.samples.len())
+                {
+                    let keys = self
+                        .samples
+                        .iter()
+                        .map(|s| {
+                            let value: serde_json::Value =
+                                serde_json::from_str(&self.text(s)).ok()?;
+                            crate::insight::prompt_key(&value)
+                        })
+                        .collect();
+                    self.group_keys = Some(keys);
+                }
+                self.overlay = Overlay::Stats;
+            }
             Action::Help => self.overlay = Overlay::Help,
             Action::Edit => {
                 if let Some(effect) = self.edit_target() {
@@ -716,16 +750,20 @@ impl App {
     }
 
     fn pin_baseline(&mut self) {
-        let mut scores = HashMap::new();
+        let mut outcomes = HashMap::new();
         for s in &self.samples {
             for (e, cell) in s.cells.iter().enumerate() {
                 if let Some(info) = self.evaluators.get(e) {
-                    scores.insert((s.hash, info.name.clone()), cell.score());
+                    outcomes.insert((s.hash, info.name.clone()), cell.outcome.clone());
                 }
             }
         }
         let count = self.samples.len();
-        self.baseline = Some(Baseline { scores });
+        self.baseline = Some(Baseline {
+            outcomes,
+            attribution: Vec::new(),
+        });
+        self.attribute();
         self.notice = Some(format!(
             "baseline pinned: {count} samples; Δ shows the change from here"
         ));
@@ -787,6 +825,35 @@ impl App {
                 self.ship.remote_source = Some(source);
                 self.view_stale = true;
             }
+        }
+    }
+
+    /// Recomputes, per evaluator, what changed since the baseline and through which
+    /// components (shown under the list while a baseline is pinned).
+    pub fn attribute(&mut self) {
+        let Some(baseline) = &self.baseline else {
+            return;
+        };
+        let threshold = self.threshold;
+        let lines = self
+            .evaluators
+            .iter()
+            .enumerate()
+            .map(|(e, info)| {
+                let changes: Vec<crate::insight::Change> = self
+                    .samples
+                    .iter()
+                    .filter_map(|s| {
+                        let before = baseline.outcome(s, &info.name)?;
+                        let after = s.cells.get(e)?.outcome.as_ref()?;
+                        Some(crate::insight::compare(before, after, threshold))
+                    })
+                    .collect();
+                format!("{}: {}", info.name, crate::insight::attribute(&changes))
+            })
+            .collect();
+        if let Some(b) = self.baseline.as_mut() {
+            b.attribution = lines;
         }
     }
 
@@ -914,6 +981,7 @@ impl App {
             s.cells.resize(n, Cell::default());
         }
         self.samples = samples;
+        self.group_keys = None;
         self.count_errors();
         self.refresh_view();
         if let Some((file, hash, index)) = keep {
@@ -980,6 +1048,32 @@ impl App {
             .iter()
             .filter_map(|s| s.cells.get(evaluator).and_then(|c| c.score()))
             .collect()
+    }
+
+    /// Rollout groups of one evaluator's scores: (groups of two or more, of which with
+    /// zero variance). `None` until the group keys are computed.
+    pub fn group_summary(&self, evaluator: usize) -> Option<(usize, usize)> {
+        let keys = self.group_keys.as_ref()?;
+        let scores: Vec<Option<f64>> = self
+            .samples
+            .iter()
+            .map(|s| s.cells.get(evaluator).and_then(|c| c.score()))
+            .collect();
+        let groups = crate::insight::groups(keys, &scores);
+        Some((
+            groups.len(),
+            groups.iter().filter(|g| g.zero_variance).count(),
+        ))
+    }
+
+    /// Each component's share of how the evaluator's score varies.
+    pub fn variance_shares(&self, evaluator: usize) -> Vec<(String, f64)> {
+        let outcomes: Vec<&Outcome> = self
+            .samples
+            .iter()
+            .filter_map(|s| s.cells.get(evaluator)?.outcome.as_deref())
+            .collect();
+        crate::insight::variance_shares(&outcomes)
     }
 
     /// Component metrics whose score is the same on every sample that has them.

@@ -786,6 +786,17 @@ fn message_line(app: &App, ctx: &Ctx) -> Option<Line<'static>> {
     if let Some(n) = &app.notice {
         return Some(Line::styled(n.clone(), Style::default().fg(p.accent)));
     }
+    if let Some(b) = &app.baseline {
+        let line = b
+            .attribution
+            .get(app.evaluator)
+            .cloned()
+            .unwrap_or_default();
+        return Some(Line::styled(
+            format!("vs baseline · {line}"),
+            Style::default().fg(p.accent),
+        ));
+    }
     if !app.filter_text.is_empty() {
         return Some(Line::styled(
             format!("filter: {}   (Esc clears)", app.filter_text),
@@ -973,6 +984,28 @@ fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         }
         for (m, v) in app.constant_metrics(e) {
             warnings.push(format!("component '{m}' never varies (always {v})"));
+        }
+        if let Some((groups, flat)) = app.group_summary(e) {
+            if groups > 0 {
+                let line = format!(
+                    "  rollout groups (same prompt): {groups}, {flat} with identical rewards"
+                );
+                lines.push(Line::styled(line, Style::default().fg(p.muted)));
+            }
+            if flat > 0 {
+                warnings.push(format!("{flat} of {groups} groups give zero advantage to every member: no learning signal"));
+            }
+        }
+        let shares = app.variance_shares(e);
+        if shares.len() > 1 {
+            let text: Vec<String> = shares
+                .iter()
+                .map(|(m, s)| format!("{m} {:.0}%", s * 100.0))
+                .collect();
+            lines.push(Line::styled(
+                format!("  share of the score's variation: {}", text.join(" · ")),
+                Style::default().fg(p.muted),
+            ));
         }
         for w in warnings {
             lines.push(Line::styled(format!("  ⚠ {w}"), Style::default().fg(p.bad)));

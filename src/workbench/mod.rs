@@ -181,6 +181,7 @@ impl Live {
         let mut watcher = self.start_watcher(watch_tx.clone());
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
         self.app.ship.default_id = default_deploy_id(&self.session.workspace);
+        self.app.threshold = self.session.workspace.config.threshold();
         self.draw(term, theme, highlighter);
         self.reload_samples(Vec::new());
         let result = self

@@ -64,6 +64,15 @@ impl Config {
         Config::parse(&text).map_err(|m| WorkspaceError(format!("{}: {m}", path.display())))
     }
 
+    /// The pass threshold for flips: `[insight] threshold`, default 0.5.
+    pub fn threshold(&self) -> f64 {
+        self.insight
+            .as_ref()
+            .and_then(|t| t.get("threshold"))
+            .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+            .unwrap_or(crate::insight::DEFAULT_THRESHOLD)
+    }
+
     /// Parses the text of an `rwb.toml`; the error names the line and what is wrong.
     pub fn parse(text: &str) -> Result<Config, String> {
         toml::from_str(text).map_err(|e| {

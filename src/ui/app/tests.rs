@@ -428,6 +428,54 @@ fn tab_moves_focus_and_keys_then_scroll_that_pane() {
 }
 
 #[test]
+fn a_pinned_baseline_attributes_changes_to_the_component_that_moved() {
+    let mut app = app();
+    let with = |score: f64, len: f64| {
+        let mut o = *scored(score);
+        o.metrics.insert(
+            "len".into(),
+            serde_json::json!({"score": len, "is_score_valid": true, "reason": "r"}),
+        );
+        o.metrics.insert(
+            "fmt".into(),
+            serde_json::json!({"score": 1.0, "is_score_valid": true, "reason": "r"}),
+        );
+        Box::new(o)
+    };
+    for i in 0..5 {
+        app.update(Msg::Result {
+            evaluator: 0,
+            sample: i,
+            outcome: with(0.4, 0.4),
+        });
+    }
+    app.update(key('b'));
+    app.update(Msg::RunStarted {
+        evaluators: vec![0],
+        stale: vec![0],
+    });
+    app.update(Msg::Result {
+        evaluator: 0,
+        sample: 3,
+        outcome: with(0.6, 0.6),
+    });
+    app.update(Msg::RunFinished);
+    let b = app.baseline.as_ref().unwrap();
+    assert_eq!(
+        b.attribution[0],
+        "a: 1 sample changed (1 up, 0 down, 1 flipped), 1 through `len`"
+    );
+}
+
+#[test]
+fn stats_find_groups_with_identical_rewards() {
+    let mut app = app();
+    // every sample here has its own prompt: no groups
+    app.update(key('v'));
+    assert_eq!(app.group_summary(0), Some((0, 0)));
+}
+
+#[test]
 fn constant_metrics_are_found() {
     let mut app = app();
     let mut o = *scored(0.5);
