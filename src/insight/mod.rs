@@ -36,11 +36,36 @@ impl Change {
     }
 }
 
-fn metric_scores(o: &Outcome) -> HashMap<&str, Option<f64>> {
-    o.metrics
+fn metric_score(o: &Outcome, name: &str) -> Option<f64> {
+    o.metrics.get(name)?.get("score")?.as_f64()
+}
+
+/// Whether two outcomes have the same components with the same scores (reasons are
+/// not compared: attribution is about scores). Components usually come in the same
+/// order, which makes this a walk down both lists.
+fn same_metric_scores(before: &Outcome, after: &Outcome) -> bool {
+    if before.metrics.len() != after.metrics.len() {
+        return false;
+    }
+    before
+        .metrics
         .iter()
-        .map(|(k, v)| (k.as_str(), v.get("score").and_then(|s| s.as_f64())))
-        .collect()
+        .zip(after.metrics.iter())
+        .all(|((kb, vb), (ka, va))| {
+            let score = |v: &serde_json::Value| v.get("score").and_then(|s| s.as_f64());
+            if kb == ka {
+                same(score(vb), score(va))
+            } else {
+                same(score(vb), metric_score(after, kb))
+            }
+        })
+}
+
+fn same(x: Option<f64>, y: Option<f64>) -> bool {
+    match (x, y) {
+        (Some(p), Some(q)) => (p - q).abs() <= EPSILON,
+        (p, q) => p.is_some() == q.is_some(),
+    }
 }
 
 /// Compares an outcome with its baseline.
@@ -54,26 +79,28 @@ pub fn compare(before: &Outcome, after: &Outcome, threshold: f64) -> Change {
         (Some(x), Some(y)) => (x >= threshold) != (y >= threshold),
         _ => false,
     };
-    let old = metric_scores(before);
-    let new = metric_scores(after);
-    let mut names: Vec<&str> = after.metrics.keys().map(|k| k.as_str()).collect();
-    for k in before.metrics.keys() {
-        if !names.contains(&k.as_str()) {
-            names.push(k);
+    // most cells do not move: no allocation for them
+    if same(b, a) && same_metric_scores(before, after) {
+        return Change {
+            before: b,
+            after: a,
+            delta,
+            flipped,
+            metrics: Vec::new(),
+        };
+    }
+    let mut metrics = Vec::new();
+    for name in after.metrics.keys().chain(
+        before
+            .metrics
+            .keys()
+            .filter(|k| !after.metrics.contains_key(*k)),
+    ) {
+        let (x, y) = (metric_score(before, name), metric_score(after, name));
+        if !same(x, y) {
+            metrics.push((name.clone(), x, y));
         }
     }
-    let metrics = names
-        .into_iter()
-        .filter_map(|name| {
-            let x = old.get(name).copied().flatten();
-            let y = new.get(name).copied().flatten();
-            let moved = match (x, y) {
-                (Some(p), Some(q)) => (p - q).abs() > EPSILON,
-                (p, q) => p.is_some() != q.is_some(),
-            };
-            moved.then(|| (name.to_string(), x, y))
-        })
-        .collect();
     Change {
         before: b,
         after: a,
@@ -98,10 +125,14 @@ pub struct Attribution {
     pub unexplained: usize,
 }
 
-pub fn attribute<'a>(changes: impl IntoIterator<Item = &'a Change>) -> Attribution {
+pub fn attribute<C: std::borrow::Borrow<Change>>(
+    changes: impl IntoIterator<Item = C>,
+) -> Attribution {
     let mut a = Attribution::default();
-    let mut counts: HashMap<&str, usize> = HashMap::new();
+    let mut names: Vec<String> = Vec::new();
+    let mut counts: Vec<usize> = Vec::new();
     for c in changes {
+        let c = c.borrow();
         a.compared += 1;
         if !c.moved() {
             continue;
@@ -119,13 +150,16 @@ pub fn attribute<'a>(changes: impl IntoIterator<Item = &'a Change>) -> Attributi
             a.unexplained += 1;
         }
         for (name, _, _) in &c.metrics {
-            *counts.entry(name.as_str()).or_default() += 1;
+            match names.iter().position(|n| n == name) {
+                Some(i) => counts[i] += 1,
+                None => {
+                    names.push(name.clone());
+                    counts.push(1);
+                }
+            }
         }
     }
-    let mut by: Vec<(String, usize)> = counts
-        .into_iter()
-        .map(|(k, v)| (k.to_string(), v))
-        .collect();
+    let mut by: Vec<(String, usize)> = names.into_iter().zip(counts).collect();
     by.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
     a.by_metric = by;
     a
@@ -248,46 +282,69 @@ pub fn groups(keys: &[Option<[u8; 16]>], scores: &[Option<f64>]) -> Vec<Group> {
 /// over the sum of that for every component (so the shares add up to 1). A component
 /// that never varies gets 0: it carries no signal.
 pub fn variance_shares(outcomes: &[&Outcome]) -> Vec<(String, f64)> {
-    let scored: Vec<&&Outcome> = outcomes.iter().filter(|o| o.score.is_some()).collect();
-    let n = scored.len() as f64;
-    if n < 2.0 {
-        return Vec::new();
+    // one pass: per component, the sums that give cov(component, score)
+    struct Sums {
+        n: f64,
+        x: f64,
+        y: f64,
+        xy: f64,
     }
-    let mean = scored.iter().filter_map(|o| o.score).sum::<f64>() / n;
-    let var = scored
-        .iter()
-        .filter_map(|o| o.score)
-        .map(|s| (s - mean).powi(2))
-        .sum::<f64>()
-        / n;
-    let mut names: Vec<String> = Vec::new();
-    for o in &scored {
-        for k in o.metrics.keys() {
-            if !names.contains(k) {
-                names.push(k.clone());
-            }
+    let mut names: Vec<&str> = Vec::new();
+    let mut sums: Vec<Sums> = Vec::new();
+    let (mut n, mut sy, mut syy) = (0.0, 0.0, 0.0);
+    for o in outcomes {
+        let Some(y) = o.score else { continue };
+        n += 1.0;
+        sy += y;
+        syy += y * y;
+        for (j, (name, v)) in o.metrics.iter().enumerate() {
+            let Some(x) = v.get("score").and_then(|s| s.as_f64()) else {
+                continue;
+            };
+            // components usually come in the same order in every outcome
+            let at = if names.get(j).is_some_and(|k| *k == name.as_str()) {
+                Some(j)
+            } else {
+                names.iter().position(|k| *k == name.as_str())
+            };
+            let i = match at {
+                Some(i) => i,
+                None => {
+                    names.push(name.as_str());
+                    sums.push(Sums {
+                        n: 0.0,
+                        x: 0.0,
+                        y: 0.0,
+                        xy: 0.0,
+                    });
+                    names.len() - 1
+                }
+            };
+            let s = &mut sums[i];
+            s.n += 1.0;
+            s.x += x;
+            s.y += y;
+            s.xy += x * y;
         }
     }
-    let covs: Vec<(String, f64)> = names
-        .into_iter()
-        .map(|name| {
-            let pairs: Vec<(f64, f64)> = scored
-                .iter()
-                .filter_map(|o| Some((o.metrics.get(&name)?.get("score")?.as_f64()?, o.score?)))
-                .collect();
-            let m = pairs.len() as f64;
-            if m < 2.0 || var < EPSILON {
-                return (name, 0.0);
+    if n < 2.0 || syy / n - (sy / n).powi(2) < EPSILON {
+        return names.into_iter().map(|k| (k.to_string(), 0.0)).collect();
+    }
+    let covs: Vec<f64> = sums
+        .iter()
+        .map(|s| {
+            if s.n < 2.0 {
+                0.0
+            } else {
+                (s.xy / s.n - (s.x / s.n) * (s.y / s.n)).abs()
             }
-            let mx = pairs.iter().map(|p| p.0).sum::<f64>() / m;
-            let my = pairs.iter().map(|p| p.1).sum::<f64>() / m;
-            let cov = pairs.iter().map(|(x, y)| (x - mx) * (y - my)).sum::<f64>() / m;
-            (name, cov.abs())
         })
         .collect();
-    let total: f64 = covs.iter().map(|(_, c)| c).sum();
-    covs.into_iter()
-        .map(|(name, c)| (name, if total > EPSILON { c / total } else { 0.0 }))
+    let total: f64 = covs.iter().sum();
+    names
+        .into_iter()
+        .zip(covs)
+        .map(|(k, c)| (k.to_string(), if total > EPSILON { c / total } else { 0.0 }))
         .collect()
 }
 

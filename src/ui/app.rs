@@ -296,7 +296,8 @@ pub enum Msg {
 /// Scores pinned with `b`, by sample content and evaluator name.
 #[derive(Clone, Debug, Default)]
 pub struct Baseline {
-    outcomes: HashMap<([u8; 16], String), Option<Arc<Outcome>>>,
+    /// evaluator name -> sample content -> outcome
+    outcomes: HashMap<String, HashMap<[u8; 16], Option<Arc<Outcome>>>>,
     /// "relevance: 12 samples changed (…), 10 through `format`", one per evaluator,
     /// recomputed when a run finishes.
     pub attribution: Vec<String>,
@@ -305,14 +306,13 @@ pub struct Baseline {
 impl Baseline {
     pub fn score(&self, sample: &Sample, evaluator: &str) -> Option<Option<f64>> {
         self.outcomes
-            .get(&(sample.hash, evaluator.to_string()))
+            .get(evaluator)?
+            .get(&sample.hash)
             .map(|o| o.as_ref().and_then(|o| o.score))
     }
 
     pub fn outcome(&self, sample: &Sample, evaluator: &str) -> Option<&Arc<Outcome>> {
-        self.outcomes
-            .get(&(sample.hash, evaluator.to_string()))?
-            .as_ref()
+        self.outcomes.get(evaluator)?.get(&sample.hash)?.as_ref()
     }
 }
 
@@ -750,11 +750,12 @@ impl App {
     }
 
     fn pin_baseline(&mut self) {
-        let mut outcomes = HashMap::new();
-        for s in &self.samples {
-            for (e, cell) in s.cells.iter().enumerate() {
-                if let Some(info) = self.evaluators.get(e) {
-                    outcomes.insert((s.hash, info.name.clone()), cell.outcome.clone());
+        let mut outcomes: HashMap<String, HashMap<[u8; 16], Option<Arc<Outcome>>>> = HashMap::new();
+        for (e, info) in self.evaluators.iter().enumerate() {
+            let of = outcomes.entry(info.name.clone()).or_default();
+            for s in &self.samples {
+                if let Some(cell) = s.cells.get(e) {
+                    of.insert(s.hash, cell.outcome.clone());
                 }
             }
         }
@@ -840,16 +841,13 @@ impl App {
             .iter()
             .enumerate()
             .map(|(e, info)| {
-                let changes: Vec<crate::insight::Change> = self
-                    .samples
-                    .iter()
-                    .filter_map(|s| {
-                        let before = baseline.outcome(s, &info.name)?;
-                        let after = s.cells.get(e)?.outcome.as_ref()?;
-                        Some(crate::insight::compare(before, after, threshold))
-                    })
-                    .collect();
-                format!("{}: {}", info.name, crate::insight::attribute(&changes))
+                let of = baseline.outcomes.get(&info.name);
+                let changes = self.samples.iter().filter_map(|s| {
+                    let before = of?.get(&s.hash)?.as_ref()?;
+                    let after = s.cells.get(e)?.outcome.as_ref()?;
+                    Some(crate::insight::compare(before, after, threshold))
+                });
+                format!("{}: {}", info.name, crate::insight::attribute(changes))
             })
             .collect();
         if let Some(b) = self.baseline.as_mut() {
