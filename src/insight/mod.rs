@@ -278,49 +278,112 @@ pub fn groups(keys: &[Option<[u8; 16]>], scores: &[Option<f64>]) -> Vec<Group> {
         .collect()
 }
 
+/// An outcome's component scores laid out along `names` (new names are appended), NaN
+/// where it has no score for a name: a compact form for comparing many cells fast.
+pub fn component_scores(o: &Outcome, names: &mut Vec<String>) -> Box<[f64]> {
+    let mut parts = vec![f64::NAN; names.len()];
+    for (j, (name, v)) in o.metrics.iter().enumerate() {
+        // components usually come in the same order in every outcome
+        let at = if names.get(j).is_some_and(|k| k == name) {
+            j
+        } else if let Some(i) = names.iter().position(|k| k == name) {
+            i
+        } else {
+            names.push(name.clone());
+            parts.push(f64::NAN);
+            names.len() - 1
+        };
+        parts[at] = v.get("score").and_then(|s| s.as_f64()).unwrap_or(f64::NAN);
+    }
+    parts.into_boxed_slice()
+}
+
+fn part(parts: &[f64], i: usize) -> Option<f64> {
+    parts.get(i).copied().filter(|x| !x.is_nan())
+}
+
+/// One cell in compact form: its score and its component scores along shared names.
+pub type Compact<'a> = (Option<f64>, &'a [f64]);
+
+/// The attribution of a run from compact cells: (baseline, now) pairs along `names`.
+pub fn attribute_compact<'a>(
+    pairs: impl IntoIterator<Item = (Compact<'a>, Compact<'a>)>,
+    names: &[String],
+    threshold: f64,
+) -> Attribution {
+    let mut a = Attribution::default();
+    let mut counts = vec![0usize; names.len()];
+    for ((b, before), (s, after)) in pairs {
+        a.compared += 1;
+        if same(b, s) {
+            continue;
+        }
+        a.changed += 1;
+        if let (Some(x), Some(y)) = (b, s) {
+            if y > x {
+                a.up += 1;
+            } else {
+                a.down += 1;
+            }
+            if (x >= threshold) != (y >= threshold) {
+                a.flips += 1;
+            }
+        }
+        let mut any = false;
+        for (i, count) in counts.iter_mut().enumerate() {
+            if !same(part(before, i), part(after, i)) {
+                *count += 1;
+                any = true;
+            }
+        }
+        if !any {
+            a.unexplained += 1;
+        }
+    }
+    let mut by: Vec<(String, usize)> = names
+        .iter()
+        .cloned()
+        .zip(counts)
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    by.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
+    a.by_metric = by;
+    a
+}
+
 /// Each component's share of how the overall score varies: |cov(component, score)|
 /// over the sum of that for every component (so the shares add up to 1). A component
 /// that never varies gets 0: it carries no signal.
 pub fn variance_shares(outcomes: &[&Outcome]) -> Vec<(String, f64)> {
-    // one pass: per component, the sums that give cov(component, score)
+    let mut names = Vec::new();
+    let cells: Vec<(Option<f64>, Box<[f64]>)> = outcomes
+        .iter()
+        .map(|o| (o.score, component_scores(o, &mut names)))
+        .collect();
+    variance_shares_compact(cells.iter().map(|(s, p)| (*s, &p[..])), &names)
+}
+
+/// [`variance_shares`] over compact cells along `names`.
+pub fn variance_shares_compact<'a>(
+    cells: impl IntoIterator<Item = Compact<'a>>,
+    names: &[String],
+) -> Vec<(String, f64)> {
+    #[derive(Clone, Default)]
     struct Sums {
         n: f64,
         x: f64,
         y: f64,
         xy: f64,
     }
-    let mut names: Vec<&str> = Vec::new();
-    let mut sums: Vec<Sums> = Vec::new();
+    let mut sums = vec![Sums::default(); names.len()];
     let (mut n, mut sy, mut syy) = (0.0, 0.0, 0.0);
-    for o in outcomes {
-        let Some(y) = o.score else { continue };
+    for (score, parts) in cells {
+        let Some(y) = score else { continue };
         n += 1.0;
         sy += y;
         syy += y * y;
-        for (j, (name, v)) in o.metrics.iter().enumerate() {
-            let Some(x) = v.get("score").and_then(|s| s.as_f64()) else {
-                continue;
-            };
-            // components usually come in the same order in every outcome
-            let at = if names.get(j).is_some_and(|k| *k == name.as_str()) {
-                Some(j)
-            } else {
-                names.iter().position(|k| *k == name.as_str())
-            };
-            let i = match at {
-                Some(i) => i,
-                None => {
-                    names.push(name.as_str());
-                    sums.push(Sums {
-                        n: 0.0,
-                        x: 0.0,
-                        y: 0.0,
-                        xy: 0.0,
-                    });
-                    names.len() - 1
-                }
-            };
-            let s = &mut sums[i];
+        for (i, s) in sums.iter_mut().enumerate() {
+            let Some(x) = part(parts, i) else { continue };
             s.n += 1.0;
             s.x += x;
             s.y += y;
@@ -328,7 +391,7 @@ pub fn variance_shares(outcomes: &[&Outcome]) -> Vec<(String, f64)> {
         }
     }
     if n < 2.0 || syy / n - (sy / n).powi(2) < EPSILON {
-        return names.into_iter().map(|k| (k.to_string(), 0.0)).collect();
+        return names.iter().map(|k| (k.clone(), 0.0)).collect();
     }
     let covs: Vec<f64> = sums
         .iter()
@@ -342,9 +405,9 @@ pub fn variance_shares(outcomes: &[&Outcome]) -> Vec<(String, f64)> {
         .collect();
     let total: f64 = covs.iter().sum();
     names
-        .into_iter()
+        .iter()
         .zip(covs)
-        .map(|(k, c)| (k.to_string(), if total > EPSILON { c / total } else { 0.0 }))
+        .map(|(k, c)| (k.clone(), if total > EPSILON { c / total } else { 0.0 }))
         .collect()
 }
 

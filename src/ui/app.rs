@@ -35,6 +35,9 @@ pub struct Cell {
     pub outcome: Option<Arc<Outcome>>,
     /// The evaluator changed and this sample has not been rerun yet.
     pub stale: bool,
+    /// Component scores along the evaluator's component names (NaN: none), for fast
+    /// comparison and statistics over many samples.
+    pub parts: Box<[f64]>,
 }
 
 impl Cell {
@@ -296,23 +299,29 @@ pub enum Msg {
 /// Scores pinned with `b`, by sample content and evaluator name.
 #[derive(Clone, Debug, Default)]
 pub struct Baseline {
-    /// evaluator name -> sample content -> outcome
-    outcomes: HashMap<String, HashMap<[u8; 16], Option<Arc<Outcome>>>>,
+    /// evaluator name -> its pinned cells
+    outcomes: HashMap<String, BaselineOf>,
     /// "relevance: 12 samples changed (…), 10 through `format`", one per evaluator,
     /// recomputed when a run finishes.
     pub attribution: Vec<String>,
+}
+
+/// A pinned cell: its score and component scores.
+type Pinned = (Option<f64>, Box<[f64]>);
+
+/// One evaluator's pinned scores, by sample content.
+#[derive(Clone, Debug, Default)]
+pub struct BaselineOf {
+    cells: HashMap<[u8; 16], Pinned>,
 }
 
 impl Baseline {
     pub fn score(&self, sample: &Sample, evaluator: &str) -> Option<Option<f64>> {
         self.outcomes
             .get(evaluator)?
+            .cells
             .get(&sample.hash)
-            .map(|o| o.as_ref().and_then(|o| o.score))
-    }
-
-    pub fn outcome(&self, sample: &Sample, evaluator: &str) -> Option<&Arc<Outcome>> {
-        self.outcomes.get(evaluator)?.get(&sample.hash)?.as_ref()
+            .map(|c| c.0)
     }
 }
 
@@ -352,6 +361,9 @@ pub struct App {
     pub ship: Ship,
     /// Pass threshold for flips (`[insight] threshold`).
     pub threshold: f64,
+    /// Component names per evaluator, in order of first appearance (cells' `parts`
+    /// follow them).
+    pub components: Vec<Vec<String>>,
     /// Each sample's rollout-group key (its prompt), computed when the stats open.
     pub group_keys: Option<Vec<Option<[u8; 16]>>>,
     /// Failed outcomes per evaluator, kept as results arrive (the status line must
@@ -400,6 +412,7 @@ impl App {
             ship: Ship::default(),
             threshold: crate::insight::DEFAULT_THRESHOLD,
             group_keys: None,
+            components: Vec::new(),
             error_counts: Vec::new(),
             dirty: true,
             view_stale: true,
@@ -462,12 +475,18 @@ impl App {
                 sample,
                 outcome,
             } => {
+                if self.components.len() < self.evaluators.len() {
+                    self.components.resize(self.evaluators.len(), Vec::new());
+                }
                 if let Some(cell) = self
                     .samples
                     .get_mut(sample)
                     .and_then(|s| s.cells.get_mut(evaluator))
                 {
                     let was_error = cell.is_error();
+                    if let Some(names) = self.components.get_mut(evaluator) {
+                        cell.parts = crate::insight::component_scores(&outcome, names);
+                    }
                     cell.outcome = Some(Arc::from(outcome));
                     cell.stale = false;
                     if let Some(count) = self.error_counts.get_mut(evaluator) {
@@ -750,12 +769,12 @@ impl App {
     }
 
     fn pin_baseline(&mut self) {
-        let mut outcomes: HashMap<String, HashMap<[u8; 16], Option<Arc<Outcome>>>> = HashMap::new();
+        let mut outcomes: HashMap<String, BaselineOf> = HashMap::new();
         for (e, info) in self.evaluators.iter().enumerate() {
             let of = outcomes.entry(info.name.clone()).or_default();
             for s in &self.samples {
                 if let Some(cell) = s.cells.get(e) {
-                    of.insert(s.hash, cell.outcome.clone());
+                    of.cells.insert(s.hash, (cell.score(), cell.parts.clone()));
                 }
             }
         }
@@ -842,12 +861,17 @@ impl App {
             .enumerate()
             .map(|(e, info)| {
                 let of = baseline.outcomes.get(&info.name);
-                let changes = self.samples.iter().filter_map(|s| {
-                    let before = of?.get(&s.hash)?.as_ref()?;
-                    let after = s.cells.get(e)?.outcome.as_ref()?;
-                    Some(crate::insight::compare(before, after, threshold))
+                let pairs = self.samples.iter().filter_map(|s| {
+                    let (score, parts) = of?.cells.get(&s.hash)?;
+                    let cell = s.cells.get(e).filter(|c| c.outcome.is_some())?;
+                    Some(((*score, &parts[..]), (cell.score(), &cell.parts[..])))
                 });
-                format!("{}: {}", info.name, crate::insight::attribute(changes))
+                let names = self.components.get(e).map(|c| c.as_slice()).unwrap_or(&[]);
+                format!(
+                    "{}: {}",
+                    info.name,
+                    crate::insight::attribute_compact(pairs, names, threshold)
+                )
             })
             .collect();
         if let Some(b) = self.baseline.as_mut() {
@@ -1015,6 +1039,16 @@ impl App {
                 .map(|e| by_name.remove(e.name.as_str()).unwrap_or_default())
                 .collect();
         }
+        // component names move with their evaluator, as its cells' parts follow them
+        let mut components: HashMap<&str, Vec<String>> = old_names
+            .iter()
+            .map(|n| n.as_str())
+            .zip(std::mem::take(&mut self.components))
+            .collect();
+        self.components = evaluators
+            .iter()
+            .map(|e| components.remove(e.name.as_str()).unwrap_or_default())
+            .collect();
         self.evaluators = evaluators;
         self.count_errors();
         self.evaluator = selected_name
@@ -1066,12 +1100,17 @@ impl App {
 
     /// Each component's share of how the evaluator's score varies.
     pub fn variance_shares(&self, evaluator: usize) -> Vec<(String, f64)> {
-        let outcomes: Vec<&Outcome> = self
+        let names = self
+            .components
+            .get(evaluator)
+            .map(|c| c.as_slice())
+            .unwrap_or(&[]);
+        let cells = self
             .samples
             .iter()
-            .filter_map(|s| s.cells.get(evaluator)?.outcome.as_deref())
-            .collect();
-        crate::insight::variance_shares(&outcomes)
+            .filter_map(|s| s.cells.get(evaluator).filter(|c| !c.is_error()))
+            .map(|c| (c.score(), &c.parts[..]));
+        crate::insight::variance_shares_compact(cells, names)
     }
 
     /// Component metrics whose score is the same on every sample that has them.

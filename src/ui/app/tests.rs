@@ -312,8 +312,14 @@ fn reloaded_samples_keep_outcomes_and_the_selection_by_content() {
 fn evaluators_reloaded_by_name_keep_their_cells() {
     let mut app = app();
     app.update(key('l')); // select b
+    app.components[1] = vec!["from_b".into()];
     app.update(Msg::Evaluators(vec![info("b"), info("c")]));
     assert_eq!(app.evaluator, 0, "b is still selected");
+    assert_eq!(
+        app.components,
+        vec![vec!["from_b".to_string()], vec![]],
+        "component names move with b"
+    );
     assert_eq!(app.samples[0].cells[0].score(), Some(1.0));
     assert!(app.samples[0].cells[1].outcome.is_none());
 }
