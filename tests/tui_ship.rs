@@ -7,85 +7,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use common::*;
 use serde_json::{json, Value};
-use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn start(ws: &Ws, env: &str) -> Tmux {
-        let socket = format!(
-            "rwb-ship-{}-{}",
-            std::process::id(),
-            ws.path().file_name().unwrap().to_string_lossy()
-        );
-        let ok = Command::new("tmux")
-            .args([
-                "-L",
-                &socket,
-                "-f",
-                "/dev/null",
-                "new-session",
-                "-d",
-                "-s",
-                "t",
-                "-x",
-                "150",
-                "-y",
-                "40",
-            ])
-            .args(["-c", ws.path().to_str().unwrap()])
-            .arg(format!(
-                "env -u NO_COLOR -u RK_ENDPOINT_API_KEY TERM=xterm-256color {env} {RWB}"
-            ))
-            .status()
-            .expect("tmux runs")
-            .success();
-        assert!(ok);
-        Tmux { socket }
-    }
-
-    fn screen(&self) -> String {
-        let out = Command::new("tmux")
-            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
-            .output()
-            .unwrap();
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-
-    fn key(&self, key: &str) {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "send-keys", "-t", "t", key])
-            .status()
-            .unwrap();
-        std::thread::sleep(Duration::from_millis(150));
-    }
-
-    fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen();
-            if ok(&screen) {
-                return screen;
-            }
-            if Instant::now() > deadline {
-                panic!("timed out waiting for {what}; the screen was:\n{screen}");
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["-L", &self.socket, "kill-server"])
-            .status();
-    }
-}
 
 /// A plain HTTP/1.0 GET on loopback; the whole response as text.
 fn http_get(port: u16, path: &str) -> String {
@@ -95,14 +18,6 @@ fn http_get(port: u16, path: &str) -> String {
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 fn workspace(port: u16) -> Ws {
@@ -146,7 +61,7 @@ fn serve_tunnel_and_compare_from_the_keyboard() {
         bin.path().display(),
         std::env::var("PATH").unwrap()
     );
-    let tmux = Tmux::start(&ws, &path);
+    let tmux = Tmux::start(&ws, 150, 40, &format!("{path} {RWB}"));
     tmux.wait_for("the scores", |s| s.contains("0.040"));
 
     tmux.key("S");
@@ -251,7 +166,7 @@ fn deploy_with_one_confirmed_keypress_then_compare_remote_scores() {
     let ws = workspace(free_port());
     let env =
         format!("FIREWORKS_API_BASE={base} FIREWORKS_API_KEY=test-key FIREWORKS_ACCOUNT_ID=acct");
-    let tmux = Tmux::start(&ws, &env);
+    let tmux = Tmux::start(&ws, 150, 40, &format!("{env} {RWB}"));
     tmux.wait_for("the scores", |s| s.contains("0.040"));
 
     tmux.key("d");

@@ -160,14 +160,6 @@ fn workspace(tunnel: &str) -> Ws {
     ])
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// A running `rwb tunnel`, its stdout and stderr lines merged as they come.
 struct Rwb {
     child: Child,

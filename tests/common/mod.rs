@@ -135,3 +135,100 @@ pub fn samples(n: usize) -> String {
         })
         .collect()
 }
+
+/// A port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A tmux server of its own (own socket) running `command` in the workspace, killed on
+/// drop. The command runs with a known terminal type, colours on, no API key, and an
+/// editor that returns at once.
+pub struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    pub fn start(ws: &Ws, width: u16, height: u16, command: &str) -> Tmux {
+        assert!(
+            Command::new("tmux").arg("-V").output().is_ok(),
+            "tmux is not installed (.ci/run installs it)"
+        );
+        let socket = format!(
+            "rwb-test-{}-{}",
+            std::process::id(),
+            ws.path().file_name().unwrap().to_string_lossy()
+        );
+        let ok = Command::new("tmux")
+            .args([
+                "-L",
+                &socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "t",
+            ])
+            .args(["-x", &width.to_string(), "-y", &height.to_string()])
+            .args(["-c", ws.path().to_str().unwrap()])
+            .arg(format!(
+                "env -u NO_COLOR -u RK_ENDPOINT_API_KEY TERM=xterm-256color EDITOR=true {command}"
+            ))
+            .status()
+            .expect("tmux starts")
+            .success();
+        assert!(ok, "tmux new-session failed");
+        Tmux { socket }
+    }
+
+    pub fn screen(&self) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "capture-pane", "-p", "-t", "t"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// Sends keys as tmux names them (`q`, `Enter`, `Escape`, `BSpace`).
+    pub fn keys(&self, keys: &[&str]) {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "send-keys", "-t", "t"])
+            .args(keys)
+            .status()
+            .unwrap();
+    }
+
+    /// One key, then a pause, so that Escape followed by a letter is not read as Alt.
+    pub fn key(&self, key: &str) {
+        self.keys(&[key]);
+        std::thread::sleep(std::time::Duration::from_millis(150));
+    }
+
+    /// Waits until the screen satisfies `ok`; fails with the last screen.
+    pub fn wait_for(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        loop {
+            let screen = self.screen();
+            if ok(&screen) {
+                return screen;
+            }
+            if std::time::Instant::now() > deadline {
+                panic!("timed out waiting for {what}; the screen was:\n{screen}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
