@@ -337,6 +337,57 @@ fn unprocessable(loc: &[&str], kind: &str, msg: &str, input: Value) -> Reject {
 /// Reads `{"messages": [...], "ground_truth": ..., "kwargs": {...}}` into a sample
 /// line, as reward-kit's server calls the function (kwargs may override the others).
 fn sample_line(body: &[u8]) -> Result<String, Reject> {
+    match sample_line_fast(body) {
+        Some(line) => Ok(line),
+        None => sample_line_checked(body),
+    }
+}
+
+/// The common case without building a JSON tree: a one-line body whose parts are
+/// spliced into the sample line as they are. Anything unusual returns `None` and goes
+/// the checked way (which also words the errors).
+fn sample_line_fast(body: &[u8]) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Request<'a> {
+        #[serde(borrow)]
+        messages: &'a serde_json::value::RawValue,
+        #[serde(borrow, default)]
+        ground_truth: Option<&'a serde_json::value::RawValue>,
+        #[serde(borrow, default)]
+        kwargs: Option<&'a serde_json::value::RawValue>,
+    }
+    if body.contains(&b'\n') || body.contains(&b'\r') {
+        return None; // the protocol is one line per sample
+    }
+    let text = std::str::from_utf8(body).ok()?;
+    let request: Request = serde_json::from_str(text).ok()?;
+    let items: Vec<&serde_json::value::RawValue> =
+        serde_json::from_str(request.messages.get()).ok()?;
+    if !items.iter().all(|m| m.get().starts_with('{')) {
+        return None;
+    }
+    let mut line = String::with_capacity(body.len() + 32);
+    line.push_str("{\"messages\":");
+    line.push_str(request.messages.get());
+    line.push_str(",\"ground_truth\":");
+    line.push_str(request.ground_truth.map_or("null", |g| g.get()));
+    if let Some(kwargs) = request.kwargs {
+        let members = kwargs
+            .get()
+            .trim()
+            .strip_prefix('{')?
+            .strip_suffix('}')?
+            .trim();
+        if !members.is_empty() {
+            line.push(',');
+            line.push_str(members); // later keys win: kwargs may override the others
+        }
+    }
+    line.push('}');
+    Some(line)
+}
+
+fn sample_line_checked(body: &[u8]) -> Result<String, Reject> {
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         unprocessable(
             &["body"],
@@ -597,4 +648,39 @@ async fn batch(
     }
     s.log.record(started.elapsed().as_secs_f64() * 1000.0, true);
     Json(json!({"rewards": rewards, "scores": rewards, "extra_logs": logs})).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_fast_sample_line_means_what_the_checked_one_means() {
+        let bodies = [
+            r#"{"messages": [{"role": "user", "content": "hi"}]}"#,
+            r#"{"messages": [{"role": "user", "content": "h\"i"}], "ground_truth": "4", "kwargs": {"a": 1, "b": [1, 2]}}"#,
+            r#"{"messages": [], "ground_truth": null, "kwargs": {}}"#,
+            r#"{"messages": [{"role": "user"}], "kwargs": {"ground_truth": "override", "messages": [{"role": "x"}]}}"#,
+            r#"{"kwargs": null, "messages": [{"role": "user", "content": "é"}], "extra": true}"#,
+        ];
+        for body in bodies {
+            let fast = sample_line_fast(body.as_bytes()).expect("the fast path takes it");
+            let checked = sample_line_checked(body.as_bytes()).ok().expect("valid");
+            let (a, b): (Value, Value) = (
+                serde_json::from_str(&fast).unwrap(),
+                serde_json::from_str(&checked).unwrap(),
+            );
+            assert_eq!(a, b, "{body}");
+            assert!(!fast.contains('\n'));
+        }
+        // unusual bodies go the checked way
+        for body in [
+            "{\"messages\": [1]}",
+            "{\"messages\": []}\n",
+            "{\"messages\": [], \"kwargs\": [1]}",
+            "[]",
+        ] {
+            assert!(sample_line_fast(body.as_bytes()).is_none(), "{body}");
+        }
+    }
 }
