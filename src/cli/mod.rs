@@ -5,6 +5,7 @@ mod deploy;
 mod init;
 mod output;
 mod preview;
+mod probe;
 mod run;
 mod serve;
 mod tunnel;
@@ -47,6 +48,8 @@ enum Command {
     Tunnel(TunnelArgs),
     /// Deploy the evaluators to Fireworks.
     Deploy(DeployArgs),
+    /// Score reward-hacking variants of the samples and report what games each evaluator.
+    Probe(ProbeArgs),
     /// Write a small workspace that runs at once.
     Init {
         /// Folder to create (default: the current directory).
@@ -116,6 +119,20 @@ struct PreviewArgs {
     /// Also run the preview on Fireworks and show remote beside local scores.
     #[arg(long)]
     remote: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ProbeArgs {
+    /// Workspace folder (default: the current directory).
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub shared: Shared,
+    /// Derive probes from the first N samples.
+    #[arg(long, value_name = "N", default_value_t = 50)]
+    pub max_samples: usize,
+    /// table or json.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 #[derive(Args, Debug)]
@@ -212,6 +229,7 @@ pub fn main() -> ExitCode {
         Some(Command::Run(args)) => block_on(run::run(args)),
         Some(Command::Preview(args)) => block_on(preview::preview(args)),
         Some(Command::Serve(args)) => block_on(serve::serve(args)),
+        Some(Command::Probe(args)) => block_on(probe::probe(args)),
         Some(Command::Tunnel(args)) => block_on(tunnel::tunnel(args)),
         Some(Command::Deploy(args)) => block_on(deploy::deploy(args)),
         None => {

@@ -5,6 +5,8 @@
 //!
 //! Pure functions over outcomes: no files, no processes, no screen.
 
+pub mod probes;
+
 use crate::model::Outcome;
 use std::collections::HashMap;
 use std::fmt;
