@@ -75,8 +75,7 @@ pub fn final_answer(text: &str) -> String {
     }
     let number = text
         .split(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '/'))
-        .filter(|w| w.chars().any(|c| c.is_ascii_digit()))
-        .next_back()
+        .rfind(|w| w.chars().any(|c| c.is_ascii_digit()))
         .map(|w| w.trim_end_matches('.').to_string());
     number.unwrap_or_else(|| {
         text.lines()
