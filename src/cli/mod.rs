@@ -1,6 +1,7 @@
 //! The command line (SPEC §2): parses flags and wires the parts together for each
 //! command. Holds no evaluation logic of its own.
 
+mod check;
 mod deploy;
 mod init;
 mod output;
@@ -50,6 +51,8 @@ enum Command {
     Deploy(DeployArgs),
     /// Score reward-hacking variants of the samples and report what games each evaluator.
     Probe(ProbeArgs),
+    /// Call each evaluator the way its trainer would and report contract breaks.
+    Check(CheckArgs),
     /// Write a small workspace that runs at once.
     Init {
         /// Folder to create (default: the current directory).
@@ -119,6 +122,20 @@ struct PreviewArgs {
     /// Also run the preview on Fireworks and show remote beside local scores.
     #[arg(long)]
     remote: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Workspace folder (default: the current directory).
+    pub dir: Option<PathBuf>,
+    #[command(flatten)]
+    pub shared: Shared,
+    /// Check on the first N samples.
+    #[arg(long, value_name = "N", default_value_t = 20)]
+    pub max_samples: usize,
+    /// table or json.
+    #[arg(long, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
 }
 
 #[derive(Args, Debug)]
@@ -230,6 +247,7 @@ pub fn main() -> ExitCode {
         Some(Command::Preview(args)) => block_on(preview::preview(args)),
         Some(Command::Serve(args)) => block_on(serve::serve(args)),
         Some(Command::Probe(args)) => block_on(probe::probe(args)),
+        Some(Command::Check(args)) => block_on(check::check(args)),
         Some(Command::Tunnel(args)) => block_on(tunnel::tunnel(args)),
         Some(Command::Deploy(args)) => block_on(deploy::deploy(args)),
         None => {

@@ -211,6 +211,7 @@ impl Pool {
                             }
                             sink(id, *outcome);
                         }
+                        Next::Checked(..) => progress = Instant::now(),
                         Next::Done { .. } => {
                             progress = Instant::now();
                             if let Some(done) = inflight.pop_front() {

@@ -71,6 +71,9 @@ pub struct BatchLine {
     pub done: Option<usize>,
     #[serde(default)]
     pub files: Option<Vec<String>>,
+    /// Contract breaks found for sample `i` (check mode).
+    #[serde(default)]
+    pub issues: Option<Vec<String>>,
 }
 
 impl BatchLine {

@@ -79,8 +79,18 @@ impl Worker {
     /// Writes a batch of (sample id, raw JSON line) to the worker. More batches may be
     /// sent before the first is answered: the worker reads them when it is ready.
     pub async fn send(&mut self, jobs: &[(u64, &str)]) -> std::io::Result<()> {
+        self.send_op("B", jobs).await
+    }
+
+    /// Sends a batch to check rather than score: each sample is answered with the
+    /// contract breaks found calling the evaluator the way its trainer does.
+    pub async fn send_check(&mut self, jobs: &[(u64, &str)]) -> std::io::Result<()> {
+        self.send_op("C", jobs).await
+    }
+
+    async fn send_op(&mut self, op: &str, jobs: &[(u64, &str)]) -> std::io::Result<()> {
         let mut message = Vec::with_capacity(jobs.iter().map(|(_, raw)| raw.len() + 24).sum());
-        message.extend_from_slice(format!("B {}\n", jobs.len()).as_bytes());
+        message.extend_from_slice(format!("{op} {}\n", jobs.len()).as_bytes());
         for (id, raw) in jobs {
             message.extend_from_slice(id.to_string().as_bytes());
             message.push(b' ');
@@ -122,6 +132,9 @@ impl Worker {
                 continue; // not a protocol line; the protocol is line-based and resynchronises
             };
             if let Some(id) = parsed.i {
+                if let Some(issues) = parsed.issues {
+                    return Next::Checked(id, issues);
+                }
                 return Next::Result(id, Box::new(parsed.into_outcome()));
             }
             if parsed.done.is_some() {
@@ -151,6 +164,8 @@ impl Worker {
 #[derive(Debug)]
 pub enum Next {
     Result(u64, Box<Outcome>),
+    /// Contract breaks found for a sample (check mode).
+    Checked(u64, Vec<String>),
     /// The oldest batch in flight is answered.
     Done {
         files: Option<Vec<PathBuf>>,

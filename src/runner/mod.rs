@@ -381,6 +381,119 @@ impl Runner {
     }
 }
 
+/// Contract breaks of one evaluator on one sample.
+#[derive(Clone, Debug)]
+pub struct Breaks {
+    pub evaluator: usize,
+    pub at: SampleRef,
+    pub issues: Vec<String>,
+}
+
+impl Runner {
+    /// Calls each evaluator on up to `max_samples` samples the way its trainer would
+    /// (one sample at a time, or batches for TRL) and collects the contract breaks:
+    /// wrong length, None or NaN, scores out of range, a missing `score`, mutated
+    /// inputs, a different result on a second identical call.
+    pub async fn check(
+        &self,
+        evaluators: &[Prepared],
+        files: &[SamplesFile],
+        max_samples: usize,
+    ) -> std::io::Result<Vec<Breaks>> {
+        let mut samples: Vec<SampleLine> = Vec::new();
+        for line in SamplesReader::new(files) {
+            let line = line?;
+            if samples.len() >= max_samples {
+                break;
+            }
+            if line.bad.is_none() {
+                samples.push(line);
+            }
+        }
+        let mut out = Vec::new();
+        for (e, p) in evaluators.iter().enumerate() {
+            if let Some(failure) = &p.failure {
+                for s in &samples {
+                    out.push(Breaks {
+                        evaluator: e,
+                        at: s.at.clone(),
+                        issues: vec![format!("{}: {}", failure.kind, failure.message)],
+                    });
+                }
+                continue;
+            }
+            let mut worker = match self.pool.checkout(&p.spec, p.key).await {
+                Ok(w) => w,
+                Err(err) => {
+                    let error = crate::engine::spawn_error(&p.spec, err);
+                    for s in &samples {
+                        out.push(Breaks {
+                            evaluator: e,
+                            at: s.at.clone(),
+                            issues: vec![error.message.clone()],
+                        });
+                    }
+                    continue;
+                }
+            };
+            let size = if worker.loaded.style.is_batched() {
+                p.spec.batch_size.max(1)
+            } else {
+                16
+            };
+            let by_id: HashMap<u64, &SampleLine> =
+                samples.iter().map(|s| (s.at.index as u64, s)).collect();
+            let mut alive = true;
+            for chunk in samples.chunks(size) {
+                if !alive {
+                    break;
+                }
+                let jobs: Vec<(u64, &str)> = chunk
+                    .iter()
+                    .map(|s| (s.at.index as u64, s.raw.as_str()))
+                    .collect();
+                let _ = worker.send_check(&jobs).await;
+                let mut answered = 0;
+                loop {
+                    let deadline = tokio::time::Instant::now() + worker.patience() * 2;
+                    match worker.next_message(deadline).await {
+                        crate::engine::Next::Checked(id, issues) => {
+                            answered += 1;
+                            if let Some(s) = by_id.get(&id) {
+                                out.push(Breaks {
+                                    evaluator: e,
+                                    at: s.at.clone(),
+                                    issues,
+                                });
+                            }
+                        }
+                        crate::engine::Next::Done { .. } => {
+                            worker.idle();
+                            break;
+                        }
+                        crate::engine::Next::Result(..) => {}
+                        crate::engine::Next::Dead(error) => {
+                            for s in &chunk[answered.min(chunk.len())..] {
+                                out.push(Breaks {
+                                    evaluator: e,
+                                    at: s.at.clone(),
+                                    issues: vec![format!("{}: {}", error.kind, error.message)],
+                                });
+                            }
+                            alive = false;
+                            break;
+                        }
+                    }
+                }
+            }
+            if alive {
+                self.pool.checkin(&p.spec.name, p.key, worker);
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// The content hash of a file, or `None` when it cannot be read.
 pub fn file_hash(path: &Path) -> Option<String> {
     let bytes = std::fs::read(path).ok()?;

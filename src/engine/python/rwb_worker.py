@@ -617,13 +617,16 @@ class Worker:
             header = self.rfile.readline()
             if not header or header.startswith(b"Q"):
                 return
+            checking = header.startswith(b"C")
             count = int(header[2:])
             batch = []
             for _ in range(count):
                 line = self.rfile.readline()
                 ident, _, raw = line.partition(b" ")
                 batch.append((int(ident), raw))
-            if self.caller.batched:
+            if checking:
+                self.run_checks(batch)
+            elif self.caller.batched:
                 self.run_batched(batch)
             else:
                 self.run_pointwise(batch)
@@ -694,6 +697,107 @@ class Worker:
         for message in messages:
             self.send_result(message)
 
+    # ----------------------------------------------------------------------------------
+    # Contract checks: call the evaluator the way its trainer does and report breaks
+    # ----------------------------------------------------------------------------------
+
+    def run_checks(self, batch):
+        import copy
+
+        samples = []
+        for ident, raw in batch:
+            try:
+                samples.append((ident, json.loads(raw)))
+            except ValueError as exc:
+                self.send_result({"i": ident, "issues": ["not JSON: %s" % exc]})
+        self.evaluation.arm()
+        try:
+            if self.caller.batched:
+                found = self._check_batched([s for _, s in samples], copy)
+                for (ident, _), issues in zip(samples, found):
+                    self.send_result({"i": ident, "issues": issues})
+            else:
+                for ident, sample in samples:
+                    self.send_result({"i": ident, "issues": self._check_pointwise(sample, copy)})
+        finally:
+            self.evaluation.disarm()
+            self.evaluation.take_output()
+
+    def _call_for_check(self, kwargs):
+        try:
+            return self.evaluation.call(self.caller.fn, kwargs), None
+        except EvalTimeout:
+            return None, "did not return within %g s" % self.evaluation.timeout
+        except BaseException as exc:
+            return None, "raised %s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+
+    def _check_value(self, value):
+        style = self.caller.style
+        if value is None:
+            return ["returned None, not a score"]
+        if isinstance(value, dict) and "score" not in value:
+            return ["returned a dict without a 'score' key (keys: %s)" % ", ".join(map(str, value))]
+        try:
+            result = self.caller.result(value)
+        except InvalidResult as exc:
+            return [str(exc)]
+        issues = []
+        if style in ("reward-kit", "simple") and not 0.0 <= result["score"] <= 1.0:
+            issues.append("score %r is outside [0, 1]" % result["score"])
+        for name, metric in result["metrics"].items():
+            if style == "reward-kit" and not 0.0 <= metric["score"] <= 1.0:
+                issues.append("component %r score %r is outside [0, 1]" % (name, metric["score"]))
+        return issues
+
+    def _check_pointwise(self, sample, copy):
+        kwargs = self.caller.arguments(copy.deepcopy(sample))
+        before = copy.deepcopy(kwargs)
+        first, error = self._call_for_check(kwargs)
+        if error:
+            return [error]
+        issues = []
+        changed = sorted(k for k in before if kwargs.get(k) != before[k])
+        if changed:
+            issues.append("mutated its input: %s" % ", ".join(changed))
+        issues += self._check_value(first)
+        second, error = self._call_for_check(self.caller.arguments(copy.deepcopy(sample)))
+        if error:
+            issues.append("a second identical call " + error)
+        elif _comparable(self.caller, first) != _comparable(self.caller, second):
+            issues.append("a second identical call returned a different result")
+        return issues
+
+    def _check_batched(self, samples, copy):
+        n = len(samples)
+        kwargs = self.caller.arguments(copy.deepcopy(samples))
+        before = copy.deepcopy(kwargs)
+        first, error = self._call_for_check(kwargs)
+        if error:
+            return [[error] for _ in samples]
+        shared = []
+        changed = sorted(k for k in before if kwargs.get(k) != before[k])
+        if changed:
+            shared.append("mutated its input: %s" % ", ".join(changed))
+        if not isinstance(first, (list, tuple)):
+            return [shared + ["returned %s, not a list of scores" % _describe(first)] for _ in samples]
+        if len(first) != n:
+            return [shared + ["returned %d scores for a batch of %d" % (len(first), n)] for _ in samples]
+        second, error = self._call_for_check(self.caller.arguments(copy.deepcopy(samples)))
+        out = []
+        for i, item in enumerate(first):
+            issues = list(shared)
+            if item is not None:
+                try:
+                    _as_result(item, False)
+                except InvalidResult as exc:
+                    issues.append(str(exc))
+            if error:
+                issues.append("a second identical call " + error)
+            elif isinstance(second, (list, tuple)) and len(second) == n and repr(second[i]) != repr(item):
+                issues.append("a second identical call returned a different result (%r, then %r)" % (item, second[i]))
+            out.append(issues)
+        return out
+
     def _timeout(self, ident, t0):
         ms = (time.perf_counter() - t0) * 1000.0
         limit = self.evaluation.timeout
@@ -727,6 +831,13 @@ class Worker:
             self.sock.sendall(b"".join(self.pending))
             self.pending = []
         self.last_flush = now if now is not None else time.perf_counter()
+
+
+def _comparable(caller, value):
+    try:
+        return json.dumps(caller.result(value), sort_keys=True, default=repr)
+    except BaseException:
+        return repr(value)
 
 
 def _module_file(module):
