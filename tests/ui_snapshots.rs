@@ -207,6 +207,42 @@ fn the_filter_line_and_baseline_delta() {
 }
 
 #[test]
+fn a_pinned_baseline_shows_what_moved_and_the_old_reason_beside_the_new() {
+    let mut app = app();
+    app.weights = Some(vec![1.0, 0.5]);
+    app.update(key('b'));
+    let metrics = json!({
+        "keyword_coverage": {"score": 0.5, "is_score_valid": true, "reason": "2 of 4 question words answered"},
+        "direct_answer": {"score": 1.0, "is_score_valid": true, "reason": "answers in the first sentence"}
+    });
+    app.update(Msg::Result {
+        evaluator: 0,
+        sample: 0,
+        outcome: outcome(0.4, "stricter now", metrics),
+    });
+    app.update(Msg::RunFinished);
+    app.update(key('k')); // any key clears the "baseline pinned" notice
+    let screen = render(&mut app, 140, 36);
+    assert!(
+        screen.contains("vs baseline: 0.875 → 0.400 (Δ -0.475), crosses 0.5"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("keyword_coverage: 0.875 → 0.500"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("was: relevance 0.88") && screen.contains("now: stricter now"),
+        "{screen}"
+    );
+    assert!(screen.contains("vs baseline · relevance: 1 sample changed (0 up, 1 down, 1 flipped), 1 through `keyword_coverage`"), "{screen}");
+    assert!(
+        screen.contains("combined"),
+        "the weighted column shows: {screen}"
+    );
+}
+
+#[test]
 fn any_terminal_size_renders_without_panicking() {
     for (w, h) in [
         (1, 1),

@@ -306,8 +306,8 @@ pub struct Baseline {
     pub attribution: Vec<String>,
 }
 
-/// A pinned cell: its score and component scores.
-type Pinned = (Option<f64>, Box<[f64]>);
+/// A pinned cell: its score, component scores and the outcome itself (for reasons).
+type Pinned = (Option<f64>, Box<[f64]>, Option<Arc<Outcome>>);
 
 /// One evaluator's pinned scores, by sample content.
 #[derive(Clone, Debug, Default)]
@@ -322,6 +322,16 @@ impl Baseline {
             .cells
             .get(&sample.hash)
             .map(|c| c.0)
+    }
+
+    /// The pinned outcome of a sample, for showing the old reason beside the new.
+    pub fn outcome(&self, sample: &Sample, evaluator: &str) -> Option<&Arc<Outcome>> {
+        self.outcomes
+            .get(evaluator)?
+            .cells
+            .get(&sample.hash)?
+            .2
+            .as_ref()
     }
 }
 
@@ -361,6 +371,8 @@ pub struct App {
     pub ship: Ship,
     /// Pass threshold for flips (`[insight] threshold`).
     pub threshold: f64,
+    /// Weights for the combined reward (TRL's reward_weights), when rwb.toml gives any.
+    pub weights: Option<Vec<f64>>,
     /// Component names per evaluator, in order of first appearance (cells' `parts`
     /// follow them).
     pub components: Vec<Vec<String>>,
@@ -411,6 +423,7 @@ impl App {
             running: false,
             ship: Ship::default(),
             threshold: crate::insight::DEFAULT_THRESHOLD,
+            weights: None,
             group_keys: None,
             components: Vec::new(),
             error_counts: Vec::new(),
@@ -774,7 +787,10 @@ impl App {
             let of = outcomes.entry(info.name.clone()).or_default();
             for s in &self.samples {
                 if let Some(cell) = s.cells.get(e) {
-                    of.cells.insert(s.hash, (cell.score(), cell.parts.clone()));
+                    of.cells.insert(
+                        s.hash,
+                        (cell.score(), cell.parts.clone(), cell.outcome.clone()),
+                    );
                 }
             }
         }
@@ -862,7 +878,7 @@ impl App {
             .map(|(e, info)| {
                 let of = baseline.outcomes.get(&info.name);
                 let pairs = self.samples.iter().filter_map(|s| {
-                    let (score, parts) = of?.cells.get(&s.hash)?;
+                    let (score, parts, _) = of?.cells.get(&s.hash)?;
                     let cell = s.cells.get(e).filter(|c| c.outcome.is_some())?;
                     Some(((*score, &parts[..]), (cell.score(), &cell.parts[..])))
                 });
@@ -889,6 +905,18 @@ impl App {
             (Some(r), Some(l)) => (r - l).abs() > 1e-6,
             (r, l) => r.is_some() != l.is_some(),
         })
+    }
+
+    /// The combined reward of a sample: the weighted sum of its evaluators' scores, as
+    /// TRL combines reward functions. `None` when weights are not configured or a score
+    /// is missing.
+    pub fn combined(&self, sample: &Sample) -> Option<f64> {
+        let weights = self.weights.as_ref()?;
+        let mut total = 0.0;
+        for (e, w) in weights.iter().enumerate() {
+            total += w * sample.cells.get(e)?.score()?;
+        }
+        Some(total)
     }
 
     /// The change of a sample's score from the baseline.

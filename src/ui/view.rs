@@ -155,14 +155,18 @@ fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
     app.list_offset = app.list_offset.min(app.view.len().saturating_sub(height));
 
     let show_delta = app.baseline.is_some();
+    let show_combined = app.weights.is_some();
     let score_w: Vec<usize> = app
         .evaluators
         .iter()
         .map(|e| e.name.chars().count().clamp(6, 12))
         .collect();
     let index_w = app.samples.len().max(1).ilog10() as usize + 1;
-    let fixed: usize =
-        index_w + 1 + score_w.iter().map(|w| w + 1).sum::<usize>() + if show_delta { 7 } else { 0 };
+    let fixed: usize = index_w
+        + 1
+        + score_w.iter().map(|w| w + 1).sum::<usize>()
+        + if show_delta { 7 } else { 0 }
+        + if show_combined { 9 } else { 0 };
     let text_w = (inner.width as usize).saturating_sub(fixed + 1).max(4);
 
     let mut header = vec![Span::raw(format!(
@@ -181,6 +185,12 @@ fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
         header.push(Span::styled(
             format!("{:>w$}", clip(&info.name, score_w[e]), w = score_w[e]),
             style,
+        ));
+    }
+    if show_combined {
+        header.push(Span::styled(
+            format!(" {:>8}", "combined"),
+            Style::default().fg(p.muted).add_modifier(Modifier::BOLD),
         ));
     }
     if show_delta {
@@ -209,6 +219,16 @@ fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
                 ctx,
                 sample.bad.is_some(),
                 differs,
+            ));
+        }
+        if show_combined {
+            let text = app
+                .combined(sample)
+                .map(|c| format!("{c:.3}"))
+                .unwrap_or_else(|| "-".into());
+            spans.push(Span::styled(
+                format!(" {text:>8}"),
+                Style::default().fg(p.title),
             ));
         }
         if show_delta {
@@ -570,7 +590,15 @@ fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
             };
             lines.push(Line::styled(text, Style::default().fg(p.muted)));
         }
-        Some(o) => breakdown_lines(o, ctx, block.inner(area).width as usize, &mut lines),
+        Some(o) => {
+            if let Some(before) = app
+                .selected_sample()
+                .and_then(|s| app.baseline.as_ref()?.outcome(s, &info.name))
+            {
+                baseline_lines(before, o, app.threshold, ctx, &mut lines);
+            }
+            breakdown_lines(o, ctx, block.inner(area).width as usize, &mut lines)
+        }
     }
     let inner_w = block.inner(area).width.max(1) as usize;
     let total = wrapped_height(&lines, inner_w);
@@ -585,6 +613,60 @@ fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
             .scroll((app.breakdown_scroll, 0)),
         area,
     );
+}
+
+/// What moved since the pinned baseline: score, flip, components, old and new reason.
+fn baseline_lines(
+    before: &Outcome,
+    after: &Outcome,
+    threshold: f64,
+    ctx: &Ctx,
+    lines: &mut Vec<Line<'static>>,
+) {
+    let p = &ctx.theme.palette;
+    let change = crate::insight::compare(before, after, threshold);
+    if !change.moved() && change.metrics.is_empty() {
+        lines.push(Line::styled(
+            "unchanged since the baseline",
+            Style::default().fg(p.muted),
+        ));
+        lines.push(Line::raw(""));
+        return;
+    }
+    let f = |x: Option<f64>| {
+        x.map(|v| format!("{v:.3}"))
+            .unwrap_or_else(|| "none".into())
+    };
+    let mut head = format!("vs baseline: {} → {}", f(change.before), f(change.after));
+    if let Some(d) = change.delta {
+        head.push_str(&format!(" (Δ {d:+.3})"));
+    }
+    if change.flipped {
+        head.push_str(&format!(", crosses {threshold}"));
+    }
+    let color = match change.delta {
+        Some(d) if d > 0.0 => p.good,
+        Some(_) => p.bad,
+        None => p.accent,
+    };
+    lines.push(Line::styled(
+        head,
+        Style::default().fg(color).add_modifier(Modifier::BOLD),
+    ));
+    for (name, x, y) in &change.metrics {
+        lines.push(Line::raw(format!("  {name}: {} → {}", f(*x), f(*y))));
+    }
+    if before.reason != after.reason {
+        lines.push(Line::styled(
+            format!("  was: {}", before.reason.clone().unwrap_or_default()),
+            Style::default().fg(p.muted),
+        ));
+        lines.push(Line::raw(format!(
+            "  now: {}",
+            after.reason.clone().unwrap_or_default()
+        )));
+    }
+    lines.push(Line::raw(""));
 }
 
 fn breakdown_lines(o: &Outcome, ctx: &Ctx, width: usize, lines: &mut Vec<Line<'static>>) {

@@ -182,6 +182,7 @@ impl Live {
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
         self.app.ship.default_id = default_deploy_id(&self.session.workspace);
         self.app.threshold = self.session.workspace.config.threshold();
+        self.app.weights = self.session.workspace.weights();
         self.draw(term, theme, highlighter);
         self.reload_samples(Vec::new());
         let result = self
@@ -564,6 +565,8 @@ impl Live {
             })
             .collect();
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
+        self.app.weights = self.session.workspace.weights();
+        self.app.threshold = self.session.workspace.config.threshold();
         rewatch
     }
 
@@ -651,7 +654,16 @@ impl Live {
                 let (Some(o), Some(info)) = (&cell.outcome, self.app.evaluators.get(e)) else {
                     continue;
                 };
-                serde_json::to_writer(&mut out, &ResultRow::new(&s.at, label, &info.name, o))?;
+                let mut row = serde_json::to_value(ResultRow::new(&s.at, label, &info.name, o))?;
+                if let (Some(b), Some(obj)) = (&self.app.baseline, row.as_object_mut()) {
+                    let before = b.score(s, &info.name).flatten();
+                    obj.insert("baseline_score".into(), serde_json::json!(before));
+                    obj.insert("delta".into(), serde_json::json!(self.app.delta(s, e)));
+                }
+                if let (Some(c), Some(obj)) = (self.app.combined(s), row.as_object_mut()) {
+                    obj.insert("combined".into(), serde_json::json!(c));
+                }
+                serde_json::to_writer(&mut out, &row)?;
                 out.write_all(b"\n")?;
             }
         }

@@ -88,6 +88,21 @@ impl Workspace {
     pub fn evaluator(&self, name: &str) -> Option<&EvaluatorSpec> {
         self.evaluators.iter().find(|e| e.name == name)
     }
+
+    /// Weights of the combined reward, in evaluator order, when rwb.toml gives a
+    /// `weight` to any evaluator (the others weigh 1, as in TRL's reward_weights).
+    pub fn weights(&self) -> Option<Vec<f64>> {
+        let given = |name: &str| self.config.evaluators.get(name).and_then(|e| e.weight);
+        self.evaluators
+            .iter()
+            .any(|e| given(&e.name).is_some())
+            .then(|| {
+                self.evaluators
+                    .iter()
+                    .map(|e| given(&e.name).unwrap_or(1.0))
+                    .collect()
+            })
+    }
 }
 
 /// `--python`, else `rwb.toml`'s `python`, else `$VIRTUAL_ENV/bin/python`, else `python3`.

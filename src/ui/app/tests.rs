@@ -482,6 +482,30 @@ fn stats_find_groups_with_identical_rewards() {
 }
 
 #[test]
+fn the_combined_reward_is_the_weighted_sum_of_scores() {
+    let mut app = app();
+    assert_eq!(
+        app.combined(&app.samples[2].clone()),
+        None,
+        "no weights configured"
+    );
+    app.weights = Some(vec![2.0, 1.0]);
+    // a = 0.2, b = 0.8 for sample 2
+    let c = app.combined(&app.samples[2].clone()).unwrap();
+    assert!((c - (2.0 * 0.2 + 0.8)).abs() < 1e-12);
+    app.update(Msg::Result {
+        evaluator: 1,
+        sample: 2,
+        outcome: Box::new(Outcome::failed(EvalError::new("X", "y"))),
+    });
+    assert_eq!(
+        app.combined(&app.samples[2].clone()),
+        None,
+        "a failed evaluator leaves no combined reward"
+    );
+}
+
+#[test]
 fn constant_metrics_are_found() {
     let mut app = app();
     let mut o = *scored(0.5);
