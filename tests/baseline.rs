@@ -111,3 +111,29 @@ fn an_unknown_baseline_is_a_usage_error_naming_the_saved_ones() {
     let flags = ws.run(&["--max-regressions", "3"]);
     assert_eq!(flags.code, 2, "--max-regressions needs --baseline");
 }
+
+#[test]
+fn every_run_records_its_code_version_with_sources() {
+    let ws = Ws::new(&[
+        ("metrics/judge/main.py", &evaluator(false)),
+        ("samples.jsonl", &samples(4)),
+    ]);
+    ws.run(&[]);
+    ws.run(&[]); // the same code: the same version, seen again
+    ws.write("metrics/judge/main.py", &evaluator(true));
+    ws.run(&[]);
+    let store = reward_workbench::store::Store::open(ws.path()).unwrap();
+    let versions = store.versions("judge").unwrap();
+    assert_eq!(versions.len(), 2, "two versions of the code");
+    assert!(
+        versions[0].sources[0].1.contains("STRICT = True"),
+        "newest first: {:?}",
+        versions[0].sources
+    );
+    assert!(versions[1].sources[0].1.contains("STRICT = False"));
+    assert_eq!(versions[0].count, 4);
+    assert!(
+        (versions[1].mean.unwrap() - 0.625).abs() < 1e-12,
+        "(0.55 + 0.6 + 0.65 + 0.7) / 4"
+    );
+}

@@ -243,6 +243,49 @@ fn a_pinned_baseline_shows_what_moved_and_the_old_reason_beside_the_new() {
 }
 
 #[test]
+fn history_lists_versions_and_diffs_the_selected_one_with_the_one_before() {
+    use reward_workbench::store::Version;
+    let mut app = app();
+    let version = |t: f64, mean: f64, line: &str| Version {
+        first_seen: t,
+        last_seen: t,
+        count: 4,
+        mean: Some(mean),
+        sources: vec![(
+            "/ws/metrics/relevance/main.py".into(),
+            format!("def evaluate(messages, **kwargs):\n    {line}\n"),
+        )],
+    };
+    let history = reward_workbench::ui::app::History {
+        evaluator: "relevance".into(),
+        versions: vec![
+            version(300.0, 0.5, "return 0.5"),
+            version(200.0, 0.25, "return 0.25"),
+            version(100.0, 0.1, "return 0.1"),
+        ],
+        cursor: 0,
+    };
+    app.update(Msg::History(history));
+    let screen = render(&mut app, 120, 30);
+    assert!(screen.contains("History of relevance"), "{screen}");
+    assert!(
+        screen.contains("mean  0.500") && screen.contains("mean  0.250"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("-    return 0.25") && screen.contains("+    return 0.5"),
+        "{screen}"
+    );
+    app.update(key('j'));
+    let screen = render(&mut app, 120, 30);
+    assert!(
+        screen.contains("-    return 0.1") && screen.contains("+    return 0.25"),
+        "j selects the older version: {screen}"
+    );
+    app.update(key('q'));
+}
+
+#[test]
 fn any_terminal_size_renders_without_panicking() {
     for (w, h) in [
         (1, 1),

@@ -74,6 +74,11 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let errors = printer.errors;
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);
     let summaries = printer.finish(&stats, started.elapsed().as_secs_f64());
+    let scored: Vec<(usize, Option<f64>)> = summaries
+        .iter()
+        .map(|s| (s.count - s.errors, s.mean))
+        .collect();
+    session.runner.record_versions(&prepared, &scored);
     if let (Some(name), Some(store)) = (&args.save_baseline, &store) {
         let sources: Vec<(String, String)> = session
             .workspace

@@ -381,6 +381,30 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// Records each evaluator's code version with its sources and what it scored
+    /// (`(count, mean)` per evaluator), for the history view. Without a store, nothing.
+    pub fn record_versions(&self, evaluators: &[Prepared], scored: &[(usize, Option<f64>)]) {
+        let Some(store) = &self.store else { return };
+        for (p, (count, mean)) in evaluators.iter().zip(scored) {
+            if p.failure.is_some() {
+                continue;
+            }
+            let sources: Vec<(String, String)> = p
+                .files
+                .iter()
+                .map(|f| {
+                    (
+                        f.display().to_string(),
+                        std::fs::read_to_string(f).unwrap_or_default(),
+                    )
+                })
+                .collect();
+            let _ = store.record_version(&p.spec.name, &p.key, &sources, *count, *mean);
+        }
+    }
+}
+
 /// Contract breaks of one evaluator on one sample.
 #[derive(Clone, Debug)]
 pub struct Breaks {

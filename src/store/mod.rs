@@ -18,7 +18,7 @@ pub type SampleHash = [u8; 16];
 /// A stored baseline: outcomes by (evaluator name, sample hash).
 pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
-const SCHEMA_VERSION: i64 = 2;
+const SCHEMA_VERSION: i64 = 3;
 const WRITE_BATCH: usize = 2000;
 const WRITE_EVERY: Duration = Duration::from_millis(100);
 
@@ -224,6 +224,55 @@ impl Store {
         Ok(Some(out))
     }
 
+    /// Records a run of an evaluator's code version: its sources (file, text), how many
+    /// samples it scored and their mean. A version seen before keeps its first time.
+    pub fn record_version(
+        &self,
+        evaluator: &str,
+        key: &CodeKey,
+        sources: &[(String, String)],
+        count: usize,
+        mean: Option<f64>,
+    ) -> Result<(), StoreError> {
+        let conn = self.conn.lock().unwrap();
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs_f64())
+            .unwrap_or(0.0);
+        let sources = serde_json::to_string(sources).expect("sources serialize");
+        conn.execute(
+            "INSERT INTO versions (evaluator, code_key, first_seen, last_seen, count, mean, sources)
+             VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6)
+             ON CONFLICT (evaluator, code_key) DO UPDATE SET last_seen = ?3, count = ?4, mean = ?5",
+            params![evaluator, &key[..], now, count as i64, mean, sources],
+        )
+        .map_err(|e| self.fail(e))?;
+        Ok(())
+    }
+
+    /// An evaluator's recorded versions, newest first.
+    pub fn versions(&self, evaluator: &str) -> Result<Vec<Version>, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt = conn
+            .prepare(
+                "SELECT first_seen, last_seen, count, mean, sources FROM versions
+                 WHERE evaluator = ?1 ORDER BY first_seen DESC",
+            )
+            .map_err(|e| self.fail(e))?;
+        let rows = stmt
+            .query_map(params![evaluator], |r| {
+                Ok(Version {
+                    first_seen: r.get(0)?,
+                    last_seen: r.get(1)?,
+                    count: r.get::<_, i64>(2)? as usize,
+                    mean: r.get(3)?,
+                    sources: serde_json::from_str(&r.get::<_, String>(4)?).unwrap_or_default(),
+                })
+            })
+            .map_err(|e| self.fail(e))?;
+        Ok(rows.filter_map(|r| r.ok()).collect())
+    }
+
     /// The names of the stored baselines, newest first.
     pub fn baselines(&self) -> Result<Vec<String>, StoreError> {
         let conn = self.conn.lock().unwrap();
@@ -298,6 +347,23 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
              COMMIT;",
         )?;
     }
+    if version < 3 {
+        conn.execute_batch(
+            "BEGIN;
+             CREATE TABLE IF NOT EXISTS versions (
+                 evaluator TEXT NOT NULL,
+                 code_key BLOB NOT NULL,
+                 first_seen REAL NOT NULL,
+                 last_seen REAL NOT NULL,
+                 count INTEGER NOT NULL,
+                 mean REAL,
+                 sources TEXT NOT NULL,
+                 PRIMARY KEY (evaluator, code_key)
+             ) WITHOUT ROWID;
+             PRAGMA user_version = 3;
+             COMMIT;",
+        )?;
+    }
     Ok(conn)
 }
 
@@ -333,6 +399,18 @@ fn write_loop(mut conn: Connection, rx: flume::Receiver<(CodeKey, SampleHash, St
         }
         pending.clear();
     }
+}
+
+/// One recorded version of an evaluator's code.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Version {
+    /// Unix seconds.
+    pub first_seen: f64,
+    pub last_seen: f64,
+    pub count: usize,
+    pub mean: Option<f64>,
+    /// (file, text) of every project file it imported.
+    pub sources: Vec<(String, String)>,
 }
 
 /// Queues outcomes for the store; `finish` waits until they are on disk.

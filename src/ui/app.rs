@@ -94,6 +94,16 @@ pub enum Overlay {
     Ship,
     /// The deploy confirmation: id, display name, force.
     Deploy(DeployForm),
+    /// Past versions of the selected evaluator (in `App::history`).
+    History,
+}
+
+/// An evaluator's recorded versions, newest first, and the one selected.
+#[derive(Clone, Debug)]
+pub struct History {
+    pub evaluator: String,
+    pub versions: Vec<crate::store::Version>,
+    pub cursor: usize,
 }
 
 /// The fields of the deploy dialog; `field` is the one being edited.
@@ -244,6 +254,10 @@ pub enum Effect {
     Rerun {
         evaluator: Option<usize>,
     },
+    /// Load the selected evaluator's past versions (answered by `Msg::History`).
+    History {
+        evaluator: String,
+    },
     /// Open `$EDITOR` at this file and line, then come back.
     Edit {
         file: PathBuf,
@@ -294,6 +308,7 @@ pub enum Msg {
     Notice(String),
     Watching(Vec<String>),
     Ship(ShipMsg),
+    History(History),
 }
 
 /// Scores pinned with `b`, by sample content and evaluator name.
@@ -373,6 +388,7 @@ pub struct App {
     pub threshold: f64,
     /// Weights for the combined reward (TRL's reward_weights), when rwb.toml gives any.
     pub weights: Option<Vec<f64>>,
+    pub history: Option<History>,
     /// Component names per evaluator, in order of first appearance (cells' `parts`
     /// follow them).
     pub components: Vec<Vec<String>>,
@@ -424,6 +440,7 @@ impl App {
             ship: Ship::default(),
             threshold: crate::insight::DEFAULT_THRESHOLD,
             weights: None,
+            history: None,
             group_keys: None,
             components: Vec::new(),
             error_counts: Vec::new(),
@@ -549,6 +566,11 @@ impl App {
                 self.on_ship(m);
                 Vec::new()
             }
+            Msg::History(h) => {
+                self.history = Some(h);
+                self.overlay = Overlay::History;
+                Vec::new()
+            }
         };
         if self.view_stale {
             self.refresh_view();
@@ -609,7 +631,19 @@ impl App {
                 | Action::CompareRemote
                 | Action::CopyUrl
         );
-        let keep_open = self.overlay == Overlay::Ship && ship_action;
+        let keep_open = (self.overlay == Overlay::Ship && ship_action)
+            || (self.overlay == Overlay::History && matches!(action, Action::Down | Action::Up));
+        if self.overlay == Overlay::History && keep_open {
+            if let Some(h) = self.history.as_mut() {
+                let last = h.versions.len().saturating_sub(1);
+                h.cursor = if action == Action::Down {
+                    (h.cursor + 1).min(last)
+                } else {
+                    h.cursor.saturating_sub(1)
+                };
+            }
+            return Vec::new();
+        }
         if self.overlay != Overlay::None && !matches!(action, Action::Quit) && !keep_open {
             // any key closes an overlay (the ship panel stays for its own actions)
             self.overlay = Overlay::None;
@@ -677,6 +711,13 @@ impl App {
                 }
             }
             Action::Export => return vec![Effect::Export],
+            Action::History => {
+                if let Some(info) = self.evaluators.get(self.evaluator) {
+                    return vec![Effect::History {
+                        evaluator: info.name.clone(),
+                    }];
+                }
+            }
             Action::Serve => return vec![Effect::ToggleServe],
             Action::Tunnel => {
                 self.overlay = Overlay::Ship;

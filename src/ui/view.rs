@@ -79,6 +79,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, ctx: &Ctx) {
         Overlay::Stats => draw_stats(frame, app, ctx, area),
         Overlay::Ship => draw_ship(frame, app, ctx, area),
         Overlay::Deploy(ref form) => draw_deploy(frame, form, ctx, area),
+        Overlay::History => draw_history(frame, app, ctx, area),
     }
 }
 
@@ -976,22 +977,48 @@ fn centered(area: Rect, width: u16, height: u16) -> Rect {
 
 fn draw_help(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     let p = &ctx.theme.palette;
-    let mut lines = Vec::new();
-    for action in Action::ALL {
-        lines.push(Line::from(vec![
+    let entry = |action: Action, width: usize| {
+        vec![
             Span::styled(
-                format!("{:>16}  ", app.keymap.label(*action)),
+                format!("{:>12}  ", clip(&app.keymap.label(action), 12)),
                 Style::default().fg(p.accent).add_modifier(Modifier::BOLD),
             ),
-            Span::raw(action.describe()),
-        ]));
+            Span::raw(format!("{:<width$}", clip(action.describe(), width))),
+        ]
+    };
+    let all = Action::ALL;
+    // one column when it fits the height, else two side by side
+    let two = all.len() + 4 > area.height as usize;
+    let rows = if two {
+        all.len().div_ceil(2)
+    } else {
+        all.len()
+    };
+    let desc_w = if two {
+        (area.width as usize).saturating_sub(8) / 2 - 14
+    } else {
+        70
+    };
+    let mut lines = Vec::new();
+    for r in 0..rows {
+        let mut spans = entry(all[r], desc_w);
+        if let Some(second) = all.get(r + rows).filter(|_| two) {
+            spans.push(Span::raw("  "));
+            spans.extend(entry(*second, desc_w));
+        }
+        lines.push(Line::from(spans));
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled(
         "Rebind in the user config's [keys] table, e.g. rerun = \"F5\". Any key closes this.",
         Style::default().fg(p.muted),
     ));
-    let rect = centered(area, 86, lines.len() as u16 + 2);
+    let width = if two {
+        area.width.saturating_sub(2)
+    } else {
+        90
+    };
+    let rect = centered(area, width, lines.len() as u16 + 2);
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines)
@@ -1237,6 +1264,117 @@ fn draw_deploy(frame: &mut Frame, form: &super::app::DeployForm, ctx: &Ctx, area
         Paragraph::new(lines)
             .block(pane(
                 Line::from(title_span(" Deploy to Fireworks ".into(), ctx)),
+                true,
+                ctx,
+            ))
+            .style(Style::default().fg(p.fg).bg(p.bg)),
+        rect,
+    );
+}
+
+fn ago(seconds: f64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    let s = (now - seconds).max(0.0) as u64;
+    match s {
+        0..=59 => format!("{s} s ago"),
+        60..=3599 => format!("{} min ago", s / 60),
+        3600..=86399 => format!("{} h ago", s / 3600),
+        _ => format!("{} days ago", s / 86400),
+    }
+}
+
+fn draw_history(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
+    let p = &ctx.theme.palette;
+    let Some(h) = &app.history else { return };
+    let mut lines = Vec::new();
+    for (i, v) in h.versions.iter().enumerate() {
+        let mean = v
+            .mean
+            .map(|m| format!("{m:.3}"))
+            .unwrap_or_else(|| "-".into());
+        let text = format!(
+            "{:>3}  {:<14} mean {mean:>6}  on {} samples",
+            h.versions.len() - i,
+            ago(v.first_seen),
+            v.count
+        );
+        let style = if i == h.cursor {
+            Style::default()
+                .fg(p.selection_fg)
+                .bg(p.selection_bg)
+                .add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().fg(p.fg)
+        };
+        lines.push(Line::styled(text, style));
+    }
+    lines.push(Line::raw(""));
+    match (h.versions.get(h.cursor), h.versions.get(h.cursor + 1)) {
+        (Some(new), Some(old)) => {
+            lines.push(Line::styled(
+                format!(
+                    "changes from version {} to {}:",
+                    h.versions.len() - h.cursor - 1,
+                    h.versions.len() - h.cursor
+                ),
+                Style::default().fg(p.muted),
+            ));
+            for (file, text) in &new.sources {
+                let before = old
+                    .sources
+                    .iter()
+                    .find(|(f, _)| f == file)
+                    .map(|(_, t)| t.as_str())
+                    .unwrap_or("");
+                if before == text {
+                    continue;
+                }
+                let diff = similar::TextDiff::from_lines(before, text.as_str());
+                let shown = file
+                    .rsplit('/')
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .into_iter()
+                    .rev()
+                    .collect::<Vec<_>>()
+                    .join("/");
+                for l in diff
+                    .unified_diff()
+                    .context_radius(2)
+                    .header(&shown, &shown)
+                    .to_string()
+                    .lines()
+                {
+                    let color = match l.chars().next() {
+                        Some('+') => p.good,
+                        Some('-') => p.bad,
+                        Some('@') => p.accent,
+                        _ => p.fg,
+                    };
+                    lines.push(Line::styled(l.to_string(), Style::default().fg(color)));
+                }
+            }
+        }
+        (Some(_), None) => lines.push(Line::styled(
+            "the first recorded version",
+            Style::default().fg(p.muted),
+        )),
+        _ => {}
+    }
+    lines.push(Line::raw(""));
+    lines.push(Line::styled(
+        "j/k choose a version · any other key closes",
+        Style::default().fg(p.muted),
+    ));
+    let rect = centered(area, 120, area.height.saturating_sub(4));
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .block(pane(
+                Line::from(title_span(format!(" History of {} ", h.evaluator), ctx)),
                 true,
                 ctx,
             ))

@@ -449,6 +449,18 @@ impl Live {
             }
             RunMsg::Finished => {
                 self.app.update(Msg::RunFinished);
+                let prepared: Vec<Prepared> = self.prepared.iter().flatten().cloned().collect();
+                let scored: Vec<(usize, Option<f64>)> = self
+                    .prepared
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.is_some())
+                    .map(|(e, _)| {
+                        let s = self.app.summary(e);
+                        (s.count - s.errors, s.mean)
+                    })
+                    .collect();
+                self.session.runner.record_versions(&prepared, &scored);
             }
             RunMsg::Failed(message) => {
                 self.app.update(Msg::RunFinished);
@@ -618,6 +630,21 @@ impl Live {
                     );
                 }
                 Effect::Copy(text) => copy_to_clipboard(&text),
+                Effect::History { evaluator } => {
+                    let versions = match self.session.runner.store() {
+                        Some(store) => store.versions(&evaluator).unwrap_or_default(),
+                        None => Vec::new(),
+                    };
+                    if versions.is_empty() {
+                        self.app.update(Msg::Notice(format!("no recorded versions of {evaluator} yet (runs record them; --no-cache keeps none)")));
+                    } else {
+                        self.app.update(Msg::History(crate::ui::app::History {
+                            evaluator,
+                            versions,
+                            cursor: 0,
+                        }));
+                    }
+                }
                 Effect::Export => {
                     let text = match self.export() {
                         Ok(path) => format!(
