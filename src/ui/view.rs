@@ -995,7 +995,7 @@ fn draw_help(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         all.len()
     };
     let desc_w = if two {
-        (area.width as usize).saturating_sub(8) / 2 - 14
+        ((area.width as usize).saturating_sub(8) / 2).saturating_sub(14)
     } else {
         70
     };
