@@ -231,6 +231,7 @@ fn a_pinned_baseline_shows_what_moved_and_the_old_reason_beside_the_new() {
         screen.contains("keyword_coverage: 0.875 → 0.500"),
         "{screen}"
     );
+    assert!(screen.contains("rank 2 → 3 of 4"), "{screen}");
     assert!(
         screen.contains("was: relevance 0.88") && screen.contains("now: stricter now"),
         "{screen}"

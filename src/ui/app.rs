@@ -50,6 +50,10 @@ impl Cell {
     }
 }
 
+/// Up to this many samples, rollout groups are found as soon as the samples load;
+/// beyond, when the statistics open (reading every line takes a while).
+const EAGER_GROUPS: usize = 5000;
+
 /// Where the text of sample lines comes from: the live loop reads them from the
 /// samples files on demand, so a million-line file is not held in memory.
 pub trait Lines: Send + Sync {
@@ -686,22 +690,7 @@ impl App {
                 self.refresh_view();
             }
             Action::Stats => {
-                if self
-                    .group_keys
-                    .as_ref()
-                    .is_none_or(|k| k.len() != self.samples.len())
-                {
-                    let keys = self
-                        .samples
-                        .iter()
-                        .map(|s| {
-                            let value: serde_json::Value =
-                                serde_json::from_str(&self.text(s)).ok()?;
-                            crate::insight::prompt_key(&value)
-                        })
-                        .collect();
-                    self.group_keys = Some(keys);
-                }
+                self.compute_group_keys();
                 self.overlay = Overlay::Stats;
             }
             Action::Help => self.overlay = Overlay::Help,
@@ -936,6 +925,58 @@ impl App {
         }
     }
 
+    /// A sample's rank among all samples in the baseline and now (1 = best score), by
+    /// counting the better scores: one pass, only for the sample shown.
+    pub fn rank_change(&self, sample: usize, evaluator: usize) -> Option<(usize, usize)> {
+        let baseline = self.baseline.as_ref()?;
+        let name = &self.evaluators.get(evaluator)?.name;
+        let of = baseline.outcomes.get(name)?;
+        let own = self.samples.get(sample)?;
+        let was = of.cells.get(&own.hash)?.0?;
+        let now = own.cells.get(evaluator)?.score()?;
+        let (mut before, mut after) = (1, 1);
+        for s in &self.samples {
+            if of
+                .cells
+                .get(&s.hash)
+                .and_then(|c| c.0)
+                .is_some_and(|x| x > was)
+            {
+                before += 1;
+            }
+            if s.cells
+                .get(evaluator)
+                .and_then(|c| c.score())
+                .is_some_and(|x| x > now)
+            {
+                after += 1;
+            }
+        }
+        Some((before, after))
+    }
+
+    /// The selected evaluator's rollout group of a sample (samples sharing its prompt):
+    /// (members, mean, std, this sample's advantage). `None` until the stats computed
+    /// the group keys, or when the sample is alone.
+    pub fn group_of(&self, sample: usize, evaluator: usize) -> Option<(usize, f64, f64, f64)> {
+        let keys = self.group_keys.as_ref()?;
+        let key = (*keys.get(sample)?)?;
+        let scores: Vec<f64> = keys
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k == Some(key))
+            .filter_map(|(i, _)| self.samples.get(i)?.cells.get(evaluator)?.score())
+            .collect();
+        if scores.len() < 2 {
+            return None;
+        }
+        let n = scores.len() as f64;
+        let mean = scores.iter().sum::<f64>() / n;
+        let std = (scores.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let own = self.samples.get(sample)?.cells.get(evaluator)?.score()?;
+        Some((scores.len(), mean, std, (own - mean) / (std + 1e-4)))
+    }
+
     /// Whether the remote score of a sample differs from the local one (None: no
     /// remote score for it).
     pub fn remote_differs(&self, sample: &Sample, evaluator: usize) -> Option<bool> {
@@ -1010,6 +1051,26 @@ impl App {
         })
     }
 
+    /// Each sample's rollout-group key (its prompt), read from the sample lines.
+    fn compute_group_keys(&mut self) {
+        if self
+            .group_keys
+            .as_ref()
+            .is_some_and(|k| k.len() == self.samples.len())
+        {
+            return;
+        }
+        let keys = self
+            .samples
+            .iter()
+            .map(|s| {
+                let value: serde_json::Value = serde_json::from_str(&self.text(s)).ok()?;
+                crate::insight::prompt_key(&value)
+            })
+            .collect();
+        self.group_keys = Some(keys);
+    }
+
     fn count_errors(&mut self) {
         self.error_counts = (0..self.evaluators.len())
             .map(|e| {
@@ -1073,6 +1134,9 @@ impl App {
         }
         self.samples = samples;
         self.group_keys = None;
+        if self.samples.len() <= EAGER_GROUPS {
+            self.compute_group_keys();
+        }
         self.count_errors();
         self.refresh_view();
         if let Some((file, hash, index)) = keep {

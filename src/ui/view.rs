@@ -597,6 +597,33 @@ fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
                 .and_then(|s| app.baseline.as_ref()?.outcome(s, &info.name))
             {
                 baseline_lines(before, o, app.threshold, ctx, &mut lines);
+                if let Some((was, now)) = app
+                    .selected()
+                    .and_then(|i| app.rank_change(i, app.evaluator))
+                {
+                    if was != now {
+                        let last = lines.pop();
+                        lines.push(Line::styled(
+                            format!("  rank {was} → {now} of {}", app.samples.len()),
+                            Style::default().fg(p.muted),
+                        ));
+                        lines.extend(last);
+                    }
+                }
+            }
+            if let Some((n, mean, std, adv)) =
+                app.selected().and_then(|i| app.group_of(i, app.evaluator))
+            {
+                let flat = if std < 1e-9 {
+                    " — identical rewards: no learning signal"
+                } else {
+                    ""
+                };
+                lines.push(Line::styled(
+                    format!("group of {n} (same prompt): mean {mean:.3}, std {std:.3}, advantage {adv:+.2}{flat}"),
+                    Style::default().fg(if flat.is_empty() { p.muted } else { p.bad }),
+                ));
+                lines.push(Line::raw(""));
             }
             breakdown_lines(o, ctx, block.inner(area).width as usize, &mut lines)
         }

@@ -506,6 +506,31 @@ fn the_combined_reward_is_the_weighted_sum_of_scores() {
 }
 
 #[test]
+fn ranks_against_the_baseline_and_the_rollout_group_of_a_sample() {
+    let mut app = app();
+    app.update(key('b'));
+    // sample 0 goes from last (0.0) to first (0.95) on evaluator a
+    app.update(Msg::Result {
+        evaluator: 0,
+        sample: 0,
+        outcome: scored(0.95),
+    });
+    app.update(Msg::RunFinished);
+    assert_eq!(app.rank_change(0, 0), Some((5, 1)));
+    assert_eq!(app.rank_change(4, 0), Some((1, 2)));
+    // two samples sharing a prompt form a group (keys as the stats compute them)
+    let mut keys = vec![None; 5];
+    keys[1] = Some([1u8; 16]);
+    keys[2] = Some([1u8; 16]);
+    app.group_keys = Some(keys);
+    let (n, mean, std, adv) = app.group_of(1, 0).unwrap();
+    assert_eq!(n, 2);
+    assert!((mean - 0.15).abs() < 1e-12 && (std - 0.05).abs() < 1e-12);
+    assert!((adv - (-0.05 / 0.0501)).abs() < 1e-9);
+    assert_eq!(app.group_of(3, 0), None, "a sample alone has no group");
+}
+
+#[test]
 fn constant_metrics_are_found() {
     let mut app = app();
     let mut o = *scored(0.5);
