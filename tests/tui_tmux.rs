@@ -92,7 +92,7 @@ fn quitting_restores_the_terminal() {
     tmux.wait_for("the workbench", |s| s.contains("Samples 6/6"));
     tmux.keys(&["?"]);
     tmux.wait_for("the help", |s| s.contains("rerun the evaluator"));
-    tmux.keys(&["Escape"]);
+    tmux.key("Escape");
     tmux.keys(&["q"]);
     let screen = tmux.wait_for("the shell again", |s| s.contains("rwb exited with 0"));
     assert!(
