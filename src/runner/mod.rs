@@ -15,6 +15,9 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 use tokio::sync::mpsc;
 
+mod probes;
+pub use probes::{probe_line, ProbeRow};
+
 /// Bump when a change to rwb changes what an evaluation returns.
 const CACHE_VERSION: &str = "rwb-cache-1";
 /// Jobs queued per evaluator ahead of the workers (bounds memory on huge files).

@@ -100,6 +100,8 @@ pub enum Overlay {
     Deploy(DeployForm),
     /// Past versions of the selected evaluator (in `App::history`).
     History,
+    /// A report (probes, contract check) in `App::report`.
+    Report,
 }
 
 /// An evaluator's recorded versions, newest first, and the one selected.
@@ -262,6 +264,10 @@ pub enum Effect {
     History {
         evaluator: String,
     },
+    /// Run the reward-hacking probes (answered by `Msg::Report`).
+    Probes,
+    /// Run the contract check (answered by `Msg::Report`).
+    Check,
     /// Open `$EDITOR` at this file and line, then come back.
     Edit {
         file: PathBuf,
@@ -313,6 +319,8 @@ pub enum Msg {
     Watching(Vec<String>),
     Ship(ShipMsg),
     History(History),
+    /// A titled report to show (probes, contract check).
+    Report(String, Vec<String>),
 }
 
 /// Scores pinned with `b`, by sample content and evaluator name.
@@ -393,6 +401,7 @@ pub struct App {
     /// Weights for the combined reward (TRL's reward_weights), when rwb.toml gives any.
     pub weights: Option<Vec<f64>>,
     pub history: Option<History>,
+    pub report: Option<(String, Vec<String>)>,
     /// Component names per evaluator, in order of first appearance (cells' `parts`
     /// follow them).
     pub components: Vec<Vec<String>>,
@@ -445,6 +454,7 @@ impl App {
             threshold: crate::insight::DEFAULT_THRESHOLD,
             weights: None,
             history: None,
+            report: None,
             group_keys: None,
             components: Vec::new(),
             error_counts: Vec::new(),
@@ -573,6 +583,11 @@ impl App {
             Msg::History(h) => {
                 self.history = Some(h);
                 self.overlay = Overlay::History;
+                Vec::new()
+            }
+            Msg::Report(title, lines) => {
+                self.report = Some((title, lines));
+                self.overlay = Overlay::Report;
                 Vec::new()
             }
         };
@@ -706,6 +721,16 @@ impl App {
                         evaluator: info.name.clone(),
                     }];
                 }
+            }
+            Action::Probes => {
+                self.report = Some(("Probes".into(), vec!["scoring the probes…".into()]));
+                self.overlay = Overlay::Report;
+                return vec![Effect::Probes];
+            }
+            Action::Check => {
+                self.report = Some(("Contract check".into(), vec!["checking…".into()]));
+                self.overlay = Overlay::Report;
+                return vec![Effect::Check];
             }
             Action::Serve => return vec![Effect::ToggleServe],
             Action::Tunnel => {

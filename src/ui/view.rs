@@ -80,6 +80,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, ctx: &Ctx) {
         Overlay::Ship => draw_ship(frame, app, ctx, area),
         Overlay::Deploy(ref form) => draw_deploy(frame, form, ctx, area),
         Overlay::History => draw_history(frame, app, ctx, area),
+        Overlay::Report => draw_report(frame, app, ctx, area),
     }
 }
 
@@ -1291,6 +1292,40 @@ fn draw_deploy(frame: &mut Frame, form: &super::app::DeployForm, ctx: &Ctx, area
         Paragraph::new(lines)
             .block(pane(
                 Line::from(title_span(" Deploy to Fireworks ".into(), ctx)),
+                true,
+                ctx,
+            ))
+            .style(Style::default().fg(p.fg).bg(p.bg)),
+        rect,
+    );
+}
+
+fn draw_report(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
+    let p = &ctx.theme.palette;
+    let Some((title, report)) = &app.report else {
+        return;
+    };
+    let lines: Vec<Line> = report
+        .iter()
+        .map(|l| {
+            let color = if l.contains('⚠') || l.contains('✗') {
+                p.bad
+            } else {
+                p.fg
+            };
+            Line::styled(l.clone(), Style::default().fg(color))
+        })
+        .collect();
+    let width = 130u16.min(area.width.saturating_sub(2));
+    let height = (wrapped_height(&lines, width.saturating_sub(2).max(1) as usize) as u16 + 2)
+        .min(area.height);
+    let rect = centered(area, width, height.max(5));
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(pane(
+                Line::from(title_span(format!(" {title} "), ctx)),
                 true,
                 ctx,
             ))

@@ -233,8 +233,12 @@ impl Live {
                     }
                 }
                 Some(event) = self.ship_rx.recv() => {
-                    for m in self.ship.on_event(event, &self.session.workspace) {
-                        self.app.update(Msg::Ship(m));
+                    if let ShipEvent::Report(title, lines) = event {
+                        self.app.update(Msg::Report(title, lines));
+                    } else {
+                        for m in self.ship.on_event(event, &self.session.workspace) {
+                            self.app.update(Msg::Ship(m));
+                        }
                     }
                 }
                 _ = stats_tick.tick(), if self.ship.server.is_some() => {
@@ -630,6 +634,7 @@ impl Live {
                     );
                 }
                 Effect::Copy(text) => copy_to_clipboard(&text),
+                Effect::Probes | Effect::Check => self.run_report(effect_is_probes(&effect)),
                 Effect::History { evaluator } => {
                     let versions = match self.session.runner.store() {
                         Some(store) => store.versions(&evaluator).unwrap_or_default(),
@@ -658,6 +663,86 @@ impl Live {
             }
         }
         false
+    }
+
+    /// Runs the probes or the contract check in a task; the report comes back as a
+    /// `ShipEvent::Report`.
+    fn run_report(&self, probes: bool) {
+        let runner = self.session.runner.clone();
+        let workspace = self.session.workspace.clone();
+        let threshold = self.app.threshold;
+        let tx = self.ship.reporter();
+        tokio::spawn(async move {
+            let prepared: Result<Vec<Prepared>, String> =
+                futures::future::join_all(workspace.evaluators.iter().map(|s| runner.prepare(s)))
+                    .await
+                    .into_iter()
+                    .map(|p| p.map_err(|e| e.to_string()))
+                    .collect();
+            let (title, lines) = match prepared {
+                Err(e) => (
+                    "Report".to_string(),
+                    vec![format!("cannot start the evaluators: {e}")],
+                ),
+                Ok(prepared) if probes => match runner
+                    .probes(&prepared, &workspace.samples, 50, threshold, true)
+                    .await
+                {
+                    Ok((n, rows)) => {
+                        let mut lines = vec![
+                            format!("Probes from {n} samples; ⚠ = passes (≥ {threshold}) and scores as well as real answers."),
+                            String::new(),
+                            format!("{:<30} {:<12} {:>7} {:>8} {:>9}  components that reward it", "probe", "evaluator", "mean", "passing", "real mean"),
+                        ];
+                        lines.extend(rows.iter().map(crate::runner::probe_line));
+                        lines.push(String::new());
+                        lines.push(format!(
+                            "{} probe/evaluator pairs flagged",
+                            rows.iter().filter(|r| r.flagged).count()
+                        ));
+                        ("Probes".to_string(), lines)
+                    }
+                    Err(e) => (
+                        "Probes".to_string(),
+                        vec![format!("the probes failed: {e}")],
+                    ),
+                },
+                Ok(prepared) => match runner.check(&prepared, &workspace.samples, 20).await {
+                    Ok(breaks) => {
+                        let mut lines = Vec::new();
+                        for (e, p) in prepared.iter().enumerate() {
+                            let mut grouped: std::collections::BTreeMap<&str, usize> =
+                                Default::default();
+                            let checked = breaks.iter().filter(|b| b.evaluator == e).count();
+                            for b in breaks.iter().filter(|b| b.evaluator == e) {
+                                for issue in &b.issues {
+                                    *grouped.entry(issue).or_default() += 1;
+                                }
+                            }
+                            let style = p.style.map(|s| s.as_str()).unwrap_or("?");
+                            if grouped.is_empty() {
+                                lines.push(format!(
+                                    "{} ({style}): no contract break on {checked} samples",
+                                    p.spec.name
+                                ));
+                            }
+                            for (issue, n) in grouped {
+                                lines.push(format!(
+                                    "{} ({style}): ✗ {issue} — {n} of {checked} samples",
+                                    p.spec.name
+                                ));
+                            }
+                        }
+                        ("Contract check".to_string(), lines)
+                    }
+                    Err(e) => (
+                        "Contract check".to_string(),
+                        vec![format!("the check failed: {e}")],
+                    ),
+                },
+            };
+            let _ = tx.send(ShipEvent::Report(title, lines));
+        });
     }
 
     fn export(&self) -> std::io::Result<PathBuf> {
@@ -697,6 +782,10 @@ impl Live {
         out.flush()?;
         Ok(path)
     }
+}
+
+fn effect_is_probes(effect: &Effect) -> bool {
+    matches!(effect, Effect::Probes)
 }
 
 /// Puts text on the terminal's clipboard with the OSC 52 escape (terminals and tmux

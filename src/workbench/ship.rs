@@ -21,6 +21,8 @@ const MAX_PREVIEW: usize = 100;
 
 pub enum ShipEvent {
     Msg(ShipMsg),
+    /// A finished report (probes, contract check): title and lines.
+    Report(String, Vec<String>),
     ServerStarted(Result<Server, String>),
     TunnelOpened(Result<Tunnel, String>),
     Deployed,
@@ -210,7 +212,7 @@ impl ShipControl {
                 ShipMsg::Busy(None),
                 ShipMsg::Log(format!("tunnel failed: {e} (the server keeps running)")),
             ],
-            ShipEvent::Deployed => Vec::new(),
+            ShipEvent::Deployed | ShipEvent::Report(..) => Vec::new(),
         }
     }
 
@@ -293,6 +295,11 @@ impl ShipControl {
             let _ = tx.send(ShipEvent::Msg(msg));
             let _ = tx.send(ShipEvent::Msg(ShipMsg::Busy(None)));
         });
+    }
+
+    /// Sends finished reports back to the loop.
+    pub fn reporter(&self) -> mpsc::UnboundedSender<ShipEvent> {
+        self.tx.clone()
     }
 
     pub fn request_stats(&self) -> Option<ShipMsg> {

@@ -531,6 +531,25 @@ fn ranks_against_the_baseline_and_the_rollout_group_of_a_sample() {
 }
 
 #[test]
+fn probes_and_check_run_from_keys_and_report_in_a_panel() {
+    let mut app = app();
+    assert_eq!(app.update(key('P')), vec![Effect::Probes]);
+    assert_eq!(app.overlay, Overlay::Report);
+    app.update(Msg::Report(
+        "Probes".into(),
+        vec!["ground truth pasted bare  ⚠".into()],
+    ));
+    assert_eq!(
+        app.report.as_ref().unwrap().1[0],
+        "ground truth pasted bare  ⚠"
+    );
+    app.update(key('j'));
+    assert_eq!(app.overlay, Overlay::None);
+    assert_eq!(app.update(key('C')), vec![Effect::Check]);
+    assert_eq!(app.report.as_ref().unwrap().0, "Contract check");
+}
+
+#[test]
 fn constant_metrics_are_found() {
     let mut app = app();
     let mut o = *scored(0.5);

@@ -1,0 +1,179 @@
+//! Running the reward-hacking probes (insight::probes) through the evaluators.
+
+use super::{Event, Prepared, Runner};
+use crate::insight::probes::{derive, Probe};
+use crate::model::Outcome;
+use crate::workspace::{SamplesFile, SamplesReader};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use tokio::sync::mpsc;
+
+/// What one probe scored on one evaluator.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProbeRow {
+    pub probe: &'static str,
+    pub evaluator: String,
+    pub count: usize,
+    pub errors: usize,
+    pub mean: Option<f64>,
+    /// Share of the probe's scores at or above the pass threshold.
+    pub pass_share: Option<f64>,
+    /// Mean score of the real answers the probes came from.
+    pub original_mean: Option<f64>,
+    /// The probe passes and scores as well as the real answers: the evaluator can be gamed.
+    pub flagged: bool,
+    /// Components whose mean on this probe is at or above the threshold.
+    pub components: Vec<(String, f64)>,
+}
+
+#[derive(Default)]
+struct Tally {
+    scores: Vec<f64>,
+    errors: usize,
+    components: BTreeMap<String, Vec<f64>>,
+}
+
+impl Tally {
+    fn add(&mut self, o: &Outcome) {
+        match o.score {
+            Some(s) if !o.is_error() => self.scores.push(s),
+            _ => self.errors += 1,
+        }
+        for (name, m) in o.metric_list() {
+            if let Some(s) = m.score {
+                self.components.entry(name).or_default().push(s);
+            }
+        }
+    }
+
+    fn mean(&self) -> Option<f64> {
+        (!self.scores.is_empty())
+            .then(|| self.scores.iter().sum::<f64>() / self.scores.len() as f64)
+    }
+}
+
+impl Runner {
+    /// Derives the probes of the first `max_samples` samples, scores them (and the
+    /// originals) with every evaluator, and reports per probe and evaluator.
+    /// Returns the number of samples probed and the rows.
+    pub async fn probes(
+        &self,
+        evaluators: &[Prepared],
+        files: &[SamplesFile],
+        max_samples: usize,
+        threshold: f64,
+        read_cache: bool,
+    ) -> std::io::Result<(usize, Vec<ProbeRow>)> {
+        // originals first, then their probes, in one temporary samples file
+        let mut kinds: Vec<Option<Probe>> = Vec::new();
+        let mut text = String::new();
+        let mut originals = 0;
+        for line in SamplesReader::new(files) {
+            let line = line?;
+            if originals >= max_samples {
+                break;
+            }
+            if line.bad.is_some() {
+                continue;
+            }
+            let Ok(value) = serde_json::from_str::<Value>(&line.raw) else {
+                continue;
+            };
+            originals += 1;
+            kinds.push(None);
+            text.push_str(line.raw.trim());
+            text.push('\n');
+            for (kind, variant) in derive(&value) {
+                kinds.push(Some(kind));
+                text.push_str(&variant.to_string());
+                text.push('\n');
+            }
+        }
+        let tmp = tempfile::Builder::new()
+            .prefix("rwb-probes-")
+            .suffix(".jsonl")
+            .tempfile()?;
+        std::fs::write(tmp.path(), &text)?;
+        let probe_files = [SamplesFile {
+            path: tmp.path().to_path_buf(),
+            label: "probes".into(),
+        }];
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let work = self.run(evaluators, &probe_files, None, read_cache, tx);
+        let mut tallies: BTreeMap<(Option<Probe>, usize), Tally> = BTreeMap::new();
+        let consume = async {
+            while let Some(Event::Result {
+                evaluator,
+                at,
+                outcome,
+                ..
+            }) = rx.recv().await
+            {
+                if let Some(kind) = kinds.get(at.index) {
+                    tallies.entry((*kind, evaluator)).or_default().add(&outcome);
+                }
+            }
+        };
+        let (ran, ()) = tokio::join!(work, consume);
+        ran?;
+        let mut rows = Vec::new();
+        for kind in Probe::ALL {
+            for (e, p) in evaluators.iter().enumerate() {
+                let Some(t) = tallies.get(&(Some(kind), e)) else {
+                    continue;
+                };
+                let original_mean = tallies.get(&(None, e)).and_then(|o| o.mean());
+                let mean = t.mean();
+                let pass_share = (!t.scores.is_empty()).then(|| {
+                    t.scores.iter().filter(|s| **s >= threshold).count() as f64
+                        / t.scores.len() as f64
+                });
+                // a probe games the evaluator when it passes and scores like real answers
+                let flagged = matches!((mean, original_mean, pass_share), (Some(m), Some(o), Some(s)) if s > 0.0 && m >= o - 1e-9);
+                let mut components: Vec<(String, f64)> = t
+                    .components
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.iter().sum::<f64>() / v.len() as f64))
+                    .filter(|(_, m)| *m >= threshold)
+                    .collect();
+                components.sort_by(|a, b| b.1.total_cmp(&a.1));
+                rows.push(ProbeRow {
+                    probe: kind.name(),
+                    evaluator: p.spec.name.clone(),
+                    count: t.scores.len() + t.errors,
+                    errors: t.errors,
+                    mean,
+                    pass_share,
+                    original_mean,
+                    flagged,
+                    components,
+                });
+            }
+        }
+        Ok((originals, rows))
+    }
+}
+
+/// A probe row as one line of a report.
+pub fn probe_line(row: &ProbeRow) -> String {
+    let f = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
+    let share = row
+        .pass_share
+        .map(|x| format!("{:.0}%", x * 100.0))
+        .unwrap_or_else(|| "-".into());
+    let comps: Vec<String> = row
+        .components
+        .iter()
+        .map(|(k, m)| format!("{k} {m:.2}"))
+        .collect();
+    let flag = if row.flagged { "⚠ " } else { "" };
+    format!(
+        "{:<30} {:<12} {:>7} {:>8} {:>9}  {flag}{}",
+        row.probe,
+        row.evaluator,
+        f(row.mean),
+        share,
+        f(row.original_mean),
+        comps.join(", ")
+    )
+}
