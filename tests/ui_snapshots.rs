@@ -265,6 +265,7 @@ fn history_lists_versions_and_diffs_the_selected_one_with_the_one_before() {
             version(100.0, 0.1, "return 0.1"),
         ],
         cursor: 0,
+        marked: None,
     };
     app.update(Msg::History(history));
     let screen = render(&mut app, 120, 30);
@@ -283,6 +284,17 @@ fn history_lists_versions_and_diffs_the_selected_one_with_the_one_before() {
         screen.contains("-    return 0.1") && screen.contains("+    return 0.25"),
         "j selects the older version: {screen}"
     );
+    // Space marks a version: the diff is then between any two
+    app.update(key('k'));
+    app.update(key(' '));
+    app.update(key('j'));
+    app.update(key('j'));
+    let screen = render(&mut app, 120, 30);
+    assert!(
+        screen.contains("-    return 0.1") && screen.contains("+    return 0.5"),
+        "marked newest vs selected oldest: {screen}"
+    );
+    assert!(screen.contains("changes from version 1 to 3"), "{screen}");
     app.update(key('q'));
 }
 

@@ -110,6 +110,20 @@ pub struct History {
     pub evaluator: String,
     pub versions: Vec<crate::store::Version>,
     pub cursor: usize,
+    /// A version marked with Space: the diff is then between it and the selected one.
+    pub marked: Option<usize>,
+}
+
+impl History {
+    /// The two versions to diff, (older, newer): the marked and the selected one, or
+    /// the selected one and the one before it.
+    pub fn pair(&self) -> Option<(usize, usize)> {
+        let other = match self.marked {
+            Some(m) if m != self.cursor => m,
+            _ => self.cursor + 1,
+        };
+        (other < self.versions.len()).then(|| (self.cursor.max(other), self.cursor.min(other)))
+    }
 }
 
 /// The fields of the deploy dialog; `field` is the one being edited.
@@ -598,6 +612,16 @@ impl App {
     }
 
     fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        if self.overlay == Overlay::History && key.code == KeyCode::Char(' ') {
+            if let Some(h) = self.history.as_mut() {
+                h.marked = if h.marked == Some(h.cursor) {
+                    None
+                } else {
+                    Some(h.cursor)
+                };
+            }
+            return Vec::new();
+        }
         if let Some(input) = self.filter_input.as_mut() {
             match key.code {
                 KeyCode::Enter => {

@@ -1357,8 +1357,9 @@ fn draw_history(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
             .mean
             .map(|m| format!("{m:.3}"))
             .unwrap_or_else(|| "-".into());
+        let mark = if h.marked == Some(i) { "●" } else { " " };
         let text = format!(
-            "{:>3}  {:<14} mean {mean:>6}  on {} samples",
+            "{mark}{:>3}  {:<14} mean {mean:>6}  on {} samples",
             h.versions.len() - i,
             ago(v.first_seen),
             v.count
@@ -1374,13 +1375,14 @@ fn draw_history(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         lines.push(Line::styled(text, style));
     }
     lines.push(Line::raw(""));
-    match (h.versions.get(h.cursor), h.versions.get(h.cursor + 1)) {
-        (Some(new), Some(old)) => {
+    let pair = h.pair();
+    match pair.map(|(older, newer)| (older, newer, &h.versions[newer], &h.versions[older])) {
+        Some((older, newer, new, old)) => {
             lines.push(Line::styled(
                 format!(
                     "changes from version {} to {}:",
-                    h.versions.len() - h.cursor - 1,
-                    h.versions.len() - h.cursor
+                    h.versions.len() - older,
+                    h.versions.len() - newer
                 ),
                 Style::default().fg(p.muted),
             ));
@@ -1420,15 +1422,14 @@ fn draw_history(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
                 }
             }
         }
-        (Some(_), None) => lines.push(Line::styled(
+        None => lines.push(Line::styled(
             "the first recorded version",
             Style::default().fg(p.muted),
         )),
-        _ => {}
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled(
-        "j/k choose a version · any other key closes",
+        "j/k choose a version · Space marks one to compare with · any other key closes",
         Style::default().fg(p.muted),
     ));
     let rect = centered(area, 120, area.height.saturating_sub(4));

@@ -647,6 +647,7 @@ impl Live {
                             evaluator,
                             versions,
                             cursor: 0,
+                            marked: None,
                         }));
                     }
                 }
