@@ -224,6 +224,22 @@ pub fn prompt_key(sample: &serde_json::Value) -> Option<[u8; 16]> {
     Some(key)
 }
 
+/// The group key of a sample: by default its prompt ([`prompt_key`]); with
+/// `group_by` naming a sample field (`[insight] group_by = "prompt_id"`), that field's
+/// value.
+pub fn group_key(sample: &serde_json::Value, group_by: Option<&str>) -> Option<[u8; 16]> {
+    match group_by {
+        None | Some("prompt") => prompt_key(sample),
+        Some(field) => {
+            let value = sample.get(field)?;
+            let text = serde_json::to_string(value).ok()?;
+            let mut key = [0u8; 16];
+            key.copy_from_slice(&blake3::hash(text.as_bytes()).as_bytes()[..16]);
+            Some(key)
+        }
+    }
+}
+
 /// One rollout group as a trainer sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Group {

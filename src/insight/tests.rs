@@ -81,7 +81,17 @@ fn groups_share_a_prompt_and_identical_rewards_are_flagged() {
         line("capital of France?", "Paris!"),
         line("alone", "x"),
     ];
-    let keys: Vec<_> = samples.iter().map(prompt_key).collect();
+    let keys: Vec<_> = samples.iter().map(|s| group_key(s, None)).collect();
+    let by_field = |v: serde_json::Value| {
+        group_key(&json!({"messages": [], "prompt_id": v}), Some("prompt_id"))
+    };
+    assert_eq!(by_field(json!(7)), by_field(json!(7)));
+    assert_ne!(by_field(json!(7)), by_field(json!(8)));
+    assert_eq!(
+        group_key(&json!({"messages": []}), Some("prompt_id")),
+        None,
+        "no field, no group"
+    );
     assert_eq!(keys[0], keys[1]);
     assert_ne!(keys[0], keys[2]);
     let scores = [Some(1.0), Some(0.0), Some(1.0), Some(1.0), Some(0.3)];

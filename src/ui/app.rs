@@ -419,6 +419,8 @@ pub struct App {
     /// Component names per evaluator, in order of first appearance (cells' `parts`
     /// follow them).
     pub components: Vec<Vec<String>>,
+    /// What groups rollouts (`[insight] group_by`): a sample field, or `None` for the prompt.
+    pub group_by: Option<String>,
     /// Each sample's rollout-group key (its prompt), computed when the stats open.
     pub group_keys: Option<Vec<Option<[u8; 16]>>>,
     /// Failed outcomes per evaluator, kept as results arrive (the status line must
@@ -470,6 +472,7 @@ impl App {
             history: None,
             report: None,
             group_keys: None,
+            group_by: None,
             components: Vec::new(),
             error_counts: Vec::new(),
             dirty: true,
@@ -1114,7 +1117,7 @@ impl App {
             .iter()
             .map(|s| {
                 let value: serde_json::Value = serde_json::from_str(&self.text(s)).ok()?;
-                crate::insight::prompt_key(&value)
+                crate::insight::group_key(&value, self.group_by.as_deref())
             })
             .collect();
         self.group_keys = Some(keys);

@@ -183,6 +183,7 @@ impl Live {
         self.app.ship.default_id = default_deploy_id(&self.session.workspace);
         self.app.threshold = self.session.workspace.config.threshold();
         self.app.weights = self.session.workspace.weights();
+        self.app.group_by = self.session.workspace.config.group_by();
         self.draw(term, theme, highlighter);
         self.reload_samples(Vec::new());
         let result = self
@@ -583,6 +584,11 @@ impl Live {
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
         self.app.weights = self.session.workspace.weights();
         self.app.threshold = self.session.workspace.config.threshold();
+        let group_by = self.session.workspace.config.group_by();
+        if group_by != self.app.group_by {
+            self.app.group_by = group_by;
+            self.app.group_keys = None; // found again with the new key
+        }
         rewatch
     }
 

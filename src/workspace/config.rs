@@ -73,6 +73,16 @@ impl Config {
             .unwrap_or(crate::insight::DEFAULT_THRESHOLD)
     }
 
+    /// What makes samples one rollout group: `[insight] group_by`, a sample field, or
+    /// `None` for the default (the messages before the last assistant turn).
+    pub fn group_by(&self) -> Option<String> {
+        self.insight
+            .as_ref()?
+            .get("group_by")?
+            .as_str()
+            .map(String::from)
+    }
+
     /// Parses the text of an `rwb.toml`; the error names the line and what is wrong.
     pub fn parse(text: &str) -> Result<Config, String> {
         toml::from_str(text).map_err(|e| {
