@@ -992,6 +992,27 @@ fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     );
 }
 
+/// Draws `lines` in a centred, titled box `width` wide and as tall as they need once
+/// wrapped (at most the screen).
+fn popup(frame: &mut Frame, ctx: &Ctx, area: Rect, title: &str, lines: Vec<Line>, width: u16) {
+    let p = &ctx.theme.palette;
+    let width = width.min(area.width.saturating_sub(2));
+    let height = wrapped_height(&lines, width.saturating_sub(2).max(1) as usize) as u16 + 2;
+    let rect = centered(area, width, height);
+    frame.render_widget(Clear, rect);
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: false })
+            .block(pane(
+                Line::from(title_span(title.to_string(), ctx)),
+                true,
+                ctx,
+            ))
+            .style(Style::default().fg(p.fg).bg(p.bg)),
+        rect,
+    );
+}
+
 fn centered(area: Rect, width: u16, height: u16) -> Rect {
     let w = width.min(area.width.saturating_sub(2));
     let h = height.min(area.height.saturating_sub(2));
@@ -1046,18 +1067,7 @@ fn draw_help(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     } else {
         90
     };
-    let rect = centered(area, width, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(pane(
-                Line::from(title_span(" Keys ".into(), ctx)),
-                true,
-                ctx,
-            ))
-            .style(Style::default().fg(p.fg).bg(p.bg)),
-        rect,
-    );
+    popup(frame, ctx, area, " Keys ", lines, width);
 }
 
 fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
@@ -1149,18 +1159,7 @@ fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         }
         lines.push(Line::raw(""));
     }
-    let rect = centered(area, 90, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(pane(
-                Line::from(title_span(" Statistics ".into(), ctx)),
-                true,
-                ctx,
-            ))
-            .style(Style::default().fg(p.fg).bg(p.bg)),
-        rect,
-    );
+    popup(frame, ctx, area, " Statistics ", lines, 90);
 }
 
 fn draw_ship(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
@@ -1220,22 +1219,7 @@ fn draw_ship(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         };
         lines.push(Line::styled(l.clone(), style));
     }
-    let width = 110u16.min(area.width.saturating_sub(2));
-    let height = (wrapped_height(&lines, width.saturating_sub(2).max(1) as usize) as u16 + 2)
-        .min(area.height);
-    let rect = centered(area, width, height.max(8));
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(pane(
-                Line::from(title_span(" Serve · tunnel · deploy ".into(), ctx)),
-                true,
-                ctx,
-            ))
-            .style(Style::default().fg(p.fg).bg(p.bg)),
-        rect,
-    );
+    popup(frame, ctx, area, " Serve · tunnel · deploy ", lines, 110);
 }
 
 fn draw_deploy(frame: &mut Frame, form: &super::app::DeployForm, ctx: &Ctx, area: Rect) {
@@ -1286,18 +1270,7 @@ fn draw_deploy(frame: &mut Frame, form: &super::app::DeployForm, ctx: &Ctx, area
             Style::default().fg(p.muted),
         ),
     ];
-    let rect = centered(area, 80, lines.len() as u16 + 2);
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(pane(
-                Line::from(title_span(" Deploy to Fireworks ".into(), ctx)),
-                true,
-                ctx,
-            ))
-            .style(Style::default().fg(p.fg).bg(p.bg)),
-        rect,
-    );
+    popup(frame, ctx, area, " Deploy to Fireworks ", lines, 80);
 }
 
 fn draw_report(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
@@ -1316,22 +1289,7 @@ fn draw_report(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
             Line::styled(l.clone(), Style::default().fg(color))
         })
         .collect();
-    let width = 130u16.min(area.width.saturating_sub(2));
-    let height = (wrapped_height(&lines, width.saturating_sub(2).max(1) as usize) as u16 + 2)
-        .min(area.height);
-    let rect = centered(area, width, height.max(5));
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .wrap(Wrap { trim: false })
-            .block(pane(
-                Line::from(title_span(format!(" {title} "), ctx)),
-                true,
-                ctx,
-            ))
-            .style(Style::default().fg(p.fg).bg(p.bg)),
-        rect,
-    );
+    popup(frame, ctx, area, &format!(" {title} "), lines, 130);
 }
 
 fn ago(seconds: f64) -> String {
@@ -1432,17 +1390,13 @@ fn draw_history(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         "j/k choose a version · Space marks one to compare with · any other key closes",
         Style::default().fg(p.muted),
     ));
-    let rect = centered(area, 120, area.height.saturating_sub(4));
-    frame.render_widget(Clear, rect);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(pane(
-                Line::from(title_span(format!(" History of {} ", h.evaluator), ctx)),
-                true,
-                ctx,
-            ))
-            .style(Style::default().fg(p.fg).bg(p.bg)),
-        rect,
+    popup(
+        frame,
+        ctx,
+        area,
+        &format!(" History of {} ", h.evaluator),
+        lines,
+        120,
     );
 }
 
