@@ -476,18 +476,7 @@ fn draw_conversation(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
             lines.push(Line::styled(e, Style::default().fg(p.muted)));
         }
     }
-    let total = wrapped_height(&lines, inner_w);
-    let visible = block.inner(area).height as usize;
-    app.conversation_scroll = app
-        .conversation_scroll
-        .min(total.saturating_sub(visible) as u16);
-    frame.render_widget(
-        Paragraph::new(lines)
-            .block(block)
-            .wrap(Wrap { trim: false })
-            .scroll((app.conversation_scroll, 0)),
-        area,
-    );
+    scrolled(frame, lines, block, area, &mut app.conversation_scroll);
 }
 
 /// Word-wraps text to `width` columns (long words are cut), keeping blank lines.
@@ -629,17 +618,20 @@ fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
             breakdown_lines(o, ctx, block.inner(area).width as usize, &mut lines)
         }
     }
-    let inner_w = block.inner(area).width.max(1) as usize;
-    let total = wrapped_height(&lines, inner_w);
-    let visible = block.inner(area).height as usize;
-    app.breakdown_scroll = app
-        .breakdown_scroll
-        .min(total.saturating_sub(visible) as u16);
+    scrolled(frame, lines, block, area, &mut app.breakdown_scroll);
+}
+
+/// Renders wrapped lines in `block`, scrolled by `scroll`, which is first clamped so
+/// the last line can reach the bottom but no further.
+fn scrolled(frame: &mut Frame, lines: Vec<Line>, block: Block, area: Rect, scroll: &mut u16) {
+    let inner = block.inner(area);
+    let total = wrapped_height(&lines, inner.width.max(1) as usize);
+    *scroll = (*scroll).min(total.saturating_sub(inner.height as usize) as u16);
     frame.render_widget(
         Paragraph::new(lines)
             .block(block)
             .wrap(Wrap { trim: false })
-            .scroll((app.breakdown_scroll, 0)),
+            .scroll((*scroll, 0)),
         area,
     );
 }
