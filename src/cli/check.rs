@@ -2,8 +2,8 @@
 //! breaks, grouped by what broke. Exits 1 when anything broke (for CI).
 
 use super::{CheckArgs, Fail, Format, Session};
+use crate::runner::group_breaks;
 use serde_json::json;
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -22,28 +22,35 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
         .iter()
         .map(|f| f.label.as_str())
         .collect();
-    let mut report = Vec::new();
-    let mut total = 0;
-    for (e, p) in prepared.iter().enumerate() {
-        let checked = breaks.iter().filter(|b| b.evaluator == e).count();
-        // issue -> the samples it happened on
-        let mut grouped: BTreeMap<&str, Vec<String>> = BTreeMap::new();
-        for b in breaks.iter().filter(|b| b.evaluator == e) {
-            for issue in &b.issues {
-                grouped
-                    .entry(issue)
-                    .or_default()
-                    .push(format!("{}:{}", labels[b.at.file], b.at.line));
-            }
-        }
-        total += grouped.values().map(|v| v.len()).sum::<usize>();
-        report.push(json!({
-            "evaluator": p.spec.name,
-            "style": p.style.map(|s| s.as_str()),
-            "samples": checked,
-            "breaks": grouped.iter().map(|(issue, at)| json!({"issue": issue, "samples": at})).collect::<Vec<_>>(),
-        }));
-    }
+    let grouped = group_breaks(&breaks, prepared.len());
+    let total: usize = grouped
+        .iter()
+        .flat_map(|r| &r.breaks)
+        .map(|(_, at)| at.len())
+        .sum();
+    let report: Vec<_> = prepared
+        .iter()
+        .zip(&grouped)
+        .map(|(p, r)| {
+            let breaks: Vec<_> = r
+                .breaks
+                .iter()
+                .map(|(issue, at)| {
+                    let at: Vec<String> = at
+                        .iter()
+                        .map(|a| format!("{}:{}", labels[a.file], a.line))
+                        .collect();
+                    json!({"issue": issue, "samples": at})
+                })
+                .collect();
+            json!({
+                "evaluator": p.spec.name,
+                "style": p.style.map(|s| s.as_str()),
+                "samples": r.checked,
+                "breaks": breaks,
+            })
+        })
+        .collect();
     if args.format == Format::Json {
         println!(
             "{}",

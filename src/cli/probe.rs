@@ -2,7 +2,7 @@
 //! evaluators, and which of their components, give them high scores.
 
 use super::{Fail, Format, ProbeArgs, Session};
-use crate::runner::probe_line;
+use crate::runner::probe_report;
 use serde_json::json;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -39,17 +39,8 @@ pub(super) async fn probe(args: ProbeArgs) -> Result<ExitCode, Fail> {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return Ok(ExitCode::SUCCESS);
     }
-    println!("Probes derived from {originals} samples; a probe is flagged when it passes (score ≥ {threshold}) and scores as well as the real answers.\n");
-    println!(
-        "{:<30} {:<12} {:>7} {:>8} {:>9}  flagged / components that reward it",
-        "probe", "evaluator", "mean", "passing", "real mean"
-    );
-    for row in &rows {
-        println!("{}", probe_line(row));
+    for line in probe_report(originals, &rows, threshold) {
+        println!("{line}");
     }
-    println!(
-        "\n{} probe/evaluator pairs flagged",
-        rows.iter().filter(|r| r.flagged).count()
-    );
     Ok(ExitCode::SUCCESS)
 }

@@ -16,7 +16,7 @@ use std::time::SystemTime;
 use tokio::sync::mpsc;
 
 mod probes;
-pub use probes::{probe_line, ProbeRow};
+pub use probes::{probe_report, ProbeRow};
 
 /// Bump when a change to rwb changes what an evaluation returns.
 const CACHE_VERSION: &str = "rwb-cache-1";
@@ -414,6 +414,40 @@ pub struct Breaks {
     pub evaluator: usize,
     pub at: SampleRef,
     pub issues: Vec<String>,
+}
+
+/// One evaluator's check: how many samples were checked, and each kind of break with
+/// the samples it happened on (sorted by kind).
+#[derive(Clone, Debug, Default)]
+pub struct CheckReport {
+    pub checked: usize,
+    pub breaks: Vec<(String, Vec<SampleRef>)>,
+}
+
+/// Groups the breaks of a check by evaluator (one report each, in order) and kind.
+pub fn group_breaks(breaks: &[Breaks], evaluators: usize) -> Vec<CheckReport> {
+    let mut out = vec![CheckReport::default(); evaluators];
+    let mut kinds: Vec<std::collections::BTreeMap<&str, Vec<SampleRef>>> =
+        vec![Default::default(); evaluators];
+    for b in breaks {
+        let Some(report) = out.get_mut(b.evaluator) else {
+            continue;
+        };
+        report.checked += 1;
+        for issue in &b.issues {
+            kinds[b.evaluator]
+                .entry(issue)
+                .or_default()
+                .push(b.at.clone());
+        }
+    }
+    for (report, grouped) in out.iter_mut().zip(kinds) {
+        report.breaks = grouped
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect();
+    }
+    out
 }
 
 impl Runner {

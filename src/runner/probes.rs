@@ -154,8 +154,28 @@ impl Runner {
     }
 }
 
+/// The probes of `samples` samples as the lines of a report: a header, one line per
+/// probe and evaluator, and the number flagged.
+pub fn probe_report(samples: usize, rows: &[ProbeRow], threshold: f64) -> Vec<String> {
+    let mut lines = vec![
+        format!("Probes derived from {samples} samples; ⚠ = passes (score ≥ {threshold}) and scores as well as the real answers."),
+        String::new(),
+        format!(
+            "{:<30} {:<12} {:>7} {:>8} {:>9}  components that reward it",
+            "probe", "evaluator", "mean", "passing", "real mean"
+        ),
+    ];
+    lines.extend(rows.iter().map(probe_line));
+    lines.push(String::new());
+    lines.push(format!(
+        "{} probe/evaluator pairs flagged",
+        rows.iter().filter(|r| r.flagged).count()
+    ));
+    lines
+}
+
 /// A probe row as one line of a report.
-pub fn probe_line(row: &ProbeRow) -> String {
+fn probe_line(row: &ProbeRow) -> String {
     let f = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
     let share = row
         .pass_share

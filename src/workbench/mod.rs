@@ -695,20 +695,10 @@ impl Live {
                     .probes(&prepared, &workspace.samples, 50, threshold, true)
                     .await
                 {
-                    Ok((n, rows)) => {
-                        let mut lines = vec![
-                            format!("Probes from {n} samples; ⚠ = passes (≥ {threshold}) and scores as well as real answers."),
-                            String::new(),
-                            format!("{:<30} {:<12} {:>7} {:>8} {:>9}  components that reward it", "probe", "evaluator", "mean", "passing", "real mean"),
-                        ];
-                        lines.extend(rows.iter().map(crate::runner::probe_line));
-                        lines.push(String::new());
-                        lines.push(format!(
-                            "{} probe/evaluator pairs flagged",
-                            rows.iter().filter(|r| r.flagged).count()
-                        ));
-                        ("Probes".to_string(), lines)
-                    }
+                    Ok((n, rows)) => (
+                        "Probes".to_string(),
+                        crate::runner::probe_report(n, &rows, threshold),
+                    ),
                     Err(e) => (
                         "Probes".to_string(),
                         vec![format!("the probes failed: {e}")],
@@ -717,26 +707,23 @@ impl Live {
                 Ok(prepared) => match runner.check(&prepared, &workspace.samples, 20).await {
                     Ok(breaks) => {
                         let mut lines = Vec::new();
-                        for (e, p) in prepared.iter().enumerate() {
-                            let mut grouped: std::collections::BTreeMap<&str, usize> =
-                                Default::default();
-                            let checked = breaks.iter().filter(|b| b.evaluator == e).count();
-                            for b in breaks.iter().filter(|b| b.evaluator == e) {
-                                for issue in &b.issues {
-                                    *grouped.entry(issue).or_default() += 1;
-                                }
-                            }
+                        for (p, r) in prepared
+                            .iter()
+                            .zip(crate::runner::group_breaks(&breaks, prepared.len()))
+                        {
                             let style = p.style.map(|s| s.as_str()).unwrap_or("?");
-                            if grouped.is_empty() {
+                            if r.breaks.is_empty() {
                                 lines.push(format!(
-                                    "{} ({style}): no contract break on {checked} samples",
-                                    p.spec.name
+                                    "{} ({style}): no contract break on {} samples",
+                                    p.spec.name, r.checked
                                 ));
                             }
-                            for (issue, n) in grouped {
+                            for (issue, at) in &r.breaks {
                                 lines.push(format!(
-                                    "{} ({style}): ✗ {issue} — {n} of {checked} samples",
-                                    p.spec.name
+                                    "{} ({style}): ✗ {issue} — {} of {} samples",
+                                    p.spec.name,
+                                    at.len(),
+                                    r.checked
                                 ));
                             }
                         }
