@@ -1,7 +1,7 @@
 //! Writing results as `rwb run --format table|json|jsonl|csv` (SPEC §4).
 
 use super::Format;
-use crate::insight::{attribute, compare, Change, EPSILON};
+use crate::insight::{attribute_compact, component_scores, EPSILON};
 use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
 use crate::runner::{Event, RunStats};
 use serde_json::json;
@@ -15,15 +15,45 @@ pub struct SampleResults {
     pub outcomes: Vec<Outcome>,
 }
 
+/// A cell in compact form: its score and component scores along shared names.
+type CompactCell = (Option<f64>, Box<[f64]>);
+
 /// A run compared with a stored baseline (`rwb run --baseline NAME`).
 pub struct BaselineCmp {
-    pub name: String,
-    pub outcomes: HashMap<(String, [u8; 16]), Outcome>,
-    pub threshold: f64,
-    /// Changes per evaluator, as samples complete.
-    pub changes: Vec<Vec<Change>>,
+    name: String,
+    /// Per evaluator (in run order): the baseline outcomes by sample content.
+    outcomes: Vec<HashMap<[u8; 16], Outcome>>,
+    threshold: f64,
+    /// Per evaluator: component names, and (baseline, now) for every compared sample.
+    components: Vec<Vec<String>>,
+    pairs: Vec<Vec<(CompactCell, CompactCell)>>,
     /// Samples that score lower than in the baseline on some evaluator.
     pub regressions: usize,
+}
+
+impl BaselineCmp {
+    /// Arranges a stored baseline for the run's evaluators (`names`, in order).
+    pub fn new(
+        name: String,
+        stored: crate::store::BaselineOutcomes,
+        names: &[String],
+        threshold: f64,
+    ) -> BaselineCmp {
+        let mut outcomes: Vec<HashMap<[u8; 16], Outcome>> = vec![HashMap::new(); names.len()];
+        for ((evaluator, hash), outcome) in stored {
+            if let Some(i) = names.iter().position(|n| *n == evaluator) {
+                outcomes[i].insert(hash, outcome);
+            }
+        }
+        BaselineCmp {
+            name,
+            outcomes,
+            threshold,
+            components: vec![Vec::new(); names.len()],
+            pairs: vec![Vec::new(); names.len()],
+            regressions: 0,
+        }
+    }
 }
 
 /// A result row with its baseline fields (present only when comparing).
@@ -150,10 +180,14 @@ impl Printer {
         };
         let mut regressed = false;
         for (i, outcome) in sample.outcomes.iter().enumerate() {
-            if let Some(before) = b.outcomes.get(&(self.names[i].clone(), sample.hash)) {
-                let change = compare(before, outcome, b.threshold);
-                regressed |= change.delta.is_some_and(|d| d < -EPSILON);
-                b.changes[i].push(change);
+            if let Some(before) = b.outcomes[i].get(&sample.hash) {
+                if let (Some(x), Some(y)) = (before.score, outcome.score) {
+                    regressed |= y < x - EPSILON;
+                }
+                let names = &mut b.components[i];
+                let was = (before.score, component_scores(before, names));
+                let now = (outcome.score, component_scores(outcome, names));
+                b.pairs[i].push((was, now));
             }
         }
         b.regressions += usize::from(regressed);
@@ -168,10 +202,7 @@ impl Printer {
         let Some(b) = &self.baseline else {
             return (None, None);
         };
-        let before = b
-            .outcomes
-            .get(&(self.names[i].clone(), sample.hash))
-            .and_then(|o| o.score);
+        let before = b.outcomes[i].get(&sample.hash).and_then(|o| o.score);
         let delta = match (before, sample.outcomes[i].score) {
             (Some(x), Some(y)) => Some(y - x),
             _ => None,
@@ -207,11 +238,14 @@ impl Printer {
         let Some(b) = &self.baseline else {
             return Vec::new();
         };
-        let mut lines: Vec<String> = self
-            .names
-            .iter()
-            .zip(&b.changes)
-            .map(|(name, changes)| format!("{name} vs baseline {}: {}", b.name, attribute(changes)))
+        let mut lines: Vec<String> = (0..self.names.len())
+            .map(|i| {
+                let pairs = b.pairs[i]
+                    .iter()
+                    .map(|((x, p), (y, q))| ((*x, &p[..]), (*y, &q[..])));
+                let attribution = attribute_compact(pairs, &b.components[i], b.threshold);
+                format!("{} vs baseline {}: {attribution}", self.names[i], b.name)
+            })
             .collect();
         lines.push(format!(
             "{} sample(s) score lower than in baseline {} on some evaluator",

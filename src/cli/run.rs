@@ -36,13 +36,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
             ))
         })?;
         let threshold = session.workspace.config.threshold();
-        printer.baseline = Some(BaselineCmp {
-            name: name.clone(),
-            outcomes,
-            threshold,
-            changes: vec![Vec::new(); names.len()],
-            regressions: 0,
-        });
+        printer.baseline = Some(BaselineCmp::new(name.clone(), outcomes, &names, threshold));
     }
     let mut kept: Vec<(usize, [u8; 16], crate::model::Outcome)> = Vec::new();
     let keep = args.save_baseline.is_some();

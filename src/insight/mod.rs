@@ -127,46 +127,6 @@ pub struct Attribution {
     pub unexplained: usize,
 }
 
-pub fn attribute<C: std::borrow::Borrow<Change>>(
-    changes: impl IntoIterator<Item = C>,
-) -> Attribution {
-    let mut a = Attribution::default();
-    let mut names: Vec<String> = Vec::new();
-    let mut counts: Vec<usize> = Vec::new();
-    for c in changes {
-        let c = c.borrow();
-        a.compared += 1;
-        if !c.moved() {
-            continue;
-        }
-        a.changed += 1;
-        match c.delta {
-            Some(d) if d > 0.0 => a.up += 1,
-            Some(_) => a.down += 1,
-            None => {}
-        }
-        if c.flipped {
-            a.flips += 1;
-        }
-        if c.metrics.is_empty() {
-            a.unexplained += 1;
-        }
-        for (name, _, _) in &c.metrics {
-            match names.iter().position(|n| n == name) {
-                Some(i) => counts[i] += 1,
-                None => {
-                    names.push(name.clone());
-                    counts.push(1);
-                }
-            }
-        }
-    }
-    let mut by: Vec<(String, usize)> = names.into_iter().zip(counts).collect();
-    by.sort_by(|x, y| y.1.cmp(&x.1).then(x.0.cmp(&y.0)));
-    a.by_metric = by;
-    a
-}
-
 impl fmt::Display for Attribution {
     /// "12 samples changed (8 up, 4 down, 3 flipped), 10 through `format`, 2 through `length`"
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -51,7 +51,21 @@ fn a_change_to_one_component_gives_its_delta_flip_and_attribution() {
         vec![("format".to_string(), Some(1.0), Some(0.0))]
     );
     assert!(!changes[2].moved() && changes[2].metrics.is_empty());
-    let a = attribute(&changes);
+    // attribution over the compact form (what the CLI and the workbench use)
+    let mut names = Vec::new();
+    let b: Vec<_> = before
+        .iter()
+        .map(|o| (o.score, component_scores(o, &mut names)))
+        .collect();
+    let n: Vec<_> = after
+        .iter()
+        .map(|o| (o.score, component_scores(o, &mut names)))
+        .collect();
+    let pairs = b
+        .iter()
+        .zip(&n)
+        .map(|((x, p), (y, q))| ((*x, &p[..]), (*y, &q[..])));
+    let a = attribute_compact(pairs, &names, 0.5);
     assert_eq!(
         (a.compared, a.changed, a.up, a.down, a.flips),
         (4, 2, 0, 2, 1)
