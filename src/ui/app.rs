@@ -347,6 +347,9 @@ pub struct Baseline {
     pub attribution: Vec<String>,
 }
 
+/// A remembered rank change: ((sample, evaluator, revision), (rank then, rank now)).
+type RankMemo = ((usize, usize, u64), Option<(usize, usize)>);
+
 /// A pinned cell: its score, component scores and the outcome itself (for reasons).
 type Pinned = (Option<f64>, Box<[f64]>, Option<Arc<Outcome>>);
 
@@ -416,6 +419,10 @@ pub struct App {
     pub weights: Option<Vec<f64>>,
     pub history: Option<History>,
     pub report: Option<(String, Vec<String>)>,
+    /// Bumped whenever scores or the baseline change (what derived views key on).
+    revision: u64,
+    /// The last rank change computed: ((sample, evaluator, revision), result).
+    rank_memo: Option<RankMemo>,
     /// Component names per evaluator, in order of first appearance (cells' `parts`
     /// follow them).
     pub components: Vec<Vec<String>>,
@@ -471,6 +478,8 @@ impl App {
             weights: None,
             history: None,
             report: None,
+            revision: 0,
+            rank_memo: None,
             group_keys: None,
             group_by: None,
             components: Vec::new(),
@@ -503,6 +512,9 @@ impl App {
 
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
         self.dirty = true;
+        if !matches!(msg, Msg::Key(_) | Msg::Resized) {
+            self.revision += 1;
+        }
         let effects = match msg {
             Msg::Key(key) => self.on_key(key),
             Msg::Resized => Vec::new(),
@@ -877,6 +889,7 @@ impl App {
             }
         }
         let count = self.samples.len();
+        self.revision += 1;
         self.baseline = Some(Baseline {
             outcomes,
             attribution: Vec::new(),
@@ -977,9 +990,22 @@ impl App {
         }
     }
 
-    /// A sample's rank among all samples in the baseline and now (1 = best score), by
-    /// counting the better scores: one pass, only for the sample shown.
-    pub fn rank_change(&self, sample: usize, evaluator: usize) -> Option<(usize, usize)> {
+    /// A sample's rank among all samples in the baseline and now (1 = best score),
+    /// remembered until the scores change (the breakdown asks for it every frame).
+    pub fn rank_change(&mut self, sample: usize, evaluator: usize) -> Option<(usize, usize)> {
+        let key = (sample, evaluator, self.revision);
+        if let Some((k, v)) = self.rank_memo {
+            if k == key {
+                return v;
+            }
+        }
+        let v = self.count_rank_change(sample, evaluator);
+        self.rank_memo = Some((key, v));
+        v
+    }
+
+    /// Counts the better scores: one pass over the samples.
+    fn count_rank_change(&self, sample: usize, evaluator: usize) -> Option<(usize, usize)> {
         let baseline = self.baseline.as_ref()?;
         let name = &self.evaluators.get(evaluator)?.name;
         let of = baseline.outcomes.get(name)?;

@@ -479,6 +479,24 @@ fn stats_find_groups_with_identical_rewards() {
     // every sample here has its own prompt: no groups
     app.update(key('v'));
     assert_eq!(app.group_summary(0), Some((0, 0)));
+    // samples 1 and 2 share a prompt (scores 0.1, 0.2); 3 and 4 share one and score the same
+    app.update(Msg::Result {
+        evaluator: 0,
+        sample: 4,
+        outcome: scored(0.3),
+    });
+    let (g1, g2) = (Some([1u8; 16]), Some([2u8; 16]));
+    app.group_keys = Some(vec![None, g1, g1, g2, g2]);
+    assert_eq!(
+        app.group_summary(0),
+        Some((2, 1)),
+        "one of two groups has no signal"
+    );
+    assert_eq!(
+        app.group_summary(1),
+        Some((2, 0)),
+        "on b the rewards differ in both groups"
+    );
 }
 
 #[test]
@@ -518,6 +536,16 @@ fn ranks_against_the_baseline_and_the_rollout_group_of_a_sample() {
     app.update(Msg::RunFinished);
     assert_eq!(app.rank_change(0, 0), Some((5, 1)));
     assert_eq!(app.rank_change(4, 0), Some((1, 2)));
+    app.update(Msg::Result {
+        evaluator: 0,
+        sample: 0,
+        outcome: scored(0.05),
+    });
+    assert_eq!(
+        app.rank_change(0, 0),
+        Some((5, 5)),
+        "a new result refreshes the remembered rank"
+    );
     // two samples sharing a prompt form a group (keys as the stats compute them)
     let mut keys = vec![None; 5];
     keys[1] = Some([1u8; 16]);
