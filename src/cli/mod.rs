@@ -245,10 +245,10 @@ pub fn main() -> ExitCode {
         Some(Command::Init { dir }) => init::init(&dir.unwrap_or_else(|| PathBuf::from("."))),
         Some(Command::Run(args)) => block_on(run::run(args)),
         Some(Command::Preview(args)) => block_on(preview::preview(args)),
-        Some(Command::Serve(args)) => block_on(serve::serve(args)),
+        Some(Command::Serve(args)) => block_on_one_thread(serve::serve(args)),
         Some(Command::Probe(args)) => block_on(probe::probe(args)),
         Some(Command::Check(args)) => block_on(check::check(args)),
-        Some(Command::Tunnel(args)) => block_on(tunnel::tunnel(args)),
+        Some(Command::Tunnel(args)) => block_on_one_thread(tunnel::tunnel(args)),
         Some(Command::Deploy(args)) => block_on(deploy::deploy(args)),
         None => {
             let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
@@ -277,6 +277,20 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// For `serve` and `tunnel`: one thread runs the HTTP server and talks to the
+/// workers. The work is Python's, in the worker processes; the server's part is
+/// short and I/O-bound, and on one thread it needs no cross-thread wake-ups, which
+/// cost it about a third of its CPU per request (scripts/bench_serve.sh).
+fn block_on_one_thread<F: std::future::Future<Output = Result<ExitCode, Fail>>>(
+    f: F,
+) -> Result<ExitCode, Fail> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Fail::Usage(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(f)
 }
 
 fn block_on<F: std::future::Future<Output = Result<ExitCode, Fail>>>(

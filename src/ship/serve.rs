@@ -507,16 +507,29 @@ impl Shared {
     }
 }
 
-/// The EvaluateResult JSON of an outcome, as reward-kit's server returns it.
-pub fn result_json(o: &Outcome) -> Value {
-    json!({
-        "score": o.score,
-        "is_score_valid": o.is_score_valid,
-        "reason": o.reason,
-        "metrics": o.metrics,
-        "step_outputs": o.step_outputs,
-        "error": o.result_error,
-    })
+/// The EvaluateResult JSON of an outcome, as reward-kit's server returns it: written
+/// straight from the outcome, with no JSON tree in between.
+#[derive(serde::Serialize)]
+pub struct ResultBody<'a> {
+    score: Option<f64>,
+    is_score_valid: bool,
+    reason: &'a Option<String>,
+    metrics: &'a Map<String, Value>,
+    step_outputs: &'a Option<Value>,
+    error: &'a Option<String>,
+}
+
+impl<'a> ResultBody<'a> {
+    pub fn of(o: &'a Outcome) -> ResultBody<'a> {
+        ResultBody {
+            score: o.score,
+            is_score_valid: o.is_score_valid,
+            reason: &o.reason,
+            metrics: &o.metrics,
+            step_outputs: &o.step_outputs,
+            error: &o.result_error,
+        }
+    }
 }
 
 async fn run_one(s: &Shared, index: usize, body: &[u8]) -> Response {
@@ -525,7 +538,7 @@ async fn run_one(s: &Shared, index: usize, body: &[u8]) -> Response {
         Err(r) => r.into_response(),
         Ok(raw) => match s.evaluate(index, raw).await {
             Ok(o) => match &o.error {
-                None => Json(result_json(&o)).into_response(),
+                None => Json(ResultBody::of(&o)).into_response(),
                 Some(e) => detail(
                     StatusCode::INTERNAL_SERVER_ERROR,
                     format!("Internal server error during evaluation: {}", e.message),

@@ -505,5 +505,24 @@ class ErrorInfoTest(unittest.TestCase):
         self.assertEqual((info["file"], info["line"]), ("errinfo_bad_syntax.py", 2))
 
 
+class ProtocolLineTests(unittest.TestCase):
+    """_dumps writes every line rwb reads: one compact JSON object, UTF-8 as is, and
+    never NaN or infinity (send_result turns those into an InvalidResult)."""
+
+    def test_one_compact_line_in_utf8(self):
+        line = W._dumps({"i": 3, "ok": {"reason": "caf\u00e9 \u2713", "metrics": {}}})
+        self.assertEqual(line, '{"i":3,"ok":{"reason":"caf\u00e9 \u2713","metrics":{}}}\n'.encode("utf-8"))
+        self.assertEqual(json.loads(line), {"i": 3, "ok": {"reason": "caf\u00e9 \u2713", "metrics": {}}})
+
+    def test_refuses_non_finite_numbers(self):
+        for bad in (NAN, float("inf"), float("-inf")):
+            with self.assertRaises(ValueError):
+                W._dumps({"i": 1, "ok": {"score": bad}})
+
+    def test_refuses_objects_json_cannot_write(self):
+        with self.assertRaises(TypeError):
+            W._dumps({"i": 1, "ok": {"step_outputs": [object()]}})
+
+
 if __name__ == "__main__":
     unittest.main()
