@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Serve benchmark: rwb serve vs reward-kit's generic_server on the same evaluator
-# (the bundled samples' relevance evaluator), loaded from one client on loopback.
-# Installs reward-kit 0.4.1 into a throwaway virtualenv for the comparison only.
+# (the bundled samples' relevance evaluator), loaded from one client on loopback,
+# in alternating rounds. Installs reward-kit 0.4.1 into a throwaway virtualenv for
+# the comparison only. Extra arguments go to benches/serve_load.rs, e.g.
+#   scripts/bench_serve.sh --rounds 5 --seconds 3 --jobs 2
 set -euo pipefail
 cd "$(dirname "$0")/.."
 venv="${RWB_REAL_REWARD_KIT_PYTHON:-}"
