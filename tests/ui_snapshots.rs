@@ -136,6 +136,45 @@ fn key(c: char) -> Msg {
 }
 
 #[test]
+fn without_colour_the_selected_row_is_reversed() {
+    // NO_COLOR: every colour is the terminal's own, so the selection must not rely on
+    // a background colour to be seen
+    let mut app = app();
+    app.update(key('j'));
+    let theme = Theme::monochrome();
+    let highlighter = Highlighter::new();
+    let source = |_: &Path| Some(SOURCE.to_string());
+    let ctx = Ctx {
+        theme: &theme,
+        highlighter: &highlighter,
+        source: &source,
+    };
+    let mut terminal = Terminal::new(TestBackend::new(100, 30)).unwrap();
+    terminal.draw(|f| draw(f, &mut app, &ctx)).unwrap();
+    let buffer = terminal.backend().buffer();
+    let row = |y: u16| -> (String, bool) {
+        let text = (1..40).map(|x| buffer[(x, y)].symbol()).collect();
+        let reversed = (1..40).all(|x| {
+            buffer[(x, y)]
+                .modifier
+                .contains(ratatui::style::Modifier::REVERSED)
+        });
+        (text, reversed)
+    };
+    // rows 2..6 of the list are samples 0..3; sample 1 is selected
+    let marked: Vec<(String, bool)> = (2..6).map(row).collect();
+    assert!(
+        marked[1].0.starts_with("1 What is 6 times 7?"),
+        "{marked:?}"
+    );
+    assert_eq!(
+        marked.iter().map(|(_, r)| *r).collect::<Vec<_>>(),
+        [false, true, false, false],
+        "{marked:?}"
+    );
+}
+
+#[test]
 fn layout_100x30_scores_and_breakdown() {
     let mut app = app();
     insta::assert_snapshot!(render(&mut app, 100, 30));

@@ -245,12 +245,7 @@ fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
         }
         let mut line = Line::from(spans);
         if selected {
-            line = line.style(
-                Style::default()
-                    .fg(p.selection_fg)
-                    .bg(p.selection_bg)
-                    .add_modifier(Modifier::BOLD),
-            );
+            line = line.style(ctx.theme.selection_style().add_modifier(Modifier::BOLD));
         }
         lines.push(line);
     }
@@ -1219,10 +1214,7 @@ fn draw_deploy(frame: &mut Frame, form: &super::app::DeployForm, ctx: &Ctx, area
     let field = |i: usize, label: &str, value: String| {
         let focused = form.field == i;
         let style = if focused {
-            Style::default()
-                .fg(p.selection_fg)
-                .bg(p.selection_bg)
-                .add_modifier(Modifier::BOLD)
+            ctx.theme.selection_style().add_modifier(Modifier::BOLD)
         } else {
             Style::default().fg(p.fg)
         };
@@ -1315,10 +1307,7 @@ fn draw_history(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
             v.count
         );
         let style = if i == h.cursor {
-            Style::default()
-                .fg(p.selection_fg)
-                .bg(p.selection_bg)
-                .add_modifier(Modifier::BOLD)
+            ctx.theme.selection_style().add_modifier(Modifier::BOLD)
         } else {
             Style::default().fg(p.fg)
         };
