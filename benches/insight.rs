@@ -32,15 +32,9 @@ fn outcome(score: f64, fmt: f64) -> Box<Outcome> {
         json!({"score": 1.0, "is_score_valid": true, "reason": "c"}),
     );
     Box::new(Outcome {
-        score: Some(score),
-        is_score_valid: true,
         reason: Some("r".into()),
-        metrics,
-        step_outputs: None,
-        error: None,
-        result_error: None,
         duration_ms: 0.1,
-        output: None,
+        ..Outcome::scored(score, metrics)
     })
 }
 

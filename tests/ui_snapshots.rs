@@ -29,15 +29,9 @@ fn info(name: &str) -> EvaluatorInfo {
 
 fn outcome(score: f64, reason: &str, metrics: serde_json::Value) -> Box<Outcome> {
     Box::new(Outcome {
-        score: Some(score),
-        is_score_valid: true,
         reason: Some(reason.into()),
-        metrics: metrics.as_object().cloned().unwrap_or_default(),
-        step_outputs: None,
-        error: None,
-        result_error: None,
         duration_ms: 1.25,
-        output: None,
+        ..Outcome::scored(score, metrics.as_object().cloned().unwrap_or_default())
     })
 }
 

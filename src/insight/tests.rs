@@ -10,17 +10,7 @@ fn outcome(score: f64, metrics: &[(&str, f64)]) -> Outcome {
             json!({"score": v, "is_score_valid": true, "reason": "r"}),
         );
     }
-    Outcome {
-        score: Some(score),
-        is_score_valid: true,
-        reason: None,
-        metrics: m,
-        step_outputs: None,
-        error: None,
-        result_error: None,
-        duration_ms: 0.0,
-        output: None,
-    }
+    Outcome::scored(score, m)
 }
 
 #[test]

@@ -197,6 +197,21 @@ impl Outcome {
         }
     }
 
+    /// A valid score with these component metrics, and nothing else said.
+    pub fn scored(score: f64, metrics: Map<String, Value>) -> Outcome {
+        Outcome {
+            score: Some(score),
+            is_score_valid: true,
+            reason: None,
+            metrics,
+            step_outputs: None,
+            error: None,
+            result_error: None,
+            duration_ms: 0.0,
+            output: None,
+        }
+    }
+
     pub fn is_error(&self) -> bool {
         self.error.is_some()
     }
@@ -359,17 +374,7 @@ mod tests {
     use super::*;
 
     fn scored(x: f64) -> Outcome {
-        Outcome {
-            score: Some(x),
-            is_score_valid: true,
-            reason: None,
-            metrics: Map::new(),
-            step_outputs: None,
-            error: None,
-            result_error: None,
-            duration_ms: 0.0,
-            output: None,
-        }
+        Outcome::scored(x, Map::new())
     }
 
     #[test]

@@ -56,15 +56,9 @@ fn sample(i: usize, text: &str) -> Sample {
 
 fn scored(x: f64) -> Box<Outcome> {
     Box::new(Outcome {
-        score: Some(x),
-        is_score_valid: true,
         reason: Some(format!("r{x}")),
-        metrics: Map::new(),
-        step_outputs: None,
-        error: None,
-        result_error: None,
         duration_ms: 0.1,
-        output: None,
+        ..Outcome::scored(x, Map::new())
     })
 }
 
