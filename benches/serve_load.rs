@@ -79,37 +79,37 @@ async fn connect(port: u16) -> std::io::Result<Sender> {
     Ok(sender)
 }
 
-/// One request; Ok(true) when it answered 200 and its body was read.
-async fn post(sender: &mut Sender, port: u16, path: &str, body: &Bytes) -> bool {
+/// One request; true when it answered 2xx and its body was read.
+async fn send(
+    sender: &mut Sender,
+    method: hyper::Method,
+    port: u16,
+    path: &str,
+    body: &Bytes,
+) -> bool {
     if sender.ready().await.is_err() {
         return false;
     }
-    let request = hyper::Request::post(path)
+    let request = hyper::Request::builder()
+        .method(method)
+        .uri(path)
         .header("host", format!("127.0.0.1:{port}"))
         .header("content-type", "application/json")
         .body(Full::new(body.clone()))
         .unwrap();
     match sender.send_request(request).await {
         Ok(response) => {
-            let ok = response.status().is_success();
-            ok && response.into_body().collect().await.is_ok()
+            response.status().is_success() && response.into_body().collect().await.is_ok()
         }
         Err(_) => false,
     }
 }
 
 async fn get_ok(port: u16, path: &str) -> bool {
-    let Ok(mut sender) = connect(port).await else {
-        return false;
-    };
-    if sender.ready().await.is_err() {
-        return false;
+    match connect(port).await {
+        Ok(mut sender) => send(&mut sender, hyper::Method::GET, port, path, &Bytes::new()).await,
+        Err(_) => false,
     }
-    let request = hyper::Request::get(path)
-        .header("host", format!("127.0.0.1:{port}"))
-        .body(Full::new(Bytes::new()))
-        .unwrap();
-    matches!(sender.send_request(request).await, Ok(r) if r.status().is_success())
 }
 
 async fn wait_ready(name: &str, port: u16) {
@@ -148,7 +148,7 @@ async fn drive(
                 let body = &bodies[next % bodies.len()];
                 next += 1;
                 let t = Instant::now();
-                if post(&mut sender, port, "/evaluate", body).await {
+                if send(&mut sender, hyper::Method::POST, port, "/evaluate", body).await {
                     latencies.push(t.elapsed().as_secs_f64() * 1000.0);
                 } else {
                     errors += 1;

@@ -282,21 +282,24 @@ pub fn main() -> ExitCode {
 /// For `serve` and `tunnel`: one thread runs the HTTP server and talks to the
 /// workers. The work is Python's, in the worker processes; the server's part is
 /// short and I/O-bound, and on one thread it needs no cross-thread wake-ups, which
-/// cost it about a third of its CPU per request (scripts/bench_serve.sh).
+/// cost it about a third of its CPU per request (measured with wrk, 16 connections).
 fn block_on_one_thread<F: std::future::Future<Output = Result<ExitCode, Fail>>>(
     f: F,
 ) -> Result<ExitCode, Fail> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Fail::Usage(format!("cannot start the async runtime: {e}")))?;
-    runtime.block_on(f)
+    run_on(tokio::runtime::Builder::new_current_thread(), f)
 }
 
 fn block_on<F: std::future::Future<Output = Result<ExitCode, Fail>>>(
     f: F,
 ) -> Result<ExitCode, Fail> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    run_on(tokio::runtime::Builder::new_multi_thread(), f)
+}
+
+fn run_on<F: std::future::Future<Output = Result<ExitCode, Fail>>>(
+    mut builder: tokio::runtime::Builder,
+    f: F,
+) -> Result<ExitCode, Fail> {
+    let runtime = builder
         .enable_all()
         .build()
         .map_err(|e| Fail::Usage(format!("cannot start the async runtime: {e}")))?;

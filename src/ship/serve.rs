@@ -510,7 +510,7 @@ impl Shared {
 /// The EvaluateResult JSON of an outcome, as reward-kit's server returns it: written
 /// straight from the outcome, with no JSON tree in between.
 #[derive(serde::Serialize)]
-pub struct ResultBody<'a> {
+struct ResultBody<'a> {
     score: Option<f64>,
     is_score_valid: bool,
     reason: &'a Option<String>,
@@ -520,7 +520,7 @@ pub struct ResultBody<'a> {
 }
 
 impl<'a> ResultBody<'a> {
-    pub fn of(o: &'a Outcome) -> ResultBody<'a> {
+    fn of(o: &'a Outcome) -> ResultBody<'a> {
         ResultBody {
             score: o.score,
             is_score_valid: o.is_score_valid,
