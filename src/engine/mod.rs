@@ -13,7 +13,7 @@ mod protocol;
 mod worker;
 mod zygote;
 
-pub use pool::{spawn_error, Pool, PoolJob, Sink};
+pub use pool::{spawn_error, Pool, PoolJob, PoolWork, Sink};
 pub use worker::{Loaded, Next, Worker};
 pub use zygote::{Engine, EngineError, ZygoteInfo};
 

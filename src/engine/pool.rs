@@ -1,5 +1,10 @@
 //! Scheduling: batches of samples over `--jobs` CPU slots, workers kept warm per
 //! evaluator, lost batches rerun on a fresh worker.
+//!
+//! Single samples ([`PoolWork::One`]) are merged into batches sized by how long the
+//! evaluator takes. A batch formed by the caller ([`PoolWork::Batch`], TRL's
+//! generation batch) is one call: it is never merged, split or reordered, and a
+//! retry keeps it whole, so a batch-relative reward sees the same batch on every run.
 
 use super::worker::{Next, Worker};
 use super::zygote::{Engine, EngineError};
@@ -22,6 +27,30 @@ const MAX_BATCH_BYTES: usize = 4 << 20;
 pub struct PoolJob {
     pub id: u64,
     pub raw: Arc<str>,
+}
+
+/// What a pool's queue carries.
+#[derive(Clone, Debug)]
+pub enum PoolWork {
+    /// One sample, merged with others waiting into a batch of adaptive size.
+    One(PoolJob),
+    /// A batch formed by the caller, sent to the worker as it is.
+    Batch(Vec<PoolJob>),
+}
+
+impl PoolWork {
+    fn into_jobs(self) -> Vec<PoolJob> {
+        match self {
+            PoolWork::One(job) => vec![job],
+            PoolWork::Batch(jobs) => jobs,
+        }
+    }
+}
+
+impl From<PoolJob> for PoolWork {
+    fn from(job: PoolJob) -> PoolWork {
+        PoolWork::One(job)
+    }
 }
 
 /// Receives each outcome as it is produced.
@@ -121,14 +150,14 @@ impl Pool {
         self.idle.lock().unwrap().remove(name);
     }
 
-    /// Evaluates every job sent on `queue` until it closes, on up to `jobs` workers of
+    /// Evaluates all work sent on `queue` until it closes, on up to `jobs` workers of
     /// this evaluator at a time, calling `sink` with each outcome as it arrives.
     /// Dropping the returned future cancels the work and kills busy workers.
     pub async fn drain(
         self: &Arc<Self>,
         spec: Arc<EvaluatorSpec>,
         key: [u8; 32],
-        queue: flume::Receiver<PoolJob>,
+        queue: flume::Receiver<PoolWork>,
         sink: Sink,
     ) {
         let average_ms = Arc::new(AtomicU64::new(f64::NAN.to_bits()));
@@ -153,13 +182,14 @@ impl Pool {
         &self,
         spec: &EvaluatorSpec,
         key: [u8; 32],
-        queue: flume::Receiver<PoolJob>,
+        queue: flume::Receiver<PoolWork>,
         sink: Sink,
         average_ms: &AtomicU64,
     ) {
         let mut worker: Option<Worker> = None;
-        // jobs that must run again because their worker died before answering them
-        let mut retry: VecDeque<PoolJob> = VecDeque::new();
+        // work that goes next: jobs that must run again because their worker died
+        // before answering them, or a whole batch met while merging single jobs
+        let mut retry: VecDeque<PoolWork> = VecDeque::new();
         let mut open = true;
         loop {
             let first = match retry.pop_front() {
@@ -172,6 +202,9 @@ impl Pool {
             };
             let limit = self.batch_limit(spec, worker.as_ref(), average_ms);
             let batch = take_batch(first, &mut retry, &queue, limit);
+            if batch.is_empty() {
+                continue;
+            }
             let _slot = self
                 .slots
                 .acquire()
@@ -183,7 +216,8 @@ impl Pool {
                     Ok(w) => w,
                     Err(e) => {
                         let error = spawn_error(spec, e);
-                        for job in batch.into_iter().chain(retry.drain(..)) {
+                        let waiting = retry.drain(..).flat_map(PoolWork::into_jobs);
+                        for job in batch.into_iter().chain(waiting) {
                             sink(job.id, Outcome::failed(error.clone()));
                         }
                         continue;
@@ -228,40 +262,41 @@ impl Pool {
                             let batched = w.loaded.style.is_batched();
                             let mut unanswered: Vec<PoolJob> = Vec::new();
                             for (n, b) in inflight.drain(..).enumerate() {
-                                for job in b {
-                                    if !answered.contains(&job.id) {
-                                        unanswered.push(job);
-                                    }
-                                }
-                                if batched && n == 0 {
+                                let left = b.into_iter().filter(|j| !answered.contains(&j.id));
+                                if !batched {
+                                    unanswered.extend(left);
+                                } else if n == 0 {
                                     // a batched call is one call: its whole batch failed
-                                    for job in unanswered.drain(..) {
+                                    for job in left {
                                         sink(job.id, Outcome::failed(error.clone()));
                                     }
+                                } else {
+                                    // not started yet: it runs again as the same batch
+                                    retry.push_back(PoolWork::Batch(left.collect()));
                                 }
                             }
-                            if !batched && !unanswered.is_empty() {
+                            if !unanswered.is_empty() {
                                 let current = w.current().filter(|c| unanswered.iter().any(|j| j.id == *c));
                                 let blamed = current.unwrap_or(unanswered[0].id);
                                 for job in unanswered {
                                     if job.id == blamed {
                                         sink(job.id, Outcome::failed(error.clone()));
                                     } else {
-                                        retry.push_back(job);
+                                        retry.push_back(PoolWork::One(job));
                                     }
                                 }
-                            } else {
-                                retry.extend(unanswered);
                             }
                             break false;
                         }
                     },
                     job = queue.recv_async(), if more => match job {
-                        Ok(job) => {
+                        Ok(work) => {
                             let limit = self.batch_limit(spec, Some(&w), average_ms);
-                            let next = take_batch(job, &mut retry, &queue, limit);
-                            let _ = w.send(&pairs(&next)).await;
-                            inflight.push_back(next);
+                            let next = take_batch(work, &mut retry, &queue, limit);
+                            if !next.is_empty() {
+                                let _ = w.send(&pairs(&next)).await;
+                                inflight.push_back(next);
+                            }
                         }
                         Err(_) => open = false,
                     },
@@ -276,8 +311,8 @@ impl Pool {
         }
     }
 
-    /// How many samples to send in one batch: the configured size for batched styles,
-    /// else about [`TARGET_BATCH_MS`] of work by the recent average.
+    /// How many single jobs to merge into one batch: the configured size for batched
+    /// styles, else about [`TARGET_BATCH_MS`] of work by the recent average.
     fn batch_limit(
         &self,
         spec: &EvaluatorSpec,
@@ -298,26 +333,39 @@ impl Pool {
     }
 }
 
-/// A batch: `first`, then what is waiting (jobs to retry first), up to `limit` jobs
-/// and [`MAX_BATCH_BYTES`].
+/// The next batch to send. A caller's batch goes as it is; a single job is merged
+/// with the single jobs waiting after it (work to retry first), up to `limit` jobs and
+/// [`MAX_BATCH_BYTES`], stopping at a caller's batch, which is kept to go next.
 fn take_batch(
-    first: PoolJob,
-    retry: &mut VecDeque<PoolJob>,
-    queue: &flume::Receiver<PoolJob>,
+    first: PoolWork,
+    retry: &mut VecDeque<PoolWork>,
+    queue: &flume::Receiver<PoolWork>,
     limit: usize,
 ) -> Vec<PoolJob> {
+    let first = match first {
+        PoolWork::Batch(jobs) => return jobs,
+        PoolWork::One(job) => job,
+    };
     let mut bytes = first.raw.len();
     let mut batch = vec![first];
     while batch.len() < limit && bytes < MAX_BATCH_BYTES {
         let next = match retry.pop_front() {
-            Some(job) => job,
+            Some(work) => work,
             None => match queue.try_recv() {
-                Ok(job) => job,
+                Ok(work) => work,
                 Err(_) => break,
             },
         };
-        bytes += next.raw.len();
-        batch.push(next);
+        match next {
+            PoolWork::One(job) => {
+                bytes += job.raw.len();
+                batch.push(job);
+            }
+            whole @ PoolWork::Batch(_) => {
+                retry.push_front(whole);
+                break;
+            }
+        }
     }
     batch
 }
@@ -335,5 +383,44 @@ pub fn spawn_error(spec: &EvaluatorSpec, error: EngineError) -> EvalError {
             kinds::WORKER_CRASHED,
             format!("no worker for '{}': {other}", spec.name),
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(id: u64) -> PoolJob {
+        PoolJob {
+            id,
+            raw: Arc::from("{}"),
+        }
+    }
+
+    fn ids(batch: &[PoolJob]) -> Vec<u64> {
+        batch.iter().map(|j| j.id).collect()
+    }
+
+    #[test]
+    fn a_callers_batch_is_never_merged_split_or_reordered() {
+        let (tx, rx) = flume::unbounded();
+        tx.send(PoolWork::Batch(vec![job(3), job(4)])).unwrap();
+        tx.send(PoolWork::One(job(5))).unwrap();
+        let mut retry = VecDeque::new();
+        let whole = PoolWork::Batch(vec![job(2), job(0), job(1)]);
+        // a limit below the batch's size does not split it, and nothing joins it
+        assert_eq!(ids(&take_batch(whole, &mut retry, &rx, 2)), [2, 0, 1]);
+        assert_eq!(rx.len(), 2);
+        // single jobs merge up to the next caller's batch, which is kept to go next
+        let mut retry = VecDeque::from([PoolWork::One(job(1))]);
+        let merged = take_batch(PoolWork::One(job(0)), &mut retry, &rx, 16);
+        assert_eq!(ids(&merged), [0, 1]);
+        let next = retry.pop_front().expect("the batch met is kept");
+        let next = take_batch(next, &mut retry, &rx, 16);
+        assert_eq!(ids(&next), [3, 4]);
+        assert_eq!(
+            ids(&take_batch(PoolWork::One(job(9)), &mut retry, &rx, 16)),
+            [9, 5]
+        );
     }
 }

@@ -5,16 +5,18 @@
 //! Owns code keys (what makes a cached result still valid) and the order of work.
 //! Must not print or draw: results leave as [`Event`]s.
 
-use crate::engine::{Engine, EngineError, Pool, PoolJob};
+use crate::engine::{Engine, EngineError, Pool, PoolWork};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, SampleRef, Style};
 use crate::store::{CodeKey, ImportMemo, SampleHash, Store, StoreWriter};
 use crate::workspace::{SampleLine, SamplesFile, SamplesReader};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 use tokio::sync::mpsc;
 
+mod feed;
 mod probes;
 pub use probes::{probe_report, ProbeRow};
 
@@ -67,10 +69,15 @@ pub struct Runner {
     identity: String,
 }
 
+/// A sample some evaluators are still working on.
 struct InFlight {
     at: SampleRef,
+    /// The line's content hash (what events carry).
     hash: SampleHash,
     waiting: usize,
+    /// Evaluators that store this sample's result under another key than `hash` (a
+    /// batched style's member of a batch), as (evaluator, key).
+    keys: Vec<(usize, SampleHash)>,
 }
 
 impl Runner {
@@ -228,6 +235,10 @@ impl Runner {
     /// `events` as it is known (cache hits first, in file order; evaluations as they
     /// finish). With `read_cache` false every sample is evaluated again (results are
     /// still stored, when there is a store).
+    ///
+    /// Batched styles (TRL) get consecutive valid samples in file order, exactly
+    /// `batch_size` per call (the last shorter), whatever `--jobs` is; their results
+    /// are cached under keys that cover the whole batch (see [`feed`]).
     pub async fn run(
         &self,
         evaluators: &[Prepared],
@@ -250,7 +261,7 @@ impl Runner {
         }
         let writer: Option<Arc<StoreWriter>> = store.and_then(|s| s.writer().ok()).map(Arc::new);
         let inflight: Arc<Mutex<HashMap<u64, InFlight>>> = Arc::default();
-        let evaluated: Arc<Vec<std::sync::atomic::AtomicUsize>> =
+        let evaluated: Arc<Vec<AtomicUsize>> =
             Arc::new(evaluators.iter().map(|_| Default::default()).collect());
 
         let mut queues = Vec::new();
@@ -260,117 +271,30 @@ impl Runner {
                 queues.push(None);
                 continue;
             }
-            let (tx, rx) = flume::bounded::<PoolJob>(QUEUE_DEPTH);
+            let (tx, rx) = flume::bounded::<PoolWork>(QUEUE_DEPTH);
             queues.push(Some(tx));
-            let sink = {
-                let inflight = inflight.clone();
-                let writer = writer.clone();
-                let events = events.clone();
-                let evaluated = evaluated.clone();
-                let key = p.key;
-                Arc::new(move |id: u64, outcome: Outcome| {
-                    evaluated[index].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    let (at, hash) = {
-                        let mut map = inflight.lock().unwrap();
-                        let Some(entry) = map.get_mut(&id) else {
-                            return;
-                        };
-                        let found = (entry.at.clone(), entry.hash);
-                        entry.waiting -= 1;
-                        if entry.waiting == 0 {
-                            map.remove(&id);
-                        }
-                        found
-                    };
-                    if let Some(w) = &writer {
-                        if outcome.error.as_ref().is_none_or(|e| !e.is_transient()) {
-                            w.put(&key, &hash, &outcome);
-                        }
-                    }
-                    let _ = events.send(Event::Result {
-                        evaluator: index,
-                        at,
-                        hash,
-                        outcome,
-                        cached: false,
-                    });
-                })
-            };
+            let sink = feed::result_sink(
+                index,
+                p.key,
+                inflight.clone(),
+                writer.clone(),
+                events.clone(),
+                evaluated.clone(),
+            );
             let pool = self.pool.clone();
             let spec = p.spec.clone();
             let key = p.key;
             drains.spawn(async move { pool.drain(spec, key, rx, sink).await });
         }
 
-        let mut stats = RunStats {
-            samples: 0,
-            evaluated: vec![0; evaluators.len()],
-            cached: vec![0; evaluators.len()],
-        };
+        let mut feed = feed::Feed::new(evaluators, files, cached_maps, queues, inflight, &events);
         let mut reader = SamplesReader::new(files);
         let limit = max_samples.unwrap_or(usize::MAX);
-        while stats.samples < limit {
+        while feed.stats.samples < limit {
             let Some(line) = reader.next() else { break };
-            let line: SampleLine = line?;
-            stats.samples += 1;
-            let send = |evaluator: usize, outcome: Outcome, cached: bool| {
-                let _ = events.send(Event::Result {
-                    evaluator,
-                    at: line.at.clone(),
-                    hash: line.hash,
-                    outcome,
-                    cached,
-                });
-            };
-            if let Some(why) = &line.bad {
-                let label = &files[line.at.file].label;
-                let error = EvalError::new(
-                    kinds::BAD_SAMPLE,
-                    format!("{label}:{}: {why}", line.at.line),
-                );
-                for index in 0..evaluators.len() {
-                    send(index, Outcome::failed(error.clone()), false);
-                }
-                continue;
-            }
-            let raw: Arc<str> = Arc::from(line.raw.as_str());
-            let mut to_run = Vec::new();
-            for (index, p) in evaluators.iter().enumerate() {
-                if let Some(failure) = &p.failure {
-                    send(index, Outcome::failed(failure.clone()), false);
-                } else if let Some(hit) = cached_maps[index].get(&line.hash) {
-                    stats.cached[index] += 1;
-                    send(index, hit.clone(), true);
-                } else {
-                    to_run.push(index);
-                }
-            }
-            if to_run.is_empty() {
-                continue;
-            }
-            let id = line.at.index as u64;
-            inflight.lock().unwrap().insert(
-                id,
-                InFlight {
-                    at: line.at.clone(),
-                    hash: line.hash,
-                    waiting: to_run.len(),
-                },
-            );
-            for index in to_run {
-                let queue = queues[index]
-                    .as_ref()
-                    .expect("evaluators that can run have a queue");
-                let job = PoolJob {
-                    id,
-                    raw: raw.clone(),
-                };
-                if queue.send_async(job).await.is_err() {
-                    break;
-                }
-            }
+            feed.line(line?).await;
         }
-        drop(queues);
+        let mut stats = feed.finish().await;
         while drains.join_next().await.is_some() {}
         if let Some(w) = writer {
             if let Ok(w) = Arc::try_unwrap(w) {
@@ -378,7 +302,7 @@ impl Runner {
             }
         }
         for (i, n) in evaluated.iter().enumerate() {
-            stats.evaluated[i] = n.load(std::sync::atomic::Ordering::Relaxed);
+            stats.evaluated[i] = n.load(Ordering::Relaxed);
         }
         Ok(stats)
     }

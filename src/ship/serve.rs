@@ -6,7 +6,7 @@
 //! for its own outcome by id. The server never runs Python itself.
 
 use crate::cli::Session;
-use crate::engine::{Pool, PoolJob};
+use crate::engine::{Pool, PoolJob, PoolWork};
 use crate::model::{EvalError, EvaluatorSpec, Outcome};
 use crate::runner::Prepared;
 use crate::runner::Runner;
@@ -78,8 +78,10 @@ type Waiting = Arc<Mutex<HashMap<u64, oneshot::Sender<Outcome>>>>;
 /// One evaluator as served: its queue, or why it cannot run.
 struct Served {
     spec: Arc<EvaluatorSpec>,
-    queue: Option<flume::Sender<PoolJob>>,
+    queue: Option<flume::Sender<PoolWork>>,
     failure: Option<EvalError>,
+    /// A batched style (TRL): a request's samples are one batch, called as one.
+    batched: bool,
 }
 
 struct Shared {
@@ -172,10 +174,11 @@ pub async fn start_with(
                 spec: p.spec.clone(),
                 queue: None,
                 failure: p.failure,
+                batched: false,
             });
             continue;
         }
-        let (tx, rx) = flume::unbounded::<PoolJob>();
+        let (tx, rx) = flume::unbounded::<PoolWork>();
         let sink_waiting = waiting.clone();
         let sink: crate::engine::Sink = Arc::new(move |id, outcome| {
             if let Some(reply) = sink_waiting.lock().unwrap().remove(&id) {
@@ -192,6 +195,7 @@ pub async fn start_with(
             spec: p.spec,
             queue: Some(tx),
             failure: None,
+            batched: p.style.is_some_and(|s| s.is_batched()),
         });
     }
     let default = workspace
@@ -471,22 +475,51 @@ impl Shared {
             })
     }
 
-    /// Evaluates one sample line on evaluator `index`.
+    /// Evaluates one sample line on evaluator `index` (for TRL, a batch of one).
     async fn evaluate(&self, index: usize, raw: String) -> Result<Outcome, EvalError> {
+        let mut outcomes = self.evaluate_all(index, vec![raw]).await;
+        outcomes.pop().expect("one outcome per line")
+    }
+
+    /// Evaluates sample lines on evaluator `index`, one outcome per line in order. For
+    /// a batched style they are one batch, as a trainer's generation batch is.
+    async fn evaluate_all(
+        &self,
+        index: usize,
+        raws: Vec<String>,
+    ) -> Vec<Result<Outcome, EvalError>> {
         let served = &self.evaluators[index];
         let Some(queue) = &served.queue else {
-            return Err(served
+            let failure = served
                 .failure
                 .clone()
-                .unwrap_or_else(|| EvalError::new("ImportFailed", "not loaded")));
+                .unwrap_or_else(|| EvalError::new("ImportFailed", "not loaded"));
+            return raws.iter().map(|_| Err(failure.clone())).collect();
         };
-        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
-        let (tx, rx) = oneshot::channel();
-        self.waiting.lock().unwrap().insert(id, tx);
-        let _ = queue.send(PoolJob {
-            id,
-            raw: raw.into(),
-        });
+        let mut jobs = Vec::with_capacity(raws.len());
+        let mut replies = Vec::with_capacity(raws.len());
+        for raw in raws {
+            let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+            let (tx, rx) = oneshot::channel();
+            self.waiting.lock().unwrap().insert(id, tx);
+            jobs.push(PoolJob {
+                id,
+                raw: raw.into(),
+            });
+            replies.push(self.reply(id, rx));
+        }
+        if served.batched {
+            let _ = queue.send(PoolWork::Batch(jobs));
+        } else {
+            for job in jobs {
+                let _ = queue.send(PoolWork::One(job));
+            }
+        }
+        futures::future::join_all(replies).await
+    }
+
+    /// Waits for the outcome of job `id`, up to the request timeout.
+    async fn reply(&self, id: u64, rx: oneshot::Receiver<Outcome>) -> Result<Outcome, EvalError> {
         match tokio::time::timeout(self.timeout, rx).await {
             Ok(Ok(outcome)) => Ok(outcome),
             Ok(Err(_)) => Err(EvalError::new(
@@ -611,7 +644,7 @@ async fn batch(
     };
     let prompts = parsed.get("prompts").and_then(|p| p.as_array());
     let labels = parsed.get("labels").and_then(|l| l.as_array());
-    let jobs = queries.iter().enumerate().map(|(i, q)| {
+    let lines = queries.iter().enumerate().map(|(i, q)| {
         let query = q.as_str().unwrap_or_default();
         let prompt = prompts
             .and_then(|p| p.get(i))
@@ -627,10 +660,9 @@ async fn batch(
             .and_then(|l| l.get(i))
             .cloned()
             .unwrap_or(Value::Null);
-        let raw = json!({"messages": messages, "ground_truth": label}).to_string();
-        s.evaluate(index, raw)
+        json!({"messages": messages, "ground_truth": label}).to_string()
     });
-    let outcomes = futures::future::join_all(jobs).await;
+    let outcomes = s.evaluate_all(index, lines.collect()).await;
     let mut rewards = Vec::new();
     let mut logs: Map<String, Value> = Map::new();
     let mut errors = Vec::new();

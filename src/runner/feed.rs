@@ -1,0 +1,298 @@
+//! Feeding a run: sample lines in file order become cache hits, or work for the pool.
+//!
+//! A pointwise evaluator gets each sample on its own (the pool merges them into
+//! batches of its choosing). A batched style (TRL, reward-kit batch mode) gets the
+//! batches a trainer would give it, formed here: consecutive valid samples in file
+//! order, exactly `batch_size` each, the last shorter, the same on every run and for
+//! every `--jobs`. Such a result depends on its whole batch, so it is cached under a
+//! key that covers the member's position and every member's content ([`batch_keys`]):
+//! a partly cached file never changes how samples are batched, and editing one sample
+//! evaluates its whole batch again.
+
+use super::{Event, InFlight, Prepared, RunStats};
+use crate::engine::{PoolJob, PoolWork, Sink};
+use crate::model::{kinds, EvalError, Outcome, SampleRef};
+use crate::store::{CodeKey, SampleHash, StoreWriter};
+use crate::workspace::{SampleLine, SamplesFile};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use tokio::sync::mpsc;
+
+/// A sample waiting for its batch to fill.
+struct Member {
+    at: SampleRef,
+    hash: SampleHash,
+    raw: Arc<str>,
+}
+
+/// Hands one run's sample lines to the evaluators' queues, in file order.
+pub(super) struct Feed<'a> {
+    evaluators: &'a [Prepared],
+    files: &'a [SamplesFile],
+    cached: Vec<HashMap<SampleHash, Outcome>>,
+    queues: Vec<Option<flume::Sender<PoolWork>>>,
+    inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
+    events: &'a mpsc::UnboundedSender<Event>,
+    /// Per evaluator, the batch being filled (always empty for pointwise styles).
+    filling: Vec<Vec<Member>>,
+    pub stats: RunStats,
+}
+
+impl<'a> Feed<'a> {
+    pub fn new(
+        evaluators: &'a [Prepared],
+        files: &'a [SamplesFile],
+        cached: Vec<HashMap<SampleHash, Outcome>>,
+        queues: Vec<Option<flume::Sender<PoolWork>>>,
+        inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
+        events: &'a mpsc::UnboundedSender<Event>,
+    ) -> Feed<'a> {
+        let n = evaluators.len();
+        Feed {
+            evaluators,
+            files,
+            cached,
+            queues,
+            inflight,
+            events,
+            filling: (0..n).map(|_| Vec::new()).collect(),
+            stats: RunStats {
+                samples: 0,
+                evaluated: vec![0; n],
+                cached: vec![0; n],
+            },
+        }
+    }
+
+    /// Samples per call when evaluator `index` is called in batches.
+    fn batch_size(&self, index: usize) -> Option<usize> {
+        let p = &self.evaluators[index];
+        let batched = p.style.is_some_and(|s| s.is_batched());
+        batched.then_some(p.spec.batch_size.max(1))
+    }
+
+    fn send(
+        &self,
+        evaluator: usize,
+        at: &SampleRef,
+        hash: SampleHash,
+        outcome: Outcome,
+        cached: bool,
+    ) {
+        let _ = self.events.send(Event::Result {
+            evaluator,
+            at: at.clone(),
+            hash,
+            outcome,
+            cached,
+        });
+    }
+
+    /// One line of the samples files: its outcomes where they are known, else work.
+    pub async fn line(&mut self, line: SampleLine) {
+        self.stats.samples += 1;
+        if let Some(why) = &line.bad {
+            let label = &self.files[line.at.file].label;
+            let error = EvalError::new(
+                kinds::BAD_SAMPLE,
+                format!("{label}:{}: {why}", line.at.line),
+            );
+            for index in 0..self.evaluators.len() {
+                self.send(
+                    index,
+                    &line.at,
+                    line.hash,
+                    Outcome::failed(error.clone()),
+                    false,
+                );
+            }
+            return;
+        }
+        let raw: Arc<str> = Arc::from(line.raw.as_str());
+        let evaluators = self.evaluators;
+        let mut to_run = Vec::new();
+        for (index, p) in evaluators.iter().enumerate() {
+            if let Some(failure) = &p.failure {
+                self.send(
+                    index,
+                    &line.at,
+                    line.hash,
+                    Outcome::failed(failure.clone()),
+                    false,
+                );
+            } else if let Some(size) = self.batch_size(index) {
+                self.filling[index].push(Member {
+                    at: line.at.clone(),
+                    hash: line.hash,
+                    raw: raw.clone(),
+                });
+                if self.filling[index].len() >= size {
+                    self.flush(index).await;
+                }
+            } else if let Some(hit) = self.cached[index].get(&line.hash) {
+                self.stats.cached[index] += 1;
+                self.send(index, &line.at, line.hash, hit.clone(), true);
+            } else {
+                to_run.push(index);
+            }
+        }
+        for index in to_run {
+            self.register(&line.at, line.hash, index, line.hash);
+            let job = PoolJob {
+                id: line.at.index as u64,
+                raw: raw.clone(),
+            };
+            self.submit(index, PoolWork::One(job)).await;
+        }
+    }
+
+    /// Sends evaluator `index`'s filled batch: from the cache when every member is
+    /// there, else to the pool as one unit.
+    async fn flush(&mut self, index: usize) {
+        let members = std::mem::take(&mut self.filling[index]);
+        if members.is_empty() {
+            return;
+        }
+        let hashes: Vec<SampleHash> = members.iter().map(|m| m.hash).collect();
+        let keys = batch_keys(&hashes);
+        let hits: Option<Vec<Outcome>> = keys
+            .iter()
+            .map(|k| self.cached[index].get(k).cloned())
+            .collect();
+        if let Some(hits) = hits {
+            for (m, hit) in members.iter().zip(hits) {
+                self.stats.cached[index] += 1;
+                self.send(index, &m.at, m.hash, hit, true);
+            }
+            return;
+        }
+        let mut jobs = Vec::with_capacity(members.len());
+        for (m, key) in members.into_iter().zip(keys) {
+            self.register(&m.at, m.hash, index, key);
+            jobs.push(PoolJob {
+                id: m.at.index as u64,
+                raw: m.raw,
+            });
+        }
+        self.submit(index, PoolWork::Batch(jobs)).await;
+    }
+
+    /// Notes that evaluator `index` owes a result for the sample, stored under `key`.
+    fn register(&self, at: &SampleRef, hash: SampleHash, index: usize, key: SampleHash) {
+        let mut map = self.inflight.lock().unwrap();
+        let entry = map.entry(at.index as u64).or_insert_with(|| InFlight {
+            at: at.clone(),
+            hash,
+            waiting: 0,
+            keys: Vec::new(),
+        });
+        entry.waiting += 1;
+        if key != hash {
+            entry.keys.push((index, key));
+        }
+    }
+
+    async fn submit(&self, index: usize, work: PoolWork) {
+        let queue = self.queues[index]
+            .as_ref()
+            .expect("evaluators that can run have a queue");
+        // a closed queue means the run is being cancelled: nothing left to do
+        let _ = queue.send_async(work).await;
+    }
+
+    /// Sends the last, shorter batches and closes the queues.
+    pub async fn finish(mut self) -> RunStats {
+        for index in 0..self.evaluators.len() {
+            self.flush(index).await;
+        }
+        self.stats
+    }
+}
+
+/// The cache keys of a batch's members, in order: each covers the member's position
+/// and the content hash of every member, so a result is found again only for the very
+/// batch that produced it.
+pub(super) fn batch_keys(hashes: &[SampleHash]) -> Vec<SampleHash> {
+    let mut h = blake3::Hasher::new();
+    h.update(b"rwb-batch\0");
+    h.update(&(hashes.len() as u64).to_le_bytes());
+    for member in hashes {
+        h.update(member);
+    }
+    let batch = h.finalize();
+    (0..hashes.len() as u64)
+        .map(|position| {
+            let mut h = blake3::Hasher::new();
+            h.update(batch.as_bytes());
+            h.update(&position.to_le_bytes());
+            let mut key = [0u8; 16];
+            key.copy_from_slice(&h.finalize().as_bytes()[..16]);
+            key
+        })
+        .collect()
+}
+
+/// Where evaluator `index`'s outcomes go: the store (under the key the sample was
+/// registered with) and the run's events.
+pub(super) fn result_sink(
+    index: usize,
+    key: CodeKey,
+    inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
+    writer: Option<Arc<StoreWriter>>,
+    events: mpsc::UnboundedSender<Event>,
+    evaluated: Arc<Vec<AtomicUsize>>,
+) -> Sink {
+    Arc::new(move |id: u64, outcome: Outcome| {
+        evaluated[index].fetch_add(1, Ordering::Relaxed);
+        let (at, hash, stored_as) = {
+            let mut map = inflight.lock().unwrap();
+            let Some(entry) = map.get_mut(&id) else {
+                return;
+            };
+            let stored_as = entry
+                .keys
+                .iter()
+                .find(|(e, _)| *e == index)
+                .map_or(entry.hash, |(_, k)| *k);
+            let found = (entry.at.clone(), entry.hash, stored_as);
+            entry.waiting -= 1;
+            if entry.waiting == 0 {
+                map.remove(&id);
+            }
+            found
+        };
+        if let Some(w) = &writer {
+            if outcome.error.as_ref().is_none_or(|e| !e.is_transient()) {
+                w.put(&key, &stored_as, &outcome);
+            }
+        }
+        let _ = events.send(Event::Result {
+            evaluator: index,
+            at,
+            hash,
+            outcome,
+            cached: false,
+        });
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_keys_cover_position_and_every_member() {
+        let a = [[1u8; 16], [2u8; 16], [3u8; 16]];
+        let keys = batch_keys(&a);
+        assert_eq!(keys, batch_keys(&a), "the same batch gives the same keys");
+        assert_eq!(keys.len(), 3);
+        assert!(keys[0] != keys[1] && keys[1] != keys[2] && keys[0] != keys[2]);
+        assert!(!keys.contains(&a[0]), "a member's key is not its line hash");
+        // editing the last member changes the first member's key too
+        let edited = batch_keys(&[[1u8; 16], [2u8; 16], [9u8; 16]]);
+        assert!(keys.iter().zip(&edited).all(|(k, e)| k != e));
+        // the same samples batched differently are other keys
+        assert_ne!(batch_keys(&a[..2])[0], keys[0]);
+    }
+}
