@@ -11,6 +11,7 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let session = Session::open(dir, &args.shared)?;
     let prepared = session.prepare_all().await?;
+    let reasons = session.runner.style_reasons(&prepared).await;
     let breaks = session
         .runner
         .check(&prepared, &session.workspace.samples, args.max_samples)
@@ -31,7 +32,8 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
     let report: Vec<_> = prepared
         .iter()
         .zip(&grouped)
-        .map(|(p, r)| {
+        .zip(&reasons)
+        .map(|((p, r), chosen)| {
             let breaks: Vec<_> = r
                 .breaks
                 .iter()
@@ -45,7 +47,8 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
                 .collect();
             json!({
                 "evaluator": p.spec.name,
-                "style": p.style.map(|s| s.as_str()),
+                "style": chosen.as_ref().map(|c| c.0).or(p.style).map(|s| s.as_str()),
+                "style_reason": chosen.as_ref().map(|c| c.1.as_str()),
                 "samples": r.checked,
                 "breaks": breaks,
             })
@@ -66,12 +69,15 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
                     "{name} ({style}): no contract break on {} samples",
                     r["samples"]
                 );
-                continue;
+            } else {
+                println!(
+                    "{name} ({style}): {breaks} kind(s) of contract break on {} samples",
+                    r["samples"]
+                );
             }
-            println!(
-                "{name} ({style}): {breaks} kind(s) of contract break on {} samples",
-                r["samples"]
-            );
+            if let Some(why) = r["style_reason"].as_str() {
+                println!("  style {style}: {why}");
+            }
             for b in r["breaks"].as_array().into_iter().flatten() {
                 let at: Vec<&str> = b["samples"]
                     .as_array()

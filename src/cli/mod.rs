@@ -66,7 +66,8 @@ pub struct Shared {
     /// Metric folders as NAME=PATH (several after one flag, or the flag repeated).
     #[arg(short = 'm', long = "metrics-folders", num_args = 1.., value_name = "NAME=PATH")]
     metrics_folders: Vec<String>,
-    /// An evaluator function as NAME=FILE.py::FUNC (repeatable).
+    /// An evaluator function as NAME=FILE.py::FUNC, or NAME=package.module:FUNC for a
+    /// function inside a package (repeatable).
     #[arg(long = "function", value_name = "NAME=FILE.py::FUNC")]
     functions: Vec<String>,
     /// Samples file (JSONL); repeatable. Replaces discovery.

@@ -16,6 +16,9 @@ pub struct Hello {
 pub struct LoadReply {
     #[serde(default)]
     pub style: Option<String>,
+    /// Why the worker chose that style ("declares completions and **kwargs, ...").
+    #[serde(default)]
+    pub style_reason: Option<String>,
     #[serde(default)]
     pub decorated: bool,
     #[serde(default)]

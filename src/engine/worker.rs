@@ -16,6 +16,8 @@ const KILL_GRACE: Duration = Duration::from_secs(2);
 #[derive(Clone, Debug, PartialEq)]
 pub struct Loaded {
     pub style: Style,
+    /// Why the worker chose `style`, in words for `rwb check`.
+    pub style_reason: String,
     pub decorated: bool,
     /// Every project-local Python file the evaluator imported.
     pub files: Vec<PathBuf>,

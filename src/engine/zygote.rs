@@ -184,6 +184,12 @@ impl Engine {
         let (tx, rx) = oneshot::channel();
         self.shared.pending.lock().unwrap().insert(token, tx);
         let root = absolute(&self.shared.root);
+        // A package function imports by name from the root: its package folder is not
+        // put on sys.path (its modules would import twice, under two names).
+        let folder = match spec.source.module() {
+            Some(_) => root.clone(),
+            None => absolute(&spec.source.folder()),
+        };
         let command = json!({
             "op": "fork",
             "token": token,
@@ -191,9 +197,11 @@ impl Engine {
             "evaluator": {
                 "name": spec.name,
                 "file": absolute(&spec.source.file()),
-                "folder": absolute(&spec.source.folder()),
+                "folder": folder,
+                "module": spec.source.module(),
                 "function": spec.source.function(),
                 "style": spec.style.map(|s| s.as_str()),
+                "solution_str": spec.solution_str.as_str(),
                 "kwargs": spec.kwargs,
                 "timeout": spec.timeout,
             }
@@ -273,6 +281,7 @@ impl Engine {
             .unwrap_or(Style::RewardKit);
         let loaded = Loaded {
             style,
+            style_reason: reply.style_reason.unwrap_or_default(),
             decorated: reply.decorated,
             files: reply.files.iter().map(PathBuf::from).collect(),
             third_party: reply.third_party,

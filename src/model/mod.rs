@@ -18,7 +18,8 @@ pub enum Style {
     Batch,
     /// `f(response, prompt=, answer=, **kwargs) -> float`.
     Simple,
-    /// TRL: `f(prompts, completions, **columns) -> list[float | None]`, batched.
+    /// TRL: `f(prompts=, completions=, **columns) -> list[float | None]`, one call per
+    /// batch of consecutive samples.
     Trl,
     /// veRL: `compute_score(data_source, solution_str, ground_truth, extra_info)`.
     Verl,
@@ -64,20 +65,28 @@ pub enum Source {
     Folder(PathBuf),
     /// `FILE.py::FUNC`.
     Function { file: PathBuf, function: String },
+    /// `package.module:FUNC`, imported by name with the workspace root on `sys.path`
+    /// (so relative imports inside the package work). `file` is the module's file
+    /// (`package/module.py` or `package/module/__init__.py`), resolved by the workspace.
+    Module {
+        module: String,
+        function: String,
+        file: PathBuf,
+    },
 }
 
 impl Source {
     pub fn file(&self) -> PathBuf {
         match self {
             Source::Folder(dir) => dir.join("main.py"),
-            Source::Function { file, .. } => file.clone(),
+            Source::Function { file, .. } | Source::Module { file, .. } => file.clone(),
         }
     }
 
     pub fn folder(&self) -> PathBuf {
         match self {
             Source::Folder(dir) => dir.clone(),
-            Source::Function { file, .. } => file
+            Source::Function { file, .. } | Source::Module { file, .. } => file
                 .parent()
                 .map(|p| p.to_path_buf())
                 .unwrap_or_else(|| PathBuf::from(".")),
@@ -87,7 +96,43 @@ impl Source {
     pub fn function(&self) -> &str {
         match self {
             Source::Folder(_) => "evaluate",
-            Source::Function { function, .. } => function,
+            Source::Function { function, .. } | Source::Module { function, .. } => function,
+        }
+    }
+
+    /// The dotted module name of a package function.
+    pub fn module(&self) -> Option<&str> {
+        match self {
+            Source::Module { module, .. } => Some(module),
+            _ => None,
+        }
+    }
+}
+
+/// What a veRL evaluator gets as `solution_str` (`solution_str` in `rwb.toml`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SolutionStr {
+    /// The response only, as modern veRL passes it.
+    #[default]
+    Response,
+    /// The prompt as the model saw it followed by the response, as older veRL
+    /// (TinyZero, DeepScaleR) passes it.
+    PromptAndResponse,
+}
+
+impl SolutionStr {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SolutionStr::Response => "response",
+            SolutionStr::PromptAndResponse => "prompt+response",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<SolutionStr> {
+        match text {
+            "response" => Some(SolutionStr::Response),
+            "prompt+response" => Some(SolutionStr::PromptAndResponse),
+            _ => None,
         }
     }
 }
@@ -105,6 +150,8 @@ pub struct EvaluatorSpec {
     pub kwargs: Map<String, Value>,
     /// Samples per call for batched styles.
     pub batch_size: usize,
+    /// veRL only: what `solution_str` holds.
+    pub solution_str: SolutionStr,
 }
 
 /// One component metric of a result.
@@ -404,5 +451,13 @@ mod tests {
             assert_eq!(Style::parse(s.as_str()), Some(s));
         }
         assert_eq!(Style::parse("nope"), None);
+    }
+
+    #[test]
+    fn solution_str_modes_round_trip_through_their_names() {
+        for m in [SolutionStr::Response, SolutionStr::PromptAndResponse] {
+            assert_eq!(SolutionStr::parse(m.as_str()), Some(m));
+        }
+        assert_eq!(SolutionStr::parse("prompt"), None);
     }
 }

@@ -207,8 +207,10 @@ impl Runner {
             &self.identity,
             style.as_str(),
             spec.source.function(),
+            spec.source.module().unwrap_or("-"),
             &kwargs,
             &spec.batch_size.to_string(),
+            spec.solution_str.as_str(),
         ] {
             h.update(part.as_bytes());
             h.update(&[0]);
@@ -375,6 +377,28 @@ pub fn group_breaks(breaks: &[Breaks], evaluators: usize) -> Vec<CheckReport> {
 }
 
 impl Runner {
+    /// Each evaluator's style and why its worker chose it ("declares completions and
+    /// **kwargs, no messages ..."), for `rwb check`; `None` for one that cannot run.
+    /// The workers asked stay warm for the check that follows.
+    pub async fn style_reasons(&self, evaluators: &[Prepared]) -> Vec<Option<(Style, String)>> {
+        let mut out = Vec::with_capacity(evaluators.len());
+        for p in evaluators {
+            if p.failure.is_some() {
+                out.push(None);
+                continue;
+            }
+            match self.pool.checkout(&p.spec, p.key).await {
+                Ok(worker) => {
+                    let loaded = &worker.loaded;
+                    out.push(Some((loaded.style, loaded.style_reason.clone())));
+                    self.pool.checkin(&p.spec.name, p.key, worker);
+                }
+                Err(_) => out.push(None),
+            }
+        }
+        out
+    }
+
     /// Calls each evaluator on up to `max_samples` samples the way its trainer would
     /// (one sample at a time, or batches for TRL) and collects the contract breaks:
     /// wrong length, None or NaN, scores out of range, a missing `score`, mutated

@@ -447,6 +447,12 @@ fn criterion_for(spec: &EvaluatorSpec) -> Result<(Criterion, Vec<String>), Firew
                 reqs,
             ))
         }
+        Source::Module {
+            module, function, ..
+        } => Err(FireworksError::Local(format!(
+            "'{}' is a package function ({module}:{function}): a Fireworks evaluator is one main.py, so its relative imports would break; deploy a metric folder or FILE.py::FUNC instead",
+            spec.name
+        ))),
         Source::Function { file, function } => {
             let mut main = read_source(file)?;
             let shown = file
@@ -1230,6 +1236,7 @@ mod tests {
             timeout: 30.0,
             kwargs: Map::new(),
             batch_size: 16,
+            solution_str: Default::default(),
         }
     }
 

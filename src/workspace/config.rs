@@ -36,12 +36,14 @@ pub struct Config {
 pub struct EvaluatorConfig {
     /// A metric folder, relative to the workspace.
     pub path: Option<String>,
-    /// `FILE.py::FUNC`, relative to the workspace.
+    /// `FILE.py::FUNC` (a file relative to the workspace) or `package.module:FUNC`.
     pub function: Option<String>,
     pub style: Option<String>,
     pub timeout: Option<f64>,
     pub kwargs: Option<Map<String, Value>>,
     pub batch_size: Option<usize>,
+    /// veRL: `"response"` (default) or `"prompt+response"` as `solution_str`.
+    pub solution_str: Option<String>,
     /// Weight in the combined reward.
     pub weight: Option<f64>,
     /// The evaluator `POST /evaluate` serves.

@@ -12,7 +12,7 @@ pub use config::{Config, EvaluatorConfig};
 pub use samples::{check_sample, hash_line, LineFiles, SampleLine, SamplesReader};
 pub use watcher::{relevant, Watcher};
 
-use crate::model::{EvaluatorSpec, Source, Style};
+use crate::model::{EvaluatorSpec, SolutionStr, Source, Style};
 use serde_json::Map;
 use std::path::{Path, PathBuf};
 
@@ -159,26 +159,68 @@ fn folder_spec(name: &str, dir: PathBuf, shown: &str) -> Result<EvaluatorSpec, W
     Ok(base_spec(name, Source::Folder(dir)))
 }
 
-fn function_spec(name: &str, target: &str, base: &Path) -> Result<EvaluatorSpec, WorkspaceError> {
-    let Some((file, function)) = target.rsplit_once("::") else {
-        return err(format!(
-            "--function {name}={target}: expected FILE.py::FUNC (for example rewards.py::my_reward)"
-        ));
-    };
-    let path = base.join(file);
-    if !path.is_file() {
-        return err(format!(
-            "evaluator file not found: {} (from {name}={target})",
-            path.display()
-        ));
-    }
-    Ok(base_spec(
-        name,
-        Source::Function {
+/// `NAME=FILE.py::FUNC` (a file relative to `base`) or `NAME=package.module:FUNC` (a
+/// module under the workspace `root`); `::` tells the two apart.
+fn function_spec(
+    name: &str,
+    target: &str,
+    base: &Path,
+    root: &Path,
+) -> Result<EvaluatorSpec, WorkspaceError> {
+    if let Some((file, function)) = target.rsplit_once("::") {
+        let path = base.join(file);
+        if !path.is_file() {
+            return err(format!(
+                "evaluator file not found: {} (from {name}={target})",
+                path.display()
+            ));
+        }
+        let source = Source::Function {
             file: path,
             function: function.to_string(),
-        },
-    ))
+        };
+        return Ok(base_spec(name, source));
+    }
+    let parsed = target
+        .rsplit_once(':')
+        .filter(|(module, function)| is_dotted_name(module) && is_dotted_name(function));
+    let Some((module, function)) = parsed else {
+        return err(format!(
+            "{name}={target}: expected FILE.py::FUNC (for example rewards.py::my_reward) or package.module:FUNC (for example open_r1.rewards:accuracy_reward)"
+        ));
+    };
+    let file = module_file(root, module).ok_or_else(|| {
+        let rel = module.replace('.', "/");
+        WorkspaceError(format!(
+            "module '{module}' not found (from {name}={target}): neither {rel}.py nor {rel}/__init__.py exists in {}",
+            root.display()
+        ))
+    })?;
+    let source = Source::Module {
+        module: module.to_string(),
+        function: function.to_string(),
+        file,
+    };
+    Ok(base_spec(name, source))
+}
+
+/// A Python dotted name: identifiers joined by dots.
+fn is_dotted_name(text: &str) -> bool {
+    text.split('.').all(|part| {
+        let mut chars = part.chars();
+        chars.next().is_some_and(|c| c == '_' || c.is_alphabetic())
+            && chars.all(|c| c == '_' || c.is_alphanumeric())
+    })
+}
+
+/// The file Python imports for `module` with `root` on `sys.path`.
+fn module_file(root: &Path, module: &str) -> Option<PathBuf> {
+    let base = module
+        .split('.')
+        .fold(root.to_path_buf(), |path, part| path.join(part));
+    let plain = base.with_extension("py");
+    let package = base.join("__init__.py");
+    [plain, package].into_iter().find(|p| p.is_file())
 }
 
 fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
@@ -189,6 +231,7 @@ fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
         timeout: DEFAULT_TIMEOUT,
         kwargs: Map::new(),
         batch_size: DEFAULT_BATCH_SIZE,
+        solution_str: SolutionStr::Response,
     }
 }
 
@@ -207,7 +250,7 @@ fn resolve_evaluators(
         }
         for value in &overrides.functions {
             let (name, target) = split_pair("--function", value, "FILE.py::FUNC")?;
-            specs.push(function_spec(name, target, &cwd)?);
+            specs.push(function_spec(name, target, &cwd, root)?);
         }
     } else {
         let metrics = root.join("metrics");
@@ -233,11 +276,11 @@ fn resolve_evaluators(
                     let shown = format!("{path} (in rwb.toml)");
                     folder_spec(name, root.join(path), &shown)?
                 }
-                (None, Some(target)) => function_spec(name, target, root)?,
+                (None, Some(target)) => function_spec(name, target, root, root)?,
                 (None, None) if specs.iter().any(|s| &s.name == name) => continue,
                 _ => {
                     return err(format!(
-                        "rwb.toml: [evaluators.{name}] needs exactly one of `path` (a metric folder) or `function` (FILE.py::FUNC)"
+                        "rwb.toml: [evaluators.{name}] needs exactly one of `path` (a metric folder) or `function` (FILE.py::FUNC or package.module:FUNC)"
                     ))
                 }
             };
@@ -270,6 +313,14 @@ fn resolve_evaluators(
             }
             if let Some(b) = entry.batch_size {
                 spec.batch_size = b.max(1);
+            }
+            if let Some(mode) = &entry.solution_str {
+                spec.solution_str = SolutionStr::parse(mode).ok_or_else(|| {
+                    WorkspaceError(format!(
+                        "rwb.toml: [evaluators.{}] solution_str = \"{mode}\" is not one of \"response\" (the response only, modern veRL) or \"prompt+response\" (the prompt followed by the response, older veRL such as TinyZero)",
+                        spec.name
+                    ))
+                })?;
             }
         }
     }

@@ -16,10 +16,13 @@ evaluation and returned with the result, and file descriptor 1 points at stderr.
 
 Protocol (one JSON object per line unless said otherwise):
   rwb -> zygote stdin   {"op": "fork", "token": T, "root": DIR, "evaluator": {...}}
+                        (evaluator: name, file, folder, module (package functions),
+                        function, style, solution_str, kwargs, timeout)
                         {"op": "preload", "modules": ["numpy", ...]}
   zygote -> rwb stdout  {"zygote": "ready", "python": ..., "reward_kit": ...}
   worker -> socket      {"hello": T, "pid": P}
-                        {"ready": T, "style": ..., "files": [...], "third_party": [...]}
+                        {"ready": T, "style": ..., "style_reason": ..., "files": [...],
+                         "third_party": [...]}
                         or {"import_error": {"type", "message", "traceback", "file", "line"}}
   rwb -> socket         "B <n>" then n lines "<id> <raw sample JSON>"; "Q" to quit
   worker -> socket      {"i": id, "ms": f, "ok": {...result...}, "out": "..."}
@@ -370,20 +373,45 @@ def is_decorated(fn):
 
 
 def detect_style(fn):
+    return choose_style(fn)[0]
+
+
+def choose_style(fn):
+    """(style, why) for a function or callable object, from its signature (SPEC §3).
+
+    A callable object (TRL's reward classes) is read through its `__call__`. Real TRL
+    functions declare `completions` and `**kwargs` but seldom `prompts`, so
+    `completions` without `messages` is enough for trl."""
+    what = "declares"
+    if not inspect.isroutine(fn) and not inspect.isclass(fn) and callable(fn):
+        what = "is a callable %s object whose __call__ declares" % type(fn).__name__
     if getattr(fn, "_reward_function_mode", None) == "batch":
-        return "batch"
-    names, _ = _accepts(fn)
-    if "prompts" in names and "completions" in names:
-        return "trl"
+        return "batch", 'decorated with @reward_function(mode="batch")'
+    names, var_kw = _accepts(fn)
+    if "completions" in names and ("prompts" in names or "messages" not in names):
+        parts = [p for p in ("prompts", "completions") if p in names] + (["**kwargs"] if var_kw else [])
+        declared = " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else parts[0]
+        if "messages" not in names:
+            declared += ", no messages"
+        return "trl", "%s %s (TRL's reward function signature)" % (what, declared)
     if "solution_str" in names:
-        return "verl"
+        return "verl", "%s solution_str (veRL's compute_score signature)" % what
     if "rollouts_messages" in names:
-        return "batch"
+        return "batch", "%s rollouts_messages (reward-kit batch mode)" % what
+    decorated = is_decorated(fn)
     if "messages" in names:
-        return "reward-kit"
+        return "reward-kit", "decorated with @reward_function" if decorated else "%s messages" % what
     if "response" in names:
-        return "simple"
-    return "reward-kit"
+        return "simple", "%s response, no messages" % what
+    if decorated:
+        return "reward-kit", "decorated with @reward_function"
+    if names or not var_kw:
+        listed = ", ".join(sorted(names)) or "no parameters"
+        return "reward-kit", "%s %s: none of messages, completions, solution_str, response; called reward-kit style" % (
+            what,
+            listed,
+        )
+    return "reward-kit", "%s only **kwargs; called reward-kit style" % what
 
 
 def _last(messages, role):
@@ -404,12 +432,14 @@ class Pointwise:
 
     batched = False
 
-    def __init__(self, fn, style, extra_kwargs):
+    def __init__(self, fn, style, extra_kwargs, solution_str="response"):
         self.fn = fn
         self.style = style
         self.extra = extra_kwargs
         self.accepted = _accepts(fn)
         self.strict = style == "reward-kit" and is_decorated(fn)
+        # veRL: "response", or "prompt+response" as older veRL (TinyZero) decodes it
+        self.with_prompt = solution_str == "prompt+response"
 
     def arguments(self, sample):
         if self.style == "reward-kit":
@@ -432,10 +462,13 @@ class Pointwise:
         reward_model = sample.get("reward_model")
         if ground_truth is None and isinstance(reward_model, dict):
             ground_truth = reward_model.get("ground_truth")
+        solution = _last(messages, "assistant")
+        if self.with_prompt:
+            solution = _prompt_text(sample) + solution
         kwargs = dict(self.extra)
         kwargs.update(
             data_source=sample.get("data_source"),
-            solution_str=_last(messages, "assistant"),
+            solution_str=solution,
             ground_truth=ground_truth,
             extra_info=sample.get("extra_info"),
         )
@@ -446,6 +479,30 @@ class Pointwise:
             metrics = {k: _verl_metric(k, v) for k, v in value.items() if k != "score"}
             value = {"score": value.get("score"), "metrics": metrics}
         return _as_result(value, self.strict)
+
+
+def _prompt_text(sample):
+    """The prompt as the model saw it: the sample's string `prompt`, else its prompt
+    messages (all but the final assistant turn) in ChatML, opening the assistant turn."""
+    prompt = sample.get("prompt")
+    if isinstance(prompt, str):
+        return prompt
+    messages = _prompt_messages(sample["messages"])
+    parts = []
+    for m in messages:
+        role = _get(m, "role", "")
+        content = _get(m, "content")
+        parts.append("<|im_start|>%s\n%s<|im_end|>\n" % (role, "" if content is None else content))
+    parts.append("<|im_start|>assistant\n")
+    return "".join(parts)
+
+
+def _prompt_messages(messages):
+    """The messages before the final assistant turn (the whole list when it has none)."""
+    cut = len(messages)
+    if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant":
+        cut -= 1
+    return messages[:cut]
 
 
 def _verl_metric(name, value):
@@ -474,11 +531,9 @@ class Batched:
         prompts, completions = [], []
         for s in samples:
             messages = s["messages"]
-            cut = len(messages)
-            if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant":
-                cut -= 1
-            prompts.append(messages[:cut])
-            completions.append(messages[cut:])
+            prompt = _prompt_messages(messages)
+            prompts.append(prompt)
+            completions.append(messages[len(prompt) :])
         kwargs = dict(self.extra)
         kwargs.update(_columns(samples, exclude=("messages",)))
         kwargs["prompts"] = prompts
@@ -555,24 +610,18 @@ class Worker:
 
     def load(self):
         """Import the evaluator's module; report its files, style and imports."""
-        import importlib.util
-
         before = set(sys.modules)
         path = os.path.realpath(self.spec["file"])
-        name = os.path.splitext(os.path.basename(path))[0]
+        name = self.spec.get("module") or os.path.splitext(os.path.basename(path))[0]
         try:
-            module_spec = importlib.util.spec_from_file_location(name, path)
-            if module_spec is None:
-                raise ImportError("cannot load %s as a Python module" % path)
-            module = importlib.util.module_from_spec(module_spec)
-            sys.modules[name] = module
-            module_spec.loader.exec_module(module)
+            module = self._import(name, path)
+            shown = self.spec.get("module") or os.path.basename(path)
             function = self.spec.get("function") or "evaluate"
             fn = getattr(module, function, None)
             if fn is None:
-                raise AttributeError("%s defines no function %r" % (os.path.basename(path), function))
+                raise AttributeError("%s defines no function %r" % (shown, function))
             if not callable(fn):
-                raise TypeError("%r in %s is %s, not a function" % (function, os.path.basename(path), type(fn).__name__))
+                raise TypeError("%r in %s is %s, not a function" % (function, shown, type(fn).__name__))
         except BaseException as exc:  # SyntaxError, a missing module, anything the module raises
             info = _error_info(exc, self.roots, kind="ImportFailed")
             info["message"] = "%s: %s" % (type(exc).__name__, exc)
@@ -581,15 +630,23 @@ class Worker:
             info["files"] = self.project_files
             self.send({"import_error": info})
             return None
-        style = self.spec.get("style") or detect_style(fn)
+        if self.spec.get("style"):
+            style = self.spec["style"]
+            reason = 'set by style = "%s" in rwb.toml' % style
+        else:
+            style, reason = choose_style(fn)
         extra = self.spec.get("kwargs") or {}
         self.style = style
-        self.caller = Batched(fn, style, extra) if style in ("trl", "batch") else Pointwise(fn, style, extra)
+        if style in ("trl", "batch"):
+            self.caller = Batched(fn, style, extra)
+        else:
+            self.caller = Pointwise(fn, style, extra, self.spec.get("solution_str") or "response")
         third_party = sorted(
             {
                 m.split(".")[0]
                 for m in set(sys.modules) - before
-                if m != name and not _is_project_file(_module_file(sys.modules.get(m)), self.roots)
+                if m.split(".")[0] != name.split(".")[0]
+                and not _is_project_file(_module_file(sys.modules.get(m)), self.roots)
             }
         )
         self.project_files = self._project_files()
@@ -597,6 +654,7 @@ class Worker:
             {
                 "ready": True,
                 "style": style,
+                "style_reason": reason,
                 "decorated": is_decorated(fn),
                 "files": self.project_files,
                 "third_party": third_party,
@@ -604,6 +662,22 @@ class Worker:
             }
         )
         return fn
+
+    def _import(self, name, path):
+        """The evaluator's module: by name for a package function (the workspace root
+        is first on sys.path, so its relative imports work), else from its file."""
+        import importlib
+        import importlib.util
+
+        if self.spec.get("module"):
+            return importlib.import_module(name)
+        module_spec = importlib.util.spec_from_file_location(name, path)
+        if module_spec is None:
+            raise ImportError("cannot load %s as a Python module" % path)
+        module = importlib.util.module_from_spec(module_spec)
+        sys.modules[name] = module
+        module_spec.loader.exec_module(module)
+        return module
 
     def _project_files(self):
         files = set()
