@@ -508,6 +508,9 @@ impl Shared {
             });
             replies.push(self.reply(id, rx));
         }
+        if jobs.is_empty() {
+            return Vec::new();
+        }
         if served.batched {
             let _ = queue.send(PoolWork::Batch(jobs));
         } else {

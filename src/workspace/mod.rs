@@ -181,9 +181,10 @@ fn function_spec(
         };
         return Ok(base_spec(name, source));
     }
-    let parsed = target
-        .rsplit_once(':')
-        .filter(|(module, function)| is_dotted_name(module) && is_dotted_name(function));
+    let parsed = target.rsplit_once(':').filter(|(module, function)| {
+        // `rewards.py:f` is a file with one colon too few, not module `rewards.py`
+        is_dotted_name(module) && !module.ends_with(".py") && is_dotted_name(function)
+    });
     let Some((module, function)) = parsed else {
         return err(format!(
             "{name}={target}: expected FILE.py::FUNC (for example rewards.py::my_reward) or package.module:FUNC (for example open_r1.rewards:accuracy_reward)"
@@ -213,14 +214,15 @@ fn is_dotted_name(text: &str) -> bool {
     })
 }
 
-/// The file Python imports for `module` with `root` on `sys.path`.
+/// The file Python imports for `module` with `root` on `sys.path` (a package folder
+/// wins over a module file of the same name, as in Python).
 fn module_file(root: &Path, module: &str) -> Option<PathBuf> {
     let base = module
         .split('.')
         .fold(root.to_path_buf(), |path, part| path.join(part));
-    let plain = base.with_extension("py");
     let package = base.join("__init__.py");
-    [plain, package].into_iter().find(|p| p.is_file())
+    let plain = base.with_extension("py");
+    [package, plain].into_iter().find(|p| p.is_file())
 }
 
 fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
@@ -392,4 +394,48 @@ fn resolve_samples(
         ));
     }
     Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn function_targets_are_told_apart_by_their_separator() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("pkg/sub")).unwrap();
+        std::fs::write(root.join("pkg/__init__.py"), "").unwrap();
+        std::fs::write(root.join("pkg/rewards.py"), "").unwrap();
+        std::fs::write(root.join("pkg/sub.py"), "").unwrap();
+        std::fs::write(root.join("pkg/sub/__init__.py"), "").unwrap();
+        std::fs::write(root.join("plain.py"), "").unwrap();
+
+        let spec = function_spec("a", "pkg.rewards:accuracy", root, root).unwrap();
+        assert_eq!(
+            spec.source,
+            Source::Module {
+                module: "pkg.rewards".into(),
+                function: "accuracy".into(),
+                file: root.join("pkg/rewards.py"),
+            }
+        );
+        // a package folder wins over a module file of the same name, as in Python
+        let spec = function_spec("a", "pkg.sub:f", root, root).unwrap();
+        assert_eq!(spec.source.file(), root.join("pkg/sub/__init__.py"));
+        let spec = function_spec("a", "plain.py::f", root, root).unwrap();
+        assert_eq!(spec.source.module(), None);
+        assert_eq!(spec.source.function(), "f");
+
+        let e = function_spec("a", "plain.py:f", root, root).unwrap_err();
+        assert_eq!(
+            e.0,
+            "a=plain.py:f: expected FILE.py::FUNC (for example rewards.py::my_reward) or package.module:FUNC (for example open_r1.rewards:accuracy_reward)"
+        );
+        let e = function_spec("a", "pkg.gone:f", root, root).unwrap_err();
+        assert!(
+            e.0.starts_with("module 'pkg.gone' not found (from a=pkg.gone:f): neither pkg/gone.py nor pkg/gone/__init__.py exists in "),
+            "{e}"
+        );
+    }
 }
