@@ -434,3 +434,41 @@ fn served_trl_requests_are_one_batch_each() {
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["score"], 2.0);
 }
+
+#[test]
+fn a_batch_after_a_worker_death_runs_again_whole() {
+    let reward = r#"
+import os
+
+def sizes(completions, **kwargs):
+    if any(c[0]["content"] == "die" for c in completions):
+        os._exit(3)
+    return [len(completions) * 10 + i for i in range(len(completions))]
+"#;
+    let lines: String = (0..24)
+        .map(|i| {
+            let answer = if i == 0 { "die".to_string() } else { format!("a{i}") };
+            format!(
+                "{{\"messages\": [{{\"role\": \"user\", \"content\": \"q\"}}, {{\"role\": \"assistant\", \"content\": \"{answer}\"}}]}}\n"
+            )
+        })
+        .collect();
+    let ws = Ws::new(&[
+        ("rewards.py", reward),
+        (
+            "rwb.toml",
+            "[evaluators.sizes]\nfunction = \"rewards.py::sizes\"\nbatch_size = 8\n",
+        ),
+        ("samples.jsonl", &lines),
+    ]);
+    let run = ws.run(&["--no-cache", "--jobs", "1"]);
+    for sample in 0..8 {
+        assert_eq!(
+            run.row(sample, "sizes")["error"]["type"],
+            "WorkerCrashed",
+            "the batch that killed its worker failed as one call"
+        );
+    }
+    let expected: Vec<(u64, f64)> = (8..24).map(|i| (i, (80 + i % 8) as f64)).collect();
+    assert_eq!(scores(&run, "sizes"), expected, "{}", run.stderr);
+}
