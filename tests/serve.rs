@@ -12,6 +12,8 @@ use std::time::{Duration, Instant};
 struct Served {
     child: Child,
     url: String,
+    /// What it wrote to stderr after starting.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Served {
@@ -50,8 +52,14 @@ impl Served {
                 break url.replace("0.0.0.0", "127.0.0.1");
             }
         };
-        std::thread::spawn(move || for _ in err.lines() {});
-        Served { child, url }
+        let log = std::sync::Arc::<std::sync::Mutex<Vec<String>>>::default();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in err.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Served { child, url, log }
     }
 
     fn interrupt(&self) {
@@ -522,7 +530,7 @@ async fn a_foreign_host_is_421_while_bound_to_loopback_unless_allowed() {
     assert_eq!(status, 421);
     let (status, _) = raw(
         &s.url,
-        &format!("GET /health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"),
+        "GET /health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
     );
     assert_eq!(status, 421, "health too");
     for host in [
@@ -765,4 +773,54 @@ async fn a_worker_that_dies_while_importing_is_a_short_500_without_its_stderr() 
         "{detail}"
     );
     assert!(!detail.contains('\n'), "{detail}");
+}
+
+#[tokio::test]
+async fn a_long_import_error_reaches_a_remote_caller_as_its_first_line_and_the_log_whole() {
+    let ws = workspace("");
+    ws.write(
+        "metrics/broken/main.py",
+        "raise RuntimeError('cannot load the judge model\\n' + 'detail from /home/u/private/judge.bin\\n' * 600)\n",
+    );
+    let s = Served::start(&ws, &[]);
+    let r = client()
+        .post(format!("{}/evaluate/broken", s.url))
+        .json(&body("x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["detail"],
+        "Internal server error during evaluation: RuntimeError: cannot load the judge model (the rest is in the server's log)"
+    );
+    // the batch route's error log says the same
+    let v: Value = client()
+        .post(format!("{}/batch/broken", s.url))
+        .json(&json!({"query": ["a", "b"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        v["extra_logs"]["errors"][0]["error"],
+        "ImportFailed: RuntimeError: cannot load the judge model (the rest is in the server's log)"
+    );
+    // the local log has it, once, clipped
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = s.log.lock().unwrap().clone();
+    let noted: Vec<&String> = log
+        .iter()
+        .filter(|l| {
+            l.starts_with(
+                "rwb: evaluator 'broken': ImportFailed: RuntimeError: cannot load the judge model",
+            )
+        })
+        .collect();
+    assert_eq!(noted.len(), 1, "{log:?}");
+    let whole = log.join("\n");
+    assert!(whole.contains("detail from /home/u/private/judge.bin"));
+    assert!(whole.len() < 6000, "{} bytes", whole.len());
 }

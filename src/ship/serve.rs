@@ -116,6 +116,8 @@ struct Shared {
     timeout: Duration,
     log: Arc<RequestLog>,
     notes: Option<Notes>,
+    /// Errors already sent to `notes` (a broken evaluator fails every request alike).
+    noted: Mutex<std::collections::HashSet<blake3::Hash>>,
 }
 
 /// How to start a server.
@@ -345,6 +347,7 @@ pub async fn start_with(
         timeout: Duration::from_secs_f64(timeout.clamp(0.001, 1e9)),
         log: log.clone(),
         notes: options.notes,
+        noted: Mutex::default(),
     });
     let stop = CancellationToken::new();
     let task = tokio::spawn(listen::run(listener, router(shared), timing, stop.clone()));
@@ -672,11 +675,18 @@ impl Shared {
         if short.len() != e.message.len() {
             if let Some(notes) = &self.notes {
                 let name = &self.evaluators[index].spec.name;
-                notes(format!(
+                let note = format!(
                     "evaluator '{name}': {}: {}",
                     e.kind,
                     clip(&e.message, NOTE_CHARS)
-                ));
+                );
+                let mut noted = self.noted.lock().unwrap_or_else(|p| p.into_inner());
+                if noted.len() > 1000 {
+                    noted.clear();
+                }
+                if noted.insert(blake3::hash(note.as_bytes())) {
+                    notes(note);
+                }
             }
         }
         short
