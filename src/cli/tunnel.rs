@@ -21,18 +21,7 @@ pub(super) async fn tunnel(args: TunnelArgs) -> Result<ExitCode, Fail> {
     // listen before anything starts, so an early Ctrl-C is not lost
     let mut stop = Stop::new()?;
     let port = args.port.unwrap_or(8001);
-    let key = guard::tunnel_key(args.no_auth || settings.no_auth).map_err(Fail::Usage)?;
-    let mut options = Options::new("127.0.0.1", port);
-    options.notes = Some(std::sync::Arc::new(|note: String| eprintln!("rwb: {note}")));
-    match &key {
-        KeyOrigin::Generated(k) => options.access.set_key(Some(k.clone())),
-        KeyOrigin::Off => eprintln!("rwb: {}", guard::NO_AUTH_WARNING),
-        KeyOrigin::Env if args.no_auth => eprintln!(
-            "rwb: {} is set, so requests still need that key (--no-auth only skips the generated one)",
-            guard::KEY_ENV
-        ),
-        KeyOrigin::Env => {}
-    }
+    let (options, key) = keyed_options(&args, &settings, port)?;
     let server = crate::ship::serve::start(&session, options)
         .await
         .map_err(Fail::Usage)?;
@@ -98,6 +87,28 @@ pub(super) async fn tunnel(args: TunnelArgs) -> Result<ExitCode, Fail> {
     };
     server.shutdown().await;
     Ok(code)
+}
+
+/// The server's options: on loopback, requiring the tunnel's key (SPEC §6): the
+/// environment's, else one generated now, unless `--no-auth` (warned about).
+fn keyed_options(
+    args: &TunnelArgs,
+    settings: &Settings,
+    port: u16,
+) -> Result<(Options, KeyOrigin), Fail> {
+    let key = guard::tunnel_key(args.no_auth || settings.no_auth).map_err(Fail::Usage)?;
+    let mut options = Options::new("127.0.0.1", port);
+    options.notes = Some(std::sync::Arc::new(|note: String| eprintln!("rwb: {note}")));
+    match &key {
+        KeyOrigin::Generated(k) => options.access.set_key(Some(k.clone())),
+        KeyOrigin::Off => eprintln!("rwb: {}", guard::NO_AUTH_WARNING),
+        KeyOrigin::Env if args.no_auth => eprintln!(
+            "rwb: {} is set, so requests still need that key (--no-auth only skips the generated one)",
+            guard::KEY_ENV
+        ),
+        KeyOrigin::Env => {}
+    }
+    Ok((options, key))
 }
 
 /// Shows the tunnel's URLs and, once, the key it requires; lets the server answer
