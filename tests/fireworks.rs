@@ -218,6 +218,7 @@ impl Stand {
             "FIREWORKS_API_KEY",
             "FIREWORKS_ACCOUNT_ID",
             "RWB_FIREWORKS_TIMEOUT",
+            "RK_ENDPOINT_API_KEY",
             "HTTP_PROXY",
             "HTTPS_PROXY",
             "ALL_PROXY",
@@ -852,4 +853,234 @@ fn preview_remote_without_credentials_is_a_usage_error() {
     assert_eq!(run.code, 2, "{}", show(&run));
     assert!(run.stderr.contains("FIREWORKS_API_KEY"), "{}", show(&run));
     assert!(stand.seen().is_empty());
+}
+
+// ---- what deploy refuses to send (SPEC §7) ----
+
+/// `rwb deploy . --id my-eval` in `ws`: the run and the requests the stand-in saw.
+fn deploy_refused(ws: &Ws) -> (Run, Vec<Seen>) {
+    let stand = Stand::start();
+    let home = home();
+    let run = stand.rwb(&["deploy", ".", "--id", "my-eval"], ws.path(), home.path());
+    (run, stand.seen())
+}
+
+#[test]
+fn deploy_refuses_a_symlink_that_leaves_the_folder_and_uploads_nothing() {
+    let ws = deploy_workspace();
+    let outside = tempfile::tempdir().unwrap();
+    let secret = outside.path().join("creds.py");
+    std::fs::write(&secret, "API_KEY = 'do-not-upload'\n").unwrap();
+    std::os::unix::fs::symlink(&secret, ws.file("metrics/length_eval/creds.py")).unwrap();
+    let (run, seen) = deploy_refused(&ws);
+    assert_eq!(run.code, 2, "{}", show(&run));
+    assert!(seen.is_empty(), "nothing is uploaded: {seen:?}");
+    let line = run.stderr.trim();
+    let target = std::fs::canonicalize(&secret).unwrap();
+    assert!(line.starts_with("rwb: cannot send "), "{line}");
+    assert!(
+        line.contains(&format!(
+            "metrics/length_eval/creds.py: it is a symbolic link to {}, outside ",
+            target.display()
+        )),
+        "{line}"
+    );
+    assert!(
+        line.ends_with(
+            "metrics/length_eval: deploy sends only files inside the folder; copy the file in instead"
+        ),
+        "{line}"
+    );
+    assert!(!run.stderr.contains("do-not-upload"));
+}
+
+#[test]
+fn deploy_sends_a_symlink_that_stays_inside_the_folder() {
+    let ws = deploy_workspace();
+    ws.write("metrics/length_eval/shared/words.py", "WORDS = 3\n");
+    std::os::unix::fs::symlink("shared/words.py", ws.file("metrics/length_eval/words.py")).unwrap();
+    let stand = Stand::start();
+    let home = home();
+    let run = stand.rwb(&["deploy", ".", "--id", "my-eval"], ws.path(), home.path());
+    assert_eq!(run.code, 0, "{}", show(&run));
+    let seen = stand.seen();
+    let files = &seen[0].body["evaluator"]["criteria"][1]["codeSnippets"]["fileContents"];
+    assert_eq!(files["words.py"], "WORDS = 3\n", "{files}");
+}
+
+#[test]
+fn deploy_refuses_a_hidden_python_file() {
+    let ws = deploy_workspace();
+    ws.write("metrics/kw/.env.py", "TOKEN = 'sk-live-123'\n");
+    let (run, seen) = deploy_refused(&ws);
+    assert_eq!(run.code, 2, "{}", show(&run));
+    assert!(seen.is_empty(), "{seen:?}");
+    let line = run.stderr.trim();
+    assert!(line.starts_with("rwb: cannot send "), "{line}");
+    assert!(
+        line.contains("metrics/kw/.env.py: it is a hidden file, and deploy sends no hidden files (they often hold secrets): rename it or move it out of "),
+        "{line}"
+    );
+}
+
+#[test]
+fn deploy_refuses_a_file_over_1_mb_and_a_deploy_over_10_mb() {
+    let ws = deploy_workspace();
+    let big = format!("DATA = '{}'\n", "x".repeat(1_100_000));
+    ws.write("metrics/length_eval/table.py", &big);
+    let (run, seen) = deploy_refused(&ws);
+    assert_eq!(run.code, 2, "{}", show(&run));
+    assert!(seen.is_empty(), "{seen:?}");
+    assert!(
+        run.stderr.contains(&format!(
+            "metrics/length_eval/table.py: it is {} bytes, over the 1 MB limit for one file: move data out of the evaluator's folder",
+            big.len()
+        )),
+        "{}",
+        show(&run)
+    );
+
+    // eleven files just under 1 MB each: the one that crosses 10 MB is named
+    let ws = deploy_workspace();
+    let part = format!("DATA = '{}'\n", "y".repeat(1_000_000));
+    for i in 0..11 {
+        ws.write(&format!("metrics/kw/data_{i:02}.py"), &part);
+    }
+    let (run, seen) = deploy_refused(&ws);
+    assert_eq!(run.code, 2, "{}", show(&run));
+    assert!(seen.is_empty(), "{seen:?}");
+    assert!(
+        run.stderr
+            .contains("metrics/kw/data_10.py: with it the files to send come to "),
+        "{}",
+        show(&run)
+    );
+    assert!(
+        run.stderr
+            .contains("bytes, over the 10 MB limit for a deploy"),
+        "{}",
+        show(&run)
+    );
+}
+
+#[test]
+fn a_plain_http_api_base_is_refused_unless_it_is_loopback() {
+    let ws = deploy_workspace();
+    let home = home();
+    let stand = Stand::start();
+    let run = stand.rwb_env(
+        &["deploy", ".", "--id", "my-eval"],
+        ws.path(),
+        home.path(),
+        &[
+            ("FIREWORKS_API_KEY", KEY),
+            ("FIREWORKS_ACCOUNT_ID", ACCOUNT),
+            ("FIREWORKS_API_BASE", "http://example.com"),
+        ],
+    );
+    assert_eq!(run.code, 2, "{}", show(&run));
+    assert_eq!(
+        run.stderr.trim(),
+        "rwb: FIREWORKS_API_BASE 'http://example.com' is plain http: the API key would travel in clear text; use https:// (http:// is accepted only for 127.0.0.1 or localhost)"
+    );
+    // the stand-in on http://127.0.0.1:PORT is accepted (every other test uses it)
+    let run = stand.rwb(&["deploy", ".", "--id", "my-eval"], ws.path(), home.path());
+    assert_eq!(run.code, 0, "{}", show(&run));
+    assert_eq!(stand.seen().len(), 1);
+}
+
+/// The `main.py` of the `--remote-url` criterion the stand-in received last.
+fn proxy_main(stand: &Stand) -> String {
+    let seen = stand.seen();
+    let body = &seen.last().expect("a deploy request").body;
+    body["evaluator"]["criteria"][0]["codeSnippets"]["fileContents"]["main.py"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn remote_url_puts_the_key_in_the_proxys_x_api_key_and_the_proxy_reaches_rwb_serve() {
+    // an rwb serve that requires a key, as `rwb tunnel` runs it
+    let served = Ws::new(&[
+        ("metrics/length_eval/main.py", MAIN_PY),
+        ("metrics/length_eval/helpers.py", HELPERS_PY),
+        ("metrics/length_eval/sub/util.py", UTIL_PY),
+        ("samples.jsonl", &common::samples(1)),
+    ]);
+    let mut server = std::process::Command::new(RWB)
+        .args(["serve", served.path().to_str().unwrap(), "--port", "0"])
+        .env("RK_ENDPOINT_API_KEY", "session-key-42")
+        .env_remove("VIRTUAL_ENV")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let url = {
+        use std::io::BufRead;
+        let mut lines = std::io::BufReader::new(server.stderr.take().unwrap()).lines();
+        loop {
+            let line = lines.next().expect("rwb serve says where").unwrap();
+            if let Some(rest) = line.split("serving on ").nth(1) {
+                std::thread::spawn(move || for _ in lines {});
+                break rest.split_whitespace().next().unwrap().to_string();
+            }
+        }
+    };
+
+    let stand = Stand::start();
+    let empty = tempfile::tempdir().unwrap();
+    let home = home();
+    let deploy = |extra: &[&str], env: &[(&str, &str)]| {
+        let mut args = vec!["deploy", "--id", "proxy-eval", "--remote-url", &url];
+        args.extend_from_slice(extra);
+        let mut all_env = vec![
+            ("FIREWORKS_API_KEY", KEY),
+            ("FIREWORKS_ACCOUNT_ID", ACCOUNT),
+        ];
+        all_env.extend_from_slice(env);
+        stand.rwb_env(&args, empty.path(), home.path(), &all_env)
+    };
+    let run = deploy(&["--remote-key", "session-key-42"], &[]);
+    assert_eq!(run.code, 0, "{}", show(&run));
+    let main = proxy_main(&stand);
+    assert!(main.contains("API_KEY = \"session-key-42\""), "{main}");
+    // the key from the environment too
+    let run = deploy(&[], &[("RK_ENDPOINT_API_KEY", "session-key-42")]);
+    assert_eq!(run.code, 0, "{}", show(&run));
+    assert_eq!(proxy_main(&stand), main);
+    // no key: deployed, with a note that says how to give one
+    let run = deploy(&[], &[]);
+    assert_eq!(run.code, 0, "{}", show(&run));
+    assert!(proxy_main(&stand).contains("API_KEY = None"));
+    assert!(
+        run.stderr
+            .contains("give --remote-key KEY or set RK_ENDPOINT_API_KEY"),
+        "{}",
+        show(&run)
+    );
+
+    // the deployed proxy, run as Fireworks would (with rwb's bundled reward_kit),
+    // gets its score from the keyed server
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("main.py"), &main).unwrap();
+    let bundled = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/python");
+    let driver = "import sys\nsys.path[:0] = [sys.argv[1], sys.argv[2]]\nimport main\nr = main.evaluate(messages=[{'role': 'user', 'content': 'q'}, {'role': 'assistant', 'content': 'twelve chars'}])\nprint(r.score)\n";
+    let out = Command::new("python3")
+        .arg("-c")
+        .arg(driver)
+        .arg(&bundled)
+        .arg(dir.path())
+        .env_remove("RK_ENDPOINT_API_KEY")
+        .env("NO_PROXY", "*")
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0.12");
 }

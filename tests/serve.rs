@@ -12,15 +12,29 @@ use std::time::{Duration, Instant};
 struct Served {
     child: Child,
     url: String,
+    /// What it wrote to stderr after starting.
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
 }
 
 impl Served {
     fn start(ws: &Ws, env: &[(&str, &str)]) -> Served {
+        Served::start_on(ws, "127.0.0.1", env)
+    }
+
+    /// `rwb serve --host HOST`; the URL to reach it is on 127.0.0.1 either way.
+    fn start_on(ws: &Ws, host: &str, env: &[(&str, &str)]) -> Served {
         let mut cmd = Command::new(RWB);
-        cmd.args(["serve", ws.path().to_str().unwrap(), "--port", "0"])
-            .env_remove("RK_ENDPOINT_API_KEY")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
+        cmd.args([
+            "serve",
+            ws.path().to_str().unwrap(),
+            "--port",
+            "0",
+            "--host",
+            host,
+        ])
+        .env_remove("RK_ENDPOINT_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
         for (k, v) in env {
             cmd.env(k, v);
         }
@@ -34,11 +48,18 @@ impl Served {
                 panic!("rwb serve did not start: {line}");
             }
             if let Some(rest) = line.split("serving on ").nth(1) {
-                break rest.split_whitespace().next().unwrap().to_string();
+                let url = rest.split_whitespace().next().unwrap();
+                break url.replace("0.0.0.0", "127.0.0.1");
             }
         };
-        std::thread::spawn(move || for _ in err.lines() {});
-        Served { child, url }
+        let log = std::sync::Arc::<std::sync::Mutex<Vec<String>>>::default();
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in err.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Served { child, url, log }
     }
 
     fn interrupt(&self) {
@@ -208,7 +229,7 @@ async fn the_api_key_is_required_when_set() {
     );
     let wrong = c
         .post(&url)
-        .header("x-api-key", "nope")
+        .header("x-api-key", "sekrut")
         .json(&body("x"))
         .send()
         .await
@@ -242,6 +263,24 @@ async fn the_api_key_is_required_when_set() {
         .await
         .unwrap();
     assert_eq!(bearer.status(), 200);
+    for scheme in ["bearer", "BEARER"] {
+        let any_case = c
+            .post(&url)
+            .header("authorization", format!("{scheme} sekrit"))
+            .json(&body("x"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(any_case.status(), 200, "{scheme}");
+    }
+    let wrong_bearer = c
+        .post(&url)
+        .header("authorization", "bearer sekrix")
+        .json(&body("x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(wrong_bearer.status(), 403);
     let unauth_bad_body = c.post(&url).body("not json").send().await.unwrap();
     assert_eq!(
         unauth_bad_body.status(),
@@ -380,4 +419,408 @@ async fn the_openrlhf_batch_route_scores_every_query() {
     assert_eq!(v["scores"], v["rewards"]);
     assert_eq!(v["extra_logs"]["length"][0], 0.05);
     assert_eq!(v["extra_logs"]["errors"][0]["index"], 2);
+}
+
+// ---- hardening (SPEC §5) ----
+
+/// `host:port` of a server root URL.
+fn authority(url: &str) -> &str {
+    url.strip_prefix("http://").unwrap().trim_end_matches('/')
+}
+
+/// Sends `request` as it is over a new connection and reads until the server closes
+/// it: (status, body). For what reqwest would not send as given (a foreign `Host`).
+fn raw(url: &str, request: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(authority(url)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
+
+/// A whole `POST /evaluate/echo` with this `Host` header and a JSON body.
+fn post_with_host(host: &str) -> String {
+    let body = body("from a page").to_string();
+    format!(
+        "POST /evaluate/echo HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+}
+
+fn detail_of(body: &str) -> String {
+    let v: Value = serde_json::from_str(body).unwrap_or_else(|_| panic!("not JSON: {body}"));
+    v["detail"].as_str().unwrap_or_default().to_string()
+}
+
+#[tokio::test]
+async fn bodies_that_are_not_json_are_415() {
+    let ws = workspace("");
+    let s = Served::start(&ws, &[]);
+    let c = client();
+    let url = format!("{}/evaluate/echo", s.url);
+    let json_text = body("as text").to_string();
+    for (content_type, shown) in [
+        (Some("text/plain"), "'text/plain'"),
+        (
+            Some("text/plain;charset=UTF-8"),
+            "'text/plain;charset=UTF-8'",
+        ),
+        (
+            Some("application/x-www-form-urlencoded"),
+            "'application/x-www-form-urlencoded'",
+        ),
+        (None, "none"),
+    ] {
+        let mut req = c.post(&url).body(json_text.clone());
+        if let Some(t) = content_type {
+            req = req.header("content-type", t);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 415, "{content_type:?}");
+        assert_eq!(
+            r.json::<Value>().await.unwrap()["detail"],
+            format!("the body must be JSON: send Content-Type: application/json (got {shown})")
+        );
+    }
+    let batch = c
+        .post(format!("{}/batch/echo", s.url))
+        .header("content-type", "text/plain")
+        .body("{\"query\": [\"x\"]}")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(batch.status(), 415);
+    let ok = c
+        .post(&url)
+        .header("content-type", "application/json; charset=utf-8")
+        .body(json_text)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ok.status(), 200);
+    assert_eq!(ok.json::<Value>().await.unwrap()["score"], 0.07);
+}
+
+#[tokio::test]
+async fn a_foreign_host_is_421_while_bound_to_loopback_unless_allowed() {
+    let ws = workspace("");
+    let s = Served::start(&ws, &[]);
+    let (status, body) = raw(&s.url, &post_with_host("evil.example"));
+    assert_eq!(status, 421, "{body}");
+    assert_eq!(
+        detail_of(&body),
+        "this server does not answer for host 'evil.example': add it to allowed_hosts under [serve] in rwb.toml to allow it"
+    );
+    // a name that resolves to 127.0.0.1 is still not a loopback name
+    let (status, _) = raw(&s.url, &post_with_host("127.0.0.1.nip.io:8001"));
+    assert_eq!(status, 421);
+    let (status, _) = raw(
+        &s.url,
+        "GET /health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    );
+    assert_eq!(status, 421, "health too");
+    for host in [
+        authority(&s.url).to_string(),
+        "localhost:8001".into(),
+        "[::1]".into(),
+    ] {
+        let (status, body) = raw(&s.url, &post_with_host(&host));
+        assert_eq!(status, 200, "{host}: {body}");
+        let v: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(v["score"], 0.11);
+    }
+    drop(s);
+
+    let ws = workspace("[serve]\nallowed_hosts = [\"evil.example\", \"*.corp.test\"]\n");
+    let s = Served::start(&ws, &[]);
+    for host in ["evil.example", "EVIL.example:443", "judge.corp.test"] {
+        let (status, body) = raw(&s.url, &post_with_host(host));
+        assert_eq!(status, 200, "{host}: {body}");
+    }
+    let (status, _) = raw(&s.url, &post_with_host("other.example"));
+    assert_eq!(status, 421);
+}
+
+#[tokio::test]
+async fn a_server_bound_elsewhere_checks_only_allowed_hosts() {
+    let ws = workspace("");
+    let s = Served::start_on(&ws, "0.0.0.0", &[]);
+    let (status, body) = raw(&s.url, &post_with_host("pod-7.cluster.example"));
+    assert_eq!(status, 200, "no allowed_hosts: any name: {body}");
+    drop(s);
+    let ws = workspace("[serve]\nallowed_hosts = [\"judge.example\"]\n");
+    let s = Served::start_on(&ws, "0.0.0.0", &[]);
+    assert_eq!(raw(&s.url, &post_with_host("judge.example")).0, 200);
+    assert_eq!(raw(&s.url, &post_with_host("localhost")).0, 421);
+}
+
+#[test]
+fn a_client_that_stalls_in_its_body_is_cut_off_after_the_body_timeout() {
+    use std::io::{Read, Write};
+    let ws = workspace("[serve]\nbody_timeout = 1\n");
+    let s = Served::start(&ws, &[]);
+    let mut stream = std::net::TcpStream::connect(authority(&s.url)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let started = Instant::now();
+    write!(
+        stream,
+        "POST /evaluate/echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"messages\": ["
+    )
+    .unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(900) && waited < Duration::from_secs(3),
+        "{waited:?}"
+    );
+    assert!(answer.starts_with("HTTP/1.1 408 "), "{answer}");
+    assert!(
+        answer.ends_with(
+            "{\"detail\":\"the body did not arrive within 1 s ([serve] body_timeout in rwb.toml)\"}"
+        ),
+        "{answer}"
+    );
+    // and the server goes on serving
+    assert_eq!(raw(&s.url, &post_with_host("localhost")).0, 200);
+}
+
+#[test]
+fn a_client_that_stalls_in_its_headers_is_cut_off_after_the_header_timeout() {
+    use std::io::{Read, Write};
+    let ws = workspace("[serve]\nheader_timeout = 1\n");
+    let s = Served::start(&ws, &[]);
+    for partial in [
+        "POST /evaluate/echo HTTP/1.1\r\nHost: localhost\r\n",
+        "", // connected, said nothing
+    ] {
+        let mut stream = std::net::TcpStream::connect(authority(&s.url)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(10)))
+            .unwrap();
+        let started = Instant::now();
+        stream.write_all(partial.as_bytes()).unwrap();
+        let mut answer = Vec::new();
+        let _ = stream.read_to_end(&mut answer);
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(900) && waited < Duration::from_secs(3),
+            "{partial:?}: {waited:?}"
+        );
+        assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
+    }
+    assert_eq!(raw(&s.url, &post_with_host("localhost")).0, 200);
+}
+
+#[tokio::test]
+async fn requests_beyond_the_in_flight_cap_get_503() {
+    let ws = workspace("[serve]\nmax_in_flight = 2\n");
+    let s = Served::start(&ws, &[]);
+    let c = client();
+    let url = format!("{}/evaluate/echo", s.url);
+    let slow: Vec<_> = (0..2)
+        .map(|_| {
+            let (c, url) = (c.clone(), url.clone());
+            tokio::spawn(async move { c.post(url).json(&body("sleep 1.5")).send().await })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let started = Instant::now();
+    let busy = c.post(&url).json(&body("x")).send().await.unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(500),
+        "answered at once"
+    );
+    assert_eq!(busy.status(), 503);
+    assert_eq!(busy.headers()["retry-after"], "1");
+    assert_eq!(
+        busy.json::<Value>().await.unwrap()["detail"],
+        "the server is busy: 2 requests are in flight (the limit is [serve] max_in_flight in rwb.toml); try again shortly"
+    );
+    for r in slow {
+        assert_eq!(r.await.unwrap().unwrap().status(), 200);
+    }
+    let after = c.post(&url).json(&body("x")).send().await.unwrap();
+    assert_eq!(after.status(), 200, "places free up");
+}
+
+#[test]
+fn ctrl_c_stops_the_server_within_5_s_even_with_stalled_clients() {
+    use std::io::Write;
+    let ws = workspace("");
+    let mut s = Served::start(&ws, &[]);
+    // one stalls in its body, one in its headers, one says nothing (defaults: 30 s, 10 s)
+    let mut body_staller = std::net::TcpStream::connect(authority(&s.url)).unwrap();
+    write!(
+        body_staller,
+        "POST /evaluate/echo HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"messages\""
+    )
+    .unwrap();
+    let mut header_staller = std::net::TcpStream::connect(authority(&s.url)).unwrap();
+    write!(
+        header_staller,
+        "POST /evaluate/echo HTTP/1.1\r\nHost: local"
+    )
+    .unwrap();
+    let _silent = std::net::TcpStream::connect(authority(&s.url)).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let started = Instant::now();
+    s.interrupt();
+    let deadline = started + Duration::from_secs(5);
+    let status = loop {
+        if let Some(status) = s.child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "rwb serve still runs 5 s after Ctrl-C"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+    eprintln!("rwb serve ended {:?} after Ctrl-C", started.elapsed());
+}
+
+#[tokio::test]
+async fn health_with_a_key_says_only_ok_to_callers_without_it() {
+    let ws = workspace("");
+    ws.write(
+        "metrics/secret/main.py",
+        "open('/home/someone/private/creds.json')\n\ndef evaluate(messages, **kwargs):\n    return 1.0\n",
+    );
+    let s = Served::start(&ws, &[("RK_ENDPOINT_API_KEY", "sekrit")]);
+    let c = client();
+    let url = format!("{}/health", s.url);
+    for key in [None, Some("sekrut")] {
+        let mut req = c.get(&url);
+        if let Some(k) = key {
+            req = req.header("x-api-key", k);
+        }
+        let r = req.send().await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.text().await.unwrap(), "{\"status\":\"ok\"}", "{key:?}");
+    }
+    let full: Value = c
+        .get(&url)
+        .header("authorization", "bearer sekrit")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(full["evaluators"], json!(["echo", "half", "secret"]));
+    assert!(
+        full["import_errors"]["secret"]
+            .as_str()
+            .unwrap()
+            .contains("/home/someone/private/creds.json"),
+        "{full}"
+    );
+    // without a key set, health is the full answer (reward-kit's)
+    drop(s);
+    let s = Served::start(&ws, &[]);
+    let open: Value = c
+        .get(format!("{}/health", s.url))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(open["reward_function"], "echo");
+}
+
+#[tokio::test]
+async fn a_worker_that_dies_while_importing_is_a_short_500_without_its_stderr() {
+    let ws = workspace("");
+    ws.write(
+        "metrics/crash/main.py",
+        "import os, sys\nsys.stderr.write('SECRET-STDERR ' * 2000)\nsys.stderr.flush()\nos._exit(3)\n",
+    );
+    let s = Served::start(&ws, &[]);
+    let r = client()
+        .post(format!("{}/evaluate/crash", s.url))
+        .json(&body("x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    let text = r.text().await.unwrap();
+    assert!(!text.contains("SECRET-STDERR"), "{text}");
+    assert!(text.len() < 400, "{} bytes: {text}", text.len());
+    let detail = detail_of(&text);
+    assert!(
+        detail.starts_with(
+            "Internal server error during evaluation: the worker for 'crash' died while importing "
+        ),
+        "{detail}"
+    );
+    assert!(!detail.contains('\n'), "{detail}");
+}
+
+#[tokio::test]
+async fn a_long_import_error_reaches_a_remote_caller_as_its_first_line_and_the_log_whole() {
+    let ws = workspace("");
+    ws.write(
+        "metrics/broken/main.py",
+        "raise RuntimeError('cannot load the judge model\\n' + 'detail from /home/u/private/judge.bin\\n' * 600)\n",
+    );
+    let s = Served::start(&ws, &[]);
+    let r = client()
+        .post(format!("{}/evaluate/broken", s.url))
+        .json(&body("x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 500);
+    assert_eq!(
+        r.json::<Value>().await.unwrap()["detail"],
+        "Internal server error during evaluation: RuntimeError: cannot load the judge model (the rest is in the server's log)"
+    );
+    // the batch route's error log says the same
+    let v: Value = client()
+        .post(format!("{}/batch/broken", s.url))
+        .json(&json!({"query": ["a", "b"]}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        v["extra_logs"]["errors"][0]["error"],
+        "ImportFailed: RuntimeError: cannot load the judge model (the rest is in the server's log)"
+    );
+    // the local log has it, once, clipped
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let log = s.log.lock().unwrap().clone();
+    let noted: Vec<&String> = log
+        .iter()
+        .filter(|l| {
+            l.starts_with(
+                "rwb: evaluator 'broken': ImportFailed: RuntimeError: cannot load the judge model",
+            )
+        })
+        .collect();
+    assert_eq!(noted.len(), 1, "{log:?}");
+    let whole = log.join("\n");
+    assert!(whole.contains("detail from /home/u/private/judge.bin"));
+    assert!(whole.len() < 6000, "{} bytes", whole.len());
 }

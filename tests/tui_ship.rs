@@ -12,9 +12,33 @@ use std::time::{Duration, Instant};
 
 /// A plain HTTP/1.0 GET on loopback; the whole response as text.
 fn http_get(port: u16, path: &str) -> String {
+    http_get_with(port, path, "")
+}
+
+/// A plain HTTP/1.0 GET with extra header lines; the whole response as text.
+fn http_get_with(port: u16, path: &str, headers: &str) -> String {
+    exchange(
+        port,
+        &format!("GET {path} HTTP/1.0\r\nHost: localhost\r\n{headers}\r\n"),
+    )
+}
+
+/// A plain HTTP/1.0 POST of one sample with extra header lines; the whole response.
+fn http_post(port: u16, path: &str, headers: &str) -> String {
+    let body = r#"{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "abcd"}]}"#;
+    exchange(
+        port,
+        &format!(
+            "POST {path} HTTP/1.0\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{headers}\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+fn exchange(port: u16, request: &str) -> String {
     use std::io::{Read, Write};
     let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").unwrap();
+    s.write_all(request.as_bytes()).unwrap();
     let mut out = String::new();
     s.read_to_string(&mut out).unwrap();
     out
@@ -77,6 +101,29 @@ fn serve_tunnel_and_compare_from_the_keyboard() {
         screen.contains("/evaluate"),
         "the evaluate URL is shown:\n{screen}"
     );
+    // no RK_ENDPOINT_API_KEY: a key is generated for the session, shown, and required
+    let key = screen
+        .split("key     generated for this session: ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap_or_else(|| panic!("the key state is shown:\n{screen}"))
+        .to_string();
+    assert_eq!(key.len(), 43, "{screen}");
+    let health = http_get(port, "/health");
+    assert!(
+        health.ends_with("\r\n\r\n{\"status\":\"ok\"}"),
+        "without the key, health says only ok: {health}"
+    );
+    let keyed = http_get_with(port, "/health", &format!("X-Api-Key: {key}\r\n"));
+    assert!(keyed.contains("\"reward_function\":\"judge\""), "{keyed}");
+    assert!(http_post(port, "/evaluate", "").starts_with("HTTP/1.0 401"));
+    assert!(
+        http_post(port, "/evaluate", &format!("X-Api-Key: {key}\r\n")).starts_with("HTTP/1.0 200")
+    );
+    tmux.key("y");
+    tmux.wait_for("the copy notice", |s| {
+        s.contains(&format!("copied http://127.0.0.1:{port} and its key"))
+    });
 
     tmux.key("p");
     tmux.wait_for("the comparison", |s| s.contains("0 of 6 samples differ"));
@@ -101,8 +148,45 @@ fn serve_tunnel_and_compare_from_the_keyboard() {
         "the tunnel process is stopped"
     );
 
+    // the tunnel closed: the server is local again and needs no key
+    assert!(!tmux.screen().contains("key     generated"));
+    assert!(http_post(port, "/evaluate", "").starts_with("HTTP/1.0 200"));
+
     tmux.key("S");
     tmux.wait_for("the server to stop", |s| !s.contains("serving :"));
+    tmux.key("q");
+}
+
+#[test]
+fn a_tunnel_with_no_auth_is_shown_off_with_a_warning() {
+    let port = free_port();
+    let ws = workspace(port);
+    ws.write(
+        "rwb.toml",
+        &format!("[serve]\nport = {port}\n\n[tunnel]\nprovider = \"serveo\"\ntimeout = 10\nno_auth = true\n"),
+    );
+    let bin = tempfile::tempdir().unwrap();
+    standin_ssh(bin.path());
+    let path = format!(
+        "PATH={}:{}",
+        bin.path().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let tmux = Tmux::start(&ws, 150, 40, &format!("{path} {RWB}"));
+    tmux.wait_for("the scores", |s| s.contains("0.040"));
+    tmux.key("t");
+    let screen = tmux.wait_for("the open tunnel", |s| {
+        s.contains(&format!("tunnel http://127.0.0.1:{port}"))
+    });
+    assert!(
+        screen.contains(
+            "key     OFF: anyone with the URL can run your evaluators (set RK_ENDPOINT_API_KEY)"
+        ),
+        "{screen}"
+    );
+    assert!(screen.contains("without a key"), "{screen}");
+    assert!(http_post(port, "/evaluate", "").starts_with("HTTP/1.0 200"));
+    tmux.key("Escape");
     tmux.key("q");
 }
 

@@ -177,6 +177,7 @@ fn start(ws: &Ws, path: &str, args: &[&str], env: &[(&str, &str)]) -> Rwb {
         .current_dir(ws.path())
         .env("PATH", path)
         .env_remove("VIRTUAL_ENV")
+        .env_remove("RK_ENDPOINT_API_KEY")
         .envs(env.iter().copied())
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -304,15 +305,33 @@ impl Drop for Rwb {
 /// `GET ROOT/health` over a plain socket: (status code, body).
 fn get_health(root: &str) -> (u16, String) {
     let host = root.strip_prefix("http://").unwrap().trim_end_matches('/');
+    exchange(
+        root,
+        &format!("GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"),
+    )
+}
+
+/// `POST ROOT/evaluate` over a plain socket with this `Host` and extra header lines:
+/// (status code, body).
+fn post_evaluate(root: &str, host: &str, headers: &str) -> (u16, String) {
+    let body = r#"{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": "twelve chars"}]}"#;
+    exchange(
+        root,
+        &format!(
+            "POST /evaluate HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    )
+}
+
+/// Sends `request` to the server at `root` and reads the answer: (status, body).
+fn exchange(root: &str, request: &str) -> (u16, String) {
+    let host = root.strip_prefix("http://").unwrap().trim_end_matches('/');
     let mut stream = TcpStream::connect(host).expect("the local server accepts");
     stream
         .set_read_timeout(Some(Duration::from_secs(10)))
         .unwrap();
-    write!(
-        stream,
-        "GET /health HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n"
-    )
-    .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
     let mut answer = String::new();
     stream.read_to_string(&mut answer).unwrap();
     let status = answer
@@ -395,8 +414,105 @@ fn serveo_shows_the_public_and_evaluate_urls_and_health_passes_through_the_tunne
     );
     let health = rwb.wait_for("health through the tunnel: ok", 30);
     assert!(health.contains("\"status\""), "{health}");
+    // no RK_ENDPOINT_API_KEY: a key is generated, required, and shown once
+    let key_line = rwb.value_after("api key:");
+    let key = key_line.split_whitespace().next().unwrap().to_string();
+    assert_eq!(key.len(), 43, "{key_line}");
+    assert!(
+        key_line.ends_with("(generated for this session, shown once: send it as X-Api-Key or Authorization: Bearer; rwb deploy --remote-url URL --remote-key KEY)"),
+        "{key_line}"
+    );
+    let host = local.strip_prefix("http://").unwrap();
+    assert_eq!(post_evaluate(&public, host, "").0, 401);
+    assert_eq!(
+        post_evaluate(&public, host, "X-Api-Key: not-the-key\r\n").0,
+        403
+    );
+    let (status, body) = post_evaluate(&public, host, &format!("X-Api-Key: {key}\r\n"));
+    assert_eq!(
+        (status, body.contains("\"score\":0.12")),
+        (200, true),
+        "{body}"
+    );
+    let (status, _) = post_evaluate(&public, host, &format!("Authorization: bearer {key}\r\n"));
+    assert_eq!(status, 200);
+    // health through the tunnel, without the key, says only "ok"
+    assert_eq!(
+        get_health(&public),
+        (200, "{\"status\":\"ok\"}".to_string())
+    );
     assert_eq!(rwb.interrupt(), 0, "{}", rwb.said());
+    let shown = rwb.seen.iter().filter(|l| l.contains(&key)).count();
+    assert_eq!(shown, 1, "the key is shown once:\n{}", rwb.said());
     assert_gone(&pid);
+}
+
+#[test]
+fn no_auth_opens_the_tunnel_without_a_key_and_warns() {
+    let bin = stand_ins();
+    let ws = workspace("");
+    let mut rwb = start(&ws, &path_with(bin.path()), &["--no-auth"], &[]);
+    let warning = rwb.wait_for("without a key", 30);
+    assert_eq!(
+        warning,
+        "rwb: warning: the tunnel is open without a key: anyone who finds its URL can run your evaluators on this machine (set RK_ENDPOINT_API_KEY, or drop --no-auth / [tunnel] no_auth, to require a key)"
+    );
+    let local = rwb.local_url();
+    let public = rwb.value_after("public URL:");
+    assert_eq!(
+        rwb.value_after("api key:"),
+        "none (--no-auth: open to anyone)"
+    );
+    let host = local.strip_prefix("http://").unwrap();
+    let (status, body) = post_evaluate(&public, host, "");
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(rwb.interrupt(), 0, "{}", rwb.said());
+}
+
+#[test]
+fn rk_endpoint_api_key_is_the_tunnels_key_when_set() {
+    let bin = stand_ins();
+    let ws = workspace("");
+    let mut rwb = start(
+        &ws,
+        &path_with(bin.path()),
+        &[],
+        &[("RK_ENDPOINT_API_KEY", "team-key-1")],
+    );
+    let local = rwb.local_url();
+    let public = rwb.value_after("public URL:");
+    assert_eq!(
+        rwb.value_after("api key:"),
+        "the value of RK_ENDPOINT_API_KEY"
+    );
+    let host = local.strip_prefix("http://").unwrap();
+    assert_eq!(post_evaluate(&public, host, "").0, 401);
+    let (status, _) = post_evaluate(&public, host, "X-Api-Key: team-key-1\r\n");
+    assert_eq!(status, 200);
+    assert_eq!(rwb.interrupt(), 0, "{}", rwb.said());
+    assert!(!rwb.said().contains("team-key-1"), "{}", rwb.said());
+}
+
+#[test]
+fn the_tunnels_public_host_is_answered_and_foreign_hosts_are_not() {
+    let ws = workspace("");
+    ws.write(
+        "rwb.toml",
+        "[tunnel]\ncommand = \"echo 'your url is: https://brave-lions-sing.loca.lt'; exec sleep 600\"\nurl_regex = 'https://\\S+'\ntimeout = 10\n",
+    );
+    let mut rwb = start(&ws, &std::env::var("PATH").unwrap(), &["--no-auth"], &[]);
+    let local = rwb.local_url();
+    assert_eq!(
+        rwb.value_after("public URL:"),
+        "https://brave-lions-sing.loca.lt"
+    );
+    // the provider forwards requests with the public host name, as serveo and
+    // cloudflared do
+    let (status, body) = post_evaluate(&local, "brave-lions-sing.loca.lt", "");
+    assert_eq!(status, 200, "{body}");
+    let (status, body) = post_evaluate(&local, "evil.example", "");
+    assert_eq!(status, 421, "{body}");
+    assert_eq!(rwb.interrupt(), 0, "{}", rwb.said());
 }
 
 #[test]
@@ -523,6 +639,10 @@ fn a_provider_that_is_not_installed_is_one_clear_line_and_the_server_keeps_servi
     );
     rwb.wait_for("still serving locally on", 10);
     assert_serving_locally(&local);
+    // nothing is public, so the key nobody was shown is not required
+    let host = local.strip_prefix("http://").unwrap();
+    assert_eq!(post_evaluate(&local, host, "").0, 200);
+    assert!(!rwb.said().contains("api key:"), "{}", rwb.said());
     assert_eq!(rwb.interrupt(), 1, "{}", rwb.said());
 }
 

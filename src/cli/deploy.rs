@@ -46,7 +46,16 @@ pub(super) async fn deploy(args: DeployArgs) -> Result<ExitCode, Fail> {
     let code = match &remote_url {
         Some(url) => {
             fireworks::remote_endpoint(url).map_err(usage)?;
-            Code::RemoteUrl(url.clone())
+            let api_key = args.remote_key.clone().filter(|k| !k.trim().is_empty());
+            if api_key.is_none() {
+                eprintln!(
+                    "rwb deploy: note: the proxy sends no key; an endpoint that requires one (rwb tunnel prints it) answers 401: give --remote-key KEY or set RK_ENDPOINT_API_KEY"
+                );
+            }
+            Code::RemoteUrl {
+                url: url.clone(),
+                api_key,
+            }
         }
         None => Code::Evaluators(load_evaluators(&dir, &args)?),
     };

@@ -179,6 +179,10 @@ pub struct TunnelArgs {
     /// Local port of the server (default 8001).
     #[arg(long)]
     pub port: Option<u16>,
+    /// Open the tunnel without a key: anyone with the URL can run the evaluators.
+    /// (Without RK_ENDPOINT_API_KEY, rwb otherwise generates a key for the session.)
+    #[arg(long)]
+    pub no_auth: bool,
 }
 
 #[derive(Args, Debug)]
@@ -200,6 +204,15 @@ pub struct DeployArgs {
     /// Deploy a proxy that forwards to this URL instead of the code.
     #[arg(long)]
     pub remote_url: Option<String>,
+    /// With --remote-url: the key the proxy sends as X-Api-Key (the key `rwb tunnel`
+    /// printed); default RK_ENDPOINT_API_KEY.
+    #[arg(
+        long,
+        env = "RK_ENDPOINT_API_KEY",
+        hide_env_values = true,
+        value_name = "KEY"
+    )]
+    pub remote_key: Option<String>,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,8 +1,11 @@
-//! `rwb serve`: serve until Ctrl-C, then finish the requests in flight.
+//! `rwb serve`: serve until Ctrl-C, then finish the requests in flight (for up to
+//! a few seconds: a stalled client cannot keep the server up).
 
 use super::{Fail, ServeArgs, Session};
+use crate::ship::serve::Options;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -11,7 +14,9 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
     let port = args
         .port
         .unwrap_or_else(|| crate::ship::serve::configured_port(&session.workspace));
-    let server = crate::ship::serve::start(&session, &host, port)
+    let mut options = Options::new(&host, port);
+    options.notes = Some(Arc::new(|note: String| eprintln!("rwb: {note}")));
+    let server = crate::ship::serve::start(&session, options)
         .await
         .map_err(Fail::Usage)?;
     eprintln!("rwb: serving on {} (Ctrl-C stops)", server.url());

@@ -3,7 +3,9 @@
 //! server keeps serving locally.
 
 use super::{Fail, Session, TunnelArgs};
-use crate::ship::tunnel::{self, Settings};
+use crate::ship::guard::{self, KeyOrigin};
+use crate::ship::serve::{Options, Server};
+use crate::ship::tunnel::{self, Settings, Tunnel};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use tokio::signal::unix::{signal, Signal, SignalKind};
@@ -19,7 +21,8 @@ pub(super) async fn tunnel(args: TunnelArgs) -> Result<ExitCode, Fail> {
     // listen before anything starts, so an early Ctrl-C is not lost
     let mut stop = Stop::new()?;
     let port = args.port.unwrap_or(8001);
-    let server = crate::ship::serve::start(&session, "127.0.0.1", port)
+    let (options, key) = keyed_options(&args, &settings, port)?;
+    let server = crate::ship::serve::start(&session, options)
         .await
         .map_err(Fail::Usage)?;
     let local = server.url();
@@ -37,8 +40,7 @@ pub(super) async fn tunnel(args: TunnelArgs) -> Result<ExitCode, Fail> {
     };
     let code = match opened {
         Ok(mut tunnel) => {
-            println!("public URL:   {}", tunnel.public_url);
-            println!("evaluate URL: {}", tunnel.evaluate_url);
+            announce(&tunnel, &server, &key);
             eprintln!(
                 "rwb: checking {}/health through the tunnel",
                 tunnel.public_url
@@ -76,6 +78,8 @@ pub(super) async fn tunnel(args: TunnelArgs) -> Result<ExitCode, Fail> {
         }
         Err(e) => {
             eprintln!("rwb: {e}");
+            // nothing public: the key nobody was shown is not needed locally
+            server.access.set_key(guard::env_key());
             eprintln!("rwb: no tunnel; still serving locally on {local} (Ctrl-C stops)");
             stop.wait().await;
             ExitCode::from(1)
@@ -83,6 +87,45 @@ pub(super) async fn tunnel(args: TunnelArgs) -> Result<ExitCode, Fail> {
     };
     server.shutdown().await;
     Ok(code)
+}
+
+/// The server's options: on loopback, requiring the tunnel's key (SPEC §6): the
+/// environment's, else one generated now, unless `--no-auth` (warned about).
+fn keyed_options(
+    args: &TunnelArgs,
+    settings: &Settings,
+    port: u16,
+) -> Result<(Options, KeyOrigin), Fail> {
+    let key = guard::tunnel_key(args.no_auth || settings.no_auth).map_err(Fail::Usage)?;
+    let mut options = Options::new("127.0.0.1", port);
+    options.notes = Some(std::sync::Arc::new(|note: String| eprintln!("rwb: {note}")));
+    match &key {
+        KeyOrigin::Generated(k) => options.access.set_key(Some(k.clone())),
+        KeyOrigin::Off => eprintln!("rwb: {}", guard::NO_AUTH_WARNING),
+        KeyOrigin::Env if args.no_auth => eprintln!(
+            "rwb: {} is set, so requests still need that key (--no-auth only skips the generated one)",
+            guard::KEY_ENV
+        ),
+        KeyOrigin::Env => {}
+    }
+    Ok((options, key))
+}
+
+/// Shows the tunnel's URLs and, once, the key it requires; lets the server answer
+/// for the tunnel's public host name.
+fn announce(tunnel: &Tunnel, server: &Server, key: &KeyOrigin) {
+    if let Some(host) = guard::url_host(&tunnel.public_url) {
+        server.access.allow_host(&host);
+    }
+    println!("public URL:   {}", tunnel.public_url);
+    println!("evaluate URL: {}", tunnel.evaluate_url);
+    match key {
+        KeyOrigin::Generated(k) => println!(
+            "api key:      {k}  (generated for this session, shown once: send it as X-Api-Key or Authorization: Bearer; rwb deploy --remote-url URL --remote-key KEY)"
+        ),
+        KeyOrigin::Env => println!("api key:      the value of {}", guard::KEY_ENV),
+        KeyOrigin::Off => println!("api key:      none (--no-auth: open to anyone)"),
+    }
 }
 
 /// The port of `http://HOST:PORT`.

@@ -244,11 +244,7 @@ impl Credentials {
             .unwrap_or_else(|| DEFAULT_API_BASE.to_string())
             .trim_end_matches('/')
             .to_string();
-        if !(api_base.starts_with("http://") || api_base.starts_with("https://")) {
-            return Err(FireworksError::Credentials(format!(
-                "FIREWORKS_API_BASE must be an http(s) URL such as {DEFAULT_API_BASE}, got '{api_base}'"
-            )));
-        }
+        check_api_base(&api_base)?;
         Ok(Credentials {
             api_key,
             account_id,
@@ -262,6 +258,27 @@ impl Credentials {
             "{}/v1/accounts/{}/evaluators",
             self.api_base, self.account_id
         )
+    }
+}
+
+/// The API key must not travel in clear text: `https://`, or `http://` to this machine
+/// only (a stand-in server, a local proxy).
+fn check_api_base(api_base: &str) -> Result<(), FireworksError> {
+    let parsed = reqwest::Url::parse(api_base).ok();
+    let scheme = parsed.as_ref().map(|u| u.scheme());
+    let loopback = parsed
+        .as_ref()
+        .and_then(|u| u.host_str())
+        .is_some_and(crate::ship::guard::is_loopback_name);
+    match scheme {
+        Some("https") => Ok(()),
+        Some("http") if loopback => Ok(()),
+        Some("http") => Err(FireworksError::Credentials(format!(
+            "FIREWORKS_API_BASE '{api_base}' is plain http: the API key would travel in clear text; use https:// (http:// is accepted only for 127.0.0.1 or localhost)"
+        ))),
+        _ => Err(FireworksError::Credentials(format!(
+            "FIREWORKS_API_BASE must be an https URL such as {DEFAULT_API_BASE}, got '{api_base}'"
+        ))),
     }
 }
 
@@ -310,8 +327,12 @@ fn parse_auth_ini(text: &str) -> BTreeMap<String, String> {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Code {
     Evaluators(Vec<EvaluatorSpec>),
-    /// `--remote-url`: one `remote_eval_proxy` criterion forwarding to this URL.
-    RemoteUrl(String),
+    /// `--remote-url`: one `remote_eval_proxy` criterion forwarding to `url`, sending
+    /// `api_key` (if any) as `X-Api-Key`.
+    RemoteUrl {
+        url: String,
+        api_key: Option<String>,
+    },
 }
 
 /// One `CODE_SNIPPETS` criterion.
@@ -335,7 +356,9 @@ impl EvaluatorPayload {
     pub fn from_code(code: &Code) -> Result<EvaluatorPayload, FireworksError> {
         match code {
             Code::Evaluators(specs) => EvaluatorPayload::from_evaluators(specs),
-            Code::RemoteUrl(url) => EvaluatorPayload::remote_proxy(url),
+            Code::RemoteUrl { url, api_key } => {
+                EvaluatorPayload::remote_proxy(url, api_key.as_deref())
+            }
         }
     }
 
@@ -349,8 +372,9 @@ impl EvaluatorPayload {
         }
         let mut criteria = Vec::new();
         let mut requirements = Vec::new();
+        let mut budget = Budget::default();
         for spec in specs {
-            let (criterion, reqs) = criterion_for(spec)?;
+            let (criterion, reqs) = criterion_for(spec, &mut budget)?;
             criteria.push(criterion);
             for r in reqs {
                 if !requirements.contains(&r) {
@@ -365,12 +389,15 @@ impl EvaluatorPayload {
     }
 
     /// The `--remote-url` proxy: one criterion, stdlib-only, no requirements.
-    pub fn remote_proxy(url: &str) -> Result<EvaluatorPayload, FireworksError> {
+    pub fn remote_proxy(
+        url: &str,
+        api_key: Option<&str>,
+    ) -> Result<EvaluatorPayload, FireworksError> {
         Ok(EvaluatorPayload {
             criteria: vec![Criterion {
                 name: REMOTE_PROXY_NAME.into(),
                 description: format!("Metric: {REMOTE_PROXY_NAME} (forwards to {url})"),
-                files: vec![("main.py".into(), remote_proxy_source(url)?)],
+                files: vec![("main.py".into(), remote_proxy_source(url, api_key)?)],
             }],
             requirements: Vec::new(),
         })
@@ -406,6 +433,70 @@ impl EvaluatorPayload {
     }
 }
 
+/// One file deploy may send at most (SPEC §7).
+pub const MAX_FILE_BYTES: u64 = 1024 * 1024;
+/// All the files of one deploy together at most.
+pub const MAX_TOTAL_BYTES: u64 = 10 * 1024 * 1024;
+
+/// The bytes a deploy has read so far, against [`MAX_TOTAL_BYTES`].
+#[derive(Default)]
+struct Budget {
+    used: u64,
+}
+
+/// Reads a file deploy sends from folder `root`, when it may be sent: a regular file
+/// (or a link to one inside `root`), not hidden (hidden files often hold secrets), at
+/// most [`MAX_FILE_BYTES`], and within the whole deploy's [`MAX_TOTAL_BYTES`]. Every
+/// refusal names the file and what to do.
+fn read_sendable(root: &Path, path: &Path, budget: &mut Budget) -> Result<String, FireworksError> {
+    let refuse =
+        |why: String| FireworksError::Local(format!("cannot send {}: {why}", path.display()));
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned());
+    if name.as_deref().is_some_and(|n| n.starts_with('.')) {
+        return Err(refuse(format!(
+            "it is a hidden file, and deploy sends no hidden files (they often hold secrets): rename it or move it out of {}",
+            root.display()
+        )));
+    }
+    let link = std::fs::symlink_metadata(path)
+        .map_err(|e| refuse(e.to_string()))?
+        .file_type()
+        .is_symlink();
+    if link {
+        let target = std::fs::canonicalize(path).map_err(|e| {
+            refuse(format!(
+                "it is a symbolic link that cannot be followed ({e})"
+            ))
+        })?;
+        let inside = std::fs::canonicalize(root).is_ok_and(|r| target.starts_with(r));
+        if !inside {
+            return Err(refuse(format!(
+                "it is a symbolic link to {}, outside {}: deploy sends only files inside the folder; copy the file in instead",
+                target.display(),
+                root.display()
+            )));
+        }
+    }
+    let meta = std::fs::metadata(path).map_err(|e| refuse(e.to_string()))?;
+    if !meta.is_file() {
+        return Err(refuse("it is not a regular file".into()));
+    }
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(refuse(format!(
+            "it is {} bytes, over the 1 MB limit for one file: move data out of the evaluator's folder",
+            meta.len()
+        )));
+    }
+    budget.used += meta.len();
+    if budget.used > MAX_TOTAL_BYTES {
+        return Err(refuse(format!(
+            "with it the files to send come to {} bytes, over the 10 MB limit for a deploy: move data out of the evaluator folders",
+            budget.used
+        )));
+    }
+    read_source(path)
+}
+
 fn read_source(path: &Path) -> Result<String, FireworksError> {
     let bytes = std::fs::read(path)
         .map_err(|e| FireworksError::Local(format!("cannot read {}: {e}", path.display())))?;
@@ -417,10 +508,13 @@ fn read_source(path: &Path) -> Result<String, FireworksError> {
     })
 }
 
-fn criterion_for(spec: &EvaluatorSpec) -> Result<(Criterion, Vec<String>), FireworksError> {
+fn criterion_for(
+    spec: &EvaluatorSpec,
+    budget: &mut Budget,
+) -> Result<(Criterion, Vec<String>), FireworksError> {
     match &spec.source {
         Source::Folder(dir) => {
-            let main = read_source(&dir.join("main.py"))?;
+            let main = read_sendable(dir, &dir.join("main.py"), budget)?;
             let mut files = vec![("main.py".to_string(), main.clone())];
             let mut helpers = Vec::new();
             collect_python_files(dir, dir, &mut helpers)?;
@@ -429,12 +523,12 @@ fn criterion_for(spec: &EvaluatorSpec) -> Result<(Criterion, Vec<String>), Firew
                 if rel == "main.py" {
                     continue;
                 }
-                let text = read_source(&dir.join(&rel))?;
+                let text = read_sendable(dir, &dir.join(&rel), budget)?;
                 files.push((rel, text));
             }
             let requirements_txt = dir.join("requirements.txt");
             let reqs = if requirements_txt.is_file() {
-                parse_requirements_txt(&read_source(&requirements_txt)?)
+                parse_requirements_txt(&read_sendable(dir, &requirements_txt, budget)?)
             } else {
                 decorator_requirements(&main)
             };
@@ -454,7 +548,11 @@ fn criterion_for(spec: &EvaluatorSpec) -> Result<(Criterion, Vec<String>), Firew
             spec.name
         ))),
         Source::Function { file, function } => {
-            let mut main = read_source(file)?;
+            let folder = file
+                .parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."));
+            let mut main = read_sendable(folder, file, budget)?;
             let shown = file
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
@@ -743,13 +841,20 @@ pub fn remote_endpoint(url: &str) -> Result<String, FireworksError> {
 }
 
 /// The `main.py` of the `remote_eval_proxy` criterion: standard library only, it
-/// posts `{messages, ground_truth, tools, kwargs}` to the endpoint and returns the
+/// posts `{messages, ground_truth, tools, kwargs}` to the endpoint with `api_key` as
+/// `X-Api-Key` (else the evaluator's `RK_ENDPOINT_API_KEY`, if set) and returns the
 /// remote `EvaluateResult`.
-pub fn remote_proxy_source(url: &str) -> Result<String, FireworksError> {
+pub fn remote_proxy_source(url: &str, api_key: Option<&str>) -> Result<String, FireworksError> {
     let endpoint = remote_endpoint(url)?;
     // a JSON string literal is a valid Python string literal
-    let literal = serde_json::to_string(&endpoint).expect("a string serializes");
-    Ok(PROXY_TEMPLATE.replace("@REMOTE_URL@", &literal))
+    let literal = |text: &str| serde_json::to_string(text).expect("a string serializes");
+    let key = api_key
+        .map(str::trim)
+        .filter(|k| !k.is_empty())
+        .map_or_else(|| "None".to_string(), literal);
+    Ok(PROXY_TEMPLATE
+        .replace("@REMOTE_URL@", &literal(&endpoint))
+        .replace("@API_KEY@", &key))
 }
 
 const PROXY_TEMPLATE: &str = r#""""Remote evaluator proxy, generated by `rwb deploy --remote-url`.
@@ -767,6 +872,8 @@ import urllib.request
 from reward_kit import EvaluateResult, MetricResult, reward_function
 
 REMOTE_URL = @REMOTE_URL@
+# The key the endpoint requires (`rwb deploy --remote-key`), sent as X-Api-Key.
+API_KEY = @API_KEY@
 TIMEOUT_SECONDS = 30.0
 
 
@@ -803,7 +910,7 @@ def _metric(name, value):
 
 def _post(payload):
     headers = {"Content-Type": "application/json", "Accept": "application/json"}
-    api_key = os.environ.get("RK_ENDPOINT_API_KEY")
+    api_key = API_KEY or os.environ.get("RK_ENDPOINT_API_KEY")
     if api_key:
         headers["X-Api-Key"] = api_key
     request = urllib.request.Request(
@@ -1318,6 +1425,44 @@ mod tests {
     }
 
     #[test]
+    fn the_api_base_is_https_unless_it_is_this_machine() {
+        let base = |b: &str| {
+            Credentials::resolve(
+                env_of(&[
+                    ("FIREWORKS_API_KEY", "k"),
+                    ("FIREWORKS_ACCOUNT_ID", "a"),
+                    ("FIREWORKS_API_BASE", b),
+                ]),
+                None,
+            )
+        };
+        for ok in [
+            "https://api.fireworks.ai",
+            "http://127.0.0.1:8080",
+            "http://localhost:1",
+            "http://[::1]:9",
+        ] {
+            assert!(base(ok).is_ok(), "{ok}");
+        }
+        for clear in [
+            "http://example.com",
+            "http://10.0.0.7:80",
+            "http://127.0.0.1.nip.io",
+        ] {
+            let e = base(clear).unwrap_err();
+            assert!(e.is_usage());
+            assert_eq!(
+                e.to_string(),
+                format!("FIREWORKS_API_BASE '{clear}' is plain http: the API key would travel in clear text; use https:// (http:// is accepted only for 127.0.0.1 or localhost)")
+            );
+        }
+        assert!(base("ftp://x")
+            .unwrap_err()
+            .to_string()
+            .contains("must be an https URL"));
+    }
+
+    #[test]
     fn api_messages_are_found_where_apis_put_them() {
         assert_eq!(
             api_message(r#"{"error": {"message": "bad key"}}"#),
@@ -1507,11 +1652,14 @@ def third(messages, **kwargs):
                 headers: HeaderMap,
                 body: String,
             ) -> axum::Json<Value> {
-                let ctype = headers
-                    .get("content-type")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("")
-                    .to_string();
+                let header = |name: &str| {
+                    headers
+                        .get(name)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or("")
+                        .to_string()
+                };
+                let ctype = format!("{} key={}", header("content-type"), header("x-api-key"));
                 let body: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
                 seen.lock().unwrap().push((uri.path().to_string(), ctype, body));
                 axum::Json(json!({
@@ -1532,7 +1680,7 @@ def third(messages, **kwargs):
         let main_py = dir.path().join("main.py");
         std::fs::write(
             &main_py,
-            remote_proxy_source(&format!("http://{addr}")).unwrap(),
+            remote_proxy_source(&format!("http://{addr}"), Some("k-\"quoted\"-1")).unwrap(),
         )
         .unwrap();
         let compiled = std::process::Command::new("python3")
@@ -1588,7 +1736,7 @@ print(json.dumps({"score": r.score, "reason": r.reason, "m": r.metrics["overlap"
         assert_eq!(seen.len(), 1);
         let (path, ctype, body) = &seen[0];
         assert_eq!(path, "/evaluate");
-        assert_eq!(ctype, "application/json");
+        assert_eq!(ctype, "application/json key=k-\"quoted\"-1");
         assert_eq!(body["messages"][1]["content"], "hello");
         assert_eq!(body["ground_truth"], "hello");
         assert_eq!(body["tools"][0]["function"]["name"], "f");

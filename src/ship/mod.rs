@@ -6,5 +6,7 @@
 //! what they report.
 
 pub mod fireworks;
+pub mod guard;
+mod listen;
 pub mod serve;
 pub mod tunnel;

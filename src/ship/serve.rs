@@ -5,28 +5,46 @@
 //! that arrive together are batched into the same worker round trip, and each waits
 //! for its own outcome by id. The server never runs Python itself.
 
+use super::guard::{Access, HostPolicy, Verdict};
+use super::listen::{self, Timing};
 use crate::cli::Session;
 use crate::engine::{Pool, PoolJob, PoolWork};
-use crate::model::{EvalError, EvaluatorSpec, Outcome};
+use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome};
 use crate::runner::Prepared;
 use crate::runner::Runner;
 use crate::workspace::Workspace;
+use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use serde_json::{json, Map, Value};
 use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::oneshot;
+use tokio::sync::{oneshot, Semaphore};
+use tokio_util::sync::CancellationToken;
 
 /// Request bodies larger than this are refused with 413 (`[serve] max_body_mb`).
 const DEFAULT_MAX_BODY_MB: u64 = 16;
+/// A request's headers must arrive within this (`[serve] header_timeout`).
+const DEFAULT_HEADER_TIMEOUT: Duration = Duration::from_secs(10);
+/// A request's whole body must arrive within this (`[serve] body_timeout`).
+const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(30);
+/// Requests in flight beyond this get 503 (`[serve] max_in_flight`).
+const DEFAULT_MAX_IN_FLIGHT: usize = 1024;
+/// After Ctrl-C, how long requests in flight may finish before connections are dropped
+/// (the process ends within 5 s, SPEC §5).
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(3);
+/// Characters of one of rwb's own errors a remote caller sees (its first line).
+const PUBLIC_ERROR_CHARS: usize = 300;
+/// Characters of an error the local log keeps.
+const NOTE_CHARS: usize = 4000;
 /// How many recent latencies the request log keeps for its percentiles.
 const LATENCY_WINDOW: usize = 4096;
 
@@ -75,6 +93,10 @@ impl RequestLog {
 
 type Waiting = Arc<Mutex<HashMap<u64, oneshot::Sender<Outcome>>>>;
 
+/// Hears what only the local user should read: full worker errors, which remote
+/// callers get only the first line of.
+pub type Notes = Arc<dyn Fn(String) + Send + Sync>;
+
 /// One evaluator as served: its queue, or why it cannot run.
 struct Served {
     spec: Arc<EvaluatorSpec>,
@@ -89,9 +111,37 @@ struct Shared {
     default: usize,
     waiting: Waiting,
     next_id: AtomicU64,
-    api_key: Option<String>,
+    access: Arc<Access>,
+    hosts: HostPolicy,
+    limits: Limits,
+    in_flight: Arc<Semaphore>,
     timeout: Duration,
     log: Arc<RequestLog>,
+    notes: Option<Notes>,
+    /// Errors already sent to `notes` (a broken evaluator fails every request alike).
+    noted: Mutex<std::collections::HashSet<blake3::Hash>>,
+}
+
+/// How to start a server.
+pub struct Options {
+    pub host: String,
+    pub port: u16,
+    /// The key it requires and the extra hosts it answers; shared, so that a tunnel
+    /// can require a (generated) key on a server that is already running.
+    pub access: Arc<Access>,
+    pub notes: Option<Notes>,
+}
+
+impl Options {
+    /// `host:port` (port 0 picks a free one), requiring `RK_ENDPOINT_API_KEY` when set.
+    pub fn new(host: &str, port: u16) -> Options {
+        Options {
+            host: host.to_string(),
+            port,
+            access: Arc::new(Access::from_env()),
+            notes: None,
+        }
+    }
 }
 
 /// A running server.
@@ -100,7 +150,9 @@ pub struct Server {
     pub log: Arc<RequestLog>,
     /// Names of the served evaluators; the first is what `POST /evaluate` runs.
     pub routes: Vec<String>,
-    stop: Option<oneshot::Sender<()>>,
+    /// The key it requires and the extra hosts it answers.
+    pub access: Arc<Access>,
+    stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     drains: Vec<tokio::task::JoinHandle<()>>,
 }
@@ -111,11 +163,10 @@ impl Server {
         format!("http://{}", self.addr)
     }
 
-    /// Stops accepting, lets requests in flight finish, then returns.
+    /// Stops accepting, lets requests in flight finish for up to [`SHUTDOWN_GRACE`],
+    /// drops the connections still open, then returns.
     pub async fn shutdown(mut self) {
-        if let Some(stop) = self.stop.take() {
-            let _ = stop.send(());
-        }
+        self.stop.cancel();
         let _ = (&mut self.task).await;
         for d in &self.drains {
             d.abort();
@@ -144,20 +195,68 @@ pub fn configured_port(workspace: &Workspace) -> u16 {
         .unwrap_or(8001)
 }
 
-/// Starts serving the session's evaluators on `host:port` (port 0 picks a free one).
-pub async fn start(session: &Session, host: &str, port: u16) -> Result<Server, String> {
-    start_with(session.runner.clone(), &session.workspace, host, port).await
+/// The hardening limits of `[serve]` (SPEC §5), checked.
+#[derive(Clone, Debug)]
+struct Limits {
+    max_body: usize,
+    header_timeout: Duration,
+    body_timeout: Duration,
+    max_in_flight: usize,
 }
 
-/// Starts serving `workspace`'s evaluators with `runner`'s workers. Each evaluator is
-/// imported first; one that fails to import answers 500 with its import error, and
-/// the others are served.
-pub async fn start_with(
-    runner: Arc<Runner>,
+impl Limits {
+    fn of(workspace: &Workspace) -> Result<Limits, String> {
+        let max_body_mb = setting(workspace, "max_body_mb")
+            .and_then(|v| v.as_integer())
+            .map(|m| m as u64)
+            .unwrap_or(DEFAULT_MAX_BODY_MB);
+        let max_in_flight = match setting(workspace, "max_in_flight") {
+            None => DEFAULT_MAX_IN_FLIGHT,
+            Some(toml::Value::Integer(n)) if (1..=1_000_000).contains(n) => *n as usize,
+            Some(other) => {
+                return Err(format!(
+                    "rwb.toml [serve] max_in_flight must be a whole number from 1 to 1000000, not {other}"
+                ))
+            }
+        };
+        Ok(Limits {
+            max_body: (max_body_mb.min(1 << 20) * 1024 * 1024) as usize,
+            header_timeout: seconds(workspace, "header_timeout", DEFAULT_HEADER_TIMEOUT)?,
+            body_timeout: seconds(workspace, "body_timeout", DEFAULT_BODY_TIMEOUT)?,
+            max_in_flight,
+        })
+    }
+}
+
+/// `[serve] KEY` as a duration in seconds (above 0, at most a day).
+fn seconds(workspace: &Workspace, key: &str, default: Duration) -> Result<Duration, String> {
+    let Some(value) = setting(workspace, key) else {
+        return Ok(default);
+    };
+    let secs = match value {
+        toml::Value::Integer(i) => *i as f64,
+        toml::Value::Float(f) => *f,
+        _ => f64::NAN,
+    };
+    if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
+        return Err(format!(
+            "rwb.toml [serve] {key} must be a number of seconds above 0 (at most 86400), not {value}"
+        ));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Starts serving the session's evaluators.
+pub async fn start(session: &Session, options: Options) -> Result<Server, String> {
+    start_with(session.runner.clone(), &session.workspace, options).await
+}
+
+/// The evaluators with a queue each (drained by the pool), or their import failure.
+async fn queues(
+    runner: &Runner,
     workspace: &Workspace,
-    host: &str,
-    port: u16,
-) -> Result<Server, String> {
+    waiting: &Waiting,
+) -> Result<(Vec<Served>, Vec<tokio::task::JoinHandle<()>>), String> {
     let pool: Arc<Pool> = runner.pool().clone();
     let prepared: Vec<Prepared> =
         futures::future::join_all(workspace.evaluators.iter().map(|spec| runner.prepare(spec)))
@@ -165,7 +264,6 @@ pub async fn start_with(
             .into_iter()
             .collect::<Result<_, _>>()
             .map_err(|e| e.to_string())?;
-    let waiting: Waiting = Arc::default();
     let mut evaluators = Vec::new();
     let mut drains = Vec::new();
     for p in prepared {
@@ -198,6 +296,21 @@ pub async fn start_with(
             batched: p.style.is_some_and(|s| s.is_batched()),
         });
     }
+    Ok((evaluators, drains))
+}
+
+/// Starts serving `workspace`'s evaluators with `runner`'s workers. Each evaluator is
+/// imported first; one that fails to import answers 500 with its import error, and
+/// the others are served.
+pub async fn start_with(
+    runner: Arc<Runner>,
+    workspace: &Workspace,
+    options: Options,
+) -> Result<Server, String> {
+    let limits = Limits::of(workspace)?;
+    let allowed_hosts = workspace.config.allowed_hosts()?;
+    let waiting: Waiting = Arc::default();
+    let (evaluators, drains) = queues(&runner, workspace, &waiting).await?;
     let default = workspace
         .config
         .evaluators
@@ -214,24 +327,49 @@ pub async fn start_with(
                 .fold(0.0, f64::max)
                 + 5.0
         });
-    let max_body = setting(workspace, "max_body_mb")
-        .and_then(|v| v.as_integer())
-        .map(|m| m as u64)
-        .unwrap_or(DEFAULT_MAX_BODY_MB);
+    let (host, port) = (options.host.as_str(), options.port);
+    let listener = tokio::net::TcpListener::bind((host, port))
+        .await
+        .map_err(|e| format!("cannot listen on {host}:{port}: {e} (choose another --port)"))?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let log = Arc::new(RequestLog::default());
     let mut routes: Vec<String> = evaluators.iter().map(|e| e.spec.name.clone()).collect();
     routes.swap(0, default);
+    let timing = Timing {
+        header_timeout: limits.header_timeout,
+        grace: SHUTDOWN_GRACE,
+    };
     let shared = Arc::new(Shared {
         evaluators,
         default,
         waiting,
         next_id: AtomicU64::new(1),
-        api_key: std::env::var("RK_ENDPOINT_API_KEY")
-            .ok()
-            .filter(|k| !k.is_empty()),
-        timeout: Duration::from_secs_f64(timeout),
+        access: options.access.clone(),
+        hosts: HostPolicy::new(addr.ip().is_loopback(), allowed_hosts),
+        in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
+        limits,
+        timeout: Duration::from_secs_f64(timeout.clamp(0.001, 1e9)),
         log: log.clone(),
+        notes: options.notes,
+        noted: Mutex::default(),
     });
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(listen::run(listener, router(shared), timing, stop.clone()));
+    Ok(Server {
+        addr,
+        log,
+        routes,
+        access: options.access,
+        stop,
+        task,
+        drains,
+    })
+}
+
+/// The routes, behind their guards: every request is admitted first (the in-flight
+/// cap, then the `Host`), and evaluations also need the key, a JSON body and the
+/// whole body within the body timeout.
+fn router(shared: Arc<Shared>) -> Router {
     let protected = Router::new()
         .route("/evaluate", post(evaluate_default))
         .route("/evaluate/{name}", post(evaluate_named))
@@ -240,70 +378,131 @@ pub async fn start_with(
             shared.clone(),
             authorize,
         ));
-    let app = Router::new()
+    Router::new()
         .route("/health", get(health))
         .merge(protected)
-        .layer(DefaultBodyLimit::max((max_body * 1024 * 1024) as usize))
-        .with_state(shared);
-    let listener = tokio::net::TcpListener::bind((host, port))
-        .await
-        .map_err(|e| format!("cannot listen on {host}:{port}: {e} (choose another --port)"))?;
-    let addr = listener.local_addr().map_err(|e| e.to_string())?;
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        let _ = axum::serve(listener, app)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
-            .await;
-    });
-    Ok(Server {
-        addr,
-        log,
-        routes,
-        stop: Some(stop),
-        task,
-        drains,
-    })
+        .layer(DefaultBodyLimit::max(shared.limits.max_body))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), admit))
+        .with_state(shared)
 }
 
 fn detail(status: StatusCode, text: impl Into<String>) -> Response {
     (status, Json(json!({"detail": text.into()}))).into_response()
 }
 
-/// reward-kit's key check: `X-Api-Key`, then `Authorization: Bearer`; 401 when
-/// neither is given, 403 when the key is wrong. Runs before the body is read.
+/// Every request first: a place among the requests in flight (503 beyond the cap),
+/// then a `Host` this server answers (421 otherwise: a page the user visits cannot
+/// reach a loopback server through a name that resolves to 127.0.0.1).
+async fn admit(State(s): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let Ok(_permit) = s.in_flight.clone().try_acquire_owned() else {
+        let mut busy = detail(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the server is busy: {} requests are in flight (the limit is [serve] max_in_flight in rwb.toml); try again shortly",
+                s.limits.max_in_flight
+            ),
+        );
+        busy.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return busy;
+    };
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    if !s.hosts.admits(host.as_deref(), &s.access) {
+        let host = host.unwrap_or_default();
+        return detail(
+            StatusCode::MISDIRECTED_REQUEST,
+            format!(
+                "this server does not answer for host '{}': add it to allowed_hosts under [serve] in rwb.toml to allow it",
+                host.chars().take(200).collect::<String>()
+            ),
+        );
+    }
+    next.run(request).await
+}
+
+/// reward-kit's key check, before the body is read: `X-Api-Key`, or `Authorization:
+/// Bearer`; 401 when neither is given, 403 when the key is wrong. Then the body must
+/// be JSON (415: a browser's form or text post needs no preflight) and arrive whole
+/// within the body timeout (408) and the size limit (413).
 async fn authorize(
     State(s): State<Arc<Shared>>,
     headers: HeaderMap,
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(expected) = &s.api_key else {
-        return next.run(request).await;
-    };
-    let given = headers
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string)
-        .or_else(|| {
-            headers
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-                .map(|k| k.trim().to_string())
-        });
-    match given {
-        None => detail(
-            StatusCode::UNAUTHORIZED,
-            "API key required but not provided.",
-        ),
-        Some(k) if &k != expected => detail(StatusCode::FORBIDDEN, "Invalid API key."),
-        Some(_) => next.run(request).await,
+    match s.access.check(&headers) {
+        Verdict::Granted => {}
+        Verdict::Missing => {
+            return detail(
+                StatusCode::UNAUTHORIZED,
+                "API key required but not provided.",
+            )
+        }
+        Verdict::Wrong => return detail(StatusCode::FORBIDDEN, "Invalid API key."),
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    if !super::guard::is_json(content_type) {
+        return detail(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "the body must be JSON: send Content-Type: application/json (got {})",
+                content_type.map_or("none".to_string(), |c| format!("'{c}'"))
+            ),
+        );
+    }
+    match read_body(&s.limits, request).await {
+        Ok(request) => next.run(request).await,
+        Err(refused) => refused,
     }
 }
 
-async fn health(State(s): State<Arc<Shared>>) -> Json<Value> {
+/// The request with its whole body read, or the answer that refuses it.
+async fn read_body(limits: &Limits, request: Request) -> Result<Request, Response> {
+    let (parts, body) = request.into_parts();
+    let limited = Limited::new(body, limits.max_body);
+    match tokio::time::timeout(limits.body_timeout, limited.collect()).await {
+        Ok(Ok(collected)) => Ok(Request::from_parts(parts, Body::from(collected.to_bytes()))),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => Err(closing(detail(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the body is larger than {} MB ([serve] max_body_mb in rwb.toml)",
+                limits.max_body / (1024 * 1024)
+            ),
+        ))),
+        Ok(Err(e)) => Err(closing(detail(
+            StatusCode::BAD_REQUEST,
+            format!("cannot read the body: {e}"),
+        ))),
+        Err(_) => Err(closing(detail(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {} s ([serve] body_timeout in rwb.toml)",
+                limits.body_timeout.as_secs_f64()
+            ),
+        ))),
+    }
+}
+
+/// Asks hyper to close the connection after this answer (its body was not read).
+fn closing(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// reward-kit's health answer. With a key required and not given, only
+/// `{"status": "ok"}`: no evaluator names, import errors or paths.
+async fn health(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Json<Value> {
+    if s.access.check(&headers) != Verdict::Granted {
+        return Json(json!({"status": "ok"}));
+    }
     let names: Vec<&str> = s.evaluators.iter().map(|e| e.spec.name.as_str()).collect();
     let broken: Map<String, Value> = s
         .evaluators
@@ -460,6 +659,43 @@ fn sample_line_checked(body: &[u8]) -> Result<String, Reject> {
 }
 
 impl Shared {
+    /// The 500 answer of a failed evaluation, as reward-kit's server words it.
+    fn failed(&self, index: usize, e: &EvalError) -> Response {
+        detail(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!(
+                "Internal server error during evaluation: {}",
+                self.public_message(index, e)
+            ),
+        )
+    }
+
+    /// What a remote caller sees of an error. What the user's code raised is passed
+    /// on as reward-kit passes it; rwb's own errors (a worker that would not start,
+    /// with up to 16 KB of its stderr) are cut to their first line, and the whole text
+    /// goes to the local log instead.
+    fn public_message<'a>(&self, index: usize, e: &'a EvalError) -> std::borrow::Cow<'a, str> {
+        let short = public_text(e);
+        if short.len() != e.message.len() {
+            if let Some(notes) = &self.notes {
+                let name = &self.evaluators[index].spec.name;
+                let note = format!(
+                    "evaluator '{name}': {}: {}",
+                    e.kind,
+                    clip(&e.message, NOTE_CHARS)
+                );
+                let mut noted = self.noted.lock().unwrap_or_else(|p| p.into_inner());
+                if noted.len() > 1000 {
+                    noted.clear();
+                }
+                if noted.insert(blake3::hash(note.as_bytes())) {
+                    notes(note);
+                }
+            }
+        }
+        short
+    }
+
     fn find(&self, name: &str) -> Result<usize, Reject> {
         self.evaluators
             .iter()
@@ -575,15 +811,9 @@ async fn run_one(s: &Shared, index: usize, body: &[u8]) -> Response {
         Ok(raw) => match s.evaluate(index, raw).await {
             Ok(o) => match &o.error {
                 None => Json(ResultBody::of(&o)).into_response(),
-                Some(e) => detail(
-                    StatusCode::INTERNAL_SERVER_ERROR,
-                    format!("Internal server error during evaluation: {}", e.message),
-                ),
+                Some(e) => s.failed(index, e),
             },
-            Err(e) => detail(
-                StatusCode::INTERNAL_SERVER_ERROR,
-                format!("Internal server error during evaluation: {}", e.message),
-            ),
+            Err(e) => s.failed(index, &e),
         },
     };
     s.log.record(
@@ -680,14 +910,13 @@ async fn batch(
                 entry[i] = v.get("score").cloned().unwrap_or(Value::Null);
             }
         } else {
-            let message = match o {
-                Ok(o) => o
-                    .error
-                    .as_ref()
-                    .map(|e| format!("{}: {}", e.kind, e.message))
-                    .unwrap_or_default(),
-                Err(e) => format!("{}: {}", e.kind, e.message),
+            let error = match o {
+                Ok(o) => o.error.as_ref(),
+                Err(e) => Some(e),
             };
+            let message = error
+                .map(|e| format!("{}: {}", e.kind, s.public_message(index, e)))
+                .unwrap_or_default();
             errors.push(json!({"index": i, "error": message}));
         }
     }
@@ -698,9 +927,57 @@ async fn batch(
     Json(json!({"rewards": rewards, "scores": rewards, "extra_logs": logs})).into_response()
 }
 
+/// rwb's own errors cut to their first line and [`PUBLIC_ERROR_CHARS`]; the user's
+/// own exceptions as they are.
+fn public_text(e: &EvalError) -> std::borrow::Cow<'_, str> {
+    let ours = matches!(
+        e.kind.as_str(),
+        kinds::WORKER_CRASHED | kinds::IMPORT_FAILED | kinds::TIMEOUT | kinds::INVALID_RESULT
+    );
+    let first = e.message.trim().lines().next().unwrap_or("").trim_end();
+    if !ours || (first.len() == e.message.len() && first.chars().count() <= PUBLIC_ERROR_CHARS) {
+        return std::borrow::Cow::Borrowed(&e.message);
+    }
+    let mut text = clip(first, PUBLIC_ERROR_CHARS);
+    text.push_str(" (the rest is in the server's log)");
+    std::borrow::Cow::Owned(text)
+}
+
+fn clip(text: &str, chars: usize) -> String {
+    match text.char_indices().nth(chars) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn remote_callers_get_the_first_line_of_rwbs_own_errors() {
+        let tail =
+            "Traceback (most recent call last):\n  File \"/home/u/private/x.py\"\n".repeat(300);
+        let e = EvalError::new(
+            kinds::WORKER_CRASHED,
+            format!("the worker for 'crash' did not start: boom\n{tail}"),
+        );
+        assert!(e.message.len() > 16_000);
+        assert_eq!(
+            public_text(&e),
+            "the worker for 'crash' did not start: boom (the rest is in the server's log)"
+        );
+        let long = EvalError::new(kinds::WORKER_CRASHED, "x".repeat(1000));
+        assert_eq!(
+            public_text(&long),
+            format!("{}… (the rest is in the server's log)", "x".repeat(300))
+        );
+        let short = EvalError::new(kinds::TIMEOUT, "no result within 1 s");
+        assert_eq!(public_text(&short), "no result within 1 s");
+        // the user's own exception is passed on whole, as reward-kit does
+        let user = EvalError::new("ValueError", "line one\nline two");
+        assert_eq!(public_text(&user), "line one\nline two");
+    }
 
     #[test]
     fn the_fast_sample_line_means_what_the_checked_one_means() {

@@ -28,7 +28,14 @@ pub const HEALTH_TIMEOUT: Duration = Duration::from_secs(10);
 pub const PROVIDERS: [&str; 4] = ["serveo", "ngrok", "cloudflared", "command"];
 
 /// The keys `[tunnel]` may hold.
-const KEYS: [&str; 5] = ["provider", "command", "url_regex", "timeout", "ngrok_api"];
+const KEYS: [&str; 6] = [
+    "provider",
+    "command",
+    "url_regex",
+    "timeout",
+    "ngrok_api",
+    "no_auth",
+];
 /// Lines of provider output kept for error messages.
 const TAIL_LINES: usize = 20;
 /// Characters of one output line kept.
@@ -56,6 +63,8 @@ pub struct Settings {
     pub provider: Provider,
     /// How long to wait for the public URL.
     pub timeout: Duration,
+    /// `[tunnel] no_auth = true`: no generated key (SPEC §6; a warning is shown).
+    pub no_auth: bool,
 }
 
 impl Settings {
@@ -100,6 +109,15 @@ impl Settings {
                 Duration::from_secs_f64(secs)
             }
         };
+        let no_auth = match table.get("no_auth") {
+            None => false,
+            Some(toml::Value::Boolean(b)) => *b,
+            Some(other) => {
+                return Err(format!(
+                    "rwb.toml [tunnel] no_auth must be true or false, not {other}"
+                ))
+            }
+        };
         let command = text("command")?;
         let chosen = match (name, text("provider")?) {
             (Some(flag), _) => flag.to_string(),
@@ -141,7 +159,11 @@ impl Settings {
                 ))
             }
         };
-        Ok(Settings { provider, timeout })
+        Ok(Settings {
+            provider,
+            timeout,
+            no_auth,
+        })
     }
 }
 
@@ -1025,6 +1047,9 @@ mod tests {
         let s = Settings::from_config(None, None).unwrap();
         assert_eq!(s.provider, Provider::Serveo);
         assert_eq!(s.timeout, Duration::from_secs(30));
+        assert!(!s.no_auth);
+        let s = Settings::from_config(None, Some(&table("no_auth = true"))).unwrap();
+        assert!(s.no_auth);
         let s = Settings::from_config(Some("ngrok"), None).unwrap();
         assert_eq!(
             s.provider,
@@ -1074,6 +1099,7 @@ mod tests {
         assert!(err(None, "timeout = \"30\"").contains("timeout must be"));
         assert!(err(None, "provider = 3").contains("provider must be a string"));
         assert!(err(None, "porvider = \"ngrok\"").contains("unknown key `porvider`"));
+        assert!(err(None, "no_auth = \"yes\"").contains("no_auth must be true or false"));
         assert!(err(Some("ngrok"), "ngrok_api = \"localhost:4040\"").contains("ngrok_api"));
     }
 

@@ -144,6 +144,8 @@ pub struct Ship {
     pub requests: Option<(u64, Option<f64>, Option<f64>)>,
     /// The public URL while a tunnel is open.
     pub tunnel: Option<String>,
+    /// The key the tunnel requires, while one is open or opening.
+    pub tunnel_key: Option<TunnelKey>,
     /// What is under way ("opening the tunnel…").
     pub busy: Option<String>,
     /// Progress and results, newest last.
@@ -156,12 +158,24 @@ pub struct Ship {
     pub default_id: String,
 }
 
+/// The key a tunnel requires (SPEC §6).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TunnelKey {
+    /// `RK_ENDPOINT_API_KEY` (not shown).
+    FromEnv,
+    /// Generated for this session: shown in the ship panel, copied with the URL.
+    Generated(String),
+    /// `[tunnel] no_auth`: open to anyone.
+    Off,
+}
+
 /// What serve, tunnel and deploy report.
 #[derive(Debug)]
 pub enum ShipMsg {
     Serving(Option<String>),
     Requests(u64, Option<f64>, Option<f64>),
     Tunnel(Option<String>),
+    TunnelKey(Option<TunnelKey>),
     Busy(Option<String>),
     Log(String),
     /// Remote scores from `source`: (sample hash, evaluator name, score).
@@ -791,10 +805,16 @@ impl App {
                 .clone()
                 .or_else(|| self.ship.serving.clone())
             {
-                Some(url) => {
-                    self.notice = Some(format!("copied {url}"));
-                    return vec![Effect::Copy(url)];
-                }
+                Some(url) => match (&self.ship.tunnel, &self.ship.tunnel_key) {
+                    (Some(_), Some(TunnelKey::Generated(key))) => {
+                        self.notice = Some(format!("copied {url} and its key"));
+                        return vec![Effect::Copy(format!("{url}\nX-Api-Key: {key}"))];
+                    }
+                    _ => {
+                        self.notice = Some(format!("copied {url}"));
+                        return vec![Effect::Copy(url)];
+                    }
+                },
                 None => {
                     self.notice =
                         Some("nothing to copy: start the server (S) or a tunnel (t)".into())
@@ -937,6 +957,7 @@ impl App {
             }
             ShipMsg::Requests(n, p50, p99) => self.ship.requests = Some((n, p50, p99)),
             ShipMsg::Tunnel(url) => self.ship.tunnel = url,
+            ShipMsg::TunnelKey(key) => self.ship.tunnel_key = key,
             ShipMsg::Busy(what) => self.ship.busy = what,
             ShipMsg::Log(line) => {
                 self.ship.log.push(line);

@@ -947,6 +947,9 @@ fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
             format!("  tunnel {url}"),
             Style::default().fg(p.good),
         ));
+        if ship.tunnel_key == Some(super::app::TunnelKey::Off) {
+            spans.push(Span::styled(" without a key", Style::default().fg(p.error)));
+        }
     }
     let k = &app.keymap;
     let hints = format!(
@@ -1174,7 +1177,7 @@ fn draw_ship(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     }];
     lines.push(match &ship.tunnel {
         Some(url) => on(format!(
-            "tunnel  {url}  → evaluate at {}/evaluate  ({} copies)",
+            "tunnel  {url}  → evaluate at {}/evaluate  ({} copies URL and key)",
             url.trim_end_matches('/'),
             k.label(Action::CopyUrl)
         )),
@@ -1183,6 +1186,9 @@ fn draw_ship(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
             k.label(Action::Tunnel)
         )),
     });
+    if let Some(key) = &ship.tunnel_key {
+        lines.push(tunnel_key_line(key, p));
+    }
     if let Some(source) = &ship.remote_source {
         lines.push(Line::raw(format!(
             "remote  scores from {source} ({} marks differences; filter: remote)",
@@ -1207,6 +1213,26 @@ fn draw_ship(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         lines.push(Line::styled(l.clone(), style));
     }
     popup(frame, ctx, area, " Serve · tunnel · deploy ", lines, 110);
+}
+
+/// The tunnel's key state: required from the environment, generated (shown here
+/// once per session), or off with a warning.
+fn tunnel_key_line(key: &super::app::TunnelKey, p: &super::theme::Palette) -> Line<'static> {
+    use super::app::TunnelKey;
+    match key {
+        TunnelKey::FromEnv => Line::styled(
+            "key     on: RK_ENDPOINT_API_KEY (send it as X-Api-Key)",
+            Style::default().fg(p.good),
+        ),
+        TunnelKey::Generated(k) => Line::styled(
+            format!("key     generated for this session: {k}  (send it as X-Api-Key)"),
+            Style::default().fg(p.good),
+        ),
+        TunnelKey::Off => Line::styled(
+            "key     OFF: anyone with the URL can run your evaluators (set RK_ENDPOINT_API_KEY)",
+            Style::default().fg(p.error),
+        ),
+    }
 }
 
 fn draw_deploy(frame: &mut Frame, form: &super::app::DeployForm, ctx: &Ctx, area: Rect) {

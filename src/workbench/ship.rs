@@ -6,9 +6,10 @@
 
 use crate::runner::Runner;
 use crate::ship::fireworks::{self, Code, Credentials, DeployRequest, EvaluatorPayload};
-use crate::ship::serve::{self, Server};
+use crate::ship::guard::{self, Access, KeyOrigin};
+use crate::ship::serve::{self, Options, Server};
 use crate::ship::tunnel::{self, Settings, Tunnel};
-use crate::ui::app::{Lines, Sample, ShipMsg};
+use crate::ui::app::{Lines, Sample, ShipMsg, TunnelKey};
 use crate::workspace::Workspace;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -42,6 +43,9 @@ pub struct ShipControl {
     target: Option<Target>,
     /// Open a tunnel as soon as the server (being started) is up.
     tunnel_after_server: bool,
+    /// The key the server requires and the extra hosts it answers; kept across
+    /// restarts, so a restarted server still requires the tunnel's key.
+    access: Arc<Access>,
 }
 
 impl ShipControl {
@@ -52,7 +56,20 @@ impl ShipControl {
             tunnel: None,
             target: None,
             tunnel_after_server: false,
+            access: Arc::new(Access::from_env()),
         }
+    }
+
+    /// How the server is started: on loopback, with this control's access, its full
+    /// errors going to the ship log.
+    fn options(&self, port: u16) -> Options {
+        let mut options = Options::new("127.0.0.1", port);
+        options.access = self.access.clone();
+        let tx = self.tx.clone();
+        options.notes = Some(Arc::new(move |note: String| {
+            let _ = tx.send(ShipEvent::Msg(ShipMsg::Log(format!("server: {note}"))));
+        }));
+        options
     }
 
     fn say(&self, m: ShipMsg) {
@@ -76,11 +93,11 @@ impl ShipControl {
 
     fn start_server(&mut self, runner: Arc<Runner>, workspace: &Workspace) {
         self.say(ShipMsg::Busy(Some("starting the server…".into())));
+        let options = self.options(serve::configured_port(workspace));
         let workspace = workspace.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            let port = serve::configured_port(&workspace);
-            let started = serve::start_with(runner, &workspace, "127.0.0.1", port).await;
+            let started = serve::start_with(runner, &workspace, options).await;
             let _ = tx.send(ShipEvent::ServerStarted(started));
         });
     }
@@ -93,12 +110,12 @@ impl ShipControl {
         self.say(ShipMsg::Busy(Some(
             "restarting the server on the new code…".into(),
         )));
+        let options = self.options(old.addr.port());
         let workspace = workspace.clone();
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            let port = old.addr.port();
             old.shutdown().await;
-            let started = serve::start_with(runner, &workspace, "127.0.0.1", port).await;
+            let started = serve::start_with(runner, &workspace, options).await;
             let _ = tx.send(ShipEvent::ServerStarted(started));
         });
     }
@@ -126,6 +143,10 @@ impl ShipControl {
             }
         };
         let port = server.addr.port();
+        if let Err(e) = self.require_key(settings.no_auth) {
+            self.log(format!("tunnel: {e}"));
+            return;
+        }
         self.say(ShipMsg::Busy(Some(format!(
             "opening a {} tunnel…",
             settings.provider.name()
@@ -142,8 +163,36 @@ impl ShipControl {
         });
     }
 
+    /// A public URL never runs unauthenticated by accident (SPEC §6): the server
+    /// requires `RK_ENDPOINT_API_KEY`, or a key generated now, unless `no_auth`.
+    fn require_key(&mut self, no_auth: bool) -> Result<(), String> {
+        let origin = guard::tunnel_key(no_auth)?;
+        if let KeyOrigin::Generated(key) = &origin {
+            self.access.set_key(Some(key.clone()));
+        }
+        if origin == KeyOrigin::Off {
+            self.log(format!("tunnel: {}", guard::NO_AUTH_WARNING));
+        }
+        self.say(ShipMsg::TunnelKey(Some(match origin {
+            KeyOrigin::Env => TunnelKey::FromEnv,
+            KeyOrigin::Generated(key) => TunnelKey::Generated(key),
+            KeyOrigin::Off => TunnelKey::Off,
+        })));
+        Ok(())
+    }
+
+    /// Back to what a local server requires: `RK_ENDPOINT_API_KEY` or nothing.
+    fn drop_key(&mut self) {
+        self.access.set_key(guard::env_key());
+        self.say(ShipMsg::TunnelKey(None));
+    }
+
     fn stop_tunnel(&mut self) {
         if let Some(t) = self.tunnel.take() {
+            if let Some(host) = guard::url_host(&t.public_url) {
+                self.access.forget_host(&host);
+            }
+            self.drop_key();
             self.say(ShipMsg::Tunnel(None));
             self.log(format!("tunnel {} closed", t.public_url));
             tokio::spawn(t.stop());
@@ -198,20 +247,26 @@ impl ShipControl {
                     };
                     let _ = tx.send(ShipEvent::Msg(ShipMsg::Log(line)));
                 });
+                if let Some(host) = guard::url_host(&url) {
+                    self.access.allow_host(&host);
+                }
                 self.tunnel = Some(t);
                 self.target = Some(Target::Url(url.clone()));
                 vec![
                     ShipMsg::Busy(None),
                     ShipMsg::Tunnel(Some(url)),
                     ShipMsg::Log(format!(
-                        "tunnel open: register {evaluate} (y copies the URL)"
+                        "tunnel open: register {evaluate} (y copies the URL and the key)"
                     )),
                 ]
             }
-            ShipEvent::TunnelOpened(Err(e)) => vec![
-                ShipMsg::Busy(None),
-                ShipMsg::Log(format!("tunnel failed: {e} (the server keeps running)")),
-            ],
+            ShipEvent::TunnelOpened(Err(e)) => {
+                self.drop_key();
+                vec![
+                    ShipMsg::Busy(None),
+                    ShipMsg::Log(format!("tunnel failed: {e} (the server keeps running)")),
+                ]
+            }
             ShipEvent::Deployed | ShipEvent::Report(..) => Vec::new(),
         }
     }
@@ -276,12 +331,13 @@ impl ShipControl {
             .collect();
         let tx = self.tx.clone();
         let workspace = workspace.clone();
+        let key = self.access.key();
         self.say(ShipMsg::Busy(Some(
             "replaying samples on the remote side…".into(),
         )));
         tokio::spawn(async move {
             let result = match &target {
-                Target::Url(root) => replay_http(root, &names, &chosen)
+                Target::Url(root) => replay_http(root, key.as_deref(), &names, &chosen)
                     .await
                     .map(|s| (root.clone(), s)),
                 Target::Fireworks(id) => preview_fireworks(&workspace, &names, &chosen)
@@ -319,9 +375,11 @@ impl ShipControl {
 
 type Scores = Vec<([u8; 16], String, Option<f64>)>;
 
-/// POSTs each sample to `{root}/evaluate/{name}` for every evaluator.
+/// POSTs each sample to `{root}/evaluate/{name}` for every evaluator, with the key
+/// the server requires (if any).
 async fn replay_http(
     root: &str,
+    key: Option<&str>,
     names: &[String],
     samples: &[(Sample, String)],
 ) -> Result<Scores, String> {
@@ -331,9 +389,6 @@ async fn replay_http(
         .build()
         .map_err(|e| e.to_string())?;
     let root = root.trim_end_matches('/').to_string();
-    let key = std::env::var("RK_ENDPOINT_API_KEY")
-        .ok()
-        .filter(|k| !k.is_empty());
     let mut jobs = Vec::new();
     for (sample, raw) in samples.iter().take(MAX_REPLAY) {
         let Ok(Value::Object(mut obj)) = serde_json::from_str::<Value>(raw) else {
@@ -352,7 +407,7 @@ async fn replay_http(
         let requests = chunk.iter().map(|(hash, name, body)| {
             let url = format!("{root}/evaluate/{name}");
             let mut req = client.post(&url).json(body);
-            if let Some(k) = &key {
+            if let Some(k) = key {
                 req = req.header("x-api-key", k);
             }
             async move {

@@ -85,6 +85,30 @@ impl Config {
             .map(String::from)
     }
 
+    /// The host names the server answers besides loopback ones: `[serve] allowed_hosts`,
+    /// a list of names (`api.example.com`, `*.example.com`); `None` when not set.
+    pub fn allowed_hosts(&self) -> Result<Option<Vec<String>>, String> {
+        let Some(value) = self.serve.as_ref().and_then(|t| t.get("allowed_hosts")) else {
+            return Ok(None);
+        };
+        let wrong = || {
+            format!(
+                "rwb.toml [serve] allowed_hosts must be a list of host names such as [\"api.example.com\"], not {value}"
+            )
+        };
+        let list = value.as_array().ok_or_else(wrong)?;
+        let names = list
+            .iter()
+            .map(|v| match v.as_str().map(str::trim) {
+                Some(name) if !name.is_empty() && !name.contains(['/', ' ']) => {
+                    Ok(name.to_string())
+                }
+                _ => Err(wrong()),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Some(names))
+    }
+
     /// Parses the text of an `rwb.toml`; the error names the line and what is wrong.
     pub fn parse(text: &str) -> Result<Config, String> {
         toml::from_str(text).map_err(|e| {
@@ -125,6 +149,28 @@ port = 9000
         assert_eq!(math.path.as_deref(), Some("metrics/math"));
         assert_eq!(math.kwargs.as_ref().unwrap()["tolerance"], 0.01);
         assert_eq!(c.serve.unwrap()["port"].as_integer(), Some(9000));
+    }
+
+    #[test]
+    fn allowed_hosts_are_a_list_of_names() {
+        let c = Config::parse("[serve]\nallowed_hosts = [\"api.example.com\", \"*.corp.test\"]\n")
+            .unwrap();
+        assert_eq!(
+            c.allowed_hosts().unwrap(),
+            Some(vec![
+                "api.example.com".to_string(),
+                "*.corp.test".to_string()
+            ])
+        );
+        assert_eq!(Config::default().allowed_hosts().unwrap(), None);
+        for bad in ["\"api.example.com\"", "[1]", "[\"\"]", "[\"http://x/\"]"] {
+            let c = Config::parse(&format!("[serve]\nallowed_hosts = {bad}\n")).unwrap();
+            let e = c.allowed_hosts().unwrap_err();
+            assert!(
+                e.starts_with("rwb.toml [serve] allowed_hosts must be a list of host names"),
+                "{e}"
+            );
+        }
     }
 
     #[test]

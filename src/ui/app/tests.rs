@@ -376,6 +376,38 @@ fn the_deploy_dialog_edits_and_confirms_and_ship_keys_work_in_the_ship_panel() {
 }
 
 #[test]
+fn copy_takes_the_tunnel_url_with_its_generated_key() {
+    let mut app = app();
+    app.update(Msg::Ship(ShipMsg::Serving(Some(
+        "http://127.0.0.1:8001".into(),
+    ))));
+    assert_eq!(
+        app.update(key('y')),
+        vec![Effect::Copy("http://127.0.0.1:8001".into())]
+    );
+    app.update(Msg::Ship(ShipMsg::Tunnel(Some(
+        "https://a.serveo.net".into(),
+    ))));
+    app.update(Msg::Ship(ShipMsg::TunnelKey(Some(TunnelKey::Generated(
+        "k3y".into(),
+    )))));
+    assert_eq!(
+        app.update(key('y')),
+        vec![Effect::Copy("https://a.serveo.net\nX-Api-Key: k3y".into())]
+    );
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("copied https://a.serveo.net and its key")
+    );
+    // a key from the environment is the user's own: not copied
+    app.update(Msg::Ship(ShipMsg::TunnelKey(Some(TunnelKey::FromEnv))));
+    assert_eq!(
+        app.update(key('y')),
+        vec![Effect::Copy("https://a.serveo.net".into())]
+    );
+}
+
+#[test]
 fn remote_scores_mark_differences_and_filter() {
     let mut app = app();
     let scores = app
