@@ -462,3 +462,53 @@ async fn a_changed_package_the_fork_server_holds_is_imported_afresh() {
         "the edited package ran, not the copy the fork-server held"
     );
 }
+
+#[test]
+fn a_result_from_a_batch_whose_worker_died_is_not_cached_under_a_key_missing_its_imports() {
+    // Sample 100 imports the helper and sample 101 kills the worker: fast evaluations
+    // make batches of up to 256, so both are in one batch whose worker never reports
+    // the helper. Sample 100's result must not be stored under a key without it.
+    let evaluator = r#"
+import os
+
+def evaluate(messages, **kwargs):
+    if messages[0]["content"] == "question 100":
+        import helper
+        return helper.WEIGHT
+    if messages[0]["content"] == "question 101":
+        os._exit(3)
+    return len(messages[-1]["content"]) / 100.0
+"#;
+    let ws = Ws::new(&[
+        ("metrics/dies/main.py", evaluator),
+        ("metrics/dies/helper.py", "WEIGHT = 0.5\n"),
+        ("samples.jsonl", &samples(300)),
+    ]);
+    let first = ws.run(&["--jobs", "1"]);
+    assert_eq!(first.row(100, "dies")["score"], 0.5, "{}", first.stderr);
+    assert_eq!(first.row(101, "dies")["error"]["type"], "WorkerCrashed");
+    assert_eq!(
+        first.row(102, "dies")["score"],
+        0.64,
+        "13 words are 64 chars"
+    );
+
+    ws.write("metrics/dies/helper.py", "WEIGHT = 0.25\n");
+    let second = ws.run(&["--jobs", "1"]);
+    assert_eq!(second.row(100, "dies")["score"], 0.25, "{}", second.stderr);
+    assert_eq!(
+        scores_or_errors(&second),
+        scores_or_errors(&ws.run(&["--no-cache"]))
+    );
+}
+
+/// Each row's score, or its error type.
+fn scores_or_errors(run: &Run) -> Vec<String> {
+    run.rows()
+        .iter()
+        .map(|r| match r["score"].as_f64() {
+            Some(score) => score.to_string(),
+            None => r["error"]["type"].to_string(),
+        })
+        .collect()
+}
