@@ -140,7 +140,15 @@ impl Runner {
             let started = SystemTime::now();
             let worker = match self.engine().spawn_worker(&spec).await {
                 Ok(worker) => worker,
-                Err(e) => return import_failure(spec, e),
+                Err(EngineError::Import(error, files)) => {
+                    return Ok(import_failure(spec, files, error))
+                }
+                Err(EngineError::Crashed(message)) => {
+                    let files = vec![spec.source.file()];
+                    let error = EvalError::new(kinds::WORKER_CRASHED, message);
+                    return Ok(import_failure(spec, files, error));
+                }
+                Err(e) => return Err(e),
             };
             let (memo, changed) = memo_of(&worker.loaded);
             if attempts < 3 {
@@ -672,23 +680,15 @@ fn stamp(path: &Path) -> Option<(Stamp, SystemTime)> {
 }
 
 /// The `Prepared` of an evaluator whose worker could not import it.
-fn import_failure(spec: Arc<EvaluatorSpec>, error: EngineError) -> Result<Prepared, EngineError> {
-    let (files, failure) = match error {
-        EngineError::Import(error, files) => (files, error),
-        EngineError::Crashed(message) => (
-            vec![spec.source.file()],
-            EvalError::new(kinds::WORKER_CRASHED, message),
-        ),
-        e => return Err(e),
-    };
-    Ok(Prepared {
+fn import_failure(spec: Arc<EvaluatorSpec>, files: Vec<PathBuf>, failure: EvalError) -> Prepared {
+    Prepared {
         key: [0; 32],
         spec,
         style: None,
         files,
         failure: Some(failure),
         memo: None,
-    })
+    }
 }
 
 /// The content hash of a file, or `None` when it cannot be read.
