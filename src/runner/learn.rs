@@ -7,7 +7,7 @@
 //! covers everything the worker had imported by then, so a stored result never depends
 //! on a file its key does not name (a batch whose worker died is not stored at all).
 
-use super::{code_key, file_hash, modified_since, stamp, third_party_parts};
+use super::{code_key, file_hash, modified_since, stamp, third_party_parts, Prepared};
 use crate::engine::{BatchDone, Sink, ThirdParty};
 use crate::model::{EvaluatorSpec, Outcome};
 use crate::store::{CodeKey, ImportMemo, SampleHash, Store, StoreWriter};
@@ -36,29 +36,27 @@ pub(super) struct Learner {
 }
 
 impl Learner {
-    #[allow(clippy::too_many_arguments)]
+    /// Starts from what `prepared` knows; `None` when its import failed (no memo).
     pub(super) fn new(
         identity: String,
-        spec: Arc<EvaluatorSpec>,
+        prepared: &Prepared,
         spec_key: CodeKey,
-        memo: ImportMemo,
-        key: CodeKey,
         since: SystemTime,
         store: Arc<Store>,
         writer: Arc<StoreWriter>,
-    ) -> Learner {
-        Learner {
+    ) -> Option<Learner> {
+        Some(Learner {
             identity,
-            spec,
+            spec: prepared.spec.clone(),
             spec_key,
-            memo,
-            key,
+            memo: prepared.memo.clone()?,
+            key: prepared.key,
             since,
             held: HashMap::new(),
             storing: true,
             store,
             writer,
-        }
+        })
     }
 
     /// Keeps an outcome (as JSON) until its batch is answered.

@@ -369,17 +369,15 @@ impl Runner {
         writer: Option<&Arc<StoreWriter>>,
         since: SystemTime,
     ) -> Option<Arc<Mutex<learn::Learner>>> {
-        let (store, writer, memo) = (self.store.as_ref()?, writer?, p.memo.as_ref()?);
-        Some(Arc::new(Mutex::new(learn::Learner::new(
+        let learner = learn::Learner::new(
             self.identity.clone(),
-            p.spec.clone(),
+            p,
             self.spec_key(&p.spec),
-            memo.clone(),
-            p.key,
             since,
-            store.clone(),
-            writer.clone(),
-        ))))
+            self.store.clone()?,
+            writer?.clone(),
+        )?;
+        Some(Arc::new(Mutex::new(learner)))
     }
 
     /// Records each evaluator's code version with its sources and what it scored
