@@ -512,3 +512,37 @@ fn scores_or_errors(run: &Run) -> Vec<String> {
         })
         .collect()
 }
+
+#[test]
+fn a_lazily_imported_file_changed_during_the_run_is_not_cached_with_the_new_content() {
+    // The first evaluation imports the helper and then rewrites it (as a user saving
+    // mid-run would): what ran was the old helper, so nothing may be stored under a
+    // key that names the new one.
+    let evaluator = r#"
+import os, time
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def evaluate(messages, **kwargs):
+    import helper
+    path = os.path.join(HERE, "helper.py")
+    with open(path) as f:
+        old = "0.5" in f.read()
+    if old:
+        time.sleep(0.05)
+        with open(path, "w") as f:
+            f.write("WEIGHT = 0.25\n")
+    return helper.WEIGHT
+"#;
+    let ws = Ws::new(&[
+        ("metrics/saved/main.py", evaluator),
+        ("metrics/saved/helper.py", "WEIGHT = 0.5\n"),
+        ("samples.jsonl", &samples(3)),
+    ]);
+    let first = ws.run(&["--jobs", "1"]);
+    assert_eq!(scores(&first), [0.5; 3], "{}", first.stderr);
+    let second = ws.run(&["--jobs", "1"]);
+    assert_eq!(second.evaluated("saved"), 3, "{}", second.stderr);
+    assert_eq!(scores(&second), [0.25; 3]);
+    let third = ws.run(&["--jobs", "1"]);
+    assert_eq!((third.evaluated("saved"), cached(&third, "saved")), (0, 3));
+}

@@ -517,6 +517,33 @@ mod tests {
     }
 
     #[test]
+    fn rekey_moves_stored_and_queued_results_and_replaces_older_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (old, new, other) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+        let scored = |score: f64| Outcome::scored(score, Default::default());
+        let first = store.writer().unwrap();
+        first.put(&old, &[1u8; 16], &scored(0.1));
+        first.put(&new, &[2u8; 16], &scored(0.9));
+        first.put(&other, &[1u8; 16], &scored(0.5));
+        first.finish();
+        let writer = store.writer().unwrap();
+        writer.put(&old, &[2u8; 16], &scored(0.2));
+        writer.rekey(&old, &new);
+        writer.finish();
+        assert!(store.results_for(&old).unwrap().is_empty());
+        let moved = store.results_for(&new).unwrap();
+        assert_eq!(moved.len(), 2);
+        assert_eq!(moved[&[1u8; 16]], scored(0.1));
+        assert_eq!(
+            moved[&[2u8; 16]],
+            scored(0.2),
+            "the moved result replaces the older one"
+        );
+        assert_eq!(store.results_for(&other).unwrap()[&[1u8; 16]], scored(0.5));
+    }
+
+    #[test]
     fn a_file_that_is_not_sqlite_is_reported_with_its_path() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir_all(dir.path().join(".rwb")).unwrap();
