@@ -7,6 +7,7 @@ import os
 import socket
 import sys
 import tempfile
+import types
 import unittest
 
 from test_worker_helpers import W
@@ -135,6 +136,30 @@ class Reports(TempImports):
         done = {"done": 1}
         worker._imports_report(done)
         self.assertEqual(done, {"done": 1}, "reported once")
+
+
+class Unusual(TempImports):
+    def test_modules_whose_file_cannot_be_read_are_skipped(self):
+        class Lazy(types.ModuleType):
+            def __getattr__(self, name):
+                raise RuntimeError("a lazy module that fails on access")
+
+        sys.modules["rwb_test_lazy"] = Lazy("rwb_test_lazy")
+        odd = types.ModuleType("rwb_test_odd")
+        odd.__file__ = 42
+        sys.modules["rwb_test_odd"] = odd
+        inventory = W.Inventory([self.project])
+        inventory.scan()
+        self.assertEqual(inventory.project_files(), [])
+
+    def test_unreadable_metadata_leaves_the_module_files(self):
+        write(os.path.join(self.site, "pkg", "__init__.py"), "")
+        info = os.path.join(self.site, "other-1.0.dist-info")
+        os.makedirs(info)
+        with open(os.path.join(info, "top_level.txt"), "wb") as f:
+            f.write(b"\xff\xfe not utf-8")
+        module = os.path.join(self.site, "pkg", "__init__.py")
+        self.assertEqual(W._packages([module]), {"modules": [module], "dists": []})
 
 
 if __name__ == "__main__":

@@ -214,7 +214,7 @@ def _module_kind(path, roots):
     """("project" | "third", path) for a module's file, or None for the standard
     library, rwb's own files and modules without a file. Third-party is everything
     else: site-packages, editable installs, folders on PYTHONPATH."""
-    if not path:
+    if not path or not isinstance(path, str):
         return None
     raw = os.path.abspath(path)
     if any(marker in raw for marker in _SITE_MARKERS):
@@ -264,13 +264,13 @@ def _top_levels(meta_dir):
     """The top-level import names a distribution installs (top_level.txt, else the
     first path parts in its RECORD)."""
     try:
-        with open(os.path.join(meta_dir, "top_level.txt"), encoding="utf-8") as f:
+        with open(os.path.join(meta_dir, "top_level.txt"), encoding="utf-8", errors="replace") as f:
             return set(f.read().split())
     except OSError:
         pass
     tops = set()
     try:
-        with open(os.path.join(meta_dir, "RECORD"), encoding="utf-8") as f:
+        with open(os.path.join(meta_dir, "RECORD"), encoding="utf-8", errors="replace") as f:
             for line in f:
                 first = line.split(",", 1)[0].split("/", 1)[0]
                 tops.add(first[:-3] if first.endswith(".py") else first)
@@ -368,7 +368,7 @@ class Inventory:
             if name in self.seen:
                 continue
             self.seen.add(name)
-            kind = _module_kind(getattr(module, "__file__", None), self.roots)
+            kind = _module_kind(_file_of(module), self.roots)
             if kind is None:
                 continue
             target, found = (self.project, new_project) if kind[0] == "project" else (self.third, new_third)
@@ -382,8 +382,22 @@ class Inventory:
         return sorted(self.project)
 
 
+def _file_of(module):
+    """A module's `__file__`, or None (also when a lazy module raises on access)."""
+    try:
+        return getattr(module, "__file__", None)
+    except Exception:
+        return None
+
+
 def _packages(module_files):
-    return {"modules": sorted(module_files), "dists": _dists_of(module_files)}
+    """The report of third-party module files: the files, and their distributions
+    when the metadata can be read (the files' stamps alone still key the cache)."""
+    try:
+        dists = _dists_of(module_files)
+    except Exception:
+        dists = []
+    return {"modules": sorted(module_files), "dists": dists}
 
 
 def _error_info(exc, roots, kind=None, skip_frames=0):
@@ -1150,7 +1164,10 @@ def main(argv):
             reply({"forked": command["token"], "pid": pid})
             if not warmed:
                 warmed = True
-                _warm_dist_index()
+                try:
+                    _warm_dist_index()
+                except Exception:
+                    pass  # only a head start: workers read the index themselves
         elif op == "preload":
             for name in command.get("modules", []):
                 if name in sys.modules:
