@@ -170,3 +170,379 @@ fn killing_rwb_mid_run_leaves_a_whole_cache_that_resumes() {
     };
     assert_eq!(scores(&resumed), scores(&fresh));
 }
+
+/// The scores of a run's rows, in order.
+fn scores(run: &Run) -> Vec<f64> {
+    run.rows()
+        .iter()
+        .map(|r| {
+            r["score"]
+                .as_f64()
+                .unwrap_or_else(|| panic!("row without a score: {r}\n{}", run.stderr))
+        })
+        .collect()
+}
+
+/// The "cached" count of an evaluator from the summary table on stderr.
+fn cached(run: &Run, evaluator: &str) -> usize {
+    let line = run
+        .stderr
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(evaluator))
+        .unwrap_or_else(|| panic!("no summary line for {evaluator} in:\n{}", run.stderr));
+    line.split_whitespace().last().unwrap().parse().unwrap()
+}
+
+/// An evaluator that counts its imports in `loads.log` (so a test sees whether a run
+/// started Python for it) and imports `helper` only inside `evaluate`.
+const LAZY_EVALUATOR: &str = r#"
+import os
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "loads.log"), "a") as f:
+    f.write("load\n")
+
+def evaluate(messages, **kwargs):
+    import helper
+    return helper.WEIGHT * len(messages[-1]["content"]) / 100.0
+"#;
+
+fn loads(ws: &Ws) -> usize {
+    std::fs::read_to_string(ws.file("metrics/lazy/loads.log"))
+        .unwrap_or_default()
+        .lines()
+        .count()
+}
+
+#[test]
+fn a_helper_imported_inside_evaluate_is_part_of_the_cache_key() {
+    let ws = Ws::new(&[
+        ("metrics/lazy/main.py", LAZY_EVALUATOR),
+        ("metrics/lazy/helper.py", "WEIGHT = 0.5\n"),
+        ("samples.jsonl", &samples(6)),
+    ]);
+    let first = ws.run(&[]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(first.evaluated("lazy"), 6);
+    assert_eq!(first.row(0, "lazy")["score"], 0.02, "0.5 * 4 chars / 100");
+
+    let loads_before = loads(&ws);
+    let second = ws.run(&[]);
+    assert_eq!((second.evaluated("lazy"), cached(&second, "lazy")), (0, 6));
+    assert_eq!(
+        loads(&ws),
+        loads_before,
+        "a fully cached run starts no worker"
+    );
+    assert_eq!(scores(&second), scores(&first));
+
+    ws.write("metrics/lazy/helper.py", "WEIGHT = 0.25\n");
+    let third = ws.run(&[]);
+    assert_eq!(third.code, 0, "{}", third.stderr);
+    assert_eq!(
+        third.evaluated("lazy"),
+        6,
+        "the helper changed: everything runs again"
+    );
+    assert_eq!(third.row(0, "lazy")["score"], 0.01, "0.25 * 4 chars / 100");
+    assert_ne!(scores(&third), scores(&first));
+    assert_eq!(scores(&third), scores(&ws.run(&["--no-cache"])));
+
+    let loads_before = loads(&ws);
+    let fourth = ws.run(&[]);
+    assert_eq!((fourth.evaluated("lazy"), cached(&fourth, "lazy")), (0, 6));
+    assert_eq!(
+        loads(&ws),
+        loads_before,
+        "a fully cached run starts no worker"
+    );
+    assert_eq!(scores(&fourth), scores(&third));
+}
+
+#[test]
+fn a_lazily_imported_helper_that_disappears_and_comes_back_is_evaluated_again() {
+    let ws = Ws::new(&[
+        ("metrics/lazy/main.py", LAZY_EVALUATOR),
+        ("metrics/lazy/helper.py", "WEIGHT = 0.5\n"),
+        ("samples.jsonl", &samples(3)),
+    ]);
+    assert_eq!(ws.run(&[]).code, 0);
+    std::fs::remove_file(ws.file("metrics/lazy/helper.py")).unwrap();
+    let gone = ws.run(&[]);
+    assert_eq!(gone.code, 1, "{}", gone.stderr);
+    assert_eq!(gone.evaluated("lazy"), 3);
+    let row = gone.row(0, "lazy");
+    assert_eq!(row["error"]["type"], "ModuleNotFoundError", "{row}");
+    assert_eq!(row["error"]["message"], "No module named 'helper'");
+
+    ws.write("metrics/lazy/helper.py", "WEIGHT = 0.75\n");
+    let back = ws.run(&[]);
+    assert_eq!(back.code, 0, "{}", back.stderr);
+    assert_eq!(
+        back.evaluated("lazy"),
+        3,
+        "a missing module's error is not served from the cache"
+    );
+    assert_eq!(back.row(0, "lazy")["score"], 0.03, "0.75 * 4 chars / 100");
+}
+
+/// A virtualenv (no pip: fast) in a temp dir with stand-in installed packages.
+struct Venv {
+    dir: tempfile::TempDir,
+    site: std::path::PathBuf,
+}
+
+impl Venv {
+    fn new() -> Venv {
+        let dir = tempfile::tempdir().unwrap();
+        let made = std::process::Command::new("python3")
+            .args(["-m", "venv", "--without-pip"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        assert!(made.success(), "python3 -m venv failed");
+        let lib = dir.path().join("lib");
+        let python = std::fs::read_dir(&lib).unwrap().next().unwrap().unwrap();
+        let site = python.path().join("site-packages");
+        assert!(site.is_dir(), "{} is missing", site.display());
+        Venv { dir, site }
+    }
+
+    fn python(&self) -> String {
+        self.dir.path().join("bin/python").display().to_string()
+    }
+
+    /// Installs package `name` (one `__init__.py`) as distribution `name` `version`.
+    fn install(&self, name: &str, version: &str, init: &str) {
+        let package = self.site.join(name);
+        std::fs::create_dir_all(&package).unwrap();
+        std::fs::write(package.join("__init__.py"), init).unwrap();
+        let info = self.site.join(format!("{name}-{version}.dist-info"));
+        std::fs::create_dir_all(&info).unwrap();
+        std::fs::write(
+            info.join("METADATA"),
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
+        )
+        .unwrap();
+        std::fs::write(info.join("top_level.txt"), format!("{name}\n")).unwrap();
+        std::fs::write(
+            info.join("RECORD"),
+            format!("{name}/__init__.py,,\n{name}-{version}.dist-info/METADATA,,\n"),
+        )
+        .unwrap();
+    }
+
+    /// Rewrites a distribution's version in its METADATA (the folder keeps its name).
+    fn set_version(&self, name: &str, folder_version: &str, version: &str) {
+        let metadata = self
+            .site
+            .join(format!("{name}-{folder_version}.dist-info/METADATA"));
+        std::fs::write(
+            metadata,
+            format!("Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"),
+        )
+        .unwrap();
+    }
+}
+
+/// Imports `fakepkg` at module level and `lazypkg` inside `evaluate`, and scores with
+/// both packages' constants and `lazypkg`'s installed version.
+const THIRD_PARTY_EVALUATOR: &str = r#"
+import fakepkg
+
+def evaluate(messages, **kwargs):
+    import lazypkg
+    from importlib.metadata import version
+    return fakepkg.FACTOR * lazypkg.FACTOR * float(version("lazypkg")) * len(messages[-1]["content"]) / 100.0
+"#;
+
+#[test]
+fn third_party_code_and_versions_are_part_of_the_cache_key() {
+    let venv = Venv::new();
+    venv.install("fakepkg", "1.0", "FACTOR = 1.0\n");
+    venv.install("lazypkg", "1.0", "FACTOR = 1.0\n");
+    let ws = Ws::new(&[
+        ("metrics/deps/main.py", THIRD_PARTY_EVALUATOR),
+        ("samples.jsonl", &samples(4)),
+    ]);
+    let python = venv.python();
+    let run = || ws.run(&["--python", &python]);
+    let fresh = || scores(&ws.run(&["--python", &python, "--no-cache"]));
+
+    let first = run();
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(
+        first.row(0, "deps")["score"],
+        0.04,
+        "1 * 1 * 1.0 * 4 chars / 100"
+    );
+    let again = run();
+    assert_eq!((again.evaluated("deps"), cached(&again, "deps")), (0, 4));
+
+    // editing a module imported at module level
+    std::fs::write(venv.site.join("fakepkg/__init__.py"), "FACTOR = 0.5\n").unwrap();
+    let edited = run();
+    assert_eq!(edited.evaluated("deps"), 4, "{}", edited.stderr);
+    assert_eq!(edited.row(0, "deps")["score"], 0.02);
+    assert_eq!(scores(&edited), fresh());
+
+    // editing a module imported inside evaluate()
+    std::fs::write(venv.site.join("lazypkg/__init__.py"), "FACTOR = 0.25\n").unwrap();
+    let lazy = run();
+    assert_eq!(lazy.evaluated("deps"), 4, "{}", lazy.stderr);
+    assert_eq!(lazy.row(0, "deps")["score"], 0.005);
+    assert_eq!(scores(&lazy), fresh());
+
+    // a new version of the distribution imported inside evaluate()
+    venv.set_version("lazypkg", "1.0", "2.0");
+    let bumped = run();
+    assert_eq!(bumped.evaluated("deps"), 4, "{}", bumped.stderr);
+    assert_eq!(bumped.row(0, "deps")["score"], 0.01);
+    assert_eq!(scores(&bumped), fresh());
+
+    let settled = run();
+    assert_eq!(
+        (settled.evaluated("deps"), cached(&settled, "deps")),
+        (0, 4)
+    );
+    assert_eq!(scores(&settled), scores(&bumped));
+}
+
+/// Every score of one evaluator's run through `runner`, in sample order.
+async fn runner_scores(
+    runner: &reward_workbench::runner::Runner,
+    workspace: &reward_workbench::workspace::Workspace,
+) -> Vec<Option<f64>> {
+    let prepared = runner.prepare(&workspace.evaluators[0]).await.unwrap();
+    assert!(prepared.failure.is_none(), "{:?}", prepared.failure);
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    runner
+        .run(&[prepared], &workspace.samples, None, true, tx)
+        .await
+        .unwrap();
+    let mut rows = Vec::new();
+    while let Some(reward_workbench::runner::Event::Result { at, outcome, .. }) = rx.recv().await {
+        rows.push((at.index, outcome.score));
+    }
+    rows.sort_by_key(|(index, _)| *index);
+    rows.into_iter().map(|(_, score)| score).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_package_the_fork_server_holds_is_imported_afresh() {
+    use reward_workbench::engine::{Engine, Pool};
+    use reward_workbench::runner::Runner;
+    use reward_workbench::workspace::{Overrides, Workspace};
+    use std::sync::Arc;
+
+    let venv = Venv::new();
+    venv.install("fakepkg", "1.0", "FACTOR = 1.0\n");
+    let ws = Ws::new(&[
+        (
+            "metrics/deps/main.py",
+            "import fakepkg\ndef evaluate(messages, **kwargs):\n    return fakepkg.FACTOR\n",
+        ),
+        ("samples.jsonl", &samples(2)),
+    ]);
+    let overrides = Overrides {
+        python: Some(venv.python().into()),
+        ..Default::default()
+    };
+    let workspace = Workspace::load(ws.path(), &overrides).unwrap();
+    let engine = Engine::new(workspace.python.clone(), workspace.root.clone()).unwrap();
+    let store = Arc::new(Store::open(&workspace.root).unwrap());
+    // one engine for the whole session, as the workbench keeps it
+    let runner = Runner::new(Arc::new(Pool::new(engine, 1)), Some(store));
+    assert_eq!(runner_scores(&runner, &workspace).await, [Some(1.0); 2]);
+    // the fork-server imports it, as the pool has it do for a module workers use
+    runner.engine().preload(&["fakepkg".to_string()]).await;
+
+    std::fs::write(venv.site.join("fakepkg/__init__.py"), "FACTOR = 0.5\n").unwrap();
+    assert_eq!(
+        runner_scores(&runner, &workspace).await,
+        [Some(0.5); 2],
+        "the edited package ran, not the copy the fork-server held"
+    );
+}
+
+#[test]
+fn a_result_from_a_batch_whose_worker_died_is_not_cached_under_a_key_missing_its_imports() {
+    // Sample 100 imports the helper and sample 101 kills the worker: fast evaluations
+    // make batches of up to 256, so both are in one batch whose worker never reports
+    // the helper. Sample 100's result must not be stored under a key without it.
+    let evaluator = r#"
+import os
+
+def evaluate(messages, **kwargs):
+    if messages[0]["content"] == "question 100":
+        import helper
+        return helper.WEIGHT
+    if messages[0]["content"] == "question 101":
+        os._exit(3)
+    return len(messages[-1]["content"]) / 100.0
+"#;
+    let ws = Ws::new(&[
+        ("metrics/dies/main.py", evaluator),
+        ("metrics/dies/helper.py", "WEIGHT = 0.5\n"),
+        ("samples.jsonl", &samples(300)),
+    ]);
+    let first = ws.run(&["--jobs", "1"]);
+    assert_eq!(first.row(100, "dies")["score"], 0.5, "{}", first.stderr);
+    assert_eq!(first.row(101, "dies")["error"]["type"], "WorkerCrashed");
+    assert_eq!(
+        first.row(102, "dies")["score"],
+        0.64,
+        "13 words are 64 chars"
+    );
+
+    ws.write("metrics/dies/helper.py", "WEIGHT = 0.25\n");
+    let second = ws.run(&["--jobs", "1"]);
+    assert_eq!(second.row(100, "dies")["score"], 0.25, "{}", second.stderr);
+    assert_eq!(
+        scores_or_errors(&second),
+        scores_or_errors(&ws.run(&["--no-cache"]))
+    );
+}
+
+/// Each row's score, or its error type.
+fn scores_or_errors(run: &Run) -> Vec<String> {
+    run.rows()
+        .iter()
+        .map(|r| match r["score"].as_f64() {
+            Some(score) => score.to_string(),
+            None => r["error"]["type"].to_string(),
+        })
+        .collect()
+}
+
+#[test]
+fn a_lazily_imported_file_changed_during_the_run_is_not_cached_with_the_new_content() {
+    // The first evaluation imports the helper and then rewrites it (as a user saving
+    // mid-run would): what ran was the old helper, so nothing may be stored under a
+    // key that names the new one.
+    let evaluator = r#"
+import os, time
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+def evaluate(messages, **kwargs):
+    import helper
+    path = os.path.join(HERE, "helper.py")
+    with open(path) as f:
+        old = "0.5" in f.read()
+    if old:
+        time.sleep(0.05)
+        with open(path, "w") as f:
+            f.write("WEIGHT = 0.25\n")
+    return helper.WEIGHT
+"#;
+    let ws = Ws::new(&[
+        ("metrics/saved/main.py", evaluator),
+        ("metrics/saved/helper.py", "WEIGHT = 0.5\n"),
+        ("samples.jsonl", &samples(3)),
+    ]);
+    let first = ws.run(&["--jobs", "1"]);
+    assert_eq!(scores(&first), [0.5; 3], "{}", first.stderr);
+    let second = ws.run(&["--jobs", "1"]);
+    assert_eq!(second.evaluated("saved"), 3, "{}", second.stderr);
+    assert_eq!(scores(&second), [0.25; 3]);
+    let third = ws.run(&["--jobs", "1"]);
+    assert_eq!((third.evaluated("saved"), cached(&third, "saved")), (0, 3));
+}

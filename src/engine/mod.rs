@@ -13,7 +13,8 @@ mod protocol;
 mod worker;
 mod zygote;
 
-pub use pool::{spawn_error, Pool, PoolJob, PoolWork, Sink};
+pub use pool::{spawn_error, BatchDone, Pool, PoolJob, PoolWork, Sink};
+pub use protocol::{Dist, ThirdParty};
 pub use worker::{Loaded, Next, Worker};
 pub use zygote::{Engine, EngineError, ZygoteInfo};
 

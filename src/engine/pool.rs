@@ -6,6 +6,7 @@
 //! generation batch) is one call: it is never merged, split or reordered, and a
 //! retry keeps it whole, so a batch-relative reward sees the same batch on every run.
 
+use super::protocol::ThirdParty;
 use super::worker::{Next, Worker};
 use super::zygote::{Engine, EngineError};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome};
@@ -55,6 +56,12 @@ impl From<PoolJob> for PoolWork {
 
 /// Receives each outcome as it is produced.
 pub type Sink = Arc<dyn Fn(u64, Outcome) + Send + Sync>;
+
+/// Told when a worker finished a batch: the batch's sample ids, and the project files
+/// (all so far) and third-party code (new) that the worker reported it imported, when
+/// that changed. A batch whose worker died gets no call.
+pub type BatchDone =
+    Arc<dyn Fn(&[u64], Option<Vec<std::path::PathBuf>>, Option<ThirdParty>) + Send + Sync>;
 
 struct Idle {
     key: [u8; 32],
@@ -150,6 +157,16 @@ impl Pool {
         self.idle.lock().unwrap().remove(name);
     }
 
+    /// Replaces the fork-server when it started before `changed` (see
+    /// [`Engine::restart_if_older`]); the new one is preloaded again as workers start.
+    pub async fn restart_engine_if_older(&self, changed: std::time::SystemTime) -> bool {
+        let restarted = self.engine.restart_if_older(changed).await;
+        if restarted {
+            self.preloaded.lock().unwrap().clear();
+        }
+        restarted
+    }
+
     /// Evaluates all work sent on `queue` until it closes, on up to `jobs` workers of
     /// this evaluator at a time, calling `sink` with each outcome as it arrives.
     /// Dropping the returned future cancels the work and kills busy workers.
@@ -160,6 +177,18 @@ impl Pool {
         queue: flume::Receiver<PoolWork>,
         sink: Sink,
     ) {
+        self.drain_with(spec, key, queue, sink, None).await
+    }
+
+    /// [`Pool::drain`], also calling `on_done` as each batch is answered.
+    pub async fn drain_with(
+        self: &Arc<Self>,
+        spec: Arc<EvaluatorSpec>,
+        key: [u8; 32],
+        queue: flume::Receiver<PoolWork>,
+        sink: Sink,
+        on_done: Option<BatchDone>,
+    ) {
         let average_ms = Arc::new(AtomicU64::new(f64::NAN.to_bits()));
         let mut tasks = JoinSet::new();
         for _ in 0..self.jobs {
@@ -168,8 +197,10 @@ impl Pool {
             let queue = queue.clone();
             let sink = sink.clone();
             let average_ms = average_ms.clone();
+            let on_done = on_done.clone();
             tasks.spawn(async move {
-                pool.lane(&spec, key, queue, sink, &average_ms).await;
+                pool.lane(&spec, key, queue, sink, &average_ms, on_done)
+                    .await;
             });
         }
         while tasks.join_next().await.is_some() {}
@@ -185,6 +216,7 @@ impl Pool {
         queue: flume::Receiver<PoolWork>,
         sink: Sink,
         average_ms: &AtomicU64,
+        on_done: Option<BatchDone>,
     ) {
         let mut worker: Option<Worker> = None;
         // work that goes next: jobs that must run again because their worker died
@@ -246,11 +278,15 @@ impl Pool {
                             sink(id, *outcome);
                         }
                         Next::Checked(..) => progress = Instant::now(),
-                        Next::Done { .. } => {
+                        Next::Done { files, packages } => {
                             progress = Instant::now();
                             if let Some(done) = inflight.pop_front() {
                                 for job in &done {
                                     answered.remove(&job.id);
+                                }
+                                if let Some(hook) = &on_done {
+                                    let ids: Vec<u64> = done.iter().map(|j| j.id).collect();
+                                    hook(&ids, files, packages);
                                 }
                             }
                             if inflight.is_empty() {

@@ -1,8 +1,9 @@
 //! The messages a worker sends back over its socket (see `python/rwb_worker.py`).
 
 use crate::model::{EvalError, Outcome};
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use std::path::PathBuf;
 
 /// The first line a forked worker writes after connecting.
 #[derive(Debug, Deserialize)]
@@ -26,7 +27,29 @@ pub struct LoadReply {
     #[serde(default)]
     pub third_party: Vec<String>,
     #[serde(default)]
+    pub packages: ThirdParty,
+    #[serde(default)]
     pub import_error: Option<ImportError>,
+}
+
+/// Third-party code a worker imported (neither the standard library nor the project):
+/// its module files and the installed distributions they belong to.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize, Serialize)]
+pub struct ThirdParty {
+    #[serde(default)]
+    pub modules: Vec<PathBuf>,
+    #[serde(default)]
+    pub dists: Vec<Dist>,
+}
+
+/// One installed distribution, as its metadata file names it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+pub struct Dist {
+    pub name: String,
+    #[serde(default)]
+    pub version: Option<String>,
+    /// Its `METADATA` (or `PKG-INFO`) file: an upgrade replaces it.
+    pub metadata: PathBuf,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,6 +97,9 @@ pub struct BatchLine {
     pub done: Option<usize>,
     #[serde(default)]
     pub files: Option<Vec<String>>,
+    /// Third-party code first imported during this batch.
+    #[serde(default)]
+    pub packages: Option<ThirdParty>,
     /// Contract breaks found for sample `i` (check mode).
     #[serde(default)]
     pub issues: Option<Vec<String>>,

@@ -1,6 +1,6 @@
 //! One forked worker process serving one evaluator over its socket.
 
-use super::protocol::BatchLine;
+use super::protocol::{BatchLine, ThirdParty};
 use super::zygote::kill;
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, Style};
 use std::path::PathBuf;
@@ -23,6 +23,8 @@ pub struct Loaded {
     pub files: Vec<PathBuf>,
     /// Top-level third-party modules it imported (preloaded into the zygote).
     pub third_party: Vec<String>,
+    /// Every third-party module file and distribution loaded in the worker.
+    pub packages: ThirdParty,
 }
 
 pub struct Worker {
@@ -143,7 +145,10 @@ impl Worker {
                 let files = parsed
                     .files
                     .map(|f| f.into_iter().map(PathBuf::from).collect());
-                return Next::Done { files };
+                return Next::Done {
+                    files,
+                    packages: parsed.packages,
+                };
             }
         }
     }
@@ -171,6 +176,7 @@ pub enum Next {
     /// The oldest batch in flight is answered.
     Done {
         files: Option<Vec<PathBuf>>,
+        packages: Option<ThirdParty>,
     },
     /// The worker is gone: killed after a timeout, or it died.
     Dead(EvalError),

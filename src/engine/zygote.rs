@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex as StdMutex};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixListener;
@@ -67,6 +67,8 @@ struct Zygote {
     child: Child,
     stdin: ChildStdin,
     info: ZygoteInfo,
+    /// When it was started: code changed on disk after this may not be what it holds.
+    started: SystemTime,
 }
 
 struct Shared {
@@ -75,6 +77,9 @@ struct Shared {
     runtime: tempfile::TempDir,
     socket: PathBuf,
     zygote: Mutex<Option<Zygote>>,
+    /// Zygotes replaced by [`Engine::restart_if_older`], kept alive (with the workers
+    /// they forked, which are still in use) until the engine is dropped.
+    retired: StdMutex<Vec<Zygote>>,
     pending: StdMutex<HashMap<u64, oneshot::Sender<Connection>>>,
     next_token: AtomicU64,
     stderr_tail: Arc<StdMutex<VecDeque<u8>>>,
@@ -135,6 +140,7 @@ impl Engine {
                 runtime,
                 socket,
                 zygote: Mutex::new(None),
+                retired: StdMutex::default(),
                 pending,
                 next_token: AtomicU64::new(1),
                 stderr_tail: Default::default(),
@@ -170,6 +176,21 @@ impl Engine {
             let line = json!({"op": "preload", "modules": modules}).to_string() + "\n";
             let _ = z.stdin.write_all(line.as_bytes()).await;
         }
+    }
+
+    /// Replaces the fork-server when it was started before `changed` (third-party code
+    /// it may hold was changed on disk since), so the next worker forks from a fresh
+    /// interpreter. The old one is kept, with the workers it forked, until the engine
+    /// is dropped. Starts nothing; returns whether it replaced one.
+    pub async fn restart_if_older(&self, changed: SystemTime) -> bool {
+        let mut guard = self.shared.zygote.lock().await;
+        if guard.as_ref().is_none_or(|z| z.started > changed) {
+            return false;
+        }
+        if let Some(old) = guard.take() {
+            self.shared.retired.lock().unwrap().push(old);
+        }
+        true
     }
 
     /// The last lines the workers wrote to stderr (outside of evaluations).
@@ -285,6 +306,7 @@ impl Engine {
             decorated: reply.decorated,
             files: reply.files.iter().map(PathBuf::from).collect(),
             third_party: reply.third_party,
+            packages: reply.packages,
         };
         Ok(Worker::new(
             pid,
@@ -313,6 +335,7 @@ impl Engine {
 
     async fn start_zygote(&self) -> Result<Zygote, EngineError> {
         let shared = &self.shared;
+        let started = SystemTime::now();
         let script = shared.runtime.path().join("rwb_worker.py");
         let compat = shared.runtime.path().join("compat");
         let mut command = Command::new(&shared.python);
@@ -389,7 +412,12 @@ impl Engine {
                 line.clear();
             }
         });
-        Ok(Zygote { child, stdin, info })
+        Ok(Zygote {
+            child,
+            stdin,
+            info,
+            started,
+        })
     }
 }
 

@@ -10,9 +10,9 @@
 //! evaluates its whole batch again.
 
 use super::{Event, InFlight, Prepared, RunStats};
-use crate::engine::{PoolJob, PoolWork, Sink};
+use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
-use crate::store::{CodeKey, SampleHash, StoreWriter};
+use crate::store::SampleHash;
 use crate::workspace::{SampleLine, SamplesFile};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -233,23 +233,20 @@ pub(super) fn batch_keys(hashes: &[SampleHash]) -> Vec<SampleHash> {
         .collect()
 }
 
-/// Where evaluator `index`'s outcomes go: the store (under the key the sample was
-/// registered with) and the run's events.
-pub(super) fn result_sink(
+/// Shows evaluator `index`'s outcome as the run's event and returns the key its
+/// sample is stored under (the line hash, or a batched member's [`batch_keys`] key);
+/// `None` for an id the run no longer waits for.
+pub(super) fn show_result(
     index: usize,
-    key: CodeKey,
     inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
-    writer: Option<Arc<StoreWriter>>,
     events: mpsc::UnboundedSender<Event>,
     evaluated: Arc<Vec<AtomicUsize>>,
-) -> Sink {
-    Arc::new(move |id: u64, outcome: Outcome| {
+) -> impl Fn(u64, Outcome) -> Option<SampleHash> + Send + Sync + 'static {
+    move |id: u64, outcome: Outcome| {
         evaluated[index].fetch_add(1, Ordering::Relaxed);
         let (at, hash, stored_as) = {
             let mut map = inflight.lock().unwrap();
-            let Some(entry) = map.get_mut(&id) else {
-                return;
-            };
+            let entry = map.get_mut(&id)?;
             let stored_as = entry
                 .keys
                 .iter()
@@ -262,11 +259,6 @@ pub(super) fn result_sink(
             }
             found
         };
-        if let Some(w) = &writer {
-            if outcome.error.as_ref().is_none_or(|e| !e.is_transient()) {
-                w.put(&key, &stored_as, &outcome);
-            }
-        }
         let _ = events.send(Event::Result {
             evaluator: index,
             at,
@@ -274,7 +266,8 @@ pub(super) fn result_sink(
             outcome,
             cached: false,
         });
-    })
+        Some(stored_as)
+    }
 }
 
 #[cfg(test)]

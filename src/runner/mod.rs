@@ -5,23 +5,27 @@
 //! Owns code keys (what makes a cached result still valid) and the order of work.
 //! Must not print or draw: results leave as [`Event`]s.
 
-use crate::engine::{Engine, EngineError, Pool, PoolWork};
+use crate::engine::{Engine, EngineError, Loaded, Pool, PoolWork, ThirdParty};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, SampleRef, Style};
-use crate::store::{CodeKey, ImportMemo, SampleHash, Store, StoreWriter};
+use crate::store::{CodeKey, ImportMemo, SampleHash, Stamp, Store, StoreWriter};
 use crate::workspace::{SampleLine, SamplesFile, SamplesReader};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::SystemTime;
+use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 
 mod feed;
+mod learn;
 mod probes;
 pub use probes::{probe_report, ProbeRow};
 
 /// Bump when a change to rwb changes what an evaluation returns.
-const CACHE_VERSION: &str = "rwb-cache-1";
+const CACHE_VERSION: &str = "rwb-cache-2";
+/// File-system clocks are coarse: a file changed this shortly after the fork-server
+/// started counts as changed before it (it restarts once too often, never too rarely).
+const CLOCK_SLACK: Duration = Duration::from_millis(20);
 /// Jobs queued per evaluator ahead of the workers (bounds memory on huge files).
 const QUEUE_DEPTH: usize = 4096;
 
@@ -36,6 +40,8 @@ pub struct Prepared {
     pub files: Vec<PathBuf>,
     /// Set when the module failed to import: every sample gets this error.
     pub failure: Option<EvalError>,
+    /// What the key was computed from (`None` when the import failed).
+    pub memo: Option<ImportMemo>,
 }
 
 /// Something the run produced.
@@ -102,85 +108,82 @@ impl Runner {
         self.store.as_ref()
     }
 
-    /// Finds the evaluator's code key: from the import memo when none of its files
-    /// changed (no Python started), else by importing it in a fresh worker (kept warm
-    /// for the run). Only an unusable interpreter is an `Err`.
+    /// Finds the evaluator's code key: from the import memo when none of the files it
+    /// imported changed (no Python started), else by importing it in a fresh worker
+    /// (kept warm for the run). Only an unusable interpreter is an `Err`.
     pub async fn prepare(&self, spec: &EvaluatorSpec) -> Result<Prepared, EngineError> {
         let spec = Arc::new(spec.clone());
         let spec_key = self.spec_key(&spec);
-        if let Some(store) = &self.store {
-            if let Some(memo) = store.import_memo(&spec_key) {
-                let unchanged = memo
-                    .files
-                    .iter()
-                    .all(|(path, hash)| file_hash(path).as_deref() == Some(hash.as_str()));
-                if unchanged {
-                    let key = self.code_key(&spec, memo.style, &memo.files);
-                    let files = memo.files.into_iter().map(|(p, _)| p).collect();
-                    return Ok(Prepared {
-                        spec,
-                        key,
-                        style: Some(memo.style),
-                        files,
-                        failure: None,
-                    });
-                }
-            }
+        let memo = self.store.as_ref().and_then(|s| s.import_memo(&spec_key));
+        if let Some(memo) = memo.filter(memo_is_current) {
+            return Ok(self.prepared(spec, memo));
         }
+        self.import(spec, &spec_key).await
+    }
+
+    fn prepared(&self, spec: Arc<EvaluatorSpec>, memo: ImportMemo) -> Prepared {
+        Prepared {
+            key: code_key(&self.identity, &spec, &memo),
+            style: Some(memo.style),
+            files: memo.files.iter().map(|(p, _)| p.clone()).collect(),
+            failure: None,
+            memo: Some(memo),
+            spec,
+        }
+    }
+
+    /// Imports the evaluator in a fresh worker and memoises what it imported. A file
+    /// changed while the worker imported it means the code we stamp may not be the code
+    /// it runs: import again. Third-party code changed since the fork-server started
+    /// means the fork-server may hold the old code: restart it first.
+    async fn import(
+        &self,
+        spec: Arc<EvaluatorSpec>,
+        spec_key: &CodeKey,
+    ) -> Result<Prepared, EngineError> {
         let mut attempts = 0;
         loop {
             attempts += 1;
             let started = SystemTime::now();
-            match self.engine().spawn_worker(&spec).await {
-                Ok(worker) => {
-                    let loaded = worker.loaded.clone();
-                    let hashed: Vec<(PathBuf, String)> = loaded
-                        .files
-                        .iter()
-                        .filter_map(|p| Some((p.clone(), file_hash(p)?)))
-                        .collect();
-                    // A file saved while the worker imported: the code we hashed may not
-                    // be the code it runs. Import again rather than cache under a lie.
-                    if attempts < 3 && loaded.files.iter().any(|p| modified_since(p, started)) {
-                        continue;
-                    }
-                    let key = self.code_key(&spec, loaded.style, &hashed);
-                    if let Some(store) = &self.store {
-                        let memo = ImportMemo {
-                            style: loaded.style,
-                            files: hashed,
-                        };
-                        let _ = store.put_import_memo(&spec_key, &memo);
-                    }
-                    self.pool.checkin(&spec.name, key, worker);
-                    return Ok(Prepared {
-                        spec,
-                        key,
-                        style: Some(loaded.style),
-                        files: loaded.files,
-                        failure: None,
-                    });
-                }
+            let worker = match self.engine().spawn_worker(&spec).await {
+                Ok(worker) => worker,
                 Err(EngineError::Import(error, files)) => {
-                    return Ok(Prepared {
-                        key: [0; 32],
-                        spec,
-                        style: None,
-                        files,
-                        failure: Some(error),
-                    })
+                    return Ok(import_failure(spec, files, error))
                 }
                 Err(EngineError::Crashed(message)) => {
-                    return Ok(Prepared {
-                        key: [0; 32],
-                        files: vec![spec.source.file()],
-                        spec,
-                        style: None,
-                        failure: Some(EvalError::new(kinds::WORKER_CRASHED, message)),
-                    })
+                    let files = vec![spec.source.file()];
+                    let error = EvalError::new(kinds::WORKER_CRASHED, message);
+                    return Ok(import_failure(spec, files, error));
                 }
                 Err(e) => return Err(e),
+            };
+            let (memo, changed) = memo_of(&worker.loaded);
+            if attempts < 3 {
+                if let Some(changed) = changed {
+                    if self
+                        .pool
+                        .restart_engine_if_older(changed + CLOCK_SLACK)
+                        .await
+                        || changed + CLOCK_SLACK >= started
+                    {
+                        continue;
+                    }
+                }
+                if worker
+                    .loaded
+                    .files
+                    .iter()
+                    .any(|p| modified_since(p, started))
+                {
+                    continue;
+                }
             }
+            if let Some(store) = &self.store {
+                let _ = store.put_import_memo(spec_key, &memo);
+            }
+            let prepared = self.prepared(spec, memo);
+            self.pool.checkin(&prepared.spec.name, prepared.key, worker);
+            return Ok(prepared);
         }
     }
 
@@ -194,40 +197,6 @@ impl Runner {
             spec.style.map(|s| s.as_str()).unwrap_or("-"),
         ] {
             h.update(part.as_bytes());
-            h.update(&[0]);
-        }
-        *h.finalize().as_bytes()
-    }
-
-    fn code_key(&self, spec: &EvaluatorSpec, style: Style, files: &[(PathBuf, String)]) -> CodeKey {
-        let mut h = blake3::Hasher::new();
-        let kwargs = serde_json::to_string(&spec.kwargs).unwrap_or_default();
-        for part in [
-            CACHE_VERSION,
-            &self.identity,
-            style.as_str(),
-            spec.source.function(),
-            spec.source.module().unwrap_or("-"),
-            &kwargs,
-            &spec.batch_size.to_string(),
-            spec.solution_str.as_str(),
-        ] {
-            h.update(part.as_bytes());
-            h.update(&[0]);
-        }
-        let folder = spec.source.folder();
-        let mut files: Vec<(String, &str)> = files
-            .iter()
-            .map(|(p, hash)| {
-                let rel = p.strip_prefix(&folder).unwrap_or(p);
-                (rel.to_string_lossy().into_owned(), hash.as_str())
-            })
-            .collect();
-        files.sort();
-        for (rel, hash) in files {
-            h.update(rel.as_bytes());
-            h.update(&[0]);
-            h.update(hash.as_bytes());
             h.update(&[0]);
         }
         *h.finalize().as_bytes()
@@ -261,6 +230,7 @@ impl Runner {
             };
             cached_maps.push(map);
         }
+        let started = SystemTime::now();
         let writer: Option<Arc<StoreWriter>> = store.and_then(|s| s.writer().ok()).map(Arc::new);
         let inflight: Arc<Mutex<HashMap<u64, InFlight>>> = Arc::default();
         let evaluated: Arc<Vec<AtomicUsize>> =
@@ -275,18 +245,24 @@ impl Runner {
             }
             let (tx, rx) = flume::bounded::<PoolWork>(QUEUE_DEPTH);
             queues.push(Some(tx));
-            let sink = feed::result_sink(
-                index,
-                p.key,
-                inflight.clone(),
-                writer.clone(),
-                events.clone(),
-                evaluated.clone(),
-            );
+            let show =
+                feed::show_result(index, inflight.clone(), events.clone(), evaluated.clone());
+            let (sink, on_done) = match self.learner(p, writer.as_ref(), started) {
+                Some(learner) => {
+                    let (sink, on_done) = learn::hooks(learner, show);
+                    (sink, Some(on_done))
+                }
+                None => {
+                    let sink: crate::engine::Sink = Arc::new(move |id, outcome| {
+                        show(id, outcome);
+                    });
+                    (sink, None)
+                }
+            };
             let pool = self.pool.clone();
             let spec = p.spec.clone();
             let key = p.key;
-            drains.spawn(async move { pool.drain(spec, key, rx, sink).await });
+            drains.spawn(async move { pool.drain_with(spec, key, rx, sink, on_done).await });
         }
 
         let mut feed = feed::Feed::new(evaluators, files, cached_maps, queues, inflight, &events);
@@ -311,6 +287,25 @@ impl Runner {
 }
 
 impl Runner {
+    /// What stores an evaluator's outcomes in this run and extends its code key as
+    /// the workers report imports (`None` without a store or a known import).
+    fn learner(
+        &self,
+        p: &Prepared,
+        writer: Option<&Arc<StoreWriter>>,
+        since: SystemTime,
+    ) -> Option<Arc<Mutex<learn::Learner>>> {
+        let learner = learn::Learner::new(
+            self.identity.clone(),
+            p,
+            self.spec_key(&p.spec),
+            since,
+            self.store.clone()?,
+            writer?.clone(),
+        )?;
+        Some(Arc::new(Mutex::new(learner)))
+    }
+
     /// Records each evaluator's code version with its sources and what it scored
     /// (`(count, mean)` per evaluator), for the history view. Without a store, nothing.
     pub fn record_versions(&self, evaluators: &[Prepared], scored: &[(usize, Option<f64>)]) {
@@ -500,6 +495,147 @@ impl Runner {
             }
         }
         Ok(out)
+    }
+}
+
+/// The code key: rwb's cache version, the interpreter, how the evaluator is called,
+/// and everything it imported (project files by content, third-party files by stamp,
+/// distributions by version).
+fn code_key(identity: &str, spec: &EvaluatorSpec, memo: &ImportMemo) -> CodeKey {
+    let mut h = blake3::Hasher::new();
+    let kwargs = serde_json::to_string(&spec.kwargs).unwrap_or_default();
+    let part = |h: &mut blake3::Hasher, text: &str| {
+        h.update(text.as_bytes());
+        h.update(&[0]);
+    };
+    for text in [
+        CACHE_VERSION,
+        identity,
+        memo.style.as_str(),
+        spec.source.function(),
+        spec.source.module().unwrap_or("-"),
+        &kwargs,
+        &spec.batch_size.to_string(),
+        spec.solution_str.as_str(),
+    ] {
+        part(&mut h, text);
+    }
+    let folder = spec.source.folder();
+    let mut files: Vec<(String, &str)> = memo
+        .files
+        .iter()
+        .map(|(p, hash)| {
+            let rel = p.strip_prefix(&folder).unwrap_or(p);
+            (rel.to_string_lossy().into_owned(), hash.as_str())
+        })
+        .collect();
+    files.sort();
+    for (rel, hash) in files {
+        part(&mut h, &rel);
+        part(&mut h, hash);
+    }
+    part(&mut h, "third-party");
+    let mut stamps: Vec<&Stamp> = memo.stamps.iter().collect();
+    stamps.sort();
+    for s in stamps {
+        part(
+            &mut h,
+            &format!("{}|{}|{}", s.path.display(), s.size, s.mtime_ns),
+        );
+    }
+    let mut dists: Vec<&(String, String)> = memo.dists.iter().collect();
+    dists.sort();
+    for (name, version) in dists {
+        part(&mut h, &format!("{name}=={version}"));
+    }
+    *h.finalize().as_bytes()
+}
+
+/// What a freshly loaded worker imported, as a memo, and the newest inode change time
+/// among its third-party files (to tell whether the fork-server may hold older code).
+fn memo_of(loaded: &Loaded) -> (ImportMemo, Option<SystemTime>) {
+    let mut files: Vec<(PathBuf, String)> = loaded
+        .files
+        .iter()
+        .filter_map(|p| Some((p.clone(), file_hash(p)?)))
+        .collect();
+    files.sort();
+    let (paths, mut dists) = third_party_parts(&loaded.packages);
+    let mut newest: Option<SystemTime> = None;
+    let mut stamps = Vec::with_capacity(paths.len());
+    for path in paths {
+        if let Some((s, changed)) = stamp(&path) {
+            newest = newest.max(Some(changed));
+            stamps.push(s);
+        }
+    }
+    stamps.sort();
+    dists.sort();
+    let memo = ImportMemo {
+        style: loaded.style,
+        files,
+        stamps,
+        dists,
+    };
+    (memo, newest)
+}
+
+/// Whether every file a memo names is as it was: project files by content, the
+/// third-party files by stamp (one `stat` each).
+fn memo_is_current(memo: &ImportMemo) -> bool {
+    memo.files
+        .iter()
+        .all(|(path, hash)| file_hash(path).as_deref() == Some(hash.as_str()))
+        && memo
+            .stamps
+            .iter()
+            .all(|s| stamp(&s.path).is_some_and(|(now, _)| now == *s))
+}
+
+/// The files to stamp (module files and distribution metadata) and the (name,
+/// version) of each distribution a worker reported.
+fn third_party_parts(packages: &ThirdParty) -> (Vec<PathBuf>, Vec<(String, String)>) {
+    let mut paths: Vec<PathBuf> = packages.modules.clone();
+    paths.extend(packages.dists.iter().map(|d| d.metadata.clone()));
+    paths.sort();
+    paths.dedup();
+    let mut dists: Vec<(String, String)> = packages
+        .dists
+        .iter()
+        .map(|d| (d.name.clone(), d.version.clone().unwrap_or_default()))
+        .collect();
+    dists.sort();
+    dists.dedup();
+    (paths, dists)
+}
+
+/// A file's stamp and its inode change time (which no tool sets back), or `None`
+/// when it is gone.
+fn stamp(path: &Path) -> Option<(Stamp, SystemTime)> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok()?;
+    let changed = SystemTime::UNIX_EPOCH
+        + Duration::new(
+            meta.ctime().max(0) as u64,
+            meta.ctime_nsec().clamp(0, 999_999_999) as u32,
+        );
+    let stamp = Stamp {
+        path: path.to_path_buf(),
+        size: meta.len(),
+        mtime_ns: meta.mtime() as i128 * 1_000_000_000 + meta.mtime_nsec() as i128,
+    };
+    Some((stamp, changed))
+}
+
+/// The `Prepared` of an evaluator whose worker could not import it.
+fn import_failure(spec: Arc<EvaluatorSpec>, files: Vec<PathBuf>, failure: EvalError) -> Prepared {
+    Prepared {
+        key: [0; 32],
+        spec,
+        style: None,
+        files,
+        failure: Some(failure),
+        memo: None,
     }
 }
 

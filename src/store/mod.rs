@@ -29,13 +29,32 @@ pub struct StoreError {
     pub message: String,
 }
 
-/// What an evaluator imported the last time a worker loaded it, with each file's
-/// content hash: while every file still hashes the same, the import is known without
-/// starting Python.
+/// What an evaluator imported since a worker last loaded it (at import time and in
+/// every evaluation since), with each project file's content hash and each
+/// third-party file's stamp: while all of them are unchanged, the code key is known
+/// without starting Python.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ImportMemo {
     pub style: Style,
+    /// Project files and their content hashes.
     pub files: Vec<(PathBuf, String)>,
+    /// Third-party module files and distribution metadata files.
+    #[serde(default)]
+    pub stamps: Vec<Stamp>,
+    /// Installed distributions imported: (name, version).
+    #[serde(default)]
+    pub dists: Vec<(String, String)>,
+}
+
+/// A file's size and modification time: cheap to compare (one `stat`), for files
+/// too many to hash on every run (site-packages).
+#[derive(
+    Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
+)]
+pub struct Stamp {
+    pub path: PathBuf,
+    pub size: u64,
+    pub mtime_ns: i128,
 }
 
 pub struct Store {
@@ -290,7 +309,7 @@ impl Store {
     /// A background writer with its own connection, batching inserts into transactions.
     pub fn writer(&self) -> Result<StoreWriter, StoreError> {
         let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
-        let (tx, rx) = flume::unbounded::<(CodeKey, SampleHash, String)>();
+        let (tx, rx) = flume::unbounded::<Write>();
         let handle = std::thread::Builder::new()
             .name("rwb-store".into())
             .spawn(move || write_loop(conn, rx))
@@ -367,7 +386,14 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-fn write_loop(mut conn: Connection, rx: flume::Receiver<(CodeKey, SampleHash, String)>) {
+/// What the background writer does, in the order it was asked.
+enum Write {
+    Put(CodeKey, SampleHash, String),
+    /// Every result stored under the first key moves to the second.
+    Rekey(CodeKey, CodeKey),
+}
+
+fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
     let mut pending = Vec::with_capacity(WRITE_BATCH);
     loop {
         let first = match rx.recv() {
@@ -385,11 +411,19 @@ fn write_loop(mut conn: Connection, rx: flume::Receiver<(CodeKey, SampleHash, St
         let result = (|| -> rusqlite::Result<()> {
             let tx = conn.transaction()?;
             {
-                let mut stmt = tx.prepare_cached(
+                let mut put = tx.prepare_cached(
                     "INSERT OR REPLACE INTO results (code_key, sample_hash, outcome) VALUES (?1, ?2, ?3)",
                 )?;
-                for (key, hash, text) in &pending {
-                    stmt.execute(params![&key[..], &hash[..], text])?;
+                let mut rekey = tx.prepare_cached(
+                    "UPDATE OR REPLACE results SET code_key = ?2 WHERE code_key = ?1",
+                )?;
+                for write in &pending {
+                    match write {
+                        Write::Put(key, hash, text) => {
+                            put.execute(params![&key[..], &hash[..], text])?
+                        }
+                        Write::Rekey(from, to) => rekey.execute(params![&from[..], &to[..]])?,
+                    };
                 }
             }
             tx.commit()
@@ -415,15 +449,30 @@ pub struct Version {
 
 /// Queues outcomes for the store; `finish` waits until they are on disk.
 pub struct StoreWriter {
-    tx: Option<flume::Sender<(CodeKey, SampleHash, String)>>,
+    tx: Option<flume::Sender<Write>>,
     handle: Option<std::thread::JoinHandle<()>>,
 }
 
 impl StoreWriter {
     pub fn put(&self, key: &CodeKey, sample: &SampleHash, outcome: &Outcome) {
+        self.put_text(
+            key,
+            sample,
+            serde_json::to_string(outcome).expect("outcomes serialize"),
+        );
+    }
+
+    /// [`StoreWriter::put`] of an outcome already written as JSON.
+    pub fn put_text(&self, key: &CodeKey, sample: &SampleHash, text: String) {
         if let Some(tx) = &self.tx {
-            let text = serde_json::to_string(outcome).expect("outcomes serialize");
-            let _ = tx.send((*key, *sample, text));
+            let _ = tx.send(Write::Put(*key, *sample, text));
+        }
+    }
+
+    /// Moves every result stored under `from` (also those still queued) to `to`.
+    pub fn rekey(&self, from: &CodeKey, to: &CodeKey) {
+        if let Some(tx) = &self.tx {
+            let _ = tx.send(Write::Rekey(*from, *to));
         }
     }
 
@@ -465,6 +514,33 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[&[1u8; 16]], outcome);
         assert!(store.results_for(&[8u8; 32]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn rekey_moves_stored_and_queued_results_and_replaces_older_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (old, new, other) = ([1u8; 32], [2u8; 32], [3u8; 32]);
+        let scored = |score: f64| Outcome::scored(score, Default::default());
+        let first = store.writer().unwrap();
+        first.put(&old, &[1u8; 16], &scored(0.1));
+        first.put(&new, &[2u8; 16], &scored(0.9));
+        first.put(&other, &[1u8; 16], &scored(0.5));
+        first.finish();
+        let writer = store.writer().unwrap();
+        writer.put(&old, &[2u8; 16], &scored(0.2));
+        writer.rekey(&old, &new);
+        writer.finish();
+        assert!(store.results_for(&old).unwrap().is_empty());
+        let moved = store.results_for(&new).unwrap();
+        assert_eq!(moved.len(), 2);
+        assert_eq!(moved[&[1u8; 16]], scored(0.1));
+        assert_eq!(
+            moved[&[2u8; 16]],
+            scored(0.2),
+            "the moved result replaces the older one"
+        );
+        assert_eq!(store.results_for(&other).unwrap()[&[1u8; 16]], scored(0.5));
     }
 
     #[test]

@@ -1,0 +1,166 @@
+"""What a worker reports it imported (src/engine/python/rwb_worker.py): project files,
+third-party module files and the distributions they belong to. rwb's cache key is
+built from these reports, so each case checks the exact report."""
+
+import importlib
+import os
+import socket
+import sys
+import tempfile
+import types
+import unittest
+
+from test_worker_helpers import W
+
+
+def write(path, text):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+
+
+def install(site, package, dist_name, version, top_level=True, record=True):
+    """A stand-in installed distribution `dist_name` providing module `package`."""
+    write(os.path.join(site, package, "__init__.py"), "VALUE = 1\n")
+    info = os.path.join(site, "%s-%s.dist-info" % (dist_name.replace("-", "_"), version))
+    write(os.path.join(info, "METADATA"), "Metadata-Version: 2.1\nName: %s\nVersion: %s\n\nBody: no\n" % (dist_name, version))
+    if top_level:
+        write(os.path.join(info, "top_level.txt"), package + "\n")
+    if record:
+        write(os.path.join(info, "RECORD"), "%s/__init__.py,,\n%s/METADATA,,\n" % (package, os.path.basename(info)))
+    return os.path.join(info, "METADATA")
+
+
+class TempImports(unittest.TestCase):
+    """A temp folder holding a project and a site-packages folder, both on sys.path;
+    the modules a test imports are removed again afterwards."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        base = os.path.realpath(self.tmp.name)
+        self.project = os.path.join(base, "project")
+        self.site = os.path.join(base, "venv", "lib", "site-packages")
+        os.makedirs(self.project)
+        os.makedirs(self.site)
+        self.modules_before = set(sys.modules)
+        sys.path[0:0] = [self.project, self.site]
+        importlib.invalidate_caches()
+        W._DIST_INDEX.clear()
+
+    def tearDown(self):
+        for entry in (self.project, self.site):
+            sys.path.remove(entry)
+        for name in set(sys.modules) - self.modules_before:
+            del sys.modules[name]
+        self.tmp.cleanup()
+
+
+class ModuleKind(TempImports):
+    def test_project_third_party_stdlib_and_rwb_files(self):
+        helper = os.path.join(self.project, "helper.py")
+        write(helper, "")
+        roots = [self.project]
+        self.assertEqual(W._module_kind(helper, roots), ("project", helper))
+        self.assertIsNone(W._module_kind(os.path.join(self.project, "data.so"), roots))
+        pkg = os.path.join(self.site, "pkg", "__init__.py")
+        self.assertEqual(W._module_kind(pkg, roots), ("third", pkg))
+        self.assertIsNone(W._module_kind(os.__file__, roots), "the standard library")
+        self.assertIsNone(W._module_kind(W.__file__, roots), "rwb's own worker")
+        self.assertIsNone(W._module_kind(None, roots), "a module without a file")
+
+    def test_a_virtualenv_inside_the_project_is_third_party(self):
+        inside = os.path.join(self.project, ".venv", "lib", "site-packages", "pkg", "__init__.py")
+        self.assertEqual(W._module_kind(inside, [self.project]), ("third", inside))
+
+
+class Distributions(TempImports):
+    def test_each_module_maps_to_its_distribution_and_version(self):
+        plain = install(self.site, "fakepkg", "fakepkg", "1.0")
+        renamed = install(self.site, "thing", "Py-Thing", "2.5", top_level=True)
+        record_only = install(self.site, "other", "other-dist", "0.3", top_level=False)
+        modules = [os.path.join(self.site, name, "__init__.py") for name in ("fakepkg", "thing", "other")]
+        self.assertEqual(
+            W._dists_of(modules),
+            [
+                {"name": "Py-Thing", "version": "2.5", "metadata": renamed},
+                {"name": "fakepkg", "version": "1.0", "metadata": plain},
+                {"name": "other-dist", "version": "0.3", "metadata": record_only},
+            ],
+        )
+
+    def test_a_module_outside_any_distribution_has_none(self):
+        write(os.path.join(self.site, "loose.py"), "")
+        self.assertEqual(W._dists_of([os.path.join(self.site, "loose.py")]), [])
+
+    def test_an_installed_distribution_is_seen_by_the_next_lookup(self):
+        module = os.path.join(self.site, "late", "__init__.py")
+        self.assertEqual(W._dists_of([module]), [])
+        metadata = install(self.site, "late", "late", "1.0")
+        os.utime(self.site, ns=(1, 1))  # a new folder mtime, whatever the clock's grain
+        self.assertEqual(W._dists_of([module]), [{"name": "late", "version": "1.0", "metadata": metadata}])
+
+
+class Reports(TempImports):
+    def worker(self):
+        ours, theirs = socket.socketpair()
+        self.addCleanup(ours.close)
+        self.addCleanup(theirs.close)
+        spec = {"file": os.path.join(self.project, "main.py"), "folder": self.project}
+        return W.Worker(ours, spec, self.project)
+
+    def test_a_batch_reports_only_what_it_imported_first(self):
+        write(os.path.join(self.project, "main.py"), "")
+        write(os.path.join(self.project, "helper.py"), "")
+        metadata = install(self.site, "fakepkg", "fakepkg", "1.0")
+        worker = self.worker()
+        worker.inventory.scan()  # what the worker had at load
+
+        done = {"done": 1}
+        worker._imports_report(done)
+        self.assertEqual(done, {"done": 1}, "nothing new was imported")
+
+        import helper  # noqa: F401
+        import fakepkg  # noqa: F401
+
+        done = {"done": 1}
+        worker._imports_report(done)
+        self.assertEqual(done["files"], [os.path.join(self.project, "helper.py")])
+        self.assertEqual(
+            done["packages"],
+            {
+                "modules": [os.path.join(self.site, "fakepkg", "__init__.py")],
+                "dists": [{"name": "fakepkg", "version": "1.0", "metadata": metadata}],
+            },
+        )
+
+        done = {"done": 1}
+        worker._imports_report(done)
+        self.assertEqual(done, {"done": 1}, "reported once")
+
+
+class Unusual(TempImports):
+    def test_modules_whose_file_cannot_be_read_are_skipped(self):
+        class Lazy(types.ModuleType):
+            def __getattr__(self, name):
+                raise RuntimeError("a lazy module that fails on access")
+
+        sys.modules["rwb_test_lazy"] = Lazy("rwb_test_lazy")
+        odd = types.ModuleType("rwb_test_odd")
+        odd.__file__ = 42
+        sys.modules["rwb_test_odd"] = odd
+        inventory = W.Inventory([self.project])
+        inventory.scan()
+        self.assertEqual(inventory.project_files(), [])
+
+    def test_unreadable_metadata_leaves_the_module_files(self):
+        write(os.path.join(self.site, "pkg", "__init__.py"), "")
+        info = os.path.join(self.site, "other-1.0.dist-info")
+        os.makedirs(info)
+        with open(os.path.join(info, "top_level.txt"), "wb") as f:
+            f.write(b"\xff\xfe not utf-8")
+        module = os.path.join(self.site, "pkg", "__init__.py")
+        self.assertEqual(W._packages([module]), {"modules": [module], "dists": []})
+
+
+if __name__ == "__main__":
+    unittest.main()
