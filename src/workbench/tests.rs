@@ -46,8 +46,10 @@ fn open(dir: &Path) -> Live {
 
 /// Feeds index and run messages to the loop's handlers until no index is pending
 /// and no run is in flight; `on_first` is called when the first chunk is shown.
-async fn settle(live: &mut Live, mut on_first: impl FnMut(&mut Live)) {
+/// Returns how many results of the last run landed on a row.
+async fn settle(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -> usize {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let mut landed = (0, 0); // (run generation, results on a row)
     loop {
         tokio::select! {
             Some((generation, indexed)) = live.index_rx.recv() => {
@@ -59,13 +61,28 @@ async fn settle(live: &mut Live, mut on_first: impl FnMut(&mut Live)) {
                     }
                 }
             }
-            Some((generation, msg)) = live.run_rx.recv() => live.on_run(generation, msg),
+            Some((generation, msg)) = live.run_rx.recv() => {
+                if generation == live.runs.generation() {
+                    if landed.0 != generation {
+                        landed = (generation, 0);
+                    }
+                    if let RunMsg::Result { index, hash, .. } = &msg {
+                        let row = live.app.samples.get(*index);
+                        landed.1 += usize::from(row.is_some_and(|s| s.hash == *hash));
+                    }
+                }
+                live.on_run(generation, msg);
+            }
             _ = tokio::time::sleep_until(deadline) => {
                 panic!("the workbench never settled: {:?}", live.app.evaluators[0].state)
             }
         }
         if live.pending_run.is_none() && !live.app.running {
-            return;
+            return if landed.0 == live.runs.generation() {
+                landed.1
+            } else {
+                0
+            };
         }
     }
 }
@@ -101,7 +118,7 @@ const TOTAL: usize = 20_000;
 async fn a_rerun_asked_while_indexing_waits_for_the_index_and_scores_every_row() {
     let dir = workspace(0..TOTAL, 0);
     let mut live = open(dir.path());
-    settle(&mut live, |_| {}).await;
+    assert_eq!(settle(&mut live, |_| {}).await, TOTAL);
     assert_every_row_scored(&live, TOTAL, 0.0);
     drop(live);
 
@@ -138,7 +155,7 @@ async fn a_run_on_files_changed_behind_the_index_indexes_again_and_scores_every_
         .collect();
     std::fs::write(dir.path().join("samples.jsonl"), text).unwrap();
     live.rerun(None);
-    settle(&mut live, |_| {}).await;
+    assert_eq!(settle(&mut live, |_| {}).await, TOTAL / 3 + 1);
     assert_every_row_scored(&live, TOTAL / 3 + 1, 0.0);
     assert_eq!(
         live.index_generation, 2,
