@@ -342,3 +342,234 @@ fn a_crash_deep_in_a_long_run_blames_exactly_its_sample() {
         }
     }
 }
+
+/// The scores of `samples(n)` under LENGTH_EVALUATOR: "word" repeated i % 30 + 1 times.
+fn length_score(i: usize) -> f64 {
+    ((5 * (i % 30 + 1) - 1) as f64 / 100.0).min(1.0)
+}
+
+fn assert_length_scores(run: &Run, n: usize) {
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let rows = run.rows();
+    assert_eq!(rows.len(), n, "{}", run.stdout);
+    for (i, row) in rows.iter().enumerate() {
+        assert_eq!(row["sample"], i as u64);
+        assert_eq!(row["score"].as_f64(), Some(length_score(i)), "{row}");
+    }
+}
+
+const TIMEOUT_HINT: &str = "give a number of seconds, 0 or more (0 or inf: no limit)";
+
+#[test]
+fn any_timeout_flag_gives_a_message_or_no_limit_never_a_panic() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(2)),
+    ]);
+    for bad in ["nan", "NaN", "-1", "-0.5", "abc", ""] {
+        let run = ws.run(&["--timeout", bad]);
+        assert_eq!(run.code, 2, "--timeout {bad}: {}", run.stderr);
+        assert_eq!(
+            run.stderr.lines().next().unwrap(),
+            format!("error: invalid value '{bad}' for '--timeout <SECS>': {TIMEOUT_HINT}"),
+            "--timeout {bad}"
+        );
+        assert_eq!(run.stdout, "");
+    }
+    // no limit: infinity, values no duration holds, 0 (as before)
+    for none in ["inf", "1e300", "1e10", "0"] {
+        let run = ws.run(&["--no-cache", "--timeout", none]);
+        assert_length_scores(&run, 2);
+    }
+}
+
+#[test]
+fn any_timeout_in_rwb_toml_gives_a_message_naming_the_field() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(2)),
+    ]);
+    let toml = ws.file("rwb.toml").display().to_string();
+    let cases = [
+        ("timeout = nan\n", format!("rwb: rwb.toml: timeout = NaN: {TIMEOUT_HINT}")),
+        ("timeout = -3\n", format!("rwb: rwb.toml: timeout = -3: {TIMEOUT_HINT}")),
+        (
+            "[evaluators.length]\ntimeout = -2.5\n",
+            format!("rwb: rwb.toml: [evaluators.length] timeout = -2.5: {TIMEOUT_HINT}"),
+        ),
+        (
+            "timeout = \"30\"\n",
+            format!("rwb: {toml}: line 1: timeout: invalid type: string \"30\", expected f64"),
+        ),
+        (
+            "jobs = 2\n[evaluators.length]\nbatch_size = \"many\"\n",
+            format!("rwb: {toml}: line 3: [evaluators.length] batch_size: invalid type: string \"many\", expected usize"),
+        ),
+    ];
+    for (text, message) in cases {
+        ws.write("rwb.toml", text);
+        let run = ws.run(&[]);
+        assert_eq!(run.code, 2, "{text}: {}", run.stderr);
+        assert_eq!(run.stderr, format!("{message}\n"), "{text}");
+    }
+    for text in ["timeout = inf\n", "[evaluators.length]\ntimeout = 1e300\n"] {
+        ws.write("rwb.toml", text);
+        assert_length_scores(&ws.run(&["--no-cache"]), 2);
+    }
+}
+
+#[test]
+fn a_workspace_path_that_is_not_utf8_gets_a_message_not_a_panic() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let outer = tempfile::tempdir().unwrap();
+    let dir = outer.path().join(OsStr::from_bytes(b"ws-\xff"));
+    for (rel, text) in [
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", samples(2).as_str()),
+    ] {
+        std::fs::create_dir_all(dir.join(rel).parent().unwrap()).unwrap();
+        std::fs::write(dir.join(rel), text).unwrap();
+    }
+    let message = format!(
+        "rwb: the workspace folder {} has a name that is not UTF-8 text, which rwb cannot hand to its Python workers: rename it (or copy the workspace to a folder whose path is UTF-8)\n",
+        dir.display()
+    );
+    let rwb_in = |cwd: &std::path::Path, args: &[&OsStr]| {
+        Run::from(
+            std::process::Command::new(RWB)
+                .args(args)
+                .current_dir(cwd)
+                .env_remove("VIRTUAL_ENV")
+                .output()
+                .unwrap(),
+        )
+    };
+    let run = OsStr::new("run");
+    // the folder given, the current folder, and the workbench (not a terminal here)
+    for (cwd, args) in [
+        (outer.path(), vec![run, dir.as_os_str()]),
+        (dir.as_path(), vec![run]),
+        (outer.path(), vec![dir.as_os_str()]),
+    ] {
+        let got = rwb_in(cwd, &args);
+        assert_eq!(got.code, 2, "{args:?}: {}", got.stderr);
+        assert_eq!(got.stderr, message, "{args:?}");
+    }
+}
+
+#[test]
+fn a_file_name_that_is_not_utf8_is_named_lossily_or_refused_for_python() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(2)),
+    ]);
+    // a samples file is read by rwb alone: it runs, named with U+FFFD
+    std::fs::write(
+        ws.path().join(OsStr::from_bytes(b"more-\xfe.jsonl")),
+        samples(1),
+    )
+    .unwrap();
+    let run = ws.run(&["--no-cache"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let more = run.row(0, "length");
+    assert_eq!(more["file"], "more-\u{FFFD}.jsonl");
+    assert_eq!(more["score"].as_f64(), Some(length_score(0)));
+    assert_eq!(run.row(2, "length")["file"], "samples.jsonl");
+    // an evaluator's source is handed to Python: a clear refusal
+    let folder = ws
+        .path()
+        .join("metrics")
+        .join(OsStr::from_bytes(b"odd-\xfe"));
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("main.py"), LENGTH_EVALUATOR).unwrap();
+    let run = ws.run(&[]);
+    assert_eq!(run.code, 2);
+    assert_eq!(
+        run.stderr,
+        format!(
+            "rwb: the evaluator source {} has a name that is not UTF-8 text, which rwb cannot hand to its Python workers: rename it (or copy the workspace to a folder whose path is UTF-8)\n",
+            folder.join("main.py").display()
+        )
+    );
+}
+
+#[test]
+fn a_byte_order_mark_is_not_part_of_line_1() {
+    let plain = samples(3);
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &plain),
+    ]);
+    let without = ws.run(&[]);
+    assert_length_scores(&without, 3);
+    ws.write("samples.jsonl", &format!("\u{FEFF}{plain}"));
+    let with = ws.run(&[]);
+    assert_length_scores(&with, 3);
+    assert_eq!(with.row(0, "length")["line"], 1);
+    assert_eq!(
+        with.evaluated("length"),
+        0,
+        "line 1 is the same sample with or without the mark (its cached result is used)"
+    );
+    let fresh = ws.run(&["--no-cache"]);
+    assert_length_scores(&fresh, 3);
+    assert_eq!(
+        fresh.row(0, "length")["reason"],
+        without.row(0, "length")["reason"]
+    );
+}
+
+#[test]
+fn saved_output_in_the_workspace_is_skipped_with_one_warning() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(3)),
+    ]);
+    let first = ws.run(&["--no-cache"]);
+    assert_length_scores(&first, 3);
+    ws.write("out.jsonl", &first.stdout);
+    ws.write("samples/saved.jsonl", &first.stdout);
+    let run = ws.run(&["--no-cache"]);
+    assert_length_scores(&run, 3);
+    let warnings: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .collect();
+    let warning = |label: &str| {
+        format!("rwb: warning: skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list), as in saved output; name it with -s to evaluate it anyway")
+    };
+    assert_eq!(
+        warnings,
+        vec![warning("out.jsonl"), warning("samples/saved.jsonl")]
+    );
+    assert!(
+        run.rows().iter().all(|r| r["file"] == "samples.jsonl"),
+        "{}",
+        run.stdout
+    );
+    // named with -s, its lines are rows as before (each a BadSample)
+    let named = ws.run(&["--no-cache", "-s", "out.jsonl"]);
+    assert_eq!(named.code, 1);
+    let rows = named.rows();
+    assert_eq!(rows.len(), 3);
+    for row in &rows {
+        assert_eq!(row["error"]["type"], "BadSample", "{row}");
+    }
+    assert!(!named.stderr.contains("warning"), "{}", named.stderr);
+    // nothing else to run: the error says what was skipped
+    std::fs::remove_file(ws.file("samples.jsonl")).unwrap();
+    std::fs::remove_file(ws.file("samples/saved.jsonl")).unwrap();
+    let none = ws.run(&[]);
+    assert_eq!(none.code, 2);
+    assert_eq!(
+        none.stderr,
+        format!(
+            "rwb: no samples in {}: add a *.jsonl file there or in samples/, or give -s FILE (skipped out.jsonl: none of its lines is a sample (a JSON object with a \"messages\" list), as in saved output; name it with -s to evaluate it anyway)\n",
+            ws.path().display()
+        )
+    );
+}

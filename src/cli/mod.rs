@@ -79,8 +79,8 @@ pub struct Shared {
     /// Worker processes (default: the number of CPUs).
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
-    /// Seconds one evaluation may take (default 30).
-    #[arg(long, value_name = "SECS")]
+    /// Seconds one evaluation may take (default 30; 0 or inf: no limit).
+    #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
     timeout: Option<f64>,
     /// Evaluate everything; neither read nor write the cache.
     #[arg(long)]
@@ -232,6 +232,23 @@ impl Shared {
             python: self.python.clone(),
             timeout: self.timeout,
         }
+    }
+}
+
+/// `--timeout SECS`: a number of seconds, 0 or more; `inf` and huge values mean no
+/// limit. Anything else is a usage error that says what to give.
+fn parse_timeout(text: &str) -> Result<f64, String> {
+    let secs: f64 = text
+        .trim()
+        .parse()
+        .map_err(|_| crate::workspace::TIMEOUT_HINT.to_string())?;
+    crate::workspace::timeout_secs(secs)
+}
+
+/// Prints what the workspace warns about (a skipped `.jsonl`), one line each.
+pub(crate) fn print_warnings(workspace: &Workspace) {
+    for warning in &workspace.warnings {
+        eprintln!("rwb: warning: {warning}");
     }
 }
 

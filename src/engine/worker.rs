@@ -49,10 +49,10 @@ impl Worker {
         loaded: Loaded,
         spec: &EvaluatorSpec,
     ) -> Worker {
-        let timeout = if spec.timeout > 0.0 {
-            Duration::from_secs_f64(spec.timeout)
-        } else {
-            Duration::from_secs(365 * 24 * 3600)
+        let no_limit = Duration::from_secs(365 * 24 * 3600);
+        let timeout = match Duration::try_from_secs_f64(spec.timeout) {
+            Ok(t) if !t.is_zero() => t.min(no_limit),
+            _ => no_limit, // 0, or a value no duration holds (inf, NaN): no limit
         };
         Worker {
             pid,

@@ -263,7 +263,8 @@ impl Engine {
         let (mut reader, writer, pid) = connection;
         // Importing may run arbitrary module-level code: give it the evaluation timeout,
         // but never less than a minute (heavy imports such as torch are slow).
-        let limit = Duration::from_secs_f64(spec.timeout.max(60.0));
+        let limit = Duration::try_from_secs_f64(spec.timeout.clamp(60.0, 365.0 * 24.0 * 3600.0))
+            .unwrap_or(Duration::from_secs(60));
         let mut line = String::new();
         let read = tokio::time::timeout(limit, reader.read_line(&mut line)).await;
         let reply: LoadReply = match read {

@@ -9,6 +9,8 @@
 mod runs;
 mod ship;
 mod terminal;
+#[cfg(test)]
+mod tests;
 
 use crate::cli::{Fail, Session, Shared};
 use crate::model::ResultRow;
@@ -43,12 +45,25 @@ impl Lines for LineFiles {
     }
 }
 
+/// How many times in a row a run may find the samples files changed behind the
+/// index (and index them again) before the workbench stops chasing them.
+const MAX_RESYNCS: u32 = 3;
+
 /// What the indexer (reading the samples files off the UI thread) reports.
 enum Indexed {
     /// The first samples of a first load, to show at once.
     First(Vec<Sample>),
     Done(Vec<Sample>, LineFiles),
     Failed(String),
+}
+
+/// A run waiting for the samples index.
+#[derive(Debug, Default)]
+struct PendingRun {
+    /// Evaluators whose code changed.
+    stale: Vec<usize>,
+    /// Evaluators asked to be evaluated again without the cache meanwhile.
+    fresh: Vec<usize>,
 }
 
 /// Opens the workbench on `dir`.
@@ -130,8 +145,14 @@ struct Live {
     index_tx: mpsc::UnboundedSender<(u64, Indexed)>,
     index_rx: mpsc::UnboundedReceiver<(u64, Indexed)>,
     index_generation: u64,
-    /// A run waits for the samples index: the evaluators whose code changed.
-    pending_run: Option<Vec<usize>>,
+    /// A run waits for the samples index (`Some` while one is being built).
+    pending_run: Option<PendingRun>,
+    /// Evaluators the run in flight evaluates without reading the cache.
+    running_fresh: Vec<usize>,
+    /// The run in flight had a result for a line the index does not hold.
+    mismatched: bool,
+    /// Indexes started in a row because a run found the files changed behind them.
+    resyncs: u32,
     ship: ShipControl,
     ship_rx: mpsc::UnboundedReceiver<ShipEvent>,
 }
@@ -166,6 +187,9 @@ impl Live {
             index_rx,
             index_generation: 0,
             pending_run: None,
+            running_fresh: Vec::new(),
+            mismatched: false,
+            resyncs: 0,
             ship: ShipControl::new(ship_tx),
             ship_rx,
         }
@@ -179,11 +203,7 @@ impl Live {
     ) -> Result<(), Fail> {
         let (watch_tx, mut watch_rx) = mpsc::unbounded_channel();
         let mut watcher = self.start_watcher(watch_tx.clone());
-        self.app.update(Msg::Evaluators(self.evaluator_infos()));
-        self.app.ship.default_id = default_deploy_id(&self.session.workspace);
-        self.app.threshold = self.session.workspace.config.threshold();
-        self.app.weights = self.session.workspace.weights();
-        self.app.group_by = self.session.workspace.config.group_by();
+        self.show_workspace();
         self.draw(term, theme, highlighter);
         self.reload_samples(Vec::new());
         let result = self
@@ -198,6 +218,17 @@ impl Live {
             .await;
         self.ship.shutdown().await;
         result
+    }
+
+    /// Hands the app what the workspace says before the first frame: evaluators,
+    /// settings and warnings.
+    fn show_workspace(&mut self) {
+        self.app.update(Msg::Evaluators(self.evaluator_infos()));
+        self.app.ship.default_id = default_deploy_id(&self.session.workspace);
+        self.app.threshold = self.session.workspace.config.threshold();
+        self.app.weights = self.session.workspace.weights();
+        self.app.group_by = self.session.workspace.config.group_by();
+        self.show_warnings(&[]);
     }
 
     async fn event_loop(
@@ -342,9 +373,10 @@ impl Live {
     /// Indexes the samples files off the UI thread, then runs (`stale` evaluators
     /// changed code). Runs wait for the index so results land on the right lines.
     fn reload_samples(&mut self, stale: Vec<usize>) {
-        let mut pending = self.pending_run.take().unwrap_or_default();
-        pending.extend(stale);
-        self.pending_run = Some(pending);
+        self.pending_run
+            .get_or_insert_with(PendingRun::default)
+            .stale
+            .extend(stale);
         self.index_generation += 1;
         let generation = self.index_generation;
         let files = self.session.workspace.samples.clone();
@@ -379,8 +411,10 @@ impl Live {
                     .collect();
                 self.app.lines = Arc::new(lines);
                 self.app.update(Msg::Samples(samples));
-                if let Some(stale) = self.pending_run.take() {
-                    self.start_run(stale, None);
+                if let Some(pending) = self.pending_run.take() {
+                    // the index may hold new lines: every evaluator runs on it
+                    let all = (0..self.session.workspace.evaluators.len()).collect();
+                    self.start_run(pending.stale, all, pending.fresh);
                 }
             }
             Indexed::Failed(e) => {
@@ -390,16 +424,13 @@ impl Live {
         }
     }
 
-    /// Starts a new run (aborting the one in flight). `stale` evaluators changed code;
-    /// `force` reruns one evaluator (or all) without reading the cache.
-    fn start_run(&mut self, stale: Vec<usize>, force: Option<Option<usize>>) {
-        let all: Vec<usize> = (0..self.session.workspace.evaluators.len()).collect();
-        let (which, read_cache) = match force {
-            Some(Some(e)) => (vec![e], false),
-            Some(None) => (all, false),
-            None => (all, true),
-        };
-        if !stale.is_empty() && read_cache {
+    /// Starts a new run of `which` evaluators (aborting the one in flight). `stale`
+    /// evaluators changed code; `fresh` ones are evaluated again without the cache.
+    /// Only ever called with a complete index (see `reload_samples`).
+    fn start_run(&mut self, stale: Vec<usize>, which: Vec<usize>, fresh: Vec<usize>) {
+        // code changed (not only a rerun, which marks its evaluators stale): a
+        // running server takes the new code
+        if stale.iter().any(|e| !fresh.contains(e)) {
             self.ship
                 .restart_server(self.session.runner.clone(), &self.session.workspace);
         }
@@ -407,13 +438,41 @@ impl Live {
             evaluators: which.clone(),
             stale,
         });
+        self.running_fresh = fresh.clone();
+        self.mismatched = false;
         self.runs.start(
             self.session.runner.clone(),
             self.session.workspace.evaluators.clone(),
             self.session.workspace.samples.clone(),
             which,
-            read_cache,
+            fresh,
         );
+    }
+
+    /// `r`/`R`: evaluates one evaluator (or all) again without the cache. While the
+    /// samples are being indexed, the rerun waits for the index like any run.
+    fn rerun(&mut self, evaluator: Option<usize>) {
+        let all: Vec<usize> = (0..self.session.workspace.evaluators.len()).collect();
+        let chosen = evaluator.map_or(all, |e| vec![e]);
+        match self.pending_run.as_mut() {
+            Some(pending) => pending.fresh.extend(chosen),
+            None => self.start_run(evaluator.into_iter().collect(), chosen.clone(), chosen),
+        }
+    }
+
+    /// A result came for a line the index does not hold as the run read it: the
+    /// samples files changed since they were indexed and no watcher said so (it may
+    /// be down). Index them again; the run restarts, as it was asked, on the new index.
+    fn resync(&mut self) {
+        self.mismatched = true;
+        if self.pending_run.is_some() || self.resyncs >= MAX_RESYNCS {
+            return; // an index is on its way, or the files keep changing: stop chasing
+        }
+        self.resyncs += 1;
+        self.reload_samples(Vec::new());
+        if let Some(pending) = self.pending_run.as_mut() {
+            pending.fresh.extend(self.running_fresh.iter().copied());
+        }
     }
 
     fn on_run(&mut self, generation: u64, msg: RunMsg) {
@@ -450,9 +509,14 @@ impl Live {
                         sample: index,
                         outcome,
                     });
+                } else {
+                    self.resync();
                 }
             }
             RunMsg::Finished => {
+                if !self.mismatched {
+                    self.resyncs = 0;
+                }
                 self.app.update(Msg::RunFinished);
                 let prepared: Vec<Prepared> = self.prepared.iter().flatten().cloned().collect();
                 let scored: Vec<(usize, Option<f64>)> = self
@@ -479,17 +543,20 @@ impl Live {
         let ws = &self.session.workspace;
         let is = |p: &Path, q: &Path| same_file(p, q);
         let config_changed = paths.iter().any(|p| is(p, &ws.root.join("rwb.toml")));
-        let samples_changed = paths.iter().any(|p| {
-            ws.samples.iter().any(|f| is(p, &f.path))
-                || (p.extension().is_some_and(|e| e == "jsonl")
-                    && !ws.samples.iter().any(|f| is(p, &f.path)))
-        });
+        let is_samples = |p: &Path| ws.samples.iter().any(|f| is(p, &f.path));
+        let mut samples_changed = paths.iter().any(|p| is_samples(p));
+        // another .jsonl: a new samples file, or one that discovery skips (saved output)
+        let other_jsonl = paths
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "jsonl") && !is_samples(p));
+        let before = ws.samples.clone();
         let mut rewatch = false;
-        if config_changed || (samples_changed && self.shared_discovers_samples()) {
+        if config_changed || (other_jsonl && self.shared_discovers_samples()) {
             match Workspace::load(&ws.root, &self.shared_overrides()) {
                 Ok(new) => {
                     self.app.update(Msg::ConfigError(None));
                     rewatch = self.adopt(new);
+                    samples_changed |= self.session.workspace.samples != before;
                 }
                 Err(e) => {
                     if config_changed {
@@ -527,9 +594,10 @@ impl Live {
             self.reload_samples(stale);
         } else if any_py {
             if let Some(pending) = self.pending_run.as_mut() {
-                pending.extend(stale); // the run starts when the index is ready
+                pending.stale.extend(stale); // the run starts when the index is ready
             } else {
-                self.start_run(stale, None);
+                let all = (0..self.session.workspace.evaluators.len()).collect();
+                self.start_run(stale, all, Vec::new());
             }
         }
         rewatch
@@ -543,9 +611,25 @@ impl Live {
         self.shared.overrides()
     }
 
+    /// Shows the workspace's warnings (a skipped `.jsonl`) that are not in `before`.
+    fn show_warnings(&mut self, before: &[String]) {
+        let new: Vec<&str> = self
+            .session
+            .workspace
+            .warnings
+            .iter()
+            .filter(|w| !before.contains(w))
+            .map(|w| w.as_str())
+            .collect();
+        if !new.is_empty() {
+            self.app.update(Msg::Notice(new.join("; ")));
+        }
+    }
+
     /// Takes a reloaded workspace. Returns true when what to watch changed.
     fn adopt(&mut self, new: Workspace) -> bool {
         let old = &self.session.workspace;
+        let old_warnings = old.warnings.clone();
         let rewatch = new
             .evaluators
             .iter()
@@ -589,6 +673,7 @@ impl Live {
             self.app.group_by = group_by;
             self.app.group_keys = None; // found again with the new key
         }
+        self.show_warnings(&old_warnings);
         rewatch
     }
 
@@ -602,9 +687,7 @@ impl Live {
         for effect in effects {
             match effect {
                 Effect::Quit => return true,
-                Effect::Rerun { evaluator } => {
-                    self.start_run(evaluator.into_iter().collect(), Some(evaluator))
-                }
+                Effect::Rerun { evaluator } => self.rerun(evaluator),
                 Effect::Edit { file, line } => {
                     // the editor owns the keyboard until it exits: stop reading it
                     *input = None;

@@ -43,14 +43,15 @@ impl Runs {
         self.generation
     }
 
-    /// Aborts the run in flight and starts evaluating `which` evaluators.
+    /// Aborts the run in flight and starts evaluating `which` evaluators; those in
+    /// `fresh` are evaluated again without reading the cache.
     pub fn start(
         &mut self,
         runner: Arc<Runner>,
         specs: Vec<EvaluatorSpec>,
         files: Vec<SamplesFile>,
         which: Vec<usize>,
-        read_cache: bool,
+        fresh: Vec<usize>,
     ) {
         if let Some(task) = self.task.take() {
             task.abort();
@@ -64,12 +65,18 @@ impl Runs {
             };
             let prepared =
                 futures::future::join_all(which.iter().map(|&i| runner.prepare(&specs[i]))).await;
-            let mut ready = Vec::new();
+            let mut cached = Vec::new();
+            let mut uncached = Vec::new();
             for (&i, p) in which.iter().zip(prepared) {
                 match p {
                     Ok(p) => {
                         send(RunMsg::Prepared(i, Box::new(p.clone())));
-                        ready.push(p);
+                        let group = if fresh.contains(&i) {
+                            &mut uncached
+                        } else {
+                            &mut cached
+                        };
+                        group.push((i, p));
                     }
                     Err(e) => {
                         send(RunMsg::Failed(e.to_string()));
@@ -77,32 +84,51 @@ impl Runs {
                     }
                 }
             }
-            let (etx, mut erx) = mpsc::unbounded_channel();
-            let forward = async {
-                while let Some(Event::Result {
-                    evaluator,
-                    at,
-                    hash,
-                    outcome,
-                    ..
-                }) = erx.recv().await
-                {
-                    send(RunMsg::Result {
-                        evaluator: which[evaluator],
-                        index: at.index,
-                        hash,
-                        outcome: Box::new(outcome),
-                    });
-                }
-            };
-            let (result, ()) =
-                tokio::join!(runner.run(&ready, &files, None, read_cache, etx), forward);
-            match result {
-                Ok(_) => send(RunMsg::Finished),
+            let (a, b) = tokio::join!(
+                run_group(&runner, &cached, &files, true, &send),
+                run_group(&runner, &uncached, &files, false, &send)
+            );
+            match a.and(b) {
+                Ok(()) => send(RunMsg::Finished),
                 Err(e) => send(RunMsg::Failed(e.to_string())),
             }
         }));
     }
+}
+
+/// Runs one group of prepared evaluators (numbered as in the workspace) through the
+/// runner and forwards each result, named by its workspace evaluator number.
+async fn run_group(
+    runner: &Runner,
+    group: &[(usize, Prepared)],
+    files: &[SamplesFile],
+    read_cache: bool,
+    send: &impl Fn(RunMsg),
+) -> std::io::Result<()> {
+    if group.is_empty() {
+        return Ok(());
+    }
+    let (numbers, ready): (Vec<usize>, Vec<Prepared>) = group.iter().cloned().unzip();
+    let (etx, mut erx) = mpsc::unbounded_channel();
+    let forward = async {
+        while let Some(Event::Result {
+            evaluator,
+            at,
+            hash,
+            outcome,
+            ..
+        }) = erx.recv().await
+        {
+            send(RunMsg::Result {
+                evaluator: numbers[evaluator],
+                index: at.index,
+                hash,
+                outcome: Box::new(outcome),
+            });
+        }
+    };
+    let (result, ()) = tokio::join!(runner.run(&ready, files, None, read_cache, etx), forward);
+    result.map(|_| ())
 }
 
 impl Drop for Runs {

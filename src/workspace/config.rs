@@ -109,19 +109,39 @@ impl Config {
         Ok(Some(names))
     }
 
-    /// Parses the text of an `rwb.toml`; the error names the line and what is wrong.
+    /// Parses the text of an `rwb.toml`; the error names the line, the field (when
+    /// the line sets one) and what is wrong.
     pub fn parse(text: &str) -> Result<Config, String> {
         toml::from_str(text).map_err(|e| {
-            let line = e
-                .span()
-                .map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
             let message = e.message().trim().to_string();
-            match line {
-                Some(l) => format!("line {l}: {message}"),
-                None => message,
+            let Some(start) = e.span().map(|s| s.start.min(text.len())) else {
+                return message;
+            };
+            let line = text[..start].matches('\n').count() + 1;
+            match field_at(text, line) {
+                Some(field) => format!("line {line}: {field}: {message}"),
+                None => format!("line {line}: {message}"),
             }
         })
     }
+}
+
+/// The field a line of TOML sets, with its table: `[evaluators.math] timeout`.
+fn field_at(text: &str, line: usize) -> Option<String> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (key, _) = lines.get(line - 1)?.split_once('=')?;
+    let key = key.trim();
+    if key.is_empty() || key.starts_with('#') || key.starts_with('[') {
+        return None;
+    }
+    let table = lines[..line - 1]
+        .iter()
+        .rev()
+        .map(|l| l.trim())
+        .find(|l| l.starts_with('[') && !l.starts_with("[["))
+        .and_then(|l| l.split('#').next())
+        .map(|l| format!("{} ", l.trim()));
+    Some(format!("{}{key}", table.unwrap_or_default()))
 }
 
 #[cfg(test)]
@@ -171,6 +191,21 @@ port = 9000
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn a_value_of_the_wrong_type_names_its_line_and_field() {
+        let e = Config::parse("python = \"python3\"\ntimeout = \"30\"\n").unwrap_err();
+        assert_eq!(
+            e,
+            "line 2: timeout: invalid type: string \"30\", expected f64"
+        );
+        let text = "jobs = 2\n[evaluators.math]  # the judge\npath = \"m\"\nbatch_size = 1.5\n";
+        let e = Config::parse(text).unwrap_err();
+        assert_eq!(
+            e,
+            "line 4: [evaluators.math] batch_size: invalid type: floating point `1.5`, expected usize"
+        );
     }
 
     #[test]

@@ -9,7 +9,7 @@ mod samples;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
-pub use samples::{check_sample, hash_line, LineFiles, SampleLine, SamplesReader};
+pub use samples::{check_sample, hash_line, holds_no_sample, LineFiles, SampleLine, SamplesReader};
 pub use watcher::{relevant, Watcher};
 
 use crate::model::{EvaluatorSpec, SolutionStr, Source, Style};
@@ -18,6 +18,11 @@ use std::path::{Path, PathBuf};
 
 /// Default per-evaluation timeout in seconds.
 pub const DEFAULT_TIMEOUT: f64 = 30.0;
+/// The longest per-evaluation timeout kept (a year): `inf` and larger values mean "no
+/// limit" and become this, so that every later conversion to a duration stays in range.
+pub const MAX_TIMEOUT: f64 = 365.0 * 24.0 * 3600.0;
+/// What a timeout may be, for messages about a bad one.
+pub const TIMEOUT_HINT: &str = "give a number of seconds, 0 or more (0 or inf: no limit)";
 /// Default samples per call for batched styles (TRL).
 pub const DEFAULT_BATCH_SIZE: usize = 16;
 
@@ -59,6 +64,9 @@ pub struct Workspace {
     pub evaluators: Vec<EvaluatorSpec>,
     pub samples: Vec<SamplesFile>,
     pub python: PathBuf,
+    /// Things the user should know that do not stop a run (a skipped `.jsonl`), one
+    /// line each.
+    pub warnings: Vec<String>,
 }
 
 impl Workspace {
@@ -74,7 +82,8 @@ impl Workspace {
         let root = dir.to_path_buf();
         let config = Config::load(&root.join("rwb.toml"))?;
         let evaluators = resolve_evaluators(&root, &config, overrides)?;
-        let samples = resolve_samples(&root, &config, overrides)?;
+        paths_are_text(&root, &evaluators)?;
+        let (samples, warnings) = resolve_samples(&root, &config, overrides)?;
         let python = resolve_python(&root, &config, overrides);
         Ok(Workspace {
             root,
@@ -82,6 +91,7 @@ impl Workspace {
             evaluators,
             samples,
             python,
+            warnings,
         })
     }
 
@@ -123,6 +133,39 @@ pub fn resolve_python(root: &Path, config: &Config, overrides: &Overrides) -> Pa
         return PathBuf::from(venv).join("bin").join("python");
     }
     PathBuf::from("python3")
+}
+
+/// A timeout in seconds as rwb keeps it: NaN and negative values are errors (the
+/// message says what to give); `inf` and values above [`MAX_TIMEOUT`] mean no limit.
+pub fn timeout_secs(secs: f64) -> Result<f64, String> {
+    if secs.is_nan() || secs < 0.0 {
+        return Err(TIMEOUT_HINT.to_string());
+    }
+    Ok(secs.min(MAX_TIMEOUT))
+}
+
+/// Every timeout that applies, checked: the flag's, rwb.toml's, then per evaluator.
+fn checked_timeout(value: f64, what: impl FnOnce() -> String) -> Result<f64, WorkspaceError> {
+    timeout_secs(value).map_err(|hint| WorkspaceError(format!("{} = {value}: {hint}", what())))
+}
+
+/// Python workers are given the workspace and evaluator paths as JSON text, which
+/// cannot carry bytes that are not UTF-8: such a path is a clear error, not a panic.
+fn paths_are_text(root: &Path, evaluators: &[EvaluatorSpec]) -> Result<(), WorkspaceError> {
+    let mut paths = vec![("the workspace folder", root.to_path_buf())];
+    for spec in evaluators {
+        paths.push(("the evaluator source", spec.source.file()));
+    }
+    for (what, path) in paths {
+        let absolute = std::path::absolute(&path).unwrap_or(path);
+        if absolute.to_str().is_none() {
+            return err(format!(
+                "{what} {} has a name that is not UTF-8 text, which rwb cannot hand to its Python workers: rename it (or copy the workspace to a folder whose path is UTF-8)",
+                absolute.display()
+            ));
+        }
+    }
+    Ok(())
 }
 
 fn split_pair<'a>(
@@ -291,11 +334,13 @@ fn resolve_evaluators(
         }
     }
     // Per-evaluator settings from rwb.toml apply to flag-given evaluators too.
+    let timeout = match (overrides.timeout, config.timeout) {
+        (Some(t), _) => checked_timeout(t, || "--timeout".into())?,
+        (None, Some(t)) => checked_timeout(t, || "rwb.toml: timeout".into())?,
+        (None, None) => DEFAULT_TIMEOUT,
+    };
     for spec in &mut specs {
-        spec.timeout = overrides
-            .timeout
-            .or(config.timeout)
-            .unwrap_or(DEFAULT_TIMEOUT);
+        spec.timeout = timeout;
         if let Some(entry) = config.evaluators.get(&spec.name) {
             if let Some(style) = &entry.style {
                 spec.style = Some(Style::parse(style).ok_or_else(|| {
@@ -306,6 +351,8 @@ fn resolve_evaluators(
                 })?);
             }
             if let Some(t) = entry.timeout {
+                let what = || format!("rwb.toml: [evaluators.{}] timeout", spec.name);
+                let t = checked_timeout(t, what)?;
                 if overrides.timeout.is_none() {
                     spec.timeout = t;
                 }
@@ -335,11 +382,14 @@ fn resolve_evaluators(
     Ok(specs)
 }
 
+/// The samples files and warnings about discovered files that were skipped.
+type Resolved = (Vec<SamplesFile>, Vec<String>);
+
 fn resolve_samples(
     root: &Path,
     config: &Config,
     overrides: &Overrides,
-) -> Result<Vec<SamplesFile>, WorkspaceError> {
+) -> Result<Resolved, WorkspaceError> {
     let mut files = Vec::new();
     if !overrides.samples.is_empty() {
         for given in &overrides.samples {
@@ -352,7 +402,7 @@ fn resolve_samples(
                 label: given.clone(),
             });
         }
-        return Ok(files);
+        return Ok((files, Vec::new()));
     }
     if let Some(listed) = &config.samples {
         for rel in listed {
@@ -368,37 +418,93 @@ fn resolve_samples(
                 label: rel.clone(),
             });
         }
-    } else {
-        for (dir, prefix) in [(root.to_path_buf(), ""), (root.join("samples"), "samples/")] {
-            let Ok(entries) = std::fs::read_dir(&dir) else {
-                continue;
-            };
-            let mut found: Vec<PathBuf> = entries
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "jsonl"))
-                .collect();
-            found.sort();
-            for path in found {
-                let name = path.file_name().unwrap_or_default().to_string_lossy();
-                files.push(SamplesFile {
-                    label: format!("{prefix}{name}"),
-                    path,
-                });
-            }
-        }
+        return Ok((files, Vec::new()));
     }
+    let (files, warnings) = discover_samples(root);
     if files.is_empty() {
+        let skipped = if warnings.is_empty() {
+            String::new()
+        } else {
+            format!(" ({})", warnings.join("; "))
+        };
         return err(format!(
-            "no samples in {}: add a *.jsonl file there or in samples/, or give -s FILE",
+            "no samples in {}: add a *.jsonl file there or in samples/, or give -s FILE{skipped}",
             root.display()
         ));
     }
-    Ok(files)
+    Ok((files, warnings))
+}
+
+/// Every `*.jsonl` in DIR and in `DIR/samples/`, in name order, except files none of
+/// whose lines is a sample (saved output): those are skipped with a warning each.
+fn discover_samples(root: &Path) -> Resolved {
+    let mut files = Vec::new();
+    let mut warnings = Vec::new();
+    for (dir, prefix) in [(root.to_path_buf(), ""), (root.join("samples"), "samples/")] {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut found: Vec<PathBuf> = entries
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "jsonl"))
+            .collect();
+        found.sort();
+        for path in found {
+            let name = path.file_name().unwrap_or_default().to_string_lossy();
+            let file = SamplesFile {
+                label: format!("{prefix}{name}"),
+                path,
+            };
+            if holds_no_sample(&file) {
+                warnings.push(format!(
+                    "skipped {}: none of its lines is a sample (a JSON object with a \"messages\" list), as in saved output; name it with -s to evaluate it anyway",
+                    file.label
+                ));
+            } else {
+                files.push(file);
+            }
+        }
+    }
+    (files, warnings)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn timeouts_are_checked_and_capped() {
+        assert_eq!(timeout_secs(2.5), Ok(2.5));
+        assert_eq!(timeout_secs(0.0), Ok(0.0), "0 keeps meaning no limit");
+        assert_eq!(timeout_secs(f64::INFINITY), Ok(MAX_TIMEOUT));
+        assert_eq!(timeout_secs(1e300), Ok(MAX_TIMEOUT));
+        for bad in [f64::NAN, -1.0, f64::NEG_INFINITY, -0.001] {
+            assert_eq!(timeout_secs(bad), Err(TIMEOUT_HINT.to_string()), "{bad}");
+        }
+    }
+
+    #[test]
+    fn discovery_skips_files_without_a_sample_and_says_so() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("samples")).unwrap();
+        std::fs::write(root.join("a.jsonl"), "{\"messages\": []}\n").unwrap();
+        std::fs::write(root.join("out.jsonl"), "{\"score\": 1}\n").unwrap();
+        std::fs::write(root.join("samples/b.jsonl"), "\u{FEFF}{\"messages\": []}\n").unwrap();
+        std::fs::write(root.join("samples/log.jsonl"), "not json\n").unwrap();
+        let (files, warnings) = discover_samples(root);
+        let labels: Vec<&str> = files.iter().map(|f| f.label.as_str()).collect();
+        assert_eq!(labels, ["a.jsonl", "samples/b.jsonl"]);
+        assert_eq!(warnings.len(), 2);
+        assert!(
+            warnings[0].starts_with("skipped out.jsonl: "),
+            "{warnings:?}"
+        );
+        assert!(
+            warnings[1].starts_with("skipped samples/log.jsonl: "),
+            "{warnings:?}"
+        );
+    }
 
     #[test]
     fn function_targets_are_told_apart_by_their_separator() {

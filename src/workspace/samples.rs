@@ -8,6 +8,9 @@ use serde_json::value::RawValue;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 
+/// The UTF-8 byte order mark some editors put at the start of a file.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
 /// One non-blank line of a samples file.
 #[derive(Clone, Debug)]
 pub struct SampleLine {
@@ -135,7 +138,7 @@ impl Iterator for SamplesReader {
             let (file_idx, reader) = self.current.as_mut().expect("set above");
             let file_idx = *file_idx;
             self.buf.clear();
-            let offset = self.pos;
+            let mut offset = self.pos;
             match reader.read_until(b'\n', &mut self.buf) {
                 Ok(0) => {
                     self.current = None;
@@ -145,6 +148,11 @@ impl Iterator for SamplesReader {
                 Err(e) => return Some(Err(e)),
             }
             self.line_no += 1;
+            if self.line_no == 1 && self.buf.starts_with(BOM) {
+                // a byte order mark (Windows editors write one) is no part of line 1
+                self.buf.drain(..BOM.len());
+                offset += BOM.len() as u64;
+            }
             while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
                 self.buf.pop();
             }
@@ -181,6 +189,22 @@ impl Iterator for SamplesReader {
             }));
         }
     }
+}
+
+/// Whether a samples file has lines but none of them is a sample (saved `rwb run`
+/// output, a log): such a file is skipped, not reported line by line. False for a
+/// file with a sample line (the scan stops there, so a real samples file costs one
+/// line), an empty one, or one that cannot be read (the run reports that).
+pub fn holds_no_sample(file: &SamplesFile) -> bool {
+    let mut lines = 0;
+    for line in SamplesReader::new(std::slice::from_ref(file)) {
+        match line {
+            Ok(l) if l.bad.is_none() => return false,
+            Ok(_) => lines += 1,
+            Err(_) => return false,
+        }
+    }
+    lines > 0
 }
 
 /// Reads sample lines again by position, without keeping the files in memory.
@@ -259,5 +283,92 @@ mod tests {
             let text = again.read(l.at.file, l.offset, l.raw.len() as u32).unwrap();
             assert_eq!(text, l.raw, "a line reads back from its offset");
         }
+    }
+
+    fn file_with(dir: &std::path::Path, name: &str, bytes: &[u8]) -> SamplesFile {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        SamplesFile {
+            path,
+            label: name.into(),
+        }
+    }
+
+    #[test]
+    fn a_byte_order_mark_is_skipped_and_offsets_stay_right() {
+        let dir = tempfile::tempdir().unwrap();
+        let line = r#"{"messages": [{"role": "user", "content": "héllo"}]}"#;
+        let text = format!("{line}\n{line}x\n");
+        let plain = file_with(dir.path(), "plain.jsonl", text.as_bytes());
+        let marked = file_with(
+            dir.path(),
+            "bom.jsonl",
+            format!("\u{FEFF}{text}").as_bytes(),
+        );
+        let read = |f: &SamplesFile| -> Vec<SampleLine> {
+            SamplesReader::new(std::slice::from_ref(f))
+                .map(|l| l.unwrap())
+                .collect()
+        };
+        let (a, b) = (read(&plain), read(&marked));
+        assert_eq!(b[0].raw, line);
+        assert!(b[0].bad.is_none());
+        assert_eq!(b[0].hash, a[0].hash, "the same sample as without the mark");
+        assert_eq!((b[0].offset, b[1].offset), (3, a[1].offset + 3));
+        assert_eq!(b[0].at.line, 1);
+        let again = LineFiles::open(std::slice::from_ref(&marked)).unwrap();
+        for l in &b {
+            let text = again.read(0, l.offset, l.raw.len() as u32).unwrap();
+            assert_eq!(text, l.raw);
+        }
+        // only at the start of a file: later, the mark is the line's own (not JSON)
+        let inner = file_with(
+            dir.path(),
+            "inner.jsonl",
+            format!("{line}\n\u{FEFF}{line}\n").as_bytes(),
+        );
+        let lines = read(&inner);
+        assert!(lines[1].bad.as_deref().unwrap().starts_with("not JSON"));
+        // a mark alone on line 1 leaves a blank line: no sample
+        let alone = file_with(
+            dir.path(),
+            "alone.jsonl",
+            format!("\u{FEFF}\n{line}\n").as_bytes(),
+        );
+        let lines = read(&alone);
+        assert_eq!(lines.len(), 1);
+        assert_eq!((lines[0].at.line, lines[0].offset), (2, 4));
+    }
+
+    #[test]
+    fn a_file_of_saved_output_holds_no_sample() {
+        let dir = tempfile::tempdir().unwrap();
+        let row = r#"{"sample": 0, "file": "samples.jsonl", "score": 0.5}"#;
+        let sample = r#"{"messages": []}"#;
+        let saved = file_with(
+            dir.path(),
+            "out.jsonl",
+            format!("{row}\n\n{row}\n").as_bytes(),
+        );
+        assert!(holds_no_sample(&saved));
+        let late = file_with(
+            dir.path(),
+            "late.jsonl",
+            format!("{row}\nnot json\n{sample}\n").as_bytes(),
+        );
+        assert!(!holds_no_sample(&late), "one sample line keeps the file");
+        let empty = file_with(dir.path(), "empty.jsonl", b"\n  \n");
+        assert!(
+            !holds_no_sample(&empty),
+            "an empty file is kept (it may be filled)"
+        );
+        let missing = SamplesFile {
+            path: dir.path().join("gone.jsonl"),
+            label: "gone.jsonl".into(),
+        };
+        assert!(
+            !holds_no_sample(&missing),
+            "the run reports an unreadable file"
+        );
     }
 }
