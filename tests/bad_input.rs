@@ -419,6 +419,33 @@ fn any_timeout_in_rwb_toml_gives_a_message_naming_the_field() {
 }
 
 #[test]
+fn any_serve_duration_in_rwb_toml_gives_a_message_naming_the_field() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(2)),
+    ]);
+    for (key, value) in [
+        ("request_timeout", "nan"),
+        ("request_timeout", "-1"),
+        ("body_timeout", "1e300"),
+        ("header_timeout", "\"soon\""),
+    ] {
+        ws.write("rwb.toml", &format!("[serve]\n{key} = {value}\n"));
+        let port = free_port().to_string();
+        let dir = ws.path().to_str().unwrap();
+        let run = rwb(&["serve", dir, "--port", &port], ws.path());
+        assert_eq!(run.code, 2, "{key} = {value}: {}", run.stderr);
+        assert!(
+            run.stderr.contains(&format!(
+                "rwb.toml [serve] {key} must be a number of seconds above 0 (at most 86400), not "
+            )),
+            "{key} = {value}: {}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
 fn a_workspace_path_that_is_not_utf8_gets_a_message_not_a_panic() {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;

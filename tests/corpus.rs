@@ -115,7 +115,11 @@ impl Corpus {
             let old = scores.insert((sample, evaluator), row["score"].as_f64());
             assert!(old.is_none(), "two rows for one pair: {row}");
         }
-        assert_eq!(run.rows().len(), LINES as usize * EVALUATORS, "one row per pair");
+        assert_eq!(
+            run.rows().len(),
+            LINES as usize * EVALUATORS,
+            "one row per pair"
+        );
         (scores, run)
     }
 }
@@ -124,7 +128,12 @@ fn assert_same(what: &str, rwb: &Scores, direct: &Scores) {
     let differing: Vec<String> = direct
         .iter()
         .filter(|(k, v)| rwb.get(*k) != Some(*v))
-        .map(|((s, e), v)| format!("{e} sample {s}: direct {v:?}, rwb {:?}", rwb.get(&(*s, e.clone()))))
+        .map(|((s, e), v)| {
+            format!(
+                "{e} sample {s}: direct {v:?}, rwb {:?}",
+                rwb.get(&(*s, e.clone()))
+            )
+        })
         .collect();
     assert!(
         differing.is_empty() && rwb.len() == direct.len(),
@@ -174,14 +183,19 @@ fn after_an_edit_the_cached_run_still_agrees() {
 
     // one sample's answer gets much longer: its whole TRL batch is rescored
     let text = std::fs::read_to_string(corpus.ws.file("samples.jsonl")).unwrap();
-    let edited = text.replacen("I am not sure. ", "I am not sure at all, honestly, not even a little. ", 1);
+    let edited = text.replacen(
+        "I am not sure. ",
+        "I am not sure at all, honestly, not even a little. ",
+        1,
+    );
     assert_ne!(text, edited);
     corpus.ws.write("samples.jsonl", &edited);
     // the helper that evaluate() imports lazily changes its weight
     let helper = std::fs::read_to_string(corpus.ws.file("metrics/lazy/lazy_helper.py")).unwrap();
-    corpus
-        .ws
-        .write("metrics/lazy/lazy_helper.py", &helper.replace("WEIGHT = 0.01", "WEIGHT = 0.02"));
+    corpus.ws.write(
+        "metrics/lazy/lazy_helper.py",
+        &helper.replace("WEIGHT = 0.01", "WEIGHT = 0.02"),
+    );
 
     let direct = corpus.direct();
     let (cached, _) = corpus.rwb(&[]);

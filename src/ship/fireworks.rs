@@ -970,12 +970,16 @@ def evaluate(messages, ground_truth=None, tools=None, **kwargs):
 
 /// The request timeout: `RWB_FIREWORKS_TIMEOUT` seconds, else 120 s.
 pub fn request_timeout() -> Duration {
-    let secs = std::env::var(TIMEOUT_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .filter(|s| s.is_finite() && *s > 0.0)
-        .unwrap_or(DEFAULT_TIMEOUT_SECS);
-    Duration::from_secs_f64(secs)
+    timeout_from(std::env::var(TIMEOUT_ENV).ok().as_deref())
+}
+
+/// Seconds as given, when they are a number above 0 that a duration can hold; else
+/// the default (a bad value must not stop a deploy, nor panic).
+fn timeout_from(text: Option<&str>) -> Duration {
+    text.and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| *s > 0.0)
+        .and_then(|s| Duration::try_from_secs_f64(s).ok())
+        .unwrap_or(Duration::from_secs_f64(DEFAULT_TIMEOUT_SECS))
 }
 
 struct Api<'a> {
@@ -1333,6 +1337,16 @@ fn parse_preview(url: &str, response: Value) -> Result<RemotePreview, FireworksE
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn any_timeout_value_is_a_duration_never_a_panic() {
+        let default = Duration::from_secs_f64(DEFAULT_TIMEOUT_SECS);
+        assert_eq!(timeout_from(Some(" 2.5 ")), Duration::from_millis(2500));
+        for bad in ["1e300", "inf", "nan", "-3", "0", "soon"] {
+            assert_eq!(timeout_from(Some(bad)), default, "{bad}");
+        }
+        assert_eq!(timeout_from(None), default);
+    }
     use crate::model::Style;
 
     fn spec(name: &str, source: Source) -> EvaluatorSpec {

@@ -318,15 +318,14 @@ pub async fn start_with(
         .find(|(_, e)| e.default == Some(true))
         .and_then(|(name, _)| evaluators.iter().position(|s| &s.spec.name == name))
         .unwrap_or(0);
-    let timeout = setting(workspace, "request_timeout")
-        .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
-        .unwrap_or_else(|| {
-            evaluators
-                .iter()
-                .map(|e| e.spec.timeout)
-                .fold(0.0, f64::max)
-                + 5.0
-        });
+    // by default a request may take as long as its slowest evaluation, and 5 s more
+    let slowest = evaluators
+        .iter()
+        .map(|e| e.spec.timeout)
+        .fold(0.0, f64::max);
+    let default_timeout =
+        Duration::try_from_secs_f64(slowest + 5.0).unwrap_or(Duration::from_secs(86_400));
+    let timeout = seconds(workspace, "request_timeout", default_timeout)?;
     let (host, port) = (options.host.as_str(), options.port);
     let listener = tokio::net::TcpListener::bind((host, port))
         .await
@@ -348,7 +347,7 @@ pub async fn start_with(
         hosts: HostPolicy::new(addr.ip().is_loopback(), allowed_hosts),
         in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
         limits,
-        timeout: Duration::from_secs_f64(timeout.clamp(0.001, 1e9)),
+        timeout,
         log: log.clone(),
         notes: options.notes,
         noted: Mutex::default(),
