@@ -28,7 +28,7 @@ pub struct Config {
     #[serde(default)]
     pub deploy: Option<toml::Table>,
     #[serde(default)]
-    pub insight: Option<toml::Table>,
+    pub insight: Option<InsightConfig>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -48,6 +48,16 @@ pub struct EvaluatorConfig {
     pub weight: Option<f64>,
     /// The evaluator `POST /evaluate` serves.
     pub default: Option<bool>,
+}
+
+/// `[insight]`: how baselines and rollout groups are read.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct InsightConfig {
+    /// A score at or above this passes; crossing it is a flip.
+    pub threshold: Option<f64>,
+    /// The sample field that makes samples one rollout group.
+    pub group_by: Option<String>,
 }
 
 impl Config {
@@ -70,19 +80,14 @@ impl Config {
     pub fn threshold(&self) -> f64 {
         self.insight
             .as_ref()
-            .and_then(|t| t.get("threshold"))
-            .and_then(|v| v.as_float().or(v.as_integer().map(|i| i as f64)))
+            .and_then(|i| i.threshold)
             .unwrap_or(crate::insight::DEFAULT_THRESHOLD)
     }
 
     /// What makes samples one rollout group: `[insight] group_by`, a sample field, or
     /// `None` for the default (the messages before the last assistant turn).
     pub fn group_by(&self) -> Option<String> {
-        self.insight
-            .as_ref()?
-            .get("group_by")?
-            .as_str()
-            .map(String::from)
+        self.insight.as_ref()?.group_by.clone()
     }
 
     /// The host names the server answers besides loopback ones: `[serve] allowed_hosts`,
@@ -191,6 +196,25 @@ port = 9000
                 "{e}"
             );
         }
+    }
+
+    #[test]
+    fn insight_settings_of_the_wrong_type_name_their_field() {
+        let c = Config::parse("[insight]\nthreshold = 0.7\ngroup_by = \"prompt_id\"\n").unwrap();
+        assert_eq!(
+            (c.threshold(), c.group_by()),
+            (0.7, Some("prompt_id".to_string()))
+        );
+        let e = Config::parse("[insight]\nthreshold = \"x\"\n").unwrap_err();
+        assert_eq!(
+            e,
+            "line 2: [insight] threshold: invalid type: string \"x\", expected f64"
+        );
+        let e = Config::parse("[insight]\ngroupby = \"id\"\n").unwrap_err();
+        assert!(
+            e.starts_with("line 2: [insight] groupby: unknown field `groupby`"),
+            "{e}"
+        );
     }
 
     #[test]
