@@ -190,70 +190,44 @@ impl Pool {
                     }
                 },
             };
-            let mut inflight: VecDeque<Vec<PoolJob>> = VecDeque::new();
-            let mut answered: HashSet<u64> = HashSet::new();
+            let mut flight = Flight::default();
             let _ = w.send(&pairs(&batch)).await; // a failed write shows as Dead below
-            inflight.push_back(batch);
+            flight.push(batch);
             let mut progress = Instant::now();
             let alive = loop {
                 let deadline = progress + w.patience();
-                let more = open && retry.is_empty() && inflight.len() < 2;
+                let more = open && retry.is_empty() && flight.len() < 2;
                 tokio::select! {
-                    message = w.next_message(deadline) => match message {
-                        Next::Result(id, outcome) => {
-                            progress = Instant::now();
-                            answered.insert(id);
-                            if !w.loaded.style.is_batched() {
-                                let old = f64::from_bits(average_ms.load(Ordering::Relaxed));
-                                let per = outcome.duration_ms.max(0.001);
-                                let new = if old.is_nan() { per } else { old * 0.8 + per * 0.2 };
-                                average_ms.store(new.to_bits(), Ordering::Relaxed);
-                            }
-                            sink(id, *outcome);
-                        }
-                        Next::Checked(..) => progress = Instant::now(),
-                        Next::Done { .. } => {
-                            progress = Instant::now();
-                            if let Some(done) = inflight.pop_front() {
-                                for job in &done {
-                                    answered.remove(&job.id);
+                    message = w.next_message(deadline) => {
+                        let since = std::mem::replace(&mut progress, Instant::now()) ;
+                        match message {
+                            Next::Result(id, outcome) => {
+                                if flight.answer(id) {
+                                    record_average(&w, &outcome, average_ms);
+                                    sink(id, *outcome);
                                 }
                             }
-                            if inflight.is_empty() {
-                                w.idle();
-                                break true;
-                            }
-                        }
-                        Next::Dead(error) => {
-                            let batched = w.loaded.style.is_batched();
-                            let mut unanswered: Vec<PoolJob> = Vec::new();
-                            for (n, b) in inflight.drain(..).enumerate() {
-                                for job in b {
-                                    if !answered.contains(&job.id) {
-                                        unanswered.push(job);
-                                    }
+                            Next::Checked(..) => {}
+                            Next::Done { .. } => {
+                                // a sample the worker passed over still gets its row
+                                for job in flight.done() {
+                                    sink(job.id, Outcome::failed(no_result()));
                                 }
-                                if batched && n == 0 {
-                                    // a batched call is one call: its whole batch failed
-                                    for job in unanswered.drain(..) {
-                                        sink(job.id, Outcome::failed(error.clone()));
-                                    }
+                                if flight.len() == 0 {
+                                    w.idle();
+                                    break true;
                                 }
                             }
-                            if !batched && !unanswered.is_empty() {
-                                let current = w.current().filter(|c| unanswered.iter().any(|j| j.id == *c));
-                                let blamed = current.unwrap_or(unanswered[0].id);
-                                for job in unanswered {
-                                    if job.id == blamed {
-                                        sink(job.id, Outcome::failed(error.clone()));
-                                    } else {
-                                        retry.push_back(job);
-                                    }
-                                }
-                            } else {
-                                retry.extend(unanswered);
+                            Next::Dead(error) => {
+                                let mut failed = Outcome::failed(error);
+                                failed.duration_ms = since.elapsed().as_secs_f64() * 1000.0;
+                                flight.lost(&w, failed, &mut retry, &sink);
+                                break false;
                             }
-                            break false;
+                            Next::Retired => {
+                                retry.extend(flight.unanswered().into_iter().flatten());
+                                break false;
+                            }
                         }
                     },
                     job = queue.recv_async(), if more => match job {
@@ -261,7 +235,7 @@ impl Pool {
                             let limit = self.batch_limit(spec, Some(&w), average_ms);
                             let next = take_batch(job, &mut retry, &queue, limit);
                             let _ = w.send(&pairs(&next)).await;
-                            inflight.push_back(next);
+                            flight.push(next);
                         }
                         Err(_) => open = false,
                     },
@@ -320,6 +294,108 @@ fn take_batch(
         batch.push(next);
     }
     batch
+}
+
+/// The batches sent to one worker and not finished yet, oldest first, and which of
+/// their jobs still wait for an answer. Every job leaves it exactly once: answered,
+/// passed over at its batch's end, lost with the worker, or handed back for a retry.
+#[derive(Default)]
+struct Flight {
+    batches: VecDeque<Vec<PoolJob>>,
+    waiting: HashSet<u64>,
+}
+
+impl Flight {
+    fn push(&mut self, batch: Vec<PoolJob>) {
+        self.waiting.extend(batch.iter().map(|j| j.id));
+        self.batches.push_back(batch);
+    }
+
+    fn len(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// Whether `id` waited for an answer (and now has one). A line for a sample that
+    /// is not in flight, or answered twice, is ignored: one row per job.
+    fn answer(&mut self, id: u64) -> bool {
+        self.waiting.remove(&id)
+    }
+
+    /// The oldest batch is finished: its jobs that got no answer.
+    fn done(&mut self) -> Vec<PoolJob> {
+        let batch = self.batches.pop_front().unwrap_or_default();
+        batch
+            .into_iter()
+            .filter(|j| self.waiting.remove(&j.id))
+            .collect()
+    }
+
+    /// Every batch's unanswered jobs, oldest batch first; the flight is empty after.
+    fn unanswered(&mut self) -> Vec<Vec<PoolJob>> {
+        let waiting = std::mem::take(&mut self.waiting);
+        self.batches
+            .drain(..)
+            .map(|b| b.into_iter().filter(|j| waiting.contains(&j.id)).collect())
+            .collect()
+    }
+
+    /// The worker died (a crash, or killed at the deadline): the one evaluation it was
+    /// on gets the `failed` outcome, the rest go back to `retry`. A batched style's
+    /// call is one call for its whole batch, so that batch fails together.
+    fn lost(
+        &mut self,
+        worker: &Worker,
+        failed: Outcome,
+        retry: &mut VecDeque<PoolJob>,
+        sink: &Sink,
+    ) {
+        let mut batches = self.unanswered().into_iter();
+        if worker.loaded.style.is_batched() {
+            for job in batches.next().unwrap_or_default() {
+                sink(job.id, failed.clone());
+            }
+            retry.extend(batches.flatten());
+            return;
+        }
+        let unanswered: Vec<PoolJob> = batches.flatten().collect();
+        let Some(first) = unanswered.first() else {
+            return;
+        };
+        let blamed = worker
+            .current()
+            .filter(|c| unanswered.iter().any(|j| j.id == *c))
+            .unwrap_or(first.id);
+        for job in unanswered {
+            if job.id == blamed {
+                sink(job.id, failed.clone());
+            } else {
+                retry.push_back(job);
+            }
+        }
+    }
+}
+
+/// Folds a pointwise evaluation's time into the running average that sizes batches.
+fn record_average(worker: &Worker, outcome: &Outcome, average_ms: &AtomicU64) {
+    if worker.loaded.style.is_batched() {
+        return;
+    }
+    let old = f64::from_bits(average_ms.load(Ordering::Relaxed));
+    let per = outcome.duration_ms.max(0.001);
+    let new = if old.is_nan() {
+        per
+    } else {
+        old * 0.8 + per * 0.2
+    };
+    average_ms.store(new.to_bits(), Ordering::Relaxed);
+}
+
+/// What a sample gets when its worker ended the batch without a line for it.
+fn no_result() -> EvalError {
+    EvalError::new(
+        kinds::INVALID_RESULT,
+        "the worker finished the batch without a result for this sample",
+    )
 }
 
 fn pairs(batch: &[PoolJob]) -> Vec<(u64, &str)> {
