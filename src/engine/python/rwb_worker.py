@@ -326,7 +326,7 @@ def _plain_json(value, where, depth=0):
     if depth >= MAX_NESTING:
         path = where()
         if len(path) > 60:
-            path = path[:60] + "..."
+            path = path[: path.rindex("[", 0, 60)] + "..."  # cut between subscripts
         raise InvalidResult("%s nests lists/dicts more than %d levels deep; rwb reads at most %d" % (path, MAX_NESTING, MAX_NESTING))
     if isinstance(value, dict):
         for key, item in value.items():
