@@ -413,3 +413,54 @@ pub fn spawn_error(spec: &EvaluatorSpec, error: EngineError) -> EvalError {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn batch(ids: &[u64]) -> Vec<PoolJob> {
+        ids.iter()
+            .map(|&id| PoolJob {
+                id,
+                raw: Arc::from(format!("{{\"n\": {id}}}")),
+            })
+            .collect()
+    }
+
+    fn ids(jobs: &[PoolJob]) -> Vec<u64> {
+        jobs.iter().map(|j| j.id).collect()
+    }
+
+    #[test]
+    fn each_job_is_answered_once_and_only_jobs_in_flight_are() {
+        let mut flight = Flight::default();
+        flight.push(batch(&[1, 2, 3]));
+        assert!(flight.answer(2));
+        assert!(!flight.answer(2), "a second line for a sample is ignored");
+        assert!(
+            !flight.answer(9),
+            "a line for a sample not in flight is ignored"
+        );
+        assert!(flight.answer(1));
+        assert_eq!(
+            ids(&flight.done()),
+            [3],
+            "3 got no result before its batch ended"
+        );
+        assert_eq!(flight.len(), 0);
+        assert!(!flight.answer(3), "nor after it");
+    }
+
+    #[test]
+    fn a_lost_worker_leaves_the_unanswered_jobs_of_every_batch() {
+        let mut flight = Flight::default();
+        flight.push(batch(&[1, 2]));
+        flight.push(batch(&[3, 4]));
+        assert!(flight.answer(1));
+        assert!(flight.answer(4));
+        let left: Vec<Vec<u64>> = flight.unanswered().iter().map(|b| ids(b)).collect();
+        assert_eq!(left, [vec![2], vec![3]]);
+        assert_eq!(flight.len(), 0);
+        assert!(!flight.answer(2));
+    }
+}

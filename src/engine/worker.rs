@@ -55,11 +55,7 @@ impl Worker {
         spec: &EvaluatorSpec,
         groups: Groups,
     ) -> Worker {
-        let timeout = if spec.timeout > 0.0 {
-            Duration::from_secs_f64(spec.timeout)
-        } else {
-            Duration::from_secs(365 * 24 * 3600)
-        };
+        let timeout = bounded_seconds(spec.timeout);
         let (outbox, writer) = spawn_writer(writer);
         groups.lock().unwrap().insert(pid);
         Worker {
@@ -203,6 +199,16 @@ impl Worker {
     }
 }
 
+/// A time limit in seconds as a `Duration` a deadline can be computed from: no limit
+/// (0, negative, NaN) or one longer than a year is a year.
+pub(super) fn bounded_seconds(seconds: f64) -> Duration {
+    let year = Duration::from_secs(365 * 24 * 3600);
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .map_or(year, |t| t.min(year))
+}
+
 /// What a worker said next.
 #[derive(Debug)]
 pub enum Next {
@@ -252,5 +258,20 @@ impl Drop for Worker {
         self.groups.lock().unwrap().remove(&self.pid);
         self.writer.abort();
         let _ = std::fs::remove_file(&self.mark);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bounded_seconds;
+    use std::time::Duration;
+
+    #[test]
+    fn any_timeout_value_gives_a_usable_limit() {
+        let year = Duration::from_secs(365 * 24 * 3600);
+        assert_eq!(bounded_seconds(1.5), Duration::from_millis(1500));
+        for none in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e30] {
+            assert_eq!(bounded_seconds(none), year, "{none}");
+        }
     }
 }

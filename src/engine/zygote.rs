@@ -8,7 +8,7 @@
 //! the zygote sees its stdin close and kills every worker group it forked.
 
 use super::protocol::{Hello, LoadReply};
-use super::worker::{Loaded, Worker};
+use super::worker::{bounded_seconds, Loaded, Worker};
 use crate::model::{EvalError, EvaluatorSpec, Style};
 use serde::Deserialize;
 use serde_json::json;
@@ -246,7 +246,7 @@ impl Engine {
         let (mut reader, writer, pid) = connection;
         // Importing may run arbitrary module-level code: give it the evaluation timeout,
         // but never less than a minute (heavy imports such as torch are slow).
-        let limit = Duration::from_secs_f64(spec.timeout.max(60.0));
+        let limit = bounded_seconds(spec.timeout.max(60.0));
         let mut line = String::new();
         let read = tokio::time::timeout(limit, reader.read_line(&mut line)).await;
         let reply: LoadReply = match read {

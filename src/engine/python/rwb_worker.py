@@ -25,6 +25,14 @@ Protocol (one JSON object per line unless said otherwise):
   worker -> socket      {"i": id, "ms": f, "ok": {...result...}, "out": "..."}
                         {"i": id, "ms": f, "err": {...}, "out": "..."}
                         {"done": n, "files": [...]?} after each batch
+                        {"retire": "timeout"} instead, after an interrupted evaluation:
+                        the worker leaves and its process group dies with it
+
+A result line always begins {"i": id, so rwb can name the sample of a line it cannot
+read. Each worker leads its own process group: killing the group kills whatever an
+evaluation started. The per-evaluation timeout is a watchdog thread in the worker
+that signals the main thread (see Evaluation); rwb kills a worker whose evaluation
+overruns it by more than a short grace.
 """
 
 import decimal
@@ -108,6 +116,8 @@ TIMEOUT_SIGNAL = signal.SIGRTMIN + 2 if hasattr(signal, "SIGRTMIN") else signal.
 # While an overrunning evaluation swallows the signal, it is sent again this often
 # (rwb kills the worker shortly after the timeout anyway).
 RESEND_SECONDS = 0.05
+# The watchdog never sleeps longer than this at once (time.sleep refuses huge values).
+WATCH_SECONDS = 3600.0
 
 
 class Evaluation:
@@ -121,11 +131,11 @@ class Evaluation:
     starts meanwhile cannot be due earlier."""
 
     def __init__(self, timeout, capture):
-        self.timeout = timeout
+        self.timeout = timeout if timeout and timeout > 0 else 0
         self.capture = capture
         self.started = None  # start of the call in progress, or None between calls
         self.expired = None  # start of the call the watchdog found past its deadline
-        if timeout:
+        if self.timeout:
             signal.signal(TIMEOUT_SIGNAL, self._on_timeout_signal)
             watchdog = threading.Thread(target=self._watch, name="rwb-timeout", daemon=True)
             watchdog.start()
@@ -141,11 +151,11 @@ class Evaluation:
         while True:
             started = self.started
             if started is None:
-                time.sleep(self.timeout)
+                time.sleep(min(self.timeout, WATCH_SECONDS))
                 continue
             left = started + self.timeout - clock()
             if left > 0:
-                time.sleep(left)
+                time.sleep(min(left, WATCH_SECONDS))
                 continue
             self.expired = started
             signal.pthread_kill(main, TIMEOUT_SIGNAL)
