@@ -438,6 +438,40 @@ class EvaluationTimeoutTest(unittest.TestCase):
             self.evaluation.call(fails, {})
 
 
+class ProcessGroupTest(unittest.TestCase):
+    """What a worker's evaluations start lives in the worker's process group, and the
+    zygote kills that group even after the worker itself is gone."""
+
+    def gone(self, pid):
+        try:
+            with open("/proc/%d/stat" % pid) as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    def test_the_zygote_kills_the_group_a_dead_worker_left_behind(self):
+        import subprocess
+
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a worker: leads its group, starts a process, dies
+            W._own_process_group()
+            sleeper = subprocess.Popen(["sleep", "60"])
+            os.write(write, b"%d" % sleeper.pid)
+            os._exit(0)
+        os.close(write)
+        sleeper = int(os.read(read, 32))
+        os.close(read)
+        os.waitpid(pid, 0)
+        self.assertEqual(os.getpgid(sleeper), pid)
+        self.assertEqual(W._live_groups({pid}), {pid})
+        W._kill_worker_groups({pid})
+        deadline = time.monotonic() + 5
+        while not self.gone(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertTrue(self.gone(sleeper), "the orphan outlived its worker's group")
+
+
 class DetectStyleTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
