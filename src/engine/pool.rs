@@ -199,7 +199,7 @@ impl Pool {
                 let more = open && retry.is_empty() && flight.len() < 2;
                 tokio::select! {
                     message = w.next_message(deadline) => {
-                        let since = std::mem::replace(&mut progress, Instant::now()) ;
+                        let since = std::mem::replace(&mut progress, Instant::now());
                         match message {
                             Next::Result(id, outcome) => {
                                 if flight.answer(id) {
