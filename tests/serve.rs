@@ -824,3 +824,45 @@ async fn a_long_import_error_reaches_a_remote_caller_as_its_first_line_and_the_l
     assert!(whole.contains("detail from /home/u/private/judge.bin"));
     assert!(whole.len() < 6000, "{} bytes", whole.len());
 }
+
+/// SPEC §10: a result rwb cannot read is answered at once with the reason, not left
+/// waiting for the request timeout (35 s here).
+#[tokio::test]
+async fn a_result_rwb_cannot_read_is_answered_at_once_with_the_reason() {
+    let reason_not_text = "from reward_kit import reward_function, EvaluateResult\n\n@reward_function\ndef evaluate(messages, **kwargs):\n    r = EvaluateResult(score=0.5, reason='fine')\n    r.reason = 5\n    return r\n";
+    // writes, on the worker's own channel, a line for its request that rwb cannot parse
+    let garbled = "import gc, struct\n\ndef evaluate(messages, **kwargs):\n    w = next(o for o in gc.get_objects() if type(o).__name__ == 'Worker' and hasattr(o, 'sock'))\n    ident = struct.unpack_from('<q', w.mark, 0)[0]\n    w.sock.sendall(b'{\"i\":%d,\"ms\":0,\"ok\":{\"score\":0.5,\"is_score_valid\":1}}\\n' % ident)\n    return 0.5\n";
+    let ws = Ws::new(&[
+        ("metrics/reason/main.py", reason_not_text),
+        ("metrics/garbled/main.py", garbled),
+        ("samples.jsonl", &samples(1)),
+    ]);
+    let s = Served::start(&ws, &[]);
+    let c = client();
+    for (name, detail) in [
+        (
+            "reason",
+            "Internal server error during evaluation: reason is int 5, not a string",
+        ),
+        (
+            "garbled",
+            "Internal server error during evaluation: rwb cannot read the result the worker sent for this sample: invalid type: integer `1`, expected a boolean at line 1 column 50",
+        ),
+    ] {
+        let started = Instant::now();
+        let r = c
+            .post(format!("{}/evaluate/{name}", s.url))
+            .json(&body("an answer"))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            started.elapsed() < Duration::from_secs(2),
+            "{name}: answered after {:?}",
+            started.elapsed()
+        );
+        assert_eq!(r.status(), 500, "{name}");
+        let v: Value = r.json().await.unwrap();
+        assert_eq!(v["detail"], detail, "{name}");
+    }
+}

@@ -51,26 +51,19 @@ fn a_raising_evaluator_shows_its_traceback_and_recovers_when_fixed() {
         "    if n < 20:\n        raise ValueError(\"deliberately broken for short answers\")\n    s = min",
     );
     ws.write("metrics/judge/main.py", &broken);
-    let screen = tmux.wait_for("the traceback", |s| {
-        s.contains("ValueError: deliberately broken for short answers") && s.contains("Traceback")
+    // one settled screen shows all of it (a capture may catch a frame half drawn)
+    tmux.wait_for("the traceback, the marked source line and the other rows", |s| {
+        s.contains("ValueError: deliberately broken for short answers")
+            && s.contains("Traceback")
+            // the list marks the failing rows
+            && s.contains("✗Value")
+            // the source pane names the failing line and marks it
+            && s.contains("main.py:7")
+            && s.contains("▶")
+            // samples with long answers (24 and 29 characters) keep their exact scores
+            && s.contains("0.240")
+            && s.contains("0.290")
     });
-    assert!(
-        screen.contains("✗Value"),
-        "the list marks the failing rows:\n{screen}"
-    );
-    assert!(
-        screen.contains("main.py:7"),
-        "the source pane names the failing line:\n{screen}"
-    );
-    assert!(
-        screen.contains("▶"),
-        "the failing line is marked in the source:\n{screen}"
-    );
-    // samples with long answers still score (24 and 29 characters), unaffected
-    assert!(
-        screen.contains("0.240") && screen.contains("0.290"),
-        "the rows that do not raise keep their exact scores:\n{screen}"
-    );
 
     ws.write(
         "metrics/judge/main.py",

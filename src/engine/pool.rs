@@ -256,73 +256,48 @@ impl Pool {
                     }
                 },
             };
-            let mut inflight: VecDeque<Vec<PoolJob>> = VecDeque::new();
-            let mut answered: HashSet<u64> = HashSet::new();
+            let mut flight = Flight::default();
             let _ = w.send(&pairs(&batch)).await; // a failed write shows as Dead below
-            inflight.push_back(batch);
+            flight.push(batch);
             let mut progress = Instant::now();
             let alive = loop {
                 let deadline = progress + w.patience();
-                let more = open && retry.is_empty() && inflight.len() < 2;
+                let more = open && retry.is_empty() && flight.len() < 2;
                 tokio::select! {
-                    message = w.next_message(deadline) => match message {
-                        Next::Result(id, outcome) => {
-                            progress = Instant::now();
-                            answered.insert(id);
-                            if !w.loaded.style.is_batched() {
-                                let old = f64::from_bits(average_ms.load(Ordering::Relaxed));
-                                let per = outcome.duration_ms.max(0.001);
-                                let new = if old.is_nan() { per } else { old * 0.8 + per * 0.2 };
-                                average_ms.store(new.to_bits(), Ordering::Relaxed);
+                    message = w.next_message(deadline) => {
+                        let since = std::mem::replace(&mut progress, Instant::now());
+                        match message {
+                            Next::Result(id, outcome) => {
+                                if flight.answer(id) {
+                                    record_average(&w, &outcome, average_ms);
+                                    sink(id, *outcome);
+                                }
                             }
-                            sink(id, *outcome);
-                        }
-                        Next::Checked(..) => progress = Instant::now(),
-                        Next::Done { files, packages } => {
-                            progress = Instant::now();
-                            if let Some(done) = inflight.pop_front() {
-                                for job in &done {
-                                    answered.remove(&job.id);
+                            Next::Checked(..) => {}
+                            Next::Done { files, packages } => {
+                                let (ids, passed_over) = flight.done();
+                                // a sample the worker passed over still gets its row
+                                for job in passed_over {
+                                    sink(job.id, Outcome::failed(no_result()));
                                 }
                                 if let Some(hook) = &on_done {
-                                    let ids: Vec<u64> = done.iter().map(|j| j.id).collect();
                                     hook(&ids, files, packages);
                                 }
-                            }
-                            if inflight.is_empty() {
-                                w.idle();
-                                break true;
-                            }
-                        }
-                        Next::Dead(error) => {
-                            let batched = w.loaded.style.is_batched();
-                            let mut unanswered: Vec<PoolJob> = Vec::new();
-                            for (n, b) in inflight.drain(..).enumerate() {
-                                let left = b.into_iter().filter(|j| !answered.contains(&j.id));
-                                if !batched {
-                                    unanswered.extend(left);
-                                } else if n == 0 {
-                                    // a batched call is one call: its whole batch failed
-                                    for job in left {
-                                        sink(job.id, Outcome::failed(error.clone()));
-                                    }
-                                } else {
-                                    // not started yet: it runs again as the same batch
-                                    retry.push_back(PoolWork::Batch(left.collect()));
+                                if flight.len() == 0 {
+                                    w.idle();
+                                    break true;
                                 }
                             }
-                            if !unanswered.is_empty() {
-                                let current = w.current().filter(|c| unanswered.iter().any(|j| j.id == *c));
-                                let blamed = current.unwrap_or(unanswered[0].id);
-                                for job in unanswered {
-                                    if job.id == blamed {
-                                        sink(job.id, Outcome::failed(error.clone()));
-                                    } else {
-                                        retry.push_back(PoolWork::One(job));
-                                    }
-                                }
+                            Next::Dead(error) => {
+                                let mut failed = Outcome::failed(error);
+                                failed.duration_ms = since.elapsed().as_secs_f64() * 1000.0;
+                                flight.lost(&w, failed, &mut retry, &sink);
+                                break false;
                             }
-                            break false;
+                            Next::Retired => {
+                                flight.requeue(w.loaded.style.is_batched(), &mut retry);
+                                break false;
+                            }
                         }
                     },
                     job = queue.recv_async(), if more => match job {
@@ -331,7 +306,7 @@ impl Pool {
                             let next = take_batch(work, &mut retry, &queue, limit);
                             if !next.is_empty() {
                                 let _ = w.send(&pairs(&next)).await;
-                                inflight.push_back(next);
+                                flight.push(next);
                             }
                         }
                         Err(_) => open = false,
@@ -406,6 +381,136 @@ fn take_batch(
     batch
 }
 
+/// The batches sent to one worker and not finished yet, oldest first, and which of
+/// their jobs still wait for an answer. Every job leaves it exactly once: answered,
+/// passed over at its batch's end, lost with the worker, or handed back for a retry.
+#[derive(Default)]
+struct Flight {
+    batches: VecDeque<Vec<PoolJob>>,
+    waiting: HashSet<u64>,
+}
+
+impl Flight {
+    fn push(&mut self, batch: Vec<PoolJob>) {
+        self.waiting.extend(batch.iter().map(|j| j.id));
+        self.batches.push_back(batch);
+    }
+
+    fn len(&self) -> usize {
+        self.batches.len()
+    }
+
+    /// Whether `id` waited for an answer (and now has one). A line for a sample that
+    /// is not in flight, or answered twice, is ignored: one row per job.
+    fn answer(&mut self, id: u64) -> bool {
+        self.waiting.remove(&id)
+    }
+
+    /// The oldest batch is finished: the ids of all its jobs, and its jobs that got
+    /// no answer.
+    fn done(&mut self) -> (Vec<u64>, Vec<PoolJob>) {
+        let batch = self.batches.pop_front().unwrap_or_default();
+        let ids = batch.iter().map(|j| j.id).collect();
+        let passed_over = batch
+            .into_iter()
+            .filter(|j| self.waiting.remove(&j.id))
+            .collect();
+        (ids, passed_over)
+    }
+
+    /// The worker retired (after a timeout): everything not answered runs again on a
+    /// fresh worker, a caller's batch as the same batch.
+    fn requeue(&mut self, batched: bool, retry: &mut VecDeque<PoolWork>) {
+        for batch in self.unanswered() {
+            requeue(batch, batched, retry);
+        }
+    }
+
+    /// Every batch's unanswered jobs, oldest batch first; the flight is empty after.
+    fn unanswered(&mut self) -> Vec<Vec<PoolJob>> {
+        let waiting = std::mem::take(&mut self.waiting);
+        self.batches
+            .drain(..)
+            .map(|b| b.into_iter().filter(|j| waiting.contains(&j.id)).collect())
+            .collect()
+    }
+
+    /// The worker died (a crash, or killed at the deadline): the one evaluation it was
+    /// on gets the `failed` outcome, the rest go back to `retry`. A batched style's
+    /// call is one call for its whole batch, so that batch fails together.
+    fn lost(
+        &mut self,
+        worker: &Worker,
+        failed: Outcome,
+        retry: &mut VecDeque<PoolWork>,
+        sink: &Sink,
+    ) {
+        let mut batches = self.unanswered().into_iter();
+        if worker.loaded.style.is_batched() {
+            // a batched call is one call: its whole batch failed; the batches queued
+            // behind it have not started and run again as the same batches
+            for job in batches.next().unwrap_or_default() {
+                sink(job.id, failed.clone());
+            }
+            for batch in batches {
+                requeue(batch, true, retry);
+            }
+            return;
+        }
+        let unanswered: Vec<PoolJob> = batches.flatten().collect();
+        let Some(first) = unanswered.first() else {
+            return;
+        };
+        let blamed = worker
+            .current()
+            .filter(|c| unanswered.iter().any(|j| j.id == *c))
+            .unwrap_or(first.id);
+        for job in unanswered {
+            if job.id == blamed {
+                sink(job.id, failed.clone());
+            } else {
+                retry.push_back(PoolWork::One(job));
+            }
+        }
+    }
+}
+
+/// Puts unanswered jobs back in front of the queue: a caller's batch whole, single
+/// jobs one by one (they merge again as the lane sees fit).
+fn requeue(batch: Vec<PoolJob>, batched: bool, retry: &mut VecDeque<PoolWork>) {
+    if batch.is_empty() {
+        return;
+    }
+    if batched {
+        retry.push_back(PoolWork::Batch(batch));
+    } else {
+        retry.extend(batch.into_iter().map(PoolWork::One));
+    }
+}
+
+/// Folds a pointwise evaluation's time into the running average that sizes batches.
+fn record_average(worker: &Worker, outcome: &Outcome, average_ms: &AtomicU64) {
+    if worker.loaded.style.is_batched() {
+        return;
+    }
+    let old = f64::from_bits(average_ms.load(Ordering::Relaxed));
+    let per = outcome.duration_ms.max(0.001);
+    let new = if old.is_nan() {
+        per
+    } else {
+        old * 0.8 + per * 0.2
+    };
+    average_ms.store(new.to_bits(), Ordering::Relaxed);
+}
+
+/// What a sample gets when its worker ended the batch without a line for it.
+fn no_result() -> EvalError {
+    EvalError::new(
+        kinds::INVALID_RESULT,
+        "the worker finished the batch without a result for this sample",
+    )
+}
+
 fn pairs(batch: &[PoolJob]) -> Vec<(u64, &str)> {
     batch.iter().map(|j| (j.id, &*j.raw)).collect()
 }
@@ -458,5 +563,47 @@ mod tests {
             ids(&take_batch(PoolWork::One(job(9)), &mut retry, &rx, 16)),
             [9, 5]
         );
+    }
+
+    fn batch(ids: &[u64]) -> Vec<PoolJob> {
+        ids.iter()
+            .map(|&id| PoolJob {
+                id,
+                raw: Arc::from(format!("{{\"n\": {id}}}")),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn each_job_is_answered_once_and_only_jobs_in_flight_are() {
+        let mut flight = Flight::default();
+        flight.push(batch(&[1, 2, 3]));
+        assert!(flight.answer(2));
+        assert!(!flight.answer(2), "a second line for a sample is ignored");
+        assert!(
+            !flight.answer(9),
+            "a line for a sample not in flight is ignored"
+        );
+        assert!(flight.answer(1));
+        assert_eq!(
+            ids(&flight.done().1),
+            [3],
+            "3 got no result before its batch ended"
+        );
+        assert_eq!(flight.len(), 0);
+        assert!(!flight.answer(3), "nor after it");
+    }
+
+    #[test]
+    fn a_lost_worker_leaves_the_unanswered_jobs_of_every_batch() {
+        let mut flight = Flight::default();
+        flight.push(batch(&[1, 2]));
+        flight.push(batch(&[3, 4]));
+        assert!(flight.answer(1));
+        assert!(flight.answer(4));
+        let left: Vec<Vec<u64>> = flight.unanswered().iter().map(|b| ids(b)).collect();
+        assert_eq!(left, [vec![2], vec![3]]);
+        assert_eq!(flight.len(), 0);
+        assert!(!flight.answer(2));
     }
 }

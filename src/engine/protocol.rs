@@ -103,6 +103,28 @@ pub struct BatchLine {
     /// Contract breaks found for sample `i` (check mode).
     #[serde(default)]
     pub issues: Option<Vec<String>>,
+    /// The worker is leaving after an interrupted evaluation (why, e.g. "timeout").
+    #[serde(default)]
+    pub retire: Option<String>,
+}
+
+/// A line the worker wrote that does not read as a [`BatchLine`] (a result holding a
+/// value rwb's types cannot take, nesting deeper than serde_json's limit, a number
+/// beyond f64): the sample it was for, from the `{"i":N,` the worker always writes
+/// first, and the `InvalidResult` that sample gets instead. `None` when the line names
+/// no sample.
+pub fn unreadable_line(line: &[u8], error: &serde_json::Error) -> Option<(u64, EvalError)> {
+    let rest = line.strip_prefix(b"{\"i\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits == 0 || rest.get(digits) != Some(&b',') {
+        return None;
+    }
+    let id = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let error = EvalError::new(
+        crate::model::kinds::INVALID_RESULT,
+        format!("rwb cannot read the result the worker sent for this sample: {error}"),
+    );
+    Some((id, error))
 }
 
 impl BatchLine {

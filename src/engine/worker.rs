@@ -1,16 +1,19 @@
 //! One forked worker process serving one evaluator over its socket.
 
-use super::protocol::{BatchLine, ThirdParty};
-use super::zygote::kill;
+use super::protocol::{unreadable_line, BatchLine, ThirdParty};
+use super::zygote::{kill_group, Groups};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, Style};
 use std::path::PathBuf;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 
 /// Extra time past the evaluation timeout before rwb kills a worker that did not
-/// answer (its own SIGALRM could not interrupt the code, e.g. a C extension loop).
-const KILL_GRACE: Duration = Duration::from_secs(2);
+/// answer. The worker's own watchdog interrupts an evaluation on time; this is for
+/// code that ignores or swallows that (a C loop holding the GIL, a blocked signal).
+const KILL_GRACE: Duration = Duration::from_millis(500);
 
 /// What the worker found when it imported the evaluator.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,7 +35,13 @@ pub struct Worker {
     /// Shared 8-byte page where the worker writes the id of the sample it is on.
     mark: PathBuf,
     reader: BufReader<OwnedReadHalf>,
-    writer: OwnedWriteHalf,
+    /// Batches waiting to be written: a writer task of its own writes them, so that a
+    /// worker that stops reading never blocks the reading of its answers or the
+    /// deadline.
+    outbox: mpsc::UnboundedSender<Vec<u8>>,
+    writer: JoinHandle<()>,
+    /// The live workers' process groups, killed when the engine goes away.
+    groups: Groups,
     pub loaded: Loaded,
     timeout: Duration,
     alive: bool,
@@ -48,17 +57,18 @@ impl Worker {
         writer: OwnedWriteHalf,
         loaded: Loaded,
         spec: &EvaluatorSpec,
+        groups: Groups,
     ) -> Worker {
-        let no_limit = Duration::from_secs(365 * 24 * 3600);
-        let timeout = match Duration::try_from_secs_f64(spec.timeout) {
-            Ok(t) if !t.is_zero() => t.min(no_limit),
-            _ => no_limit, // 0, or a value no duration holds (inf, NaN): no limit
-        };
+        let timeout = bounded_seconds(spec.timeout);
+        let (outbox, writer) = spawn_writer(writer);
+        groups.lock().unwrap().insert(pid);
         Worker {
             pid,
             mark: runtime.join(format!("mark-{pid}")),
             reader,
+            outbox,
             writer,
+            groups,
             loaded,
             timeout,
             alive: true,
@@ -80,8 +90,9 @@ impl Worker {
         self.timeout + KILL_GRACE
     }
 
-    /// Writes a batch of (sample id, raw JSON line) to the worker. More batches may be
-    /// sent before the first is answered: the worker reads them when it is ready.
+    /// Queues a batch of (sample id, raw JSON line) for the worker; returns at once. More
+    /// batches may be sent before the first is answered: the worker reads them when it
+    /// is ready. An error means the worker's socket is closed.
     pub async fn send(&mut self, jobs: &[(u64, &str)]) -> std::io::Result<()> {
         self.send_op("B", jobs).await
     }
@@ -102,7 +113,12 @@ impl Worker {
             message.push(b'\n');
         }
         self.busy = true;
-        self.writer.write_all(&message).await
+        self.outbox.send(message).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::BrokenPipe,
+                "the worker's socket is closed",
+            )
+        })
     }
 
     /// The next message from the worker, waiting until `deadline` at most. Safe to
@@ -113,8 +129,7 @@ impl Worker {
                 tokio::time::timeout_at(deadline, self.reader.read_until(b'\n', &mut self.line));
             match read.await {
                 Err(_) => {
-                    kill(self.pid);
-                    self.alive = false;
+                    self.end();
                     return Next::Dead(EvalError::new(
                         kinds::TIMEOUT,
                         format!(
@@ -124,17 +139,32 @@ impl Worker {
                     ));
                 }
                 Ok(Ok(0)) | Ok(Err(_)) => {
-                    self.alive = false;
+                    self.end(); // what the dead worker started dies too
                     return Next::Dead(crashed());
                 }
                 Ok(Ok(_)) if !self.line.ends_with(b"\n") => continue,
                 Ok(Ok(_)) => {}
             }
             let parsed = serde_json::from_slice::<BatchLine>(&self.line);
-            self.line.clear();
-            let Ok(parsed) = parsed else {
-                continue; // not a protocol line; the protocol is line-based and resynchronises
+            let parsed = match parsed {
+                Ok(parsed) => parsed,
+                Err(e) => {
+                    let lost = unreadable_line(&self.line, &e);
+                    self.line.clear();
+                    match lost {
+                        Some((id, error)) => {
+                            return Next::Result(id, Box::new(Outcome::failed(error)))
+                        }
+                        // not a protocol line; the protocol is line-based and resynchronises
+                        None => continue,
+                    }
+                }
             };
+            self.line.clear();
+            if parsed.retire.is_some() {
+                self.end();
+                return Next::Retired;
+            }
             if let Some(id) = parsed.i {
                 if let Some(issues) = parsed.issues {
                     return Next::Checked(id, issues);
@@ -158,6 +188,15 @@ impl Worker {
         self.busy = false;
     }
 
+    /// Kills the worker's process group (the worker and every process its evaluations
+    /// started) and forgets it.
+    fn end(&mut self) {
+        if self.groups.lock().unwrap().remove(&self.pid) {
+            kill_group(self.pid);
+        }
+        self.alive = false;
+    }
+
     /// The id of the sample the worker was evaluating when it stopped answering,
     /// from the shared mark it writes before each evaluation.
     pub fn current(&self) -> Option<u64> {
@@ -165,6 +204,16 @@ impl Worker {
         let id = i64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
         u64::try_from(id).ok()
     }
+}
+
+/// A time limit in seconds as a `Duration` a deadline can be computed from: no limit
+/// (0, negative, NaN) or one longer than a year is a year.
+pub(super) fn bounded_seconds(seconds: f64) -> Duration {
+    let year = Duration::from_secs(365 * 24 * 3600);
+    Duration::try_from_secs_f64(seconds)
+        .ok()
+        .filter(|t| !t.is_zero())
+        .map_or(year, |t| t.min(year))
 }
 
 /// What a worker said next.
@@ -180,6 +229,10 @@ pub enum Next {
     },
     /// The worker is gone: killed after a timeout, or it died.
     Dead(EvalError),
+    /// The worker interrupted a timed-out evaluation, reported it, and left so that
+    /// nothing the evaluation started outlives it. Its group is killed; the samples
+    /// it did not answer belong to no one and run again on a fresh worker.
+    Retired,
 }
 
 fn crashed() -> EvalError {
@@ -189,13 +242,44 @@ fn crashed() -> EvalError {
     )
 }
 
+/// The task that writes queued messages to the worker's socket, in order, until the
+/// queue closes or a write fails (the worker is gone: its reader sees that).
+fn spawn_writer(mut writer: OwnedWriteHalf) -> (mpsc::UnboundedSender<Vec<u8>>, JoinHandle<()>) {
+    let (outbox, mut queued) = mpsc::unbounded_channel::<Vec<u8>>();
+    let task = tokio::spawn(async move {
+        while let Some(message) = queued.recv().await {
+            if writer.write_all(&message).await.is_err() {
+                break;
+            }
+        }
+    });
+    (outbox, task)
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
-        // An idle worker exits by itself when its socket closes; one that may be busy
-        // (cancelled mid-batch) is killed.
+        // An idle worker exits by itself when its socket closes, and takes its process
+        // group with it; one that may be busy (cancelled mid-batch) is killed.
         if self.alive && self.busy {
-            kill(self.pid);
+            self.end();
         }
+        self.groups.lock().unwrap().remove(&self.pid);
+        self.writer.abort();
         let _ = std::fs::remove_file(&self.mark);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::bounded_seconds;
+    use std::time::Duration;
+
+    #[test]
+    fn any_timeout_value_gives_a_usable_limit() {
+        let year = Duration::from_secs(365 * 24 * 3600);
+        assert_eq!(bounded_seconds(1.5), Duration::from_millis(1500));
+        for none in [0.0, -1.0, f64::NAN, f64::INFINITY, 1e30] {
+            assert_eq!(bounded_seconds(none), year, "{none}");
+        }
     }
 }

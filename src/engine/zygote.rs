@@ -2,15 +2,17 @@
 //!
 //! [`Engine`] writes the embedded Python files to a private runtime folder, listens on a
 //! Unix socket there, starts the zygote lazily (a fully cached run never starts Python)
-//! and hands out connected [`Worker`]s. Dropping the engine closes the zygote's stdin,
-//! and the zygote then kills every worker it forked.
+//! and hands out connected [`Worker`]s. Each worker leads a process group of its own,
+//! so that killing it kills what its evaluations started. Dropping the engine kills
+//! the groups of the workers still handed out and the zygote; should rwb itself die,
+//! the zygote sees its stdin close and kills every worker group it forked.
 
 use super::protocol::{Hello, LoadReply};
-use super::worker::{Loaded, Worker};
+use super::worker::{bounded_seconds, Loaded, Worker};
 use crate::model::{EvalError, EvaluatorSpec, Style};
 use serde::Deserialize;
 use serde_json::json;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -63,6 +65,9 @@ pub struct RewardKitInfo {
 
 type Connection = (BufReader<OwnedReadHalf>, OwnedWriteHalf, i32);
 
+/// The pids of the live workers, each the id of its own process group.
+pub(crate) type Groups = Arc<StdMutex<HashSet<i32>>>;
+
 struct Zygote {
     child: Child,
     stdin: ChildStdin,
@@ -84,11 +89,17 @@ struct Shared {
     next_token: AtomicU64,
     stderr_tail: Arc<StdMutex<VecDeque<u8>>>,
     listener: tokio::task::JoinHandle<()>,
+    groups: Groups,
 }
 
 impl Drop for Shared {
     fn drop(&mut self) {
         self.listener.abort();
+        // The zygote is killed (not asked) when it drops, so it cannot clean up: the
+        // workers' groups, with anything an evaluation left running, go first.
+        for pid in self.groups.lock().unwrap().drain() {
+            kill_group(pid);
+        }
     }
 }
 
@@ -145,6 +156,7 @@ impl Engine {
                 next_token: AtomicU64::new(1),
                 stderr_tail: Default::default(),
                 listener: task,
+                groups: Groups::default(),
             }
         });
         Ok(Engine { shared })
@@ -263,8 +275,7 @@ impl Engine {
         let (mut reader, writer, pid) = connection;
         // Importing may run arbitrary module-level code: give it the evaluation timeout,
         // but never less than a minute (heavy imports such as torch are slow).
-        let limit = Duration::try_from_secs_f64(spec.timeout.clamp(60.0, 365.0 * 24.0 * 3600.0))
-            .unwrap_or(Duration::from_secs(60));
+        let limit = bounded_seconds(spec.timeout.max(60.0));
         let mut line = String::new();
         let read = tokio::time::timeout(limit, reader.read_line(&mut line)).await;
         let reply: LoadReply = match read {
@@ -279,7 +290,7 @@ impl Engine {
                 )))
             }
             Err(_) => {
-                kill(pid);
+                kill_group(pid);
                 let mut error = EvalError::new(
                     crate::model::kinds::IMPORT_FAILED,
                     format!(
@@ -316,6 +327,7 @@ impl Engine {
             writer,
             loaded,
             spec,
+            self.shared.groups.clone(),
         ))
     }
 
@@ -434,12 +446,16 @@ pub(crate) fn absolute(path: &Path) -> PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Sends SIGKILL to a worker process.
-pub(crate) fn kill(pid: i32) {
+/// Sends SIGKILL to a worker's process group: the worker and every process its
+/// evaluations started. A worker that could not lead a group of its own is killed
+/// alone.
+pub(crate) fn kill_group(pid: i32) {
     if pid > 0 {
         // SAFETY: kill(2) has no memory-safety preconditions.
         unsafe {
-            libc::kill(pid, libc::SIGKILL);
+            if libc::kill(-pid, libc::SIGKILL) != 0 {
+                libc::kill(pid, libc::SIGKILL);
+            }
         }
     }
 }

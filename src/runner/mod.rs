@@ -476,6 +476,11 @@ impl Runner {
                             break;
                         }
                         crate::engine::Next::Result(..) => {}
+                        // check mode reports a timeout as an issue and never retires
+                        crate::engine::Next::Retired => {
+                            alive = false;
+                            break;
+                        }
                         crate::engine::Next::Dead(error) => {
                             for s in &chunk[answered.min(chunk.len())..] {
                                 out.push(Breaks {

@@ -10,9 +10,11 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 import sys
 import tempfile
 import textwrap
+import time
 import unittest
 from contextlib import redirect_stdout
 
@@ -250,6 +252,224 @@ class AsResultTest(unittest.TestCase):
     def test_result_is_json_writable(self):
         out = W._as_result({"score": 0.5, "metrics": {"a": {"score": 0.1, "reason": "r"}}}, False)
         json.dumps(out, allow_nan=False)
+
+
+class AfterConstructionTest(unittest.TestCase):
+    """Fields set on a result after it was built are read the way pydantic's lax
+    validation would have read them at construction, or named as invalid."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.rk = bundled_reward_kit(cls)
+
+    def assertInvalid(self, call, message):
+        with self.assertRaises(W.InvalidResult) as ctx:
+            call()
+        self.assertEqual(str(ctx.exception), message)
+
+    def test_flag_takes_what_a_lax_bool_takes(self):
+        for value, expected in [(True, True), (0, False), (1, True), (1.0, True), ("yes", True), (" Off ", False), (b"t", True)]:
+            self.assertIs(W._flag(value, "is_score_valid"), expected, value)
+        self.assertInvalid(lambda: W._flag(2, "is_score_valid"), "is_score_valid is int 2, not a boolean (True or False)")
+        self.assertInvalid(lambda: W._flag(0.5, "x"), "x is float 0.5, not a boolean (True or False)")
+        self.assertInvalid(lambda: W._flag(None, "x"), "x is NoneType None, not a boolean (True or False)")
+        self.assertInvalid(lambda: W._flag("maybe", "x"), "x is str 'maybe', not a boolean (True or False)")
+
+    def test_text_takes_str_bytes_and_none_only(self):
+        self.assertIsNone(W._text(None, "reason"))
+        self.assertEqual(W._text("r", "reason"), "r")
+        self.assertEqual(W._text(b"from bytes", "reason"), "from bytes")
+        self.assertInvalid(lambda: W._text(5, "reason"), "reason is int 5, not a string")
+        self.assertInvalid(lambda: W._text(1.5, "error"), "error is float 1.5, not a string")
+        self.assertInvalid(
+            lambda: W._text(b"\xff", "reason"),
+            "reason is bytes that are not UTF-8 text ('utf-8' codec can't decode byte 0xff in position 0: invalid start byte)",
+        )
+
+    def test_number_names_an_integer_beyond_float_range(self):
+        import decimal
+        import fractions
+
+        self.assertEqual(W._number(10**300, "score"), 1e300)
+        self.assertEqual(W._number(fractions.Fraction(1, 4), "score"), 0.25)
+        self.assertEqual(W._number(decimal.Decimal("0.5"), "score"), 0.5)
+        self.assertInvalid(
+            lambda: W._number(10**400, "score"),
+            "score is an integer of 1329 bits, too large for a float (at most about 1.8e308)",
+        )
+        self.assertInvalid(lambda: W._number(decimal.Decimal("Infinity"), "score"), "score is inf, not a finite number")
+
+    def test_an_evaluate_result_changed_after_construction(self):
+        rk = self.rk
+        r = rk.EvaluateResult(score=0.5, reason="r", metrics={"m": rk.MetricResult(score=0.25, reason="q")})
+        r.is_score_valid = 1
+        r.metrics["m"].is_score_valid = "no"
+        r.error = b"e"
+        self.assertEqual(
+            W._as_result(r, True),
+            result(0.5, "r", {"m": metric(0.25, "q", is_score_valid=False)}, error="e"),
+        )
+        r.reason = 5
+        self.assertInvalid(lambda: W._as_result(r, True), "reason is int 5, not a string")
+        r.reason = "r"
+        r.metrics["m"].reason = ["a"]
+        self.assertInvalid(lambda: W._as_result(r, True), "metric 'm' reason is list ['a'], not a string")
+        r.metrics = "none"
+        self.assertInvalid(lambda: W._as_result(r, True), "metrics is str 'none', not a dict of MetricResult")
+        r.metrics = {}
+        r.score = 10**400
+        self.assertInvalid(
+            lambda: W._as_result(r, True),
+            "score is an integer of 1329 bits, too large for a float (at most about 1.8e308)",
+        )
+
+    def test_step_outputs_must_be_json_rwb_reads_back(self):
+        def nested(levels):
+            value = 0.5
+            for _ in range(levels):
+                value = [value]
+            return value
+
+        def steps(metrics):
+            return {"score": 0.5, "step_outputs": [{"step_index": 0, "base_reward": 0.1, "metrics": metrics}]}
+
+        # the result line wraps step_outputs in 3 levels: 3 + 100 stays under serde_json's 128
+        ok = W._as_result(steps({"d": nested(97)}), False)
+        self.assertEqual(ok["step_outputs"][0]["metrics"]["d"], nested(97))
+        self.assertInvalid(
+            lambda: W._as_result(steps({"d": nested(98)}), False),
+            "step_outputs[0]['metrics']['d'][0][0][0][0][0][0][0][0][0]... nests lists/dicts "
+            "more than 100 levels deep; rwb reads at most 100",
+        )
+        self.assertInvalid(
+            lambda: W._as_result(steps({"big": -(2**1100)}), False),
+            "step_outputs[0]['metrics']['big'] is an integer of 1101 bits, too large for a float",
+        )
+        self.assertInvalid(
+            lambda: W._as_result(steps({"n": [1.0, NAN]}), False),
+            "step_outputs[0]['metrics']['n'][1] is nan, not a finite number",
+        )
+        self.assertInvalid(
+            lambda: W._as_result(steps({"s": {1}}), False),
+            "step_outputs[0]['metrics']['s'] is set {1}, which JSON cannot hold",
+        )
+        self.assertInvalid(
+            lambda: W._as_result(steps({(1, 2): 0}), False),
+            "step_outputs[0]['metrics'] has a key tuple (1, 2); JSON keys are strings",
+        )
+        self.assertInvalid(lambda: W._as_result({"score": 0.5, "step_outputs": 3}, False), "step_outputs is int 3, not a list")
+
+
+class EvaluationTimeoutTest(unittest.TestCase):
+    """The watchdog's timeout holds whatever user code does with SIGALRM, and one
+    that is swallowed is still reported."""
+
+    TIMEOUT = 0.2
+
+    def setUp(self):
+        self.evaluation = W.Evaluation(self.TIMEOUT, W.Capture())
+
+    def timed(self, fn):
+        started = time.perf_counter()
+        with self.assertRaises(W.EvalTimeout):
+            self.evaluation.call(fn, {})
+        return time.perf_counter() - started
+
+    def spin(self, seconds):
+        end = time.perf_counter() + seconds
+        while time.perf_counter() < end:
+            pass
+
+    def test_a_call_that_returns_in_time_is_not_interrupted(self):
+        self.assertEqual(self.evaluation.call(lambda: 5, {}), 5)
+        time.sleep(self.TIMEOUT * 1.5)  # idle: the watchdog wakes and finds no call
+        self.assertEqual(self.evaluation.call(lambda: time.sleep(self.TIMEOUT * 0.6) or 6, {}), 6)
+        self.assertEqual(self.evaluation.call(lambda: time.sleep(self.TIMEOUT * 0.6) or 7, {}), 7)
+
+    def test_cancelling_and_replacing_sigalrm_does_not_cancel_the_timeout(self):
+        def math_verify_style():
+            def mine(signum, frame):
+                raise TimeoutError("theirs")
+
+            old = signal.signal(signal.SIGALRM, mine)
+            signal.alarm(5)
+            try:
+                sum(range(1000))
+            finally:
+                signal.alarm(0)
+                signal.setitimer(signal.ITIMER_REAL, 0)
+                signal.signal(signal.SIGALRM, old)
+            self.spin(5)
+
+        took = self.timed(math_verify_style)
+        self.assertGreaterEqual(took, self.TIMEOUT)
+        self.assertLess(took, self.TIMEOUT + 0.1)
+
+    def test_a_blocking_sleep_is_interrupted(self):
+        took = self.timed(lambda: time.sleep(5))
+        self.assertLess(took, self.TIMEOUT + 0.1)
+
+    def test_a_swallowed_timeout_is_still_the_result(self):
+        def swallows():
+            end = time.perf_counter() + self.TIMEOUT * 2
+            while time.perf_counter() < end:
+                try:
+                    self.spin(end - time.perf_counter())
+                except BaseException:
+                    pass
+            return 1.0
+
+        self.timed(swallows)
+
+    def test_an_error_raised_instead_of_the_timeout_is_the_timeout(self):
+        def converts():
+            try:
+                time.sleep(5)
+            except BaseException:
+                raise ValueError("not a timeout, says the user")
+
+        self.timed(converts)
+
+    def test_an_error_raised_in_time_is_that_error(self):
+        def fails():
+            raise KeyError("k")
+
+        with self.assertRaises(KeyError):
+            self.evaluation.call(fails, {})
+
+
+class ProcessGroupTest(unittest.TestCase):
+    """What a worker's evaluations start lives in the worker's process group, and the
+    zygote kills that group even after the worker itself is gone."""
+
+    def gone(self, pid):
+        try:
+            with open("/proc/%d/stat" % pid) as stat:
+                return stat.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    def test_the_zygote_kills_the_group_a_dead_worker_left_behind(self):
+        import subprocess
+
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # a worker: leads its group, starts a process, dies
+            W._own_process_group()
+            sleeper = subprocess.Popen(["sleep", "60"])
+            os.write(write, b"%d" % sleeper.pid)
+            os._exit(0)
+        os.close(write)
+        sleeper = int(os.read(read, 32))
+        os.close(read)
+        os.waitpid(pid, 0)
+        self.assertEqual(os.getpgid(sleeper), pid)
+        self.assertEqual(W._live_groups({pid}), {pid})
+        W._kill_worker_groups({pid})
+        deadline = time.monotonic() + 5
+        while not self.gone(sleeper) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        self.assertTrue(self.gone(sleeper), "the orphan outlived its worker's group")
 
 
 class DetectStyleTest(unittest.TestCase):

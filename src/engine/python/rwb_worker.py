@@ -28,20 +28,31 @@ Protocol (one JSON object per line unless said otherwise):
   worker -> socket      {"i": id, "ms": f, "ok": {...result...}, "out": "..."}
                         {"i": id, "ms": f, "err": {...}, "out": "..."}
                         {"done": n, "files": [...]?, "packages": {...}?} after each batch
+                        {"retire": "timeout"} instead, after an interrupted evaluation:
+                        the worker leaves and its process group dies with it
   "files" are every project file imported so far (sent when they changed); "packages"
   the third-party module files and distributions imported since the last report.
+
+A result line always begins {"i": id, so rwb can name the sample of a line it cannot
+read. Each worker leads its own process group: killing the group kills whatever an
+evaluation started. The per-evaluation timeout is a watchdog thread in the worker
+that signals the main thread (see Evaluation); rwb kills a worker whose evaluation
+overruns it by more than a short grace.
 """
 
+import decimal
 import inspect
 import io
 import json
 import math
+import numbers
 import os
 import signal
 import mmap
 import socket
 import struct
 import sys
+import threading
 import time
 import traceback
 
@@ -94,7 +105,7 @@ def _load_reward_kit(compat_dir):
 
 
 class EvalTimeout(BaseException):
-    """Raised inside user code by SIGALRM when an evaluation runs past its timeout.
+    """Raised inside user code when an evaluation runs past its timeout.
 
     A BaseException so that a user's `except Exception:` does not swallow it."""
 
@@ -103,47 +114,73 @@ class InvalidResult(Exception):
     """A return value rwb cannot read as a result (NaN score, a string, ...)."""
 
 
+# The signal rwb's watchdog sends to interrupt an evaluation that overran. Not SIGALRM:
+# that one belongs to user code (math_verify arms its own alarm, cancels it with
+# alarm(0) and swaps the handler), and nothing it does may cancel rwb's timeout.
+TIMEOUT_SIGNAL = signal.SIGRTMIN + 2 if hasattr(signal, "SIGRTMIN") else signal.SIGUSR2
+# While an overrunning evaluation swallows the signal, it is sent again this often
+# (rwb kills the worker shortly after the timeout anyway).
+RESEND_SECONDS = 0.05
+# The watchdog never sleeps longer than this at once (time.sleep refuses huge values).
+WATCH_SECONDS = 3600.0
+
+
 class Evaluation:
     """Times calls, enforces the per-evaluation timeout and captures what user code
     prints.
 
-    The interval timer is armed once per batch, not per call: the SIGALRM handler
-    compares the running call's start time with the limit and either raises
-    EvalTimeout inside it or re-arms itself for the time that is left."""
+    A call only stamps its start time (no lock, no system call). A watchdog thread
+    sleeps until the running call's deadline, and when the call is still the same one
+    then, interrupts the main thread with TIMEOUT_SIGNAL, whose handler raises
+    EvalTimeout in it. Between calls the watchdog sleeps one timeout: a call that
+    starts meanwhile cannot be due earlier."""
 
     def __init__(self, timeout, capture):
-        self.timeout = timeout
+        self.timeout = timeout if timeout and timeout > 0 else 0
         self.capture = capture
         self.started = None  # start of the call in progress, or None between calls
-        if timeout:
-            signal.signal(signal.SIGALRM, self._on_alarm)
+        self.expired = None  # start of the call the watchdog found past its deadline
+        if self.timeout:
+            signal.signal(TIMEOUT_SIGNAL, self._on_timeout_signal)
+            watchdog = threading.Thread(target=self._watch, name="rwb-timeout", daemon=True)
+            watchdog.start()
 
-    def _on_alarm(self, signum, frame):
+    def _on_timeout_signal(self, signum, frame):
         started = self.started
-        if started is None:
-            signal.setitimer(signal.ITIMER_REAL, self.timeout)
-            return
-        left = self.timeout - (time.perf_counter() - started)
-        if left > 0.0005:
-            signal.setitimer(signal.ITIMER_REAL, left)
-            return
-        self.started = None
-        raise EvalTimeout()
+        if started is not None and started == self.expired:
+            raise EvalTimeout()
 
-    def arm(self):
-        if self.timeout:
-            signal.setitimer(signal.ITIMER_REAL, self.timeout)
-
-    def disarm(self):
-        if self.timeout:
-            signal.setitimer(signal.ITIMER_REAL, 0)
+    def _watch(self):
+        clock = time.perf_counter
+        main = threading.main_thread().ident
+        while True:
+            started = self.started
+            if started is None:
+                time.sleep(min(self.timeout, WATCH_SECONDS))
+                continue
+            left = started + self.timeout - clock()
+            if left > 0:
+                time.sleep(min(left, WATCH_SECONDS))
+                continue
+            self.expired = started
+            signal.pthread_kill(main, TIMEOUT_SIGNAL)
+            time.sleep(RESEND_SECONDS)
 
     def call(self, fn, kwargs):
-        self.started = time.perf_counter()
+        started = self.started = time.perf_counter()
         try:
-            return fn(**kwargs)
+            value = fn(**kwargs)
+        except EvalTimeout:
+            raise
+        except BaseException:
+            if self.expired == started:  # it caught the signal and raised something else
+                raise EvalTimeout() from None
+            raise
         finally:
             self.started = None
+        if self.expired == started:  # it swallowed the signal, then returned late
+            raise EvalTimeout()
+        return value
 
     def take_output(self):
         return self.capture.take()
@@ -433,14 +470,108 @@ def _error_info(exc, roots, kind=None, skip_frames=0):
 
 
 def _number(value, what):
-    if isinstance(value, bool):
-        return float(value)
-    if isinstance(value, (int, float)):
+    """A score as pydantic's float field takes it: a finite real number."""
+    if isinstance(value, float) or isinstance(value, int):  # bool is an int
+        try:
+            value = float(value)
+        except OverflowError:
+            raise InvalidResult(
+                "%s is an integer of %d bits, too large for a float (at most about 1.8e308)"
+                % (what, value.bit_length())
+            ) from None
+    elif isinstance(value, numbers.Real):  # numpy scalars, Fraction, ...
         value = float(value)
-        if math.isnan(value) or math.isinf(value):
-            raise InvalidResult("%s is %r, not a finite number" % (what, value))
+    elif isinstance(value, decimal.Decimal):
+        value = float(value)
+    else:
+        raise InvalidResult("%s is %s %r, not a number" % (what, type(value).__name__, value))
+    if math.isnan(value) or math.isinf(value):
+        raise InvalidResult("%s is %r, not a finite number" % (what, value))
+    return value
+
+
+# The strings pydantic's lax bool takes, as it takes them (case-insensitive).
+_TRUE_WORDS = frozenset(("1", "on", "t", "true", "y", "yes"))
+_FALSE_WORDS = frozenset(("0", "off", "f", "false", "n", "no"))
+
+
+def _flag(value, what):
+    """An is_score_valid as pydantic's lax bool reads it: a bool, 0/1 (int or float)
+    or a yes/no word; anything else is an InvalidResult naming `what`."""
+    if value is True or value is False:
         return value
-    raise InvalidResult("%s is %s %r, not a number" % (what, type(value).__name__, value))
+    if isinstance(value, (int, float)) and value in (0, 1):
+        return value == 1
+    if isinstance(value, (str, bytes)):
+        word = (value.decode("utf-8", "replace") if isinstance(value, bytes) else value).strip().lower()
+        if word in _TRUE_WORDS:
+            return True
+        if word in _FALSE_WORDS:
+            return False
+    raise InvalidResult("%s is %s, not a boolean (True or False)" % (what, _describe(value)))
+
+
+def _text(value, what):
+    """A reason or error as pydantic's lax str reads it: a str, UTF-8 bytes, or None;
+    anything else (a number too) is an InvalidResult naming `what`."""
+    if value is None or type(value) is str:
+        return value
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, (bytes, bytearray)):
+        try:
+            return bytes(value).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InvalidResult("%s is bytes that are not UTF-8 text (%s)" % (what, exc)) from None
+    raise InvalidResult("%s is %s, not a string" % (what, _describe(value)))
+
+
+# serde_json, which reads every result line in rwb, refuses nesting deeper than 128
+# arrays/objects. A result line wraps step_outputs in 3 levels; leave a margin.
+MAX_NESTING = 100
+_LARGEST_FLOAT = sys.float_info.max
+
+
+def _plain_json(value, where, depth=0):
+    """Check that `value` (free-form user data: step_outputs) is JSON rwb can read
+    back: finite numbers within float range, str keys or scalar keys, known types,
+    at most MAX_NESTING levels. Raises InvalidResult naming where the problem is."""
+    if value is None or isinstance(value, (str, bool)):
+        return
+    if isinstance(value, int):
+        if abs(value) > _LARGEST_FLOAT:
+            raise InvalidResult("%s is an integer of %d bits, too large for a float" % (where(), value.bit_length()))
+        return
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise InvalidResult("%s is %r, not a finite number" % (where(), value))
+        return
+    if not isinstance(value, (list, tuple, dict)):
+        raise InvalidResult("%s is %s, which JSON cannot hold" % (where(), _describe(value)))
+    if depth >= MAX_NESTING:
+        path = where()
+        if len(path) > 60:
+            path = path[: path.rindex("[", 0, 60)] + "..."  # cut between subscripts
+        raise InvalidResult("%s nests lists/dicts more than %d levels deep; rwb reads at most %d" % (path, MAX_NESTING, MAX_NESTING))
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not (key is None or isinstance(key, (str, int, float))):
+                raise InvalidResult("%s has a key %s; JSON keys are strings" % (where(), _describe(key)))
+            _plain_json(item, lambda key=key: "%s[%r]" % (where(), key), depth + 1)
+    else:
+        for n, item in enumerate(value):
+            _plain_json(item, lambda n=n: "%s[%d]" % (where(), n), depth + 1)
+
+
+def _step_outputs(steps):
+    """step_outputs as plain JSON data (StepOutput objects dumped), checked."""
+    if steps is None:
+        return None
+    if not isinstance(steps, (list, tuple)):
+        raise InvalidResult("step_outputs is %s, not a list" % _describe(steps))
+    out = [s.model_dump() if hasattr(s, "model_dump") else s for s in steps]
+    _plain_json(out, lambda: "step_outputs")
+    return out
 
 
 def _get(obj, key, default=None):
@@ -463,8 +594,8 @@ def _as_metric(name, value):
     reason = _get(value, "reason")
     valid = _get(value, "is_score_valid", True)
     return {
-        "is_score_valid": bool(valid) if valid is not None else True,
-        "score": _number(score, "metric %r score" % name),
+        "is_score_valid": _flag(valid, "metric %r is_score_valid" % (name,)) if valid is not None else True,
+        "score": _number(score, "metric %r score" % (name,)),
         "reason": None if reason is None else str(reason),
     }
 
@@ -503,15 +634,12 @@ def _as_result(value, strict):
     reason = value.get("reason")
     error = value.get("error")
     valid = value.get("is_score_valid", True)
-    step_outputs = value.get("step_outputs")
-    if step_outputs is not None:
-        step_outputs = [s.model_dump() if hasattr(s, "model_dump") else s for s in step_outputs]
     return {
         "score": _number(value["score"], "score"),
-        "is_score_valid": bool(valid) if valid is not None else True,
+        "is_score_valid": _flag(valid, "is_score_valid") if valid is not None else True,
         "reason": None if reason is None else str(reason),
         "metrics": {str(k): _as_metric(k, v) for k, v in metrics.items()},
-        "step_outputs": step_outputs,
+        "step_outputs": _step_outputs(value.get("step_outputs")),
         "error": None if error is None else str(error),
     }
 
@@ -525,28 +653,30 @@ def _is_evaluate_result(value):
 
 
 def _read_evaluate_result(value):
-    """An EvaluateResult (real or bundled) read by attribute: its fields were
-    validated when it was built, so only finiteness is left to check."""
+    """An EvaluateResult (real or bundled) read by attribute. Its fields were
+    validated when it was built, but pydantic does not validate assignments
+    (`r.reason = 5`): each field is checked again the way construction would have
+    checked it, so that what rwb reports is what reward-kit would have accepted."""
     metrics = {}
-    for name, m in (value.metrics or {}).items():
+    raw_metrics = value.metrics or {}
+    if not isinstance(raw_metrics, dict):
+        raise InvalidResult("metrics is %s, not a dict of MetricResult" % _describe(raw_metrics))
+    for name, m in raw_metrics.items():
         if _is_metric_result(m):
-            metrics[name] = {
-                "is_score_valid": m.is_score_valid,
-                "score": _number(m.score, "metric %r score" % name),
-                "reason": m.reason,
+            metrics[str(name)] = {
+                "is_score_valid": _flag(m.is_score_valid, "metric %r is_score_valid" % (name,)),
+                "score": _number(m.score, "metric %r score" % (name,)),
+                "reason": _text(m.reason, "metric %r reason" % (name,)),
             }
         else:
-            metrics[name] = _as_metric(name, m)
-    step_outputs = value.step_outputs
-    if step_outputs is not None:
-        step_outputs = [s.model_dump() if hasattr(s, "model_dump") else s for s in step_outputs]
+            metrics[str(name)] = _as_metric(name, m)
     return {
         "score": _number(value.score, "score"),
-        "is_score_valid": value.is_score_valid,
-        "reason": value.reason,
+        "is_score_valid": _flag(value.is_score_valid, "is_score_valid"),
+        "reason": _text(value.reason, "reason"),
         "metrics": metrics,
-        "step_outputs": step_outputs,
-        "error": value.error,
+        "step_outputs": _step_outputs(value.step_outputs),
+        "error": _text(value.error, "error"),
     }
 
 
@@ -806,6 +936,7 @@ class Worker:
         self.pending = []
         self.last_flush = time.perf_counter()
         self.mark = None
+        self.retiring = False
 
     def open_mark(self, path):
         """An 8-byte shared page holding the id of the sample being evaluated: if this
@@ -925,6 +1056,14 @@ class Worker:
                 self.run_batched(batch)
             else:
                 self.run_pointwise(batch)
+            if self.retiring:
+                # An evaluation was interrupted: what it started (processes, threads,
+                # half-updated module state) must not outlive it. Say so and leave;
+                # the worker's process group dies with it and rwb goes on with a
+                # fresh worker.
+                self.pending.append(_dumps({"retire": "timeout"}))
+                self.flush()
+                return
             done = {"done": count}
             self._imports_report(done)
             self.pending.append(_dumps(done))
@@ -935,7 +1074,6 @@ class Worker:
         evaluation = self.evaluation
         clock = time.perf_counter
         mark = self.mark
-        evaluation.arm()
         for ident, raw in batch:
             struct.pack_into("<q", mark, 0, ident)
             t0 = clock()
@@ -948,6 +1086,7 @@ class Worker:
                 message = {"i": ident, "ms": ms, "ok": caller.result(value)}
             except EvalTimeout:
                 message = self._timeout(ident, t0)
+                self.retiring = True
             except InvalidResult as exc:
                 message = {"i": ident, "ms": (clock() - t0) * 1000.0, "err": {"type": "InvalidResult", "message": str(exc)}}
             except BaseException as exc:
@@ -956,13 +1095,13 @@ class Worker:
             if out is not None:
                 message["out"] = out
             self.send_result(message)
-        evaluation.disarm()
+            if self.retiring:
+                return
 
     def run_batched(self, batch):
         t0 = time.perf_counter()
         idents = [ident for ident, _ in batch]
         struct.pack_into("<q", self.mark, 0, idents[0] if idents else -1)
-        self.evaluation.arm()
         try:
             samples = [json.loads(raw) for _, raw in batch]
             kwargs = self.caller.arguments(samples)
@@ -975,13 +1114,13 @@ class Worker:
             ]
         except EvalTimeout:
             messages = [self._timeout(ident, t0) for ident in idents]
+            self.retiring = True
         except InvalidResult as exc:
             err = {"type": "InvalidResult", "message": str(exc)}
             messages = [{"i": ident, "ms": 0.0, "err": err} for ident in idents]
         except BaseException as exc:
             err = _error_info(exc, self.roots, skip_frames=2)
             messages = [{"i": ident, "ms": 0.0, "err": err} for ident in idents]
-        self.evaluation.disarm()
         out = self.evaluation.take_output()
         if out is not None and messages:
             messages[0]["out"] = out
@@ -1001,7 +1140,6 @@ class Worker:
                 samples.append((ident, json.loads(raw)))
             except ValueError as exc:
                 self.send_result({"i": ident, "issues": ["not JSON: %s" % exc]})
-        self.evaluation.arm()
         try:
             if self.caller.batched:
                 found = self._check_batched([s for _, s in samples], copy)
@@ -1011,7 +1149,6 @@ class Worker:
                 for ident, sample in samples:
                     self.send_result({"i": ident, "issues": self._check_pointwise(sample, copy)})
         finally:
-            self.evaluation.disarm()
             self.evaluation.take_output()
 
     def _call_for_check(self, kwargs):
@@ -1163,7 +1300,29 @@ def _set_parent_death_signal():
         pass
 
 
+def _own_process_group():
+    """Make this process the leader of a new process group, so that what its
+    evaluations start can be killed with it."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+
+
+def _leave(code):
+    """End a worker: kill its process group (every process an evaluation started,
+    and this one), then exit. Never the zygote's group, should setpgid have failed."""
+    sys.__stderr__.flush()
+    if os.getpgrp() == os.getpid():
+        try:
+            os.killpg(0, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(code)
+
+
 def _child(sock_path, token, root, spec):
+    _own_process_group()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     _set_parent_death_signal()
     null = os.open(os.devnull, os.O_RDONLY)
@@ -1195,8 +1354,40 @@ def _child(sock_path, token, root, spec):
     except BaseException:
         sys.__stderr__.write(traceback.format_exc())
         code = 70
-    sys.__stderr__.flush()
-    os._exit(code)
+    _leave(code)
+
+
+def _kill_worker_groups(pids):
+    """Kill the process group of every worker this zygote forked that may still have
+    members. A pid that now belongs to a process that is not our child was reused:
+    its group is someone else's."""
+    me = os.getpid()
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            if int(fields[1]) != me:
+                continue
+        except (OSError, IndexError, ValueError):
+            pass  # gone (its group may live on), or no /proc
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _live_groups(pids):
+    """The worker groups that still have a member."""
+    live = set()
+    for pid in pids:
+        try:
+            os.killpg(pid, 0)
+            live.add(pid)
+        except PermissionError:
+            live.add(pid)
+        except OSError:
+            pass
+    return live
 
 
 def main(argv):
@@ -1222,6 +1413,7 @@ def main(argv):
     )
     stdin = sys.stdin.buffer
     warmed = False
+    forked = set()  # worker pids, each the id of its own process group
     while True:
         line = stdin.readline()
         if not line:
@@ -1230,10 +1422,16 @@ def main(argv):
         op = command.get("op")
         if op == "fork":
             sys.stderr.flush()
+            forked = _live_groups(forked)
             pid = os.fork()
             if pid == 0:
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 _child(sock_path, command["token"], command["root"], command["evaluator"])
+            try:
+                os.setpgid(pid, pid)  # also here, so that no kill can race the child's own call
+            except OSError:
+                pass
+            forked.add(pid)
             reply({"forked": command["token"], "pid": pid})
             if not warmed:
                 warmed = True
@@ -1249,7 +1447,8 @@ def main(argv):
                     __import__(name)
                 except BaseException:
                     pass
-    # rwb went away: take every worker with us
+    # rwb went away: take every worker, and what its evaluations started, with us
+    _kill_worker_groups(forked)
     try:
         os.killpg(0, signal.SIGKILL)
     except OSError:
