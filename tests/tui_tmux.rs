@@ -52,8 +52,10 @@ fn a_raising_evaluator_shows_its_traceback_and_recovers_when_fixed() {
     );
     ws.write("metrics/judge/main.py", &broken);
     // one settled screen shows all of it (a capture may catch a frame half drawn)
-    tmux.wait_for("the traceback, the marked source line and the other rows", |s| {
-        s.contains("ValueError: deliberately broken for short answers")
+    tmux.wait_for(
+        "the traceback, the marked source line and the other rows",
+        |s| {
+            s.contains("ValueError: deliberately broken for short answers")
             && s.contains("Traceback")
             // the list marks the failing rows
             && s.contains("✗Value")
@@ -63,7 +65,8 @@ fn a_raising_evaluator_shows_its_traceback_and_recovers_when_fixed() {
             // samples with long answers (24 and 29 characters) keep their exact scores
             && s.contains("0.240")
             && s.contains("0.290")
-    });
+        },
+    );
 
     ws.write(
         "metrics/judge/main.py",
