@@ -230,20 +230,10 @@ impl Limits {
 
 /// `[serve] KEY` as a duration in seconds (above 0, at most a day).
 fn seconds(workspace: &Workspace, key: &str, default: Duration) -> Result<Duration, String> {
-    let Some(value) = setting(workspace, key) else {
-        return Ok(default);
-    };
-    let secs = match value {
-        toml::Value::Integer(i) => *i as f64,
-        toml::Value::Float(f) => *f,
-        _ => f64::NAN,
-    };
-    if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
-        return Err(format!(
-            "rwb.toml [serve] {key} must be a number of seconds above 0 (at most 86400), not {value}"
-        ));
+    match setting(workspace, key) {
+        None => Ok(default),
+        Some(value) => super::seconds_setting("serve", key, value),
     }
-    Ok(Duration::from_secs_f64(secs))
 }
 
 /// Starts serving the session's evaluators.

@@ -95,19 +95,7 @@ impl Settings {
         };
         let timeout = match table.get("timeout") {
             None => DEFAULT_TIMEOUT,
-            Some(v) => {
-                let secs = match v {
-                    toml::Value::Integer(i) => *i as f64,
-                    toml::Value::Float(f) => *f,
-                    _ => f64::NAN,
-                };
-                if !(secs.is_finite() && secs > 0.0 && secs <= 86_400.0) {
-                    return Err(format!(
-                        "rwb.toml [tunnel] timeout must be a number of seconds above 0, not {v}"
-                    ));
-                }
-                Duration::from_secs_f64(secs)
-            }
+            Some(v) => super::seconds_setting("tunnel", "timeout", v)?,
         };
         let no_auth = match table.get("no_auth") {
             None => false,
