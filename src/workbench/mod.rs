@@ -459,7 +459,8 @@ impl Live {
             self.session.runner.clone(),
             self.session.workspace.evaluators.clone(),
             self.session.workspace.samples.clone(),
-            (which, fresh),
+            which,
+            fresh,
             priority,
         );
     }
@@ -1080,14 +1081,20 @@ fn display_path(path: &Path, root: &Path) -> String {
 }
 
 /// With RWB_TRACE_FRAMES=FILE, appends one line per frame: the time, how many cells
-/// are scored and not stale, the samples shown, the draw time and resident memory
-/// (scripts/bench_workbench.py reads it).
+/// are scored and not stale, the samples indexed, the draw time, resident memory,
+/// the scored and not stale cells of the rows on screen out of theirs, and the first
+/// row on screen (scripts/bench_workbench.py reads it).
 fn trace_frame(app: &App, took: Duration) {
     use std::io::Write;
     let Some(path) = std::env::var_os("RWB_TRACE_FRAMES") else {
         return;
     };
     let fresh = app.fresh;
+    let end = (app.list_offset + app.list_height).min(app.view.len());
+    let on_screen = app.view.get(app.list_offset.min(end)..end).unwrap_or(&[]);
+    let cells = || on_screen.iter().flat_map(|&i| app.samples[i].cells.iter());
+    let shown_fresh = cells().filter(|c| c.outcome.is_some() && !c.stale).count();
+    let shown = cells().count();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -1107,10 +1114,11 @@ fn trace_frame(app: &App, took: Duration) {
             .unwrap_or(0);
         let _ = writeln!(
             f,
-            "{now:.6} fresh={fresh} samples={} running={} draw_ms={:.3} rss_kb={rss_kb}",
+            "{now:.6} fresh={fresh} samples={} running={} draw_ms={:.3} rss_kb={rss_kb} shown={shown_fresh}/{shown} top={}",
             app.samples.len(),
             app.running,
-            took.as_secs_f64() * 1000.0
+            took.as_secs_f64() * 1000.0,
+            app.list_offset
         );
     }
 }

@@ -51,7 +51,8 @@ impl Runs {
         runner: Arc<Runner>,
         specs: Vec<EvaluatorSpec>,
         files: Vec<SamplesFile>,
-        (which, fresh): (Vec<usize>, Vec<usize>),
+        which: Vec<usize>,
+        fresh: Vec<usize>,
         priority: Priority,
     ) {
         if let Some(task) = self.task.take() {
