@@ -639,7 +639,8 @@ impl Live {
             .iter()
             .any(|p| p.extension().is_some_and(|e| e == "jsonl") && !is_samples(p));
         let before = ws.samples.clone();
-        let mut rewatch = false;
+        // a folder created in a watched root (see Watcher::start) is watched from now
+        let mut rewatch = paths.iter().any(|p| p.is_dir());
         if config_changed || (other_jsonl && self.shared_discovers_samples()) {
             match Workspace::load(&ws.root, &self.shared_overrides()) {
                 Ok(new) => {
