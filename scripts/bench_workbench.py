@@ -114,6 +114,8 @@ def read_trace(path):
     try:
         with open(path) as f:
             for line in f:
+                if not line.endswith("\n"):
+                    break  # being written
                 parts = line.split()
                 frame = {"t": float(parts[0])}
                 for p in parts[1:]:
