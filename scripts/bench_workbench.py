@@ -13,8 +13,17 @@ Runs the real `rwb` in tmux with RWB_TRACE_FRAMES set, so every frame appends a 
   C. scrolling: draw time of each frame while paging down through B's file.
   D. resident memory of rwb before evaluation starts on B's file.
   E. idle: frames drawn and CPU used over 5 s when nothing changes.
+  F. 1,000,000 samples, one trivial undecorated evaluator, the default (cache on,
+     cold): launch -> the first frame in which every row is scored, and rwb's peak
+     resident memory (VmHWM) then. Baseline, same invocation: the plain loop over the
+     same file (json.loads -> evaluate(**sample) -> json.dumps -> write), as issue 11
+     and bench_engine.py time it.
+  G. what the user is looking at comes first: 100,000 samples, the trivial evaluator
+     saved with a new score; the time from the write to the first frame in which every
+     row on screen shows a new score, with the list at the top and scrolled to row
+     50,000 (median of N saves each). Target: the middle within ~100 ms, as the top.
 
-Usage: python3 scripts/bench_workbench.py [--rwb PATH] [--quick]
+Usage: python3 scripts/bench_workbench.py [--rwb PATH] [--quick] [--only A,F,G]
 """
 
 import argparse
@@ -65,6 +74,19 @@ def evaluate(messages, ground_truth=None, **kwargs):
 """
 
 
+TRIVIAL = """def evaluate(messages, ground_truth=None, **kwargs):
+    return {{"score": {bump}, "reason": "ok", "metrics": {{}}}}
+"""
+
+PLAIN_LOOP = """import json, sys
+sys.path.insert(0, sys.argv[1])
+from main import evaluate
+with open(sys.argv[2]) as f, open(sys.argv[3], "w") as out:
+    for line in f:
+        out.write(json.dumps(evaluate(**json.loads(line))) + "\\n")
+"""
+
+
 class Tmux:
     def __init__(self, name, cwd, command, env):
         self.socket = "rwb-bench-%d-%s" % (os.getpid(), name)
@@ -92,6 +114,8 @@ def read_trace(path):
     try:
         with open(path) as f:
             for line in f:
+                if not line.endswith("\n"):
+                    break  # being written
                 parts = line.split()
                 frame = {"t": float(parts[0])}
                 for p in parts[1:]:
@@ -227,11 +251,127 @@ def bench_large(rwb, work, n, pages):
     return size_mb, first_frame_s, read_s, full["t"] - t0, rss_before_eval, scroll
 
 
+def trivial_workspace(work, name, samples, bump):
+    """A workspace with the trivial evaluator and a hard link to `samples`."""
+    ws = os.path.join(work, name)
+    os.makedirs(os.path.join(ws, "metrics", "trivial"))
+    os.link(samples, os.path.join(ws, "samples.jsonl"))
+    main = os.path.join(ws, "metrics", "trivial", "main.py")
+    with open(main, "w") as f:
+        f.write(TRIVIAL.format(bump=bump))
+    return ws, main
+
+
+def peak_mb(pid):
+    with open("/proc/%d/status" % pid) as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024.0
+    return float("nan")
+
+
+def plain_loop_s(work, main, samples):
+    """The plain Python loop over the samples, in a fresh interpreter (seconds)."""
+    loop = os.path.join(work, "plain_loop.py")
+    with open(loop, "w") as f:
+        f.write(PLAIN_LOOP)
+    t0 = time.time()
+    out = os.path.join(work, "plain_loop.out")
+    subprocess.run([sys.executable, loop, os.path.dirname(main), samples, out], check=True)
+    took = time.time() - t0
+    os.remove(out)
+    return took
+
+
+def bench_million(rwb, work, samples, n):
+    """F: launch -> every row scored (cache on, cold), and the peak memory then."""
+    ws, main = trivial_workspace(work, "ws_million", samples, 0.5)
+    loop_s = plain_loop_s(work, main, samples)
+    trace = os.path.join(work, "trace_million.txt")
+    t0 = time.time()
+    tmux = Tmux("million", ws, rwb + " .", {"RWB_TRACE_FRAMES": trace, "TERM": "xterm-256color"})
+    try:
+        pid = tmux.pid()
+        rwb_pid = child_pid(pid) or pid
+        done = wait_until(
+            lambda: next((f for f in read_trace(trace) if int(f.get("fresh", 0)) == n), None),
+            1800, "every row scored",
+        )
+        peak = peak_mb(rwb_pid)
+    finally:
+        tmux.close()
+    return done["t"] - t0, loop_s, peak, int(done.get("rss_kb", 0)) / 1024.0
+
+
+def shown(frame):
+    fresh, _, total = frame.get("shown", "0/0").partition("/")
+    return int(fresh), int(total)
+
+
+def save_latencies(trace, main, total, saves, first_bump):
+    """Saves the evaluator `saves` times; each time, ms from the write to the first
+    frame whose rows on screen all show the new score (after one showed them stale)."""
+    latencies = []
+    for i in range(saves):
+        start = len(read_trace(trace))
+        t0 = time.time()
+        with open(main, "w") as f:
+            f.write(TRIVIAL.format(bump=first_bump + 0.001 * (i + 1)))
+
+        def visible_new():
+            seen_stale = False
+            for fr in read_trace(trace)[start:]:
+                fresh, on_screen = shown(fr)
+                if fresh < on_screen:
+                    seen_stale = True
+                elif seen_stale and on_screen and fr["t"] >= t0:
+                    return fr["t"]
+            return None
+
+        t1 = wait_until(visible_new, 60, "save %d to show on screen" % i)
+        latencies.append((t1 - t0) * 1000.0)
+        # let the run finish before the next save
+        wait_until(lambda: any(int(f.get("fresh", 0)) == total for f in read_trace(trace)[start:]),
+                   600, "save %d to score every row" % i)
+        time.sleep(0.3)
+    return latencies
+
+
+def bench_visible(rwb, work, samples, n, saves):
+    """G: save -> rows on screen new, at the top and scrolled to the middle."""
+    ws, main = trivial_workspace(work, "ws_visible", samples, 0.5)
+    trace = os.path.join(work, "trace_visible.txt")
+    tmux = Tmux("visible", ws, rwb + " .", {"RWB_TRACE_FRAMES": trace, "TERM": "xterm-256color"})
+    try:
+        wait_until(lambda: any(int(f.get("fresh", 0)) == n for f in read_trace(trace)), 600, "the first run")
+        time.sleep(0.5)
+        top = save_latencies(trace, main, n, saves, 0.0)
+        # scroll to the middle a page at a time, as a user would
+        while True:
+            frames = read_trace(trace)
+            row = int(frames[-1].get("top", 0))
+            if row >= n // 2:
+                break
+            _, height = shown(frames[-1])
+            pages = max(1, (n // 2 - row) // max(height, 1))
+            tmux.keys("-N", str(min(pages, 200)), "PageDown")
+            wait_until(lambda: len(read_trace(trace)) > len(frames) and
+                       time.time() - read_trace(trace)[-1]["t"] > 0.3, 60, "scrolling")
+        time.sleep(0.5)
+        middle_row = int(read_trace(trace)[-1].get("top", 0))
+        middle = save_latencies(trace, main, n, saves, 0.1)
+    finally:
+        tmux.close()
+    return top, middle, middle_row
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rwb", default=os.path.join(ROOT, "target", "release", "rwb"))
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
+    ap.add_argument("--only", default="A,B,F,G", help="scenarios to run: A (with C, E), B (with C, D), F, G")
     args = ap.parse_args()
+    only = set(args.only.upper().split(","))
     if not os.path.exists(args.rwb):
         subprocess.run(["cargo", "build", "--release"], cwd=ROOT, check=True)
     if not shutil.which("tmux"):
@@ -239,27 +379,68 @@ def main():
     work = tempfile.mkdtemp(prefix="rwb-bench-ui-")
     rwb = shutil.copy(args.rwb, os.path.join(work, "rwb"))
     large_n = 100_000 if args.quick else 1_000_000
+    visible_n = 10_000 if args.quick else 100_000
+    rows = []
     try:
-        lat, loop_ms, idle_frames, idle_cpu = bench_save(rwb, work, 1000, 5 if args.quick else 15)
-        size_mb, first_s, read_s, index_s, rss_mb, scroll = bench_large(rwb, work, large_n, 30)
+        if "A" in only:
+            rows += rows_save(*bench_save(rwb, work, 1000, 5 if args.quick else 15))
+        if "B" in only:
+            rows += rows_large(large_n, *bench_large(rwb, work, large_n, 30))
+        if "F" in only:
+            samples = os.path.join(work, "million.jsonl")
+            write_samples(samples, large_n)
+            rows += rows_million(large_n, *bench_million(rwb, work, samples, large_n))
+            os.remove(samples)
+        if "G" in only:
+            samples = os.path.join(work, "visible.jsonl")
+            write_samples(samples, visible_n)
+            rows += rows_visible(visible_n, *bench_visible(rwb, work, samples, visible_n, 3 if args.quick else 5))
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    med = statistics.median(lat)
-    scroll_med = statistics.median(scroll) if scroll else float("nan")
-    scroll_max = max(scroll) if scroll else float("nan")
-    rows = [
-        ("A save -> all 1,000 rows new (median ms)", "%.0f" % med, "print loop %.0f ms" % loop_ms, "%.2f" % (med / loop_ms), "<= 200 ms", med <= 200),
-        ("  (p90 ms)", "%.0f" % sorted(lat)[int(len(lat) * 0.9) - 1], "", "", "", True),
-        ("B first frame, %d samples / %.0f MB (s)" % (large_n, size_mb), "%.2f" % first_s, "py read %.2f s" % read_s, "%.2f" % (first_s / read_s), "<= 1 s", first_s <= 1.0),
-        ("  full index (s)", "%.2f" % index_s, "", "", "", True),
-        ("C scroll a page: draw ms (median / max)", "%.2f / %.2f" % (scroll_med, scroll_max), "budget 16 ms", "%.3f" % (scroll_max / 16.0), "<= 16 ms", scroll_max <= 16.0),
-        ("D resident memory before evaluation (MB)", "%.0f" % rss_mb, "file %.0f MB" % size_mb, "%.2f" % (rss_mb / size_mb), "<= 300 MB", rss_mb <= 300),
-        ("E idle 5 s: frames drawn / CPU s", "%d / %.3f" % (idle_frames, idle_cpu), "", "", "0 / ~0", idle_frames == 0 and idle_cpu < 0.05),
-    ]
     print()
     print("%-44s %14s %18s %7s %11s %s" % ("scenario", "rwb", "baseline", "ratio", "target", "result"))
     for name, value, base, ratio, target, ok in rows:
         print("%-44s %14s %18s %7s %11s %s" % (name, value, base, ratio, target, ("PASS" if ok else "FAIL") if target else ""))
+
+
+def rows_million(n, all_s, loop_s, peak, rss):
+    return [
+        ("F %d samples, trivial: all scored (s)" % n, "%.1f" % all_s, "plain loop %.1f s" % loop_s,
+         "%.2f" % (all_s / loop_s), "<= 1.0x", all_s <= loop_s),
+        ("  then (s)", "", "", "", "<= 0.6x", all_s <= 0.6 * loop_s),
+        ("  peak memory once all are scored (MB)", "%.0f" % peak, "resident %.0f MB" % rss, "", "<= 300 MB", peak <= 300),
+        ("  then (MB)", "", "", "", "<= 150 MB", peak <= 150),
+    ]
+
+
+def rows_visible(n, top, middle, middle_row):
+    t, m = statistics.median(top), statistics.median(middle)
+    return [
+        ("G save -> rows on screen new, %d, top (ms)" % n, "%.0f" % t, "", "", "~100 ms", t <= 150),
+        ("  scrolled to row %d (median ms)" % middle_row, "%.0f" % m, "top %.0f ms" % t, "%.2f" % (m / t),
+         "~ the top", m <= max(150, 1.5 * t)),
+        ("  (max ms, top / middle)", "%.0f / %.0f" % (max(top), max(middle)), "", "", "", True),
+    ]
+
+
+def rows_save(lat, loop_ms, idle_frames, idle_cpu):
+    med = statistics.median(lat)
+    return [
+        ("A save -> all 1,000 rows new (median ms)", "%.0f" % med, "print loop %.0f ms" % loop_ms, "%.2f" % (med / loop_ms), "<= 200 ms", med <= 200),
+        ("  (p90 ms)", "%.0f" % sorted(lat)[int(len(lat) * 0.9) - 1], "", "", "", True),
+        ("E idle 5 s: frames drawn / CPU s", "%d / %.3f" % (idle_frames, idle_cpu), "", "", "0 / ~0", idle_frames == 0 and idle_cpu < 0.05),
+    ]
+
+
+def rows_large(large_n, size_mb, first_s, read_s, index_s, rss_mb, scroll):
+    scroll_med = statistics.median(scroll) if scroll else float("nan")
+    scroll_max = max(scroll) if scroll else float("nan")
+    return [
+        ("B first frame, %d samples / %.0f MB (s)" % (large_n, size_mb), "%.2f" % first_s, "py read %.2f s" % read_s, "%.2f" % (first_s / read_s), "<= 1 s", first_s <= 1.0),
+        ("  full index (s)", "%.2f" % index_s, "", "", "", True),
+        ("C scroll a page: draw ms (median / max)", "%.2f / %.2f" % (scroll_med, scroll_max), "budget 16 ms", "%.3f" % (scroll_max / 16.0), "<= 16 ms", scroll_max <= 16.0),
+        ("D resident memory before evaluation (MB)", "%.0f" % rss_mb, "file %.0f MB" % size_mb, "%.2f" % (rss_mb / size_mb), "<= 300 MB", rss_mb <= 300),
+    ]
 
 
 if __name__ == "__main__":

@@ -9,12 +9,12 @@
 //! a partly cached file never changes how samples are batched, and editing one sample
 //! evaluates its whole batch again.
 
-use super::{Event, InFlight, Prepared, RunStats};
+use super::{Event, InFlight, Prepared, Priority, RunStats};
 use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::SampleHash;
 use crate::workspace::{SampleLine, SamplesFile};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -36,6 +36,11 @@ pub(super) struct Feed<'a> {
     events: &'a mpsc::UnboundedSender<Event>,
     /// Per evaluator, the batch being filled (always empty for pointwise styles).
     filling: Vec<Vec<Member>>,
+    /// Per evaluator, the samples (by index) fed first by [`Feed::feed_first`] and
+    /// skipped when the files are fed in order.
+    first: Vec<HashSet<usize>>,
+    /// Set while [`Feed::feed_first`] feeds.
+    feeding_first: bool,
     pub stats: RunStats,
 }
 
@@ -57,6 +62,8 @@ impl<'a> Feed<'a> {
             inflight,
             events,
             filling: (0..n).map(|_| Vec::new()).collect(),
+            first: vec![HashSet::new(); n],
+            feeding_first: false,
             stats: RunStats {
                 samples: 0,
                 evaluated: vec![0; n],
@@ -89,9 +96,36 @@ impl<'a> Feed<'a> {
         });
     }
 
+    /// Whether evaluator `index` takes sample `sample` now (see [`Feed::feed_first`]).
+    fn takes(&self, index: usize, sample: usize) -> bool {
+        let first = &self.first[index];
+        if self.feeding_first {
+            first.contains(&sample)
+        } else {
+            first.is_empty() || !first.contains(&sample)
+        }
+    }
+
+    /// Feeds the priority's lines to the evaluators that take them first (whole
+    /// batches for batched ones), then sends what they filled (the files' last,
+    /// shorter batch may be among them). The files fed in order then skip them.
+    pub async fn feed_first(&mut self, priority: &Priority) {
+        self.first = priority.plan(self.evaluators);
+        self.feeding_first = true;
+        for (_, line) in &priority.lines {
+            self.line(line.clone()).await;
+        }
+        for index in 0..self.evaluators.len() {
+            self.flush(index).await;
+        }
+        self.feeding_first = false;
+    }
+
     /// One line of the samples files: its outcomes where they are known, else work.
     pub async fn line(&mut self, line: SampleLine) {
-        self.stats.samples += 1;
+        if !self.feeding_first {
+            self.stats.samples += 1;
+        }
         if let Some(why) = &line.bad {
             let label = &self.files[line.at.file].label;
             let error = EvalError::new(
@@ -99,6 +133,9 @@ impl<'a> Feed<'a> {
                 format!("{label}:{}: {why}", line.at.line),
             );
             for index in 0..self.evaluators.len() {
+                if !self.takes(index, line.at.index) {
+                    continue;
+                }
                 self.send(
                     index,
                     &line.at,
@@ -113,6 +150,9 @@ impl<'a> Feed<'a> {
         let evaluators = self.evaluators;
         let mut to_run = Vec::new();
         for (index, p) in evaluators.iter().enumerate() {
+            if !self.takes(index, line.at.index) {
+                continue;
+            }
             if let Some(failure) = &p.failure {
                 self.send(
                     index,

@@ -18,7 +18,9 @@ use tokio::sync::mpsc;
 
 mod feed;
 mod learn;
+mod priority;
 mod probes;
+pub use priority::{batch_of, Priority};
 pub use probes::{probe_report, ProbeRow};
 
 /// Bump when a change to rwb changes what an evaluation returns.
@@ -218,6 +220,21 @@ impl Runner {
         read_cache: bool,
         events: mpsc::UnboundedSender<Event>,
     ) -> std::io::Result<RunStats> {
+        self.run_first(evaluators, files, max_samples, read_cache, events, None)
+            .await
+    }
+
+    /// [`Runner::run`], feeding the samples of `priority` (the rows on screen) before
+    /// the rest, which follows in file order without them.
+    pub async fn run_first(
+        &self,
+        evaluators: &[Prepared],
+        files: &[SamplesFile],
+        max_samples: Option<usize>,
+        read_cache: bool,
+        events: mpsc::UnboundedSender<Event>,
+        priority: Option<&Priority>,
+    ) -> std::io::Result<RunStats> {
         let store = self.store.as_ref();
         let mut cached_maps: Vec<HashMap<SampleHash, Outcome>> = Vec::new();
         for p in evaluators {
@@ -266,6 +283,9 @@ impl Runner {
         }
 
         let mut feed = feed::Feed::new(evaluators, files, cached_maps, queues, inflight, &events);
+        if let Some(priority) = priority {
+            feed.feed_first(priority).await;
+        }
         let mut reader = SamplesReader::new(files);
         let limit = max_samples.unwrap_or(usize::MAX);
         while feed.stats.samples < limit {

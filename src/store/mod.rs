@@ -126,6 +126,25 @@ impl Store {
         Ok(out)
     }
 
+    /// One cached outcome, by code version and sample hash (the workbench reads the
+    /// selected sample's reasons this way instead of keeping every outcome). `None`
+    /// when it is not stored, or stored by another version of rwb.
+    pub fn outcome(
+        &self,
+        key: &CodeKey,
+        sample: &SampleHash,
+    ) -> Result<Option<Outcome>, StoreError> {
+        let conn = self.conn.lock().unwrap();
+        let mut stmt = conn
+            .prepare_cached("SELECT outcome FROM results WHERE code_key = ?1 AND sample_hash = ?2")
+            .map_err(|e| self.fail(e))?;
+        let text: Option<String> = stmt
+            .query_row(params![&key[..], &sample[..]], |row| row.get(0))
+            .optional()
+            .map_err(|e| self.fail(e))?;
+        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
     pub fn import_memo(&self, spec_key: &CodeKey) -> Option<ImportMemo> {
         let conn = self.conn.lock().unwrap();
         let text: Option<String> = conn
@@ -514,6 +533,20 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[&[1u8; 16]], outcome);
         assert!(store.results_for(&[8u8; 32]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn one_outcome_is_read_back_by_code_key_and_sample_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let mut outcome = Outcome::scored(0.25, serde_json::Map::new());
+        outcome.reason = Some("a quarter".into());
+        let writer = store.writer().unwrap();
+        writer.put(&[1; 32], &[2; 16], &outcome);
+        writer.finish();
+        assert_eq!(store.outcome(&[1; 32], &[2; 16]).unwrap(), Some(outcome));
+        assert_eq!(store.outcome(&[1; 32], &[3; 16]).unwrap(), None);
+        assert_eq!(store.outcome(&[9; 32], &[2; 16]).unwrap(), None);
     }
 
     #[test]

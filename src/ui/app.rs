@@ -29,15 +29,26 @@ pub enum RunState {
     Running { done: usize, total: usize },
 }
 
-/// One evaluator's latest outcome for one sample.
+/// One evaluator's latest outcome for one sample, as the list needs it.
 #[derive(Clone, Debug, Default)]
 pub struct Cell {
-    pub outcome: Option<Arc<Outcome>>,
+    /// `None` until evaluated.
+    pub outcome: Option<Kept>,
     /// The evaluator changed and this sample has not been rerun yet.
     pub stale: bool,
     /// Component scores along the evaluator's component names (NaN: none), for fast
     /// comparison and statistics over many samples.
     pub parts: Box<[f64]>,
+}
+
+/// What a cell keeps of an outcome: its score, and the whole outcome only where it
+/// cannot be read back from the store (an error, an evaluator called in batches, a
+/// workbench without a store). A million reasons are not kept for a list that shows
+/// scores: the selected cell's whole outcome is [`App::selected_detail`], read on selection.
+#[derive(Clone, Debug)]
+pub struct Kept {
+    pub score: Option<f64>,
+    pub full: Option<Arc<Outcome>>,
 }
 
 impl Cell {
@@ -46,8 +57,34 @@ impl Cell {
     }
 
     pub fn is_error(&self) -> bool {
-        self.outcome.as_ref().is_some_and(|o| o.is_error())
+        self.error().is_some()
     }
+
+    /// The error instead of a result (errors are always kept whole).
+    pub fn error(&self) -> Option<&EvalError> {
+        self.full()?.error.as_ref()
+    }
+
+    /// The whole outcome, when the cell keeps it.
+    pub fn full(&self) -> Option<&Arc<Outcome>> {
+        self.outcome.as_ref()?.full.as_ref()
+    }
+
+    /// Scored and not stale: what the frame trace counts.
+    fn is_fresh(&self) -> bool {
+        self.outcome.is_some() && !self.stale
+    }
+}
+
+/// The selected cell's whole outcome and its baseline's, read from the store when the
+/// selection changes (`Msg::Detail`) or kept when its result arrives.
+#[derive(Clone, Debug, Default)]
+pub struct Detail {
+    /// Whose it is: (sample content, evaluator name).
+    pub of: ([u8; 16], String),
+    pub outcome: Option<Arc<Outcome>>,
+    /// The pinned baseline's outcome of the same sample.
+    pub before: Option<Arc<Outcome>>,
 }
 
 /// Up to this many samples, rollout groups are found as soon as the samples load;
@@ -349,6 +386,8 @@ pub enum Msg {
     History(History),
     /// A titled report to show (probes, contract check).
     Report(String, Vec<String>),
+    /// The selected cell's whole outcome, read from the store (see `wanted_detail`).
+    Detail(Detail),
 }
 
 /// Scores pinned with `b`, by sample content and evaluator name.
@@ -359,13 +398,16 @@ pub struct Baseline {
     /// "relevance: 12 samples changed (…), 10 through `format`", one per evaluator,
     /// recomputed when a run finishes.
     pub attribution: Vec<String>,
+    /// Each evaluator's code key when pinned (where its reasons are in the store).
+    pub keys: HashMap<String, [u8; 32]>,
 }
 
 /// A remembered rank change: ((sample, evaluator, revision), (rank then, rank now)).
 type RankMemo = ((usize, usize, u64), Option<(usize, usize)>);
 
-/// A pinned cell: its score, component scores and the outcome itself (for reasons).
-type Pinned = (Option<f64>, Box<[f64]>, Option<Arc<Outcome>>);
+/// A pinned cell: its score, component scores, the outcome itself when the cell kept
+/// it (for reasons), and whether it had an outcome at all.
+type Pinned = (Option<f64>, Box<[f64]>, Option<Arc<Outcome>>, bool);
 
 /// One evaluator's pinned scores, by sample content.
 #[derive(Clone, Debug, Default)]
@@ -382,7 +424,13 @@ impl Baseline {
             .map(|c| c.0)
     }
 
-    /// The pinned outcome of a sample, for showing the old reason beside the new.
+    /// The pinned score and component scores of a sample that had an outcome.
+    pub fn pinned(&self, sample: &Sample, evaluator: &str) -> Option<(Option<f64>, &[f64])> {
+        let cell = self.outcomes.get(evaluator)?.cells.get(&sample.hash)?;
+        cell.3.then_some((cell.0, &cell.1))
+    }
+
+    /// The pinned outcome of a sample, when it was kept whole (see [`Kept`]).
     pub fn outcome(&self, sample: &Sample, evaluator: &str) -> Option<&Arc<Outcome>> {
         self.outcomes
             .get(evaluator)?
@@ -450,6 +498,18 @@ pub struct App {
     /// Something changed since the last frame.
     pub dirty: bool,
     view_stale: bool,
+    /// The workbench reads outcomes back from the store: cells keep only scores (and
+    /// errors); `false` (no store, tests) keeps every outcome whole.
+    pub store_details: bool,
+    /// The selected cell's whole outcome (see [`Detail`]).
+    pub selected_detail: Option<Detail>,
+    /// Each evaluator's code key, by name (where its outcomes are in the store).
+    pub code_keys: HashMap<String, [u8; 32]>,
+    /// Cells scored and not stale, kept as results arrive (for the frame trace).
+    pub fresh: usize,
+    /// Per evaluator, the last error kept: an identical one shares it (a failed
+    /// import fails every sample the same way).
+    last_error: Vec<Option<Arc<Outcome>>>,
 }
 
 impl App {
@@ -500,6 +560,11 @@ impl App {
             error_counts: Vec::new(),
             dirty: true,
             view_stale: true,
+            store_details: false,
+            selected_detail: None,
+            code_keys: HashMap::new(),
+            fresh: 0,
+            last_error: Vec::new(),
         }
     }
 
@@ -526,7 +591,7 @@ impl App {
 
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
         self.dirty = true;
-        if !matches!(msg, Msg::Key(_) | Msg::Resized) {
+        if !matches!(msg, Msg::Key(_) | Msg::Resized | Msg::Detail(_)) {
             self.revision += 1;
         }
         let effects = match msg {
@@ -555,6 +620,7 @@ impl App {
                         }
                     }
                 }
+                self.count_fresh();
                 Vec::new()
             }
             Msg::Result {
@@ -562,24 +628,7 @@ impl App {
                 sample,
                 outcome,
             } => {
-                if self.components.len() < self.evaluators.len() {
-                    self.components.resize(self.evaluators.len(), Vec::new());
-                }
-                if let Some(cell) = self
-                    .samples
-                    .get_mut(sample)
-                    .and_then(|s| s.cells.get_mut(evaluator))
-                {
-                    let was_error = cell.is_error();
-                    if let Some(names) = self.components.get_mut(evaluator) {
-                        cell.parts = crate::insight::component_scores(&outcome, names);
-                    }
-                    cell.outcome = Some(Arc::from(outcome));
-                    cell.stale = false;
-                    if let Some(count) = self.error_counts.get_mut(evaluator) {
-                        *count = *count + usize::from(cell.is_error()) - usize::from(was_error);
-                    }
-                }
+                self.take_result(evaluator, sample, *outcome);
                 if let Some(info) = self.evaluators.get_mut(evaluator) {
                     if let RunState::Running { done, total } = &mut info.state {
                         *done += 1;
@@ -633,11 +682,206 @@ impl App {
                 self.overlay = Overlay::Report;
                 Vec::new()
             }
+            Msg::Detail(mut detail) => {
+                // what was kept as its result arrived stays when the store lags behind
+                if let Some(old) = self.selected_detail.take().filter(|d| d.of == detail.of) {
+                    detail.outcome = detail.outcome.or(old.outcome);
+                    detail.before = detail.before.or(old.before);
+                }
+                self.selected_detail = Some(detail);
+                Vec::new()
+            }
         };
         if self.view_stale {
             self.refresh_view();
         }
         effects
+    }
+
+    /// Puts a result on its cell, keeping the whole outcome only where it cannot be
+    /// read back from the store, and as the detail when the cell is selected.
+    fn take_result(&mut self, evaluator: usize, sample: usize, outcome: Outcome) {
+        if self.components.len() < self.evaluators.len() {
+            self.components.resize(self.evaluators.len(), Vec::new());
+        }
+        let Some(hash) = self
+            .samples
+            .get(sample)
+            .filter(|s| evaluator < s.cells.len())
+            .map(|s| s.hash)
+        else {
+            return;
+        };
+        let parts = match self.components.get_mut(evaluator) {
+            Some(names) => crate::insight::component_scores(&outcome, names),
+            None => Box::default(),
+        };
+        let score = outcome.score;
+        let whole = self.keeps_whole(evaluator, &outcome);
+        let selected = self.selected() == Some(sample) && self.evaluator == evaluator;
+        let outcome = (whole || selected).then(|| self.share_error(evaluator, outcome));
+        if selected && !whole {
+            let name = self.evaluators[evaluator].name.clone();
+            let of = (hash, name);
+            let before = self
+                .selected_detail
+                .take()
+                .filter(|d| d.of == of)
+                .and_then(|d| d.before);
+            self.selected_detail = Some(Detail {
+                of,
+                outcome: outcome.clone(),
+                before,
+            });
+        }
+        let cell = &mut self.samples[sample].cells[evaluator];
+        let (was_error, was_fresh) = (cell.is_error(), cell.is_fresh());
+        cell.parts = parts;
+        cell.outcome = Some(Kept {
+            score,
+            full: outcome.filter(|_| whole),
+        });
+        cell.stale = false;
+        if let Some(count) = self.error_counts.get_mut(evaluator) {
+            *count = *count + usize::from(cell.is_error()) - usize::from(was_error);
+        }
+        self.fresh += usize::from(!was_fresh);
+    }
+
+    /// Whether a cell keeps this outcome whole: without a store, for an error (not
+    /// always stored), and for an evaluator called in batches (stored under its
+    /// batch's key) or whose style is not known yet.
+    fn keeps_whole(&self, evaluator: usize, outcome: &Outcome) -> bool {
+        !self.store_details
+            || outcome.is_error()
+            || self
+                .evaluators
+                .get(evaluator)
+                .is_none_or(|e| e.style.is_none_or(|s| s.is_batched()))
+    }
+
+    /// The outcome to keep; an error identical to the evaluator's last one shares it.
+    fn share_error(&mut self, evaluator: usize, outcome: Outcome) -> Arc<Outcome> {
+        if !outcome.is_error() {
+            return Arc::new(outcome);
+        }
+        if self.last_error.len() <= evaluator {
+            self.last_error.resize(evaluator + 1, None);
+        }
+        match &self.last_error[evaluator] {
+            Some(last) if **last == outcome => last.clone(),
+            _ => {
+                let kept = Arc::new(outcome);
+                self.last_error[evaluator] = Some(kept.clone());
+                kept
+            }
+        }
+    }
+
+    fn detail_for(&self, hash: [u8; 16], evaluator: &str) -> Option<&Detail> {
+        self.selected_detail
+            .as_ref()
+            .filter(|d| d.of.0 == hash && d.of.1 == evaluator)
+    }
+
+    /// The selected (sample, evaluator) whose whole outcome, or pinned baseline
+    /// outcome, is neither kept nor read yet: the live loop reads it from the store
+    /// and answers with `Msg::Detail`. `None` without a store.
+    pub fn wanted_detail(&self) -> Option<(usize, usize)> {
+        if !self.store_details {
+            return None;
+        }
+        let sample = self.selected()?;
+        let e = self.evaluator;
+        let s = self.samples.get(sample)?;
+        let name = &self.evaluators.get(e)?.name;
+        let cell = s.cells.get(e)?;
+        let needs_now = cell.outcome.as_ref().is_some_and(|k| k.full.is_none());
+        let needs_before = self
+            .baseline
+            .as_ref()
+            .is_some_and(|b| b.outcome(s, name).is_none() && b.pinned(s, name).is_some());
+        let detail = self.detail_for(s.hash, name);
+        let missing = |d: Option<&Detail>| {
+            (needs_now && d.is_none_or(|d| d.outcome.is_none()))
+                || (needs_before && d.is_none_or(|d| d.before.is_none()))
+        };
+        missing(detail).then_some((sample, e))
+    }
+
+    /// An outcome made of what a cell keeps: its score and component scores.
+    fn sketch(&self, evaluator: usize, score: Option<f64>, parts: &[f64]) -> Outcome {
+        let names = self
+            .components
+            .get(evaluator)
+            .map(|c| c.as_slice())
+            .unwrap_or(&[]);
+        let metrics = names
+            .iter()
+            .zip(parts)
+            .filter(|(_, x)| !x.is_nan())
+            .map(|(n, x)| {
+                let metric = Metric {
+                    score: Some(*x),
+                    is_score_valid: true,
+                    reason: None,
+                };
+                (n.clone(), serde_json::to_value(metric).unwrap_or_default())
+            })
+            .collect();
+        Outcome {
+            score,
+            is_score_valid: score.is_some(),
+            ..Outcome::scored(0.0, metrics)
+        }
+    }
+
+    /// The whole outcome of a cell: kept, or read for the selection, or (until it is
+    /// read) sketched from its score and component scores.
+    pub fn outcome_of(&self, sample: usize, evaluator: usize) -> Option<Arc<Outcome>> {
+        let s = self.samples.get(sample)?;
+        let cell = s.cells.get(evaluator)?;
+        let kept = cell.outcome.as_ref()?;
+        if let Some(full) = &kept.full {
+            return Some(full.clone());
+        }
+        let name = &self.evaluators.get(evaluator)?.name;
+        if let Some(o) = self
+            .detail_for(s.hash, name)
+            .and_then(|d| d.outcome.clone())
+        {
+            return Some(o);
+        }
+        Some(Arc::new(self.sketch(evaluator, kept.score, &cell.parts)))
+    }
+
+    /// The selected cell's whole outcome (see [`App::outcome_of`]).
+    pub fn selected_outcome(&self) -> Option<Arc<Outcome>> {
+        self.outcome_of(self.selected()?, self.evaluator)
+    }
+
+    /// The pinned baseline's outcome of a sample: kept, read, or (until it is read)
+    /// sketched from the pinned scores with `now`'s reason, so that no change of
+    /// reason is claimed that was not seen.
+    pub fn baseline_outcome(
+        &self,
+        sample: usize,
+        evaluator: usize,
+        now: &Outcome,
+    ) -> Option<Arc<Outcome>> {
+        let baseline = self.baseline.as_ref()?;
+        let s = self.samples.get(sample)?;
+        let name = &self.evaluators.get(evaluator)?.name;
+        if let Some(o) = baseline.outcome(s, name) {
+            return Some(o.clone());
+        }
+        let (score, parts) = baseline.pinned(s, name)?;
+        if let Some(o) = self.detail_for(s.hash, name).and_then(|d| d.before.clone()) {
+            return Some(o);
+        }
+        let mut sketch = self.sketch(evaluator, score, parts);
+        sketch.reason = now.reason.clone();
+        Some(Arc::new(sketch))
     }
 
     fn on_key(&mut self, key: KeyEvent) -> Vec<Effect> {
@@ -901,9 +1145,14 @@ impl App {
             let of = outcomes.entry(info.name.clone()).or_default();
             for s in &self.samples {
                 if let Some(cell) = s.cells.get(e) {
+                    let whole = cell.full().cloned().or_else(|| {
+                        let d = self.detail_for(s.hash, &info.name)?;
+                        d.outcome.clone()
+                    });
+                    let pinned = (cell.score(), cell.parts.clone(), whole);
                     of.cells.insert(
                         s.hash,
-                        (cell.score(), cell.parts.clone(), cell.outcome.clone()),
+                        (pinned.0, pinned.1, pinned.2, cell.outcome.is_some()),
                     );
                 }
             }
@@ -913,6 +1162,7 @@ impl App {
         self.baseline = Some(Baseline {
             outcomes,
             attribution: Vec::new(),
+            keys: self.code_keys.clone(),
         });
         self.attribute();
         self.notice = Some(format!(
@@ -936,8 +1186,7 @@ impl App {
         };
         let target = self
             .selected_cell()
-            .and_then(|c| c.outcome.as_ref())
-            .and_then(|o| o.error.as_ref())
+            .and_then(|c| c.error())
             .and_then(from_error)
             .or_else(|| info.import_error.as_ref().and_then(from_error))
             .unwrap_or((info.source.clone(), None));
@@ -994,7 +1243,7 @@ impl App {
             .map(|(e, info)| {
                 let of = baseline.outcomes.get(&info.name);
                 let pairs = self.samples.iter().filter_map(|s| {
-                    let (score, parts, _) = of?.cells.get(&s.hash)?;
+                    let (score, parts, _, _) = of?.cells.get(&s.hash)?;
                     let cell = s.cells.get(e).filter(|c| c.outcome.is_some())?;
                     Some(((*score, &parts[..]), (cell.score(), &cell.parts[..])))
                 });
@@ -1170,7 +1419,17 @@ impl App {
         self.group_keys = Some(keys);
     }
 
+    fn count_fresh(&mut self) {
+        self.fresh = self
+            .samples
+            .iter()
+            .flat_map(|s| s.cells.iter())
+            .filter(|c| c.is_fresh())
+            .count();
+    }
+
     fn count_errors(&mut self) {
+        self.count_fresh();
         self.error_counts = (0..self.evaluators.len())
             .map(|e| {
                 self.samples
@@ -1299,8 +1558,16 @@ impl App {
     pub fn summary(&self, evaluator: usize) -> Summary {
         let mut b = SummaryBuilder::default();
         for s in &self.samples {
-            if let Some(o) = s.cells.get(evaluator).and_then(|c| c.outcome.as_ref()) {
-                b.add(o);
+            let Some(cell) = s.cells.get(evaluator) else {
+                continue;
+            };
+            match (&cell.outcome, cell.full()) {
+                (_, Some(o)) => b.add(o),
+                (Some(kept), None) => b.add(&Outcome {
+                    score: kept.score,
+                    ..Outcome::scored(0.0, Default::default())
+                }),
+                (None, None) => {}
             }
         }
         b.finish()
@@ -1348,11 +1615,33 @@ impl App {
     /// Component metrics whose score is the same on every sample that has them.
     pub fn constant_metrics(&self, evaluator: usize) -> Vec<(String, f64)> {
         let mut seen: Vec<(String, Option<f64>, bool)> = Vec::new();
+        let names = self
+            .components
+            .get(evaluator)
+            .map(|c| c.as_slice())
+            .unwrap_or(&[]);
         for s in &self.samples {
-            let Some(o) = s.cells.get(evaluator).and_then(|c| c.outcome.as_ref()) else {
+            let Some(cell) = s.cells.get(evaluator).filter(|c| c.outcome.is_some()) else {
                 continue;
             };
-            for (name, Metric { score, .. }) in o.metric_list() {
+            // a kept outcome says which metrics it has; else its component scores do
+            let metrics = match cell.full() {
+                Some(o) => o.metric_list(),
+                None => names
+                    .iter()
+                    .zip(&cell.parts[..])
+                    .filter(|(_, x)| !x.is_nan())
+                    .map(|(n, x)| {
+                        let m = Metric {
+                            score: Some(*x),
+                            is_score_valid: true,
+                            reason: None,
+                        };
+                        (n.clone(), m)
+                    })
+                    .collect(),
+            };
+            for (name, Metric { score, .. }) in metrics {
                 match seen.iter_mut().find(|(n, _, _)| *n == name) {
                     Some((_, first, varies)) => {
                         if *first != score {

@@ -271,18 +271,18 @@ fn score_cell(
     remote_differs: bool,
 ) -> Span<'static> {
     let p = &ctx.theme.palette;
-    let Some(outcome) = &cell.outcome else {
+    if cell.outcome.is_none() {
         let text = if bad_sample { "bad" } else { "…" };
         return Span::styled(format!("{text:>width$}"), Style::default().fg(p.muted));
-    };
-    if let Some(e) = &outcome.error {
+    }
+    if let Some(e) = cell.error() {
         let text = clip(&format!("✗{}", short_kind(&e.kind)), width);
         return Span::styled(
             format!("{text:>width$}"),
             Style::default().fg(p.error).add_modifier(Modifier::BOLD),
         );
     }
-    match outcome.score {
+    match cell.score() {
         Some(s) => {
             let text = if remote_differs {
                 format!("≠{s:.2}")
@@ -527,6 +527,7 @@ fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
         return;
     };
     let cell = app.selected_cell().cloned().unwrap_or_default();
+    let outcome = app.selected_outcome();
     let mut title = vec![title_span(format!(" {} ", info.name), ctx)];
     if let Some(style) = info.style {
         title.push(Span::styled(
@@ -534,7 +535,7 @@ fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
             Style::default().fg(p.muted),
         ));
     }
-    if let Some(o) = &cell.outcome {
+    if let Some(o) = &outcome {
         if let Some(s) = o.score {
             title.push(Span::styled(
                 format!("▸ {s:.4} "),
@@ -550,25 +551,16 @@ fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
     let focused = app.focus == Focus::Breakdown;
     let block = pane(Line::from(title), focused, ctx);
 
-    let error: Option<EvalError> = cell
-        .outcome
+    let error: Option<EvalError> = outcome
         .as_ref()
         .and_then(|o| o.error.clone())
         .or_else(|| info.import_error.clone());
     if let Some(error) = error {
-        draw_error(
-            frame,
-            app,
-            ctx,
-            area,
-            block,
-            &error,
-            cell.outcome.as_deref(),
-        );
+        draw_error(frame, app, ctx, area, block, &error, outcome.as_deref());
         return;
     }
     let mut lines: Vec<Line> = Vec::new();
-    match &cell.outcome {
+    match &outcome {
         None => {
             let text = match info.state {
                 RunState::Running { done, total } => format!("evaluating… {done}/{total}"),
@@ -578,10 +570,10 @@ fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
         }
         Some(o) => {
             if let Some(before) = app
-                .selected_sample()
-                .and_then(|s| app.baseline.as_ref()?.outcome(s, &info.name))
+                .selected()
+                .and_then(|i| app.baseline_outcome(i, app.evaluator, o))
             {
-                baseline_lines(before, o, app.threshold, ctx, &mut lines);
+                baseline_lines(&before, o, app.threshold, ctx, &mut lines);
                 if let Some((was, now)) = app
                     .selected()
                     .and_then(|i| app.rank_change(i, app.evaluator))

@@ -6,6 +6,7 @@
 //! run in flight: a newer change aborts the stale run (its busy workers are killed)
 //! and starts a new one through the cache, so only what changed is evaluated.
 
+mod first;
 mod runs;
 mod ship;
 mod terminal;
@@ -13,10 +14,12 @@ mod terminal;
 mod tests;
 
 use crate::cli::{Fail, Session, Shared};
+use crate::model::Outcome;
 use crate::model::ResultRow;
 use crate::runner::Prepared;
+use crate::store::{CodeKey, SampleHash, Store};
 use crate::ui::app::{
-    App, Effect, EvaluatorInfo, Lines, MemoryLines, Msg, RunState, Sample, ShipMsg,
+    App, Detail, Effect, EvaluatorInfo, Lines, MemoryLines, Msg, RunState, Sample, ShipMsg,
 };
 use crate::ui::highlight::Highlighter;
 use crate::ui::keymap::Keymap;
@@ -27,6 +30,7 @@ use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures::StreamExt;
 use runs::{RunMsg, Runs};
 use ship::{ShipControl, ShipEvent};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -155,6 +159,9 @@ struct Live {
     resyncs: u32,
     ship: ShipControl,
     ship_rx: mpsc::UnboundedReceiver<ShipEvent>,
+    /// Each evaluator's code key before its current one, by name: cells not rerun
+    /// yet show outcomes stored under it.
+    old_keys: HashMap<String, CodeKey>,
 }
 
 impl Live {
@@ -165,12 +172,13 @@ impl Live {
             .iter()
             .map(|f| f.label.clone())
             .collect();
-        let app = App::new(
+        let mut app = App::new(
             session.workspace.root.clone(),
             labels,
             keymap,
             Arc::new(MemoryLines::default()),
         );
+        app.store_details = session.runner.store().is_some();
         let (tx, rx) = mpsc::unbounded_channel();
         let (index_tx, index_rx) = mpsc::unbounded_channel();
         let runs = Runs::new(tx);
@@ -192,6 +200,7 @@ impl Live {
             resyncs: 0,
             ship: ShipControl::new(ship_tx),
             ship_rx,
+            old_keys: HashMap::new(),
         }
     }
 
@@ -298,6 +307,7 @@ impl Live {
                     }
                 }
             }
+            self.read_detail();
             if self.app.dirty {
                 self.draw(term, theme, highlighter);
             }
@@ -440,12 +450,18 @@ impl Live {
         });
         self.running_fresh = fresh.clone();
         self.mismatched = false;
+        let priority = first::priority(
+            &self.app,
+            &self.session.workspace.evaluators,
+            &self.prepared,
+        );
         self.runs.start(
             self.session.runner.clone(),
             self.session.workspace.evaluators.clone(),
             self.session.workspace.samples.clone(),
             which,
             fresh,
+            priority,
         );
     }
 
@@ -482,6 +498,7 @@ impl Live {
         match msg {
             RunMsg::Prepared(index, prepared) => {
                 let error = prepared.failure.clone();
+                self.learn_key(&prepared);
                 if let Some(slot) = self.prepared.get_mut(index) {
                     *slot = Some(*prepared);
                 }
@@ -538,6 +555,78 @@ impl Live {
         }
     }
 
+    /// Notes an evaluator's code key (where its outcomes are stored), keeping the one
+    /// before for the cells not rerun yet.
+    fn learn_key(&mut self, prepared: &Prepared) {
+        if prepared.failure.is_some() {
+            return;
+        }
+        let name = prepared.spec.name.clone();
+        if let Some(old) = self.app.code_keys.insert(name.clone(), prepared.key) {
+            if old != prepared.key {
+                self.old_keys.insert(name, old);
+            }
+        }
+    }
+
+    /// An evaluator's stored outcome of a sample, under its current code key or the
+    /// one before.
+    fn stored(&self, store: &Store, evaluator: &str, hash: &SampleHash) -> Option<Outcome> {
+        [
+            self.app.code_keys.get(evaluator),
+            self.old_keys.get(evaluator),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|key| store.outcome(key, hash).ok().flatten())
+    }
+
+    /// Reads what the selected cell shows beyond its score (reasons, metrics) from
+    /// the store when the app wants it: once per selection, and again while the run
+    /// has not written it yet. Drawing then only reads the app.
+    fn read_detail(&mut self) {
+        let Some((sample, e)) = self.app.wanted_detail() else {
+            return;
+        };
+        let Some(store) = self.session.runner.store().cloned() else {
+            return;
+        };
+        let hash = self.app.samples[sample].hash;
+        let name = self.app.evaluators[e].name.clone();
+        let outcome = self.stored(&store, &name, &hash).map(Arc::new);
+        let before = self
+            .app
+            .baseline
+            .as_ref()
+            .and_then(|b| b.keys.get(&name))
+            .and_then(|key| store.outcome(key, &hash).ok().flatten())
+            .map(Arc::new);
+        if outcome.is_some() || before.is_some() {
+            self.app.update(Msg::Detail(Detail {
+                of: (hash, name),
+                outcome,
+                before,
+            }));
+        }
+    }
+
+    /// The whole outcome of a cell for the export: kept, else stored, else what the
+    /// cell knows (its score and component scores).
+    fn whole_outcome(&self, sample: usize, evaluator: usize) -> Option<Arc<Outcome>> {
+        let s = self.app.samples.get(sample)?;
+        let cell = s.cells.get(evaluator)?;
+        cell.outcome.as_ref()?;
+        if let Some(full) = cell.full() {
+            return Some(full.clone());
+        }
+        let name = &self.app.evaluators.get(evaluator)?.name;
+        let store = self.session.runner.store();
+        store
+            .and_then(|store| self.stored(store, name, &s.hash))
+            .map(Arc::new)
+            .or_else(|| self.app.outcome_of(sample, evaluator))
+    }
+
     /// Reacts to saved files. Returns true when the watched folders changed.
     fn on_change(&mut self, paths: Vec<PathBuf>) -> bool {
         let ws = &self.session.workspace;
@@ -550,7 +639,8 @@ impl Live {
             .iter()
             .any(|p| p.extension().is_some_and(|e| e == "jsonl") && !is_samples(p));
         let before = ws.samples.clone();
-        let mut rewatch = false;
+        // a folder created in a watched root (see Watcher::start) is watched from now
+        let mut rewatch = paths.iter().any(|p| p.is_dir());
         if config_changed || (other_jsonl && self.shared_discovers_samples()) {
             match Workspace::load(&ws.root, &self.shared_overrides()) {
                 Ok(new) => {
@@ -832,18 +922,19 @@ impl Live {
             .unwrap_or(0);
         let path = dir.join(format!("export-{stamp}.jsonl"));
         let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
-        for s in &self.app.samples {
+        for (i, s) in self.app.samples.iter().enumerate() {
             let label = self
                 .app
                 .samples_labels
                 .get(s.at.file)
                 .map(|l| l.as_str())
                 .unwrap_or("");
-            for (e, cell) in s.cells.iter().enumerate() {
-                let (Some(o), Some(info)) = (&cell.outcome, self.app.evaluators.get(e)) else {
+            for e in 0..s.cells.len() {
+                let (Some(o), Some(info)) = (self.whole_outcome(i, e), self.app.evaluators.get(e))
+                else {
                     continue;
                 };
-                let mut row = serde_json::to_value(ResultRow::new(&s.at, label, &info.name, o))?;
+                let mut row = serde_json::to_value(ResultRow::new(&s.at, label, &info.name, &o))?;
                 if let (Some(b), Some(obj)) = (&self.app.baseline, row.as_object_mut()) {
                     let before = b.score(s, &info.name).flatten();
                     obj.insert("baseline_score".into(), serde_json::json!(before));
@@ -991,19 +1082,20 @@ fn display_path(path: &Path, root: &Path) -> String {
 }
 
 /// With RWB_TRACE_FRAMES=FILE, appends one line per frame: the time, how many cells
-/// are scored and not stale, the samples shown, the draw time and resident memory
-/// (scripts/bench_workbench.py reads it).
+/// are scored and not stale, the samples indexed, the draw time, resident memory,
+/// the scored and not stale cells of the rows on screen out of theirs, and the first
+/// row on screen (scripts/bench_workbench.py reads it).
 fn trace_frame(app: &App, took: Duration) {
     use std::io::Write;
     let Some(path) = std::env::var_os("RWB_TRACE_FRAMES") else {
         return;
     };
-    let fresh = app
-        .samples
-        .iter()
-        .flat_map(|s| s.cells.iter())
-        .filter(|c| c.outcome.is_some() && !c.stale)
-        .count();
+    let fresh = app.fresh;
+    let end = (app.list_offset + app.list_height).min(app.view.len());
+    let on_screen = app.view.get(app.list_offset.min(end)..end).unwrap_or(&[]);
+    let cells = || on_screen.iter().flat_map(|&i| app.samples[i].cells.iter());
+    let shown_fresh = cells().filter(|c| c.outcome.is_some() && !c.stale).count();
+    let shown = cells().count();
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs_f64())
@@ -1023,10 +1115,11 @@ fn trace_frame(app: &App, took: Duration) {
             .unwrap_or(0);
         let _ = writeln!(
             f,
-            "{now:.6} fresh={fresh} samples={} running={} draw_ms={:.3} rss_kb={rss_kb}",
+            "{now:.6} fresh={fresh} samples={} running={} draw_ms={:.3} rss_kb={rss_kb} shown={shown_fresh}/{shown} top={}",
             app.samples.len(),
             app.running,
-            took.as_secs_f64() * 1000.0
+            took.as_secs_f64() * 1000.0,
+            app.list_offset
         );
     }
 }

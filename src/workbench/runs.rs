@@ -2,7 +2,7 @@
 //! run aborts the old one; messages of older generations are dropped by the loop.
 
 use crate::model::{EvaluatorSpec, Outcome};
-use crate::runner::{Event, Prepared, Runner};
+use crate::runner::{Event, Prepared, Priority, Runner};
 use crate::store::SampleHash;
 use crate::workspace::SamplesFile;
 use std::sync::Arc;
@@ -43,8 +43,9 @@ impl Runs {
         self.generation
     }
 
-    /// Aborts the run in flight and starts evaluating `which` evaluators; those in
-    /// `fresh` are evaluated again without reading the cache.
+    /// Aborts the run in flight and starts evaluating `which` evaluators, the samples
+    /// of `priority` (the rows on screen) first; those in `fresh` are evaluated again
+    /// without reading the cache.
     pub fn start(
         &mut self,
         runner: Arc<Runner>,
@@ -52,6 +53,7 @@ impl Runs {
         files: Vec<SamplesFile>,
         which: Vec<usize>,
         fresh: Vec<usize>,
+        priority: Priority,
     ) {
         if let Some(task) = self.task.take() {
             task.abort();
@@ -85,8 +87,8 @@ impl Runs {
                 }
             }
             let (a, b) = tokio::join!(
-                run_group(&runner, &cached, &files, true, &send),
-                run_group(&runner, &uncached, &files, false, &send)
+                run_group(&runner, &cached, &files, true, &priority, &send),
+                run_group(&runner, &uncached, &files, false, &priority, &send)
             );
             match a.and(b) {
                 Ok(()) => send(RunMsg::Finished),
@@ -103,6 +105,7 @@ async fn run_group(
     group: &[(usize, Prepared)],
     files: &[SamplesFile],
     read_cache: bool,
+    priority: &Priority,
     send: &impl Fn(RunMsg),
 ) -> std::io::Result<()> {
     if group.is_empty() {
@@ -127,7 +130,8 @@ async fn run_group(
             });
         }
     };
-    let (result, ()) = tokio::join!(runner.run(&ready, files, None, read_cache, etx), forward);
+    let run = runner.run_first(&ready, files, None, read_cache, etx, Some(priority));
+    let (result, ()) = tokio::join!(run, forward);
     result.map(|_| ())
 }
 

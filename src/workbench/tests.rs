@@ -47,9 +47,15 @@ fn open(dir: &Path) -> Live {
 /// Feeds index and run messages to the loop's handlers until no index is pending
 /// and no run is in flight; `on_first` is called when the first chunk is shown.
 /// Returns how many results of the last run landed on a row.
-async fn settle(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -> usize {
+async fn settle(live: &mut Live, on_first: impl FnMut(&mut Live)) -> usize {
+    settle_in_order(live, on_first).await.len()
+}
+
+/// [`settle`], returning the rows the last run's results landed on, in the order
+/// they came.
+async fn settle_in_order(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -> Vec<usize> {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
-    let mut landed = (0, 0); // (run generation, results on a row)
+    let mut landed = (0, Vec::new()); // (run generation, rows results landed on)
     loop {
         tokio::select! {
             Some((generation, indexed)) = live.index_rx.recv() => {
@@ -64,11 +70,13 @@ async fn settle(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -> usize {
             Some((generation, msg)) = live.run_rx.recv() => {
                 if generation == live.runs.generation() {
                     if landed.0 != generation {
-                        landed = (generation, 0);
+                        landed = (generation, Vec::new());
                     }
                     if let RunMsg::Result { index, hash, .. } = &msg {
                         let row = live.app.samples.get(*index);
-                        landed.1 += usize::from(row.is_some_and(|s| s.hash == *hash));
+                        if row.is_some_and(|s| s.hash == *hash) {
+                            landed.1.push(*index);
+                        }
                     }
                 }
                 live.on_run(generation, msg);
@@ -81,7 +89,7 @@ async fn settle(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -> usize {
             return if landed.0 == live.runs.generation() {
                 landed.1
             } else {
-                0
+                Vec::new()
             };
         }
     }
@@ -187,4 +195,118 @@ async fn saved_output_in_the_workspace_is_one_notice_and_no_rows() {
     assert_eq!((live.index_generation, live.runs.generation()), generation);
     assert!(live.pending_run.is_none() && !live.app.running);
     assert_every_row_scored(&live, 3, 0.0);
+}
+
+/// Shows rows `first..first + height` with `selected` selected, as if scrolled there.
+fn scroll_to(live: &mut Live, first: usize, height: usize, selected: usize) {
+    live.app.list_offset = first;
+    live.app.list_height = height;
+    live.app.cursor = selected;
+    assert_eq!(live.app.selected(), Some(selected));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_save_the_rows_on_screen_are_scored_before_the_rest() {
+    let dir = workspace(0..TOTAL, 0);
+    std::fs::write(dir.path().join("rwb.toml"), "jobs = 1\n").unwrap();
+    let mut live = open(dir.path());
+    settle(&mut live, |_| {}).await;
+    // scrolled to the middle, the selection below the rows on screen
+    scroll_to(&mut live, 10_000, 20, 10_050);
+    let main = dir.path().join("metrics/n/main.py");
+    std::fs::write(&main, format!("{EVALUATOR}\n# saved again\n")).unwrap();
+    live.on_change(vec![main]);
+    let order = settle_in_order(&mut live, |_| {}).await;
+    // one worker: what is fed first comes back first, then the files in order
+    let expected: Vec<usize> = (10_000..10_020)
+        .chain([10_050])
+        .chain(0..10_000)
+        .chain(10_020..10_050)
+        .chain(10_051..TOTAL)
+        .collect();
+    assert_eq!(order.len(), TOTAL, "every row evaluated once");
+    assert_eq!(order[..21], expected[..21], "the rows on screen first");
+    assert_eq!(order, expected);
+    assert_every_row_scored(&live, TOTAL, 0.0);
+}
+
+/// A TRL reward whose every score names its batch: the first member's number plus
+/// the batch's size / 100.
+const FIRST_OF_BATCH: &str = "
+def first_of_batch(completions, **kwargs):
+    first = int(completions[0][0]['content'])
+    return [first + len(completions) / 100.0 for _ in completions]
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn batched_evaluators_take_whole_batches_first_and_keep_every_batch() {
+    const SAMPLES: usize = 1003;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("rewards.py"), FIRST_OF_BATCH).unwrap();
+    let toml =
+        "jobs = 1\n[evaluators.first]\nfunction = \"rewards.py::first_of_batch\"\nbatch_size = 8\n";
+    std::fs::write(dir.path().join("rwb.toml"), toml).unwrap();
+    let text: String = (0..SAMPLES).map(sample_line).collect();
+    std::fs::write(dir.path().join("samples.jsonl"), text).unwrap();
+    let mut live = open(dir.path());
+    settle(&mut live, |_| {}).await;
+    // the last rows on screen: the files' last, shorter batch among them
+    scroll_to(&mut live, 990, 20, 995);
+    live.rerun(None);
+    let order = settle_in_order(&mut live, |_| {}).await;
+    assert_eq!(order.len(), SAMPLES);
+    let mut first = order[..19].to_vec();
+    first.sort();
+    assert_eq!(
+        first,
+        (984..SAMPLES).collect::<Vec<_>>(),
+        "whole batches around the rows on screen first"
+    );
+    for sample in &live.app.samples {
+        let i = sample.at.index;
+        let start = i - i % 8;
+        let size = (SAMPLES - start).min(8);
+        assert_eq!(
+            sample.cells[0].score(),
+            Some(start as f64 + size as f64 / 100.0),
+            "row {i} was scored in its own batch"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_selected_reason_is_read_from_the_store_and_no_other_is_kept() {
+    let dir = workspace(0..50, 0);
+    let mut live = open(dir.path());
+    settle(&mut live, |_| {}).await;
+    assert!(live.app.store_details);
+    assert!(
+        live.app.samples.iter().all(|s| s.cells[0].full().is_none()),
+        "no cell keeps a whole outcome"
+    );
+    // reopened: every score comes from the cache, and moving down reads the reason
+    drop(live);
+    let mut live = open(dir.path());
+    settle(&mut live, |_| {}).await;
+    scroll_to(&mut live, 0, 20, 30);
+    live.app.selected_detail = None;
+    assert_eq!(live.app.wanted_detail(), Some((30, 0)));
+    live.read_detail();
+    assert_eq!(live.app.wanted_detail(), None);
+    let read = live.app.selected_outcome().unwrap();
+    assert_eq!(
+        (read.score, read.reason.as_deref()),
+        (Some(30.0 / 1e6), Some("n"))
+    );
+    let path = live.export().unwrap();
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 50);
+    assert!(
+        rows.iter().all(|r| r["reason"] == "n"),
+        "the export has every reason"
+    );
 }

@@ -1,7 +1,8 @@
 //! Watching the workspace: metric folders, project modules, samples files and
 //! `rwb.toml`. Saves arrive debounced, as the list of paths that changed.
 
-use notify::event::{EventKind, ModifyKind};
+use notify::event::{CreateKind, EventKind, ModifyKind};
+use notify::RecursiveMode;
 use notify_debouncer_full::{new_debouncer, DebounceEventResult, Debouncer, RecommendedCache};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -52,10 +53,49 @@ pub fn relevant(path: &Path) -> bool {
     ) || name == "rwb.toml"
 }
 
+/// What to watch under a root: its own files, and every folder in it but the ignored
+/// ones, recursively. Not watching `.rwb` keeps the cache's writes (every page SQLite
+/// writes is an event) from waking the watcher a million times in a long run.
+fn watch_plan(root: &Path) -> Vec<(PathBuf, RecursiveMode)> {
+    let Ok(entries) = std::fs::read_dir(root) else {
+        return vec![(root.to_path_buf(), RecursiveMode::Recursive)];
+    };
+    let mut plan = vec![(root.to_path_buf(), RecursiveMode::NonRecursive)];
+    for entry in entries.flatten() {
+        let ignored = IGNORED.iter().any(|i| entry.file_name() == *i);
+        let path = entry.path();
+        if !ignored && path.is_dir() {
+            plan.push((path, RecursiveMode::Recursive));
+        }
+    }
+    plan
+}
+
+/// A folder created right in a root: not watched yet (see [`watch_plan`]), so it is
+/// reported for the owner to watch again.
+fn new_folder(kind: &EventKind, path: &Path, roots: &[PathBuf]) -> bool {
+    matches!(
+        kind,
+        EventKind::Create(CreateKind::Folder | CreateKind::Any)
+    ) && path.is_dir()
+        && path.parent().is_some_and(|p| roots.iter().any(|r| r == p))
+        && !path
+            .file_name()
+            .is_some_and(|n| IGNORED.iter().any(|i| n == *i))
+}
+
 impl Watcher {
-    /// Watches each root recursively and sends every debounced batch of relevant
-    /// changed paths on `tx`.
+    /// Watches each root (see [`watch_plan`]) and sends every debounced batch of
+    /// relevant changed paths on `tx`; a folder created in a root comes as its path.
     pub fn start(roots: &[PathBuf], tx: UnboundedSender<Vec<PathBuf>>) -> notify::Result<Watcher> {
+        let mut watched: Vec<PathBuf> = Vec::new();
+        for root in roots {
+            let root = std::path::absolute(root).unwrap_or_else(|_| root.clone());
+            if !watched.iter().any(|w| root.starts_with(w)) {
+                watched.push(root);
+            }
+        }
+        let in_roots = watched.clone();
         let mut debouncer = new_debouncer(DEBOUNCE, None, move |result: DebounceEventResult| {
             let Ok(events) = result else { return };
             let mut paths: Vec<PathBuf> = Vec::new();
@@ -73,7 +113,8 @@ impl Watcher {
                     continue;
                 }
                 for p in &event.paths {
-                    if relevant(p) && !paths.contains(p) {
+                    let wanted = relevant(p) || new_folder(&event.kind, p, &in_roots);
+                    if wanted && !paths.contains(p) {
                         paths.push(p.clone());
                     }
                 }
@@ -82,14 +123,10 @@ impl Watcher {
                 let _ = tx.send(paths);
             }
         })?;
-        let mut watched = Vec::new();
-        for root in roots {
-            let root = std::path::absolute(root).unwrap_or_else(|_| root.clone());
-            if watched.iter().any(|w: &PathBuf| root.starts_with(w)) {
-                continue;
+        for root in &watched {
+            for (path, mode) in watch_plan(root) {
+                debouncer.watch(&path, mode)?;
             }
-            debouncer.watch(&root, notify::RecursiveMode::Recursive)?;
-            watched.push(root);
         }
         Ok(Watcher {
             _debouncer: debouncer,
@@ -113,6 +150,44 @@ mod tests {
         )));
         assert!(!relevant(Path::new("/w/metrics/a/.main.py.swp")));
         assert!(!relevant(Path::new("/w/notes.md")));
+    }
+
+    #[test]
+    fn the_cache_folder_and_other_ignored_folders_are_not_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        for folder in [".rwb", "metrics/a", "__pycache__", "samples"] {
+            std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+        }
+        std::fs::write(dir.path().join("rwb.toml"), "").unwrap();
+        let mut plan = watch_plan(dir.path());
+        plan.sort_by(|a, b| a.0.cmp(&b.0));
+        let root = dir.path().to_path_buf();
+        assert_eq!(
+            plan,
+            vec![
+                (root.clone(), RecursiveMode::NonRecursive),
+                (root.join("metrics"), RecursiveMode::Recursive),
+                (root.join("samples"), RecursiveMode::Recursive),
+            ]
+        );
+    }
+
+    #[tokio::test]
+    async fn a_folder_created_in_the_root_arrives_and_cache_writes_do_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".rwb")).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let _w = Watcher::start(&[dir.path().to_path_buf()], tx).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        // a .py written in the cache folder is not even seen
+        std::fs::write(dir.path().join(".rwb/x.py"), "x").unwrap();
+        std::fs::create_dir(dir.path().join("helpers")).unwrap();
+        let paths = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        let names: Vec<_> = paths.iter().map(|p| p.file_name().unwrap()).collect();
+        assert_eq!(names, ["helpers"]);
     }
 
     #[tokio::test]
