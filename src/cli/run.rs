@@ -64,7 +64,9 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
             printer.add(event);
         }
     };
-    let (stats, ()) = tokio::join!(work, consume);
+    // The run yields every few hundred lines; the printer then takes everything
+    // queued (no task budget), so a fully cached run never queues all its outcomes.
+    let (stats, ()) = tokio::join!(work, tokio::task::unconstrained(consume));
     let stats = stats.map_err(|e| Fail::Usage(e.to_string()))?;
     let errors = printer.errors;
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);

@@ -219,17 +219,15 @@ impl Runner {
         events: mpsc::UnboundedSender<Event>,
     ) -> std::io::Result<RunStats> {
         let store = self.store.as_ref();
-        let mut cached_maps: Vec<HashMap<SampleHash, Outcome>> = Vec::new();
-        for p in evaluators {
-            let map = match (store.filter(|_| read_cache), &p.failure) {
-                (Some(s), None) => s.results_for(&p.key).unwrap_or_else(|e| {
-                    eprintln!("rwb: {e}");
-                    HashMap::new()
-                }),
-                _ => HashMap::new(),
-            };
-            cached_maps.push(map);
-        }
+        let reader = match store.filter(|_| read_cache).map(|s| s.reader()) {
+            Some(Ok(reader)) => Some(reader),
+            Some(Err(e)) => {
+                eprintln!("rwb: {e}");
+                None
+            }
+            None => None,
+        };
+        let cache = feed::Cache::new(reader, evaluators);
         let started = SystemTime::now();
         let writer: Option<Arc<StoreWriter>> = store.and_then(|s| s.writer().ok()).map(Arc::new);
         let inflight: Arc<Mutex<HashMap<u64, InFlight>>> = Arc::default();
@@ -265,7 +263,7 @@ impl Runner {
             drains.spawn(async move { pool.drain_with(spec, key, rx, sink, on_done).await });
         }
 
-        let mut feed = feed::Feed::new(evaluators, files, cached_maps, queues, inflight, &events);
+        let mut feed = feed::Feed::new(evaluators, files, cache, queues, inflight, &events);
         let mut reader = SamplesReader::new(files);
         let limit = max_samples.unwrap_or(usize::MAX);
         while feed.stats.samples < limit {
