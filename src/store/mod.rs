@@ -29,13 +29,13 @@ const WRITE_BATCH: usize = 50_000;
 const WRITE_EVERY: Duration = Duration::from_millis(500);
 /// Page cache of the writer's connection, in KiB (SQLite's default is 2 MB: too small
 /// to keep the pages a commit touches between two commits).
-const WRITER_CACHE_KIB: i64 = 16 * 1024;
+const WRITER_CACHE_KIB: i64 = 8 * 1024;
 /// Page cache of a run's cache reader, in KiB.
-const READER_CACHE_KIB: i64 = 4 * 1024;
+const READER_CACHE_KIB: i64 = 2 * 1024;
 /// Bytes of the cache file a reader maps into memory: a lookup there reads the page in
 /// place (no system call, no copy). Bounded, so that a huge cache does not grow the
 /// run's memory with it; lookups past it read pages as usual.
-const READER_MMAP_BYTES: i64 = 32 << 20;
+const READER_MMAP_BYTES: i64 = 16 << 20;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cache {path}: {message}")]
@@ -631,6 +631,54 @@ mod tests {
             "the moved result replaces the older one"
         );
         assert_eq!(store.results_for(&other).unwrap()[&[1u8; 16]], scored(0.5));
+    }
+
+    #[test]
+    fn one_commit_keeps_the_later_of_two_puts_and_the_order_around_a_rekey() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (old, new) = ([1u8; 32], [2u8; 32]);
+        let scored = |score: f64| Outcome::scored(score, Default::default());
+        let writer = store.writer().unwrap();
+        // many rows in one commit, queued in descending key order (sorted on write)
+        for i in (0..200u8).rev() {
+            writer.put(&old, &[i; 16], &scored(f64::from(i)));
+        }
+        writer.put(&old, &[7u8; 16], &scored(0.25)); // the same row again: this one stays
+        writer.rekey(&old, &new);
+        writer.put(&old, &[3u8; 16], &scored(0.75)); // after the rekey: stays under `old`
+        writer.finish();
+        let reader = store.reader().unwrap();
+        assert_eq!(reader.get(&new, &[7u8; 16]), Some(scored(0.25)));
+        assert_eq!(reader.get(&new, &[199u8; 16]), Some(scored(199.0)));
+        assert_eq!(reader.get(&new, &[3u8; 16]), Some(scored(3.0)));
+        assert_eq!(reader.get(&old, &[3u8; 16]), Some(scored(0.75)));
+        assert_eq!(reader.get(&old, &[4u8; 16]), None);
+        assert_eq!(store.results_for(&new).unwrap().len(), 200);
+        assert_eq!(store.results_for(&old).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_reader_skips_rows_it_cannot_read_and_sees_later_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let key = [5u8; 32];
+        let scored = Outcome::scored(0.5, Default::default());
+        let writer = store.writer().unwrap();
+        writer.put(&key, &[1u8; 16], &scored);
+        writer.put_text(&key, &[2u8; 16], "{\"from\": \"another rwb\"}".into());
+        writer.finish();
+        let reader = store.reader().unwrap();
+        assert_eq!(reader.get(&key, &[1u8; 16]), Some(scored.clone()));
+        assert_eq!(reader.get(&key, &[2u8; 16]), None, "evaluated again");
+        assert_eq!(reader.get(&key, &[3u8; 16]), None);
+        let writer = store.writer().unwrap();
+        writer.put(&key, &[3u8; 16], &scored);
+        writer.finish();
+        // a read transaction lasts READS_PER_SNAPSHOT lookups, then the next one
+        // sees what was committed meanwhile
+        let seen = (0..READS_PER_SNAPSHOT + 1).find(|_| reader.get(&key, &[3u8; 16]).is_some());
+        assert_eq!(seen, Some(READS_PER_SNAPSHOT - 3));
     }
 
     #[test]
