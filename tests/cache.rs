@@ -551,6 +551,7 @@ def evaluate(messages, **kwargs):
 /// `name` (`NAME.out`, `NAME.err`) and returns its exit code and peak resident memory
 /// in MB (wait4's ru_maxrss, which also counts the most this test process ever held:
 /// read the big output only after the last run).
+#[allow(clippy::zombie_processes)] // reaped by wait4 below, which also reads its usage
 fn run_measuring_memory(ws: &Ws, name: &str) -> (i32, f64) {
     let child = std::process::Command::new(RWB)
         .args(["run", ws.path().to_str().unwrap(), "--format", "jsonl"])

@@ -124,7 +124,7 @@ impl<'a> Feed<'a> {
     /// One line of the samples files: its outcomes where they are known, else work.
     pub async fn line(&mut self, line: SampleLine) {
         self.stats.samples += 1;
-        if self.stats.samples % YIELD_EVERY == 0 {
+        if self.stats.samples.is_multiple_of(YIELD_EVERY) {
             tokio::task::yield_now().await;
         }
         if let Some(why) = &line.bad {
