@@ -12,7 +12,7 @@
 use super::{Event, InFlight, Prepared, RunStats};
 use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
-use crate::store::{CacheReader, CodeKey, SampleHash};
+use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{SampleLine, SamplesFile};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -32,13 +32,21 @@ pub(super) struct Cache {
 }
 
 impl Cache {
-    /// Looks up the evaluators that can run (not those whose import failed) when
-    /// there is a reader.
-    pub fn new(reader: Option<CacheReader>, evaluators: &[Prepared]) -> Cache {
-        let keys = evaluators
+    /// Looks up the evaluators that can run (not those whose import failed) and have
+    /// something stored under their code key when the run starts; without any, no
+    /// reader is opened.
+    pub fn open(store: Option<&Arc<Store>>, evaluators: &[Prepared]) -> Cache {
+        let keys: Vec<Option<CodeKey>> = evaluators
             .iter()
-            .map(|p| (reader.is_some() && p.failure.is_none()).then_some(p.key))
+            .map(|p| {
+                let stored = store.is_some_and(|s| s.holds(&p.key));
+                (stored && p.failure.is_none()).then_some(p.key)
+            })
             .collect();
+        let reader = match store.filter(|_| keys.iter().any(Option::is_some)) {
+            Some(s) => s.reader().map_err(|e| eprintln!("rwb: {e}")).ok(),
+            None => None,
+        };
         Cache {
             reader: reader.map(Mutex::new),
             keys,

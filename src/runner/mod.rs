@@ -219,15 +219,7 @@ impl Runner {
         events: mpsc::UnboundedSender<Event>,
     ) -> std::io::Result<RunStats> {
         let store = self.store.as_ref();
-        let reader = match store.filter(|_| read_cache).map(|s| s.reader()) {
-            Some(Ok(reader)) => Some(reader),
-            Some(Err(e)) => {
-                eprintln!("rwb: {e}");
-                None
-            }
-            None => None,
-        };
-        let cache = feed::Cache::new(reader, evaluators);
+        let cache = feed::Cache::open(store.filter(|_| read_cache), evaluators);
         let started = SystemTime::now();
         let writer: Option<Arc<StoreWriter>> = store.and_then(|s| s.writer().ok()).map(Arc::new);
         let inflight: Arc<Mutex<HashMap<u64, InFlight>>> = Arc::default();

@@ -155,6 +155,19 @@ impl Store {
         })
     }
 
+    /// Whether anything is stored under code `key` (a run neither opens a reader nor
+    /// looks lines up for evaluators with nothing cached). A read error counts as
+    /// nothing.
+    pub fn holds(&self, key: &CodeKey) -> bool {
+        let conn = self.conn.lock().unwrap();
+        conn.query_row(
+            "SELECT 1 FROM results WHERE code_key = ?1 LIMIT 1",
+            params![&key[..]],
+            |_| Ok(()),
+        )
+        .is_ok()
+    }
+
     pub fn import_memo(&self, spec_key: &CodeKey) -> Option<ImportMemo> {
         let conn = self.conn.lock().unwrap();
         let text: Option<String> = conn
@@ -672,6 +685,7 @@ mod tests {
         assert_eq!(reader.get(&key, &[1u8; 16]), Some(scored.clone()));
         assert_eq!(reader.get(&key, &[2u8; 16]), None, "evaluated again");
         assert_eq!(reader.get(&key, &[3u8; 16]), None);
+        assert!(store.holds(&key) && !store.holds(&[6u8; 32]));
         let writer = store.writer().unwrap();
         writer.put(&key, &[3u8; 16], &scored);
         writer.finish();
