@@ -26,6 +26,14 @@ What it does:
           timed: warm / cold                                           (target <= 0.05)
        D  two evaluators, cache filled, one comment line appended to trivial:
           how many evaluations ran per evaluator (expect trivial=N, slow=0)
+       E-H an undecorated evaluator returning {"score", "reason", "metrics": {}} on 10*N
+          samples, each against the plain loop (json.loads -> evaluate(**sample) ->
+          json.dumps -> write) timed in the same repetition:
+            E  rwb run --no-cache                        (target <= 0.70)
+            F  rwb run, cache on and empty (cached cold) (target <= 0.80)
+            G  rwb run again, nothing changed (warm)     (target <= 0.15)
+            H  the warm run's peak RSS as GNU time reports it (the largest of rwb and
+               the children it waited for), and its ratio to the loop's (target <= 64 MB)
      Every rwb run must exit 0 and produce exactly the expected rows without errors,
      so a broken run cannot look fast.
   5. Prints a table: scenario, rwb s, baseline s, ratio, target, PASS/FAIL.
@@ -230,6 +238,15 @@ def evaluate(messages, ground_truth=None, **kwargs) -> EvaluateResult:
     return EvaluateResult(score=0.5, reason="ok")
 '''
 
+PLAIN_EVALUATOR = '''\
+"""Benchmark evaluator "plain": undecorated, returns a plain dict (no reward_kit)."""
+
+
+def evaluate(messages, ground_truth=None, **kwargs):
+    reply = messages[-1].get("content") or ""
+    return {"score": min(1.0, len(reply) / 1000.0), "reason": "length", "metrics": {}}
+'''
+
 # Shared by the baseline loop and the calibration: load reward_kit and one evaluator
 # the way rwb's worker (src/engine/python/rwb_worker.py) does.
 LOADER = '''\
@@ -293,7 +310,7 @@ def main():
             t0 = clock()
             result = fn(messages=s["messages"], ground_truth=s.get("ground_truth"), **other)
             calls += clock() - t0
-            d = result.model_dump()
+            d = result if isinstance(result, dict) else result.model_dump()
             out.write(json.dumps({"sample": index, "score": d["score"], "reason": d["reason"],
                                   "metrics": d["metrics"]}, ensure_ascii=False))
             out.write("\\n")
@@ -469,12 +486,23 @@ def wait_until_quiet(limit, log):
         waited += 1.0
 
 
+# GNU time reports a command's peak RSS (wait4's ru_maxrss) from a small process of its
+# own: the ru_maxrss this script would see includes its own size, which a forked child
+# carries until it calls exec.
+GNU_TIME = "/usr/bin/time"
+
+
 def run_timed(cmd, stdout_path, timeout, cwd=None):
     """Run cmd with stdout to a file. Returns (seconds, stderr text, CPUs that other
-    processes kept busy, or the hypervisor stole, meanwhile). Raises BenchError on a
-    non-zero exit or a timeout (the run's whole process group is killed then)."""
+    processes kept busy, or the hypervisor stole, meanwhile, peak RSS in MB: the largest
+    of the process and the children it waited for, or None without GNU time). Raises
+    BenchError on a non-zero exit or a timeout (the run's whole process group is killed
+    then)."""
+    rss_path = str(stdout_path) + ".rss"
+    timed = os.access(GNU_TIME, os.X_OK)
+    full = [GNU_TIME, "-f", "%M", "-o", rss_path, "--"] + list(cmd) if timed else cmd
     with open(stdout_path, "wb") as out, Monitor() as monitor:
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.PIPE, cwd=cwd,
+        proc = subprocess.Popen(full, stdout=out, stderr=subprocess.PIPE, cwd=cwd,
                                 start_new_session=True)
         monitor.ours.add(proc.pid)  # rwb's zygote and workers stay in this session
         try:
@@ -486,12 +514,18 @@ def run_timed(cmd, stdout_path, timeout, cwd=None):
                 pass
             proc.communicate()
             raise BenchError("%s: no exit after %.0f s (stalled?), killed" % (_short_cmd(cmd), timeout))
-    seconds = monitor.seconds
     err_text = err.decode("utf-8", "replace")
     if proc.returncode != 0:
         tail = "\n".join(err_text.strip().splitlines()[-15:])
         raise BenchError("%s exited %d:\n%s" % (_short_cmd(cmd), proc.returncode, tail))
-    return seconds, err_text, monitor.load
+    peak = None
+    if timed:
+        try:
+            with open(rss_path) as f:
+                peak = int(f.read().split()[-1]) / 1024.0
+        except (OSError, ValueError, IndexError):
+            pass
+    return monitor.seconds, err_text, monitor.load, peak
 
 
 def _short_cmd(cmd):
@@ -562,6 +596,7 @@ class Bench:
         self.disturbance = 0.0  # the most CPUs other processes used during a timed run
         self.call_seconds = 0.0  # sum of duration_ms of the last rwb run's rows, in s
         self.rwb_call_seconds = 0.0
+        self.peak_mb = None  # peak RSS of the last timed run in MB (None: not measured)
 
     def log(self, text=""):
         print(text, flush=True)
@@ -646,7 +681,8 @@ class Bench:
         for evaluator in evaluators:
             folder = root / "metrics" / evaluator
             folder.mkdir(parents=True)
-            code = SLOW_EVALUATOR.replace("__ROUNDS__", str(self.rounds)) if evaluator == "slow" else TRIVIAL_EVALUATOR
+            code = {"slow": SLOW_EVALUATOR.replace("__ROUNDS__", str(self.rounds)),
+                    "plain": PLAIN_EVALUATOR}.get(evaluator, TRIVIAL_EVALUATOR)
             (folder / "main.py").write_text(code)
         target = root / "samples.jsonl"
         try:
@@ -660,7 +696,7 @@ class Bench:
     def timed(self, cmd, out):
         """run_timed after waiting for a quiet machine; remembers how disturbed it was."""
         wait_until_quiet(self.args.settle, self.log)
-        seconds, err, foreign = run_timed(cmd, out, self.timeout)
+        seconds, err, foreign, self.peak_mb = run_timed(cmd, out, self.timeout)
         self.disturbance = max(self.disturbance, foreign)
         return seconds, err, foreign
 
@@ -683,7 +719,8 @@ class Bench:
             rows = doc.get("results", [])
         check_rows(rows, evaluators, n, what)
         summary = parse_summary(err)
-        self.log("  %-62s %8.3f s  %s%s" % (what, seconds, _evaluated_text(summary), _noise(foreign)))
+        self.log("  %-62s %8.3f s  %s, peak RSS %s%s"
+                 % (what, seconds, _evaluated_text(summary), _mb(self.peak_mb), _noise(foreign)))
         extra = [line for line in err.splitlines() if line.strip() and not _summary_line(line, summary)]
         for line in extra[:5]:
             self.log("    rwb stderr: %s" % line[:200])
@@ -705,8 +742,9 @@ class Bench:
         seconds, _, foreign = self.timed(self.loop_command(root, evaluator, out), stats)
         info = json.loads(stats.read_text().strip().splitlines()[-1])
         check_loop_rows(out, info, n, "baseline loop on %s" % root.name)
-        self.log("  %-62s %8.3f s  fn calls alone %.3f s (reward_kit: %s)%s"
-                 % ("python loop %s" % root.name, seconds, info["call_seconds"], info["reward_kit"], _noise(foreign)))
+        self.log("  %-62s %8.3f s  fn calls alone %.3f s (reward_kit: %s), peak RSS %s%s"
+                 % ("python loop %s" % root.name, seconds, info["call_seconds"], info["reward_kit"],
+                    _mb(self.peak_mb), _noise(foreign)))
         return seconds, info["call_seconds"]
 
     def parallel_loops(self, root, evaluator, n):
@@ -772,6 +810,10 @@ def _summary_line(line, summary):
     first = line.split()[0] if line.split() else ""
     return (first == "evaluator" and "evaluated" in line) or (summary is not None and first in summary) \
         or " evaluators: " in line
+
+
+def _mb(peak):
+    return "?" if peak is None else "%.0f MB" % peak
 
 
 def _noise(foreign):
@@ -932,6 +974,64 @@ def scenario_d(bench, n):
             "note": "; ".join(x for x in notes + [_disturbed(bench)] if x)}
 
 
+def scenario_plain(bench, n):
+    """E-H: the undecorated evaluator on n ~1 KB chat samples, every figure against the
+    plain loop in this invocation: --no-cache, the default run on an empty cache
+    (cached cold), the same run again (warm), and the warm run's peak memory."""
+    bench.log("\n[E-H] undecorated evaluator returning a dict, %d samples: rwb run (--jobs %d) vs python loop"
+              % (n, bench.jobs))
+    root = bench.workspace("ws_plain_%d" % n, ["plain"], n)
+    times = {"nocache": [], "cold": [], "warm": [], "loop": []}
+    peaks = {"warm": [], "loop": []}
+    problems = []
+    for _ in range(bench.args.repeat):
+        times["nocache"].append(bench.rwb_run(root, ["plain"], n, label="--no-cache")[0])
+        times["loop"].append(bench.loop_run(root, "plain", n)[0])
+        peaks["loop"].append(bench.peak_mb)
+        shutil.rmtree(root / ".rwb", ignore_errors=True)
+        seconds, summary, _, _, _ = bench.rwb_run(root, ["plain"], n, cache=True, label="cached cold")
+        times["cold"].append(seconds)
+        _expect_counts(summary, n, 0, "the cold run", problems)
+        seconds, summary, _, _, _ = bench.rwb_run(root, ["plain"], n, cache=True, label="warm")
+        times["warm"].append(seconds)
+        peaks["warm"].append(bench.peak_mb)
+        _expect_counts(summary, 0, n, "the warm run", problems)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    loop = med["loop"]
+    for p in problems:
+        bench.log("  ! " + p)
+    spread = ", ".join("%s %.3f-%.3f s" % (k, min(v), max(v)) for k, v in times.items())
+    bench.log("  medians of %d: no-cache %.3f s, cold %.3f s, warm %.3f s, loop %.3f s (ranges: %s)"
+              % (bench.args.repeat, med["nocache"], med["cold"], med["warm"], loop, spread))
+    notes = [x for x in problems + [_disturbed(bench)] if x]
+    k = n // 1000
+    rows = []
+    for key, name, target in (("nocache", "E plain %dk --no-cache" % k, 0.70),
+                              ("cold", "F plain %dk cached cold" % k, 0.80),
+                              ("warm", "G plain %dk warm" % k, 0.15)):
+        ratio = med[key] / loop
+        rows.append({"scenario": name, "rwb": med[key], "base": loop, "ratio": "%.3f" % ratio,
+                     "target": "<= %.2f" % target, "ok": ratio <= target and not problems,
+                     "note": "; ".join(notes)})
+    if None in peaks["warm"] or None in peaks["loop"]:
+        rows.append({"scenario": "H plain %dk warm peak RSS" % k, "error": "no %s to measure memory" % GNU_TIME})
+        return rows
+    warm_mb, loop_mb = statistics.median(peaks["warm"]), statistics.median(peaks["loop"])
+    bench.log("  peak RSS (GNU time %%M): warm rwb %.1f MB, loop %.1f MB -> %.2f x the loop (target <= 64 MB)"
+              % (warm_mb, loop_mb, warm_mb / loop_mb))
+    rows.append({"scenario": "H plain %dk warm peak RSS MB" % k, "rwb": warm_mb, "base": loop_mb,
+                 "ratio": "%.2f" % (warm_mb / loop_mb), "target": "<= 64 MB", "ok": warm_mb <= 64.0,
+                 "note": "rwb and base columns are MB here, not seconds"})
+    return rows
+
+
+def _expect_counts(summary, evaluated, cached, what, problems):
+    got = (summary or {}).get("plain", {})
+    if summary is not None and (got.get("evaluated"), got.get("cached")) != (evaluated, cached):
+        problems.append("%s evaluated %s and took %s from the cache (expected %d and %d)"
+                        % (what, got.get("evaluated"), got.get("cached"), evaluated, cached))
+
+
 # --------------------------------------------------------------------------------------
 
 
@@ -973,7 +1073,8 @@ def main():
                         help="before each timed run, wait up to this many seconds for other processes "
                              "to go quiet (default 300)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (its path is printed)")
-    parser.add_argument("--only", default="ABCD", help="scenarios to run, e.g. AC (default ABCD)")
+    parser.add_argument("--only", default="ABCDE",
+                        help="scenarios to run, e.g. AC (default ABCDE; E runs E-H, the undecorated evaluator)")
     args = parser.parse_args()
     if args.repeat < 1 or args.jobs < 1:
         parser.error("--repeat and --jobs must be at least 1")
@@ -990,14 +1091,15 @@ def main():
         bench.generate(small, large)
         bench.calibrate()
         scenarios = {"A": (scenario_a, small), "B": (scenario_b, large),
-                     "C": (scenario_c, small), "D": (scenario_d, small)}
+                     "C": (scenario_c, small), "D": (scenario_d, small), "E": (scenario_plain, large)}
         for key in args.only.upper():
             if key not in scenarios:
                 parser.error("--only: unknown scenario %r" % key)
             fn, n = scenarios[key]
             bench.disturbance = 0.0
             try:
-                results.append(fn(bench, n))
+                got = fn(bench, n)
+                results.extend(got if isinstance(got, list) else [got])
             except BenchError as exc:
                 bench.log("  ERROR: %s" % exc)
                 results.append({"scenario": "%s (%d samples)" % (key, n), "error": str(exc)})

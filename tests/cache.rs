@@ -546,3 +546,67 @@ def evaluate(messages, **kwargs):
     let third = ws.run(&["--jobs", "1"]);
     assert_eq!((third.evaluated("saved"), cached(&third, "saved")), (0, 3));
 }
+
+/// Runs `rwb run DIR --format jsonl` with stdout and stderr in files named after
+/// `name` (`NAME.out`, `NAME.err`) and returns its exit code and peak resident memory
+/// in MB (wait4's ru_maxrss, which also counts the most this test process ever held:
+/// read the big output only after the last run).
+#[allow(clippy::zombie_processes)] // reaped by wait4 below, which also reads its usage
+fn run_measuring_memory(ws: &Ws, name: &str) -> (i32, f64) {
+    let child = std::process::Command::new(RWB)
+        .args(["run", ws.path().to_str().unwrap(), "--format", "jsonl"])
+        .stdout(std::fs::File::create(ws.file(&format!("{name}.out"))).unwrap())
+        .stderr(std::fs::File::create(ws.file(&format!("{name}.err"))).unwrap())
+        .spawn()
+        .unwrap();
+    let mut status = 0;
+    // SAFETY: a plain system call on our own child, with valid out-pointers.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };
+    assert_eq!(pid, child.id() as i32);
+    (libc::WEXITSTATUS(status), usage.ru_maxrss as f64 / 1024.0)
+}
+
+/// The run whose output `run_measuring_memory` left under `name`.
+fn measured_run(ws: &Ws, name: &str, code: i32) -> Run {
+    Run {
+        code,
+        stdout: std::fs::read_to_string(ws.file(&format!("{name}.out"))).unwrap(),
+        stderr: std::fs::read_to_string(ws.file(&format!("{name}.err"))).unwrap(),
+    }
+}
+
+#[test]
+fn a_cached_run_streams_its_outcomes_instead_of_holding_them_all() {
+    // 4 KB reasons: the 20,000 cached outcomes are over 80 MB of text
+    let big = "def evaluate(messages, **kwargs):\n    return {'score': 0.5, 'reason': 'x' * 4000 + messages[0]['content'], 'metrics': {}}\n";
+    let ws = Ws::new(&[
+        ("metrics/big/main.py", big),
+        ("samples.jsonl", &samples(20_000)),
+    ]);
+    let (cold_code, _) = run_measuring_memory(&ws, "cold");
+    let (warm_code, peak_mb) = run_measuring_memory(&ws, "warm");
+    let cold = measured_run(&ws, "cold", cold_code);
+    assert_eq!(cold.code, 0, "{}", cold.stderr);
+    assert_eq!(cold.evaluated("big"), 20_000);
+    let warm = measured_run(&ws, "warm", warm_code);
+    assert_eq!(warm.code, 0, "{}", warm.stderr);
+    assert_eq!(cached(&warm, "big"), 20_000);
+    let reasons = |r: &Run| -> Vec<String> {
+        r.rows()
+            .iter()
+            .map(|v| v["reason"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let warm_reasons = reasons(&warm);
+    assert_eq!(warm_reasons.len(), 20_000);
+    assert_eq!(warm_reasons, reasons(&cold), "cached rows equal fresh ones");
+    assert_eq!(
+        warm_reasons[19_999],
+        format!("{}question 19999", "x".repeat(4000))
+    );
+    assert!(
+        peak_mb < 60.0,
+        "a warm run over 80 MB of cached outcomes peaked at {peak_mb:.1} MB"
+    );
+}

@@ -7,6 +7,7 @@ mod init;
 mod output;
 mod preview;
 mod probe;
+mod progress;
 mod run;
 mod serve;
 mod tunnel;

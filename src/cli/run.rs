@@ -1,6 +1,7 @@
 //! `rwb run`: evaluate once, print, exit with SPEC §4's codes.
 
 use super::output::{BaselineCmp, Printer};
+use super::progress::Progress;
 use super::{Fail, RunArgs, Session};
 use crate::store::Store;
 use std::path::PathBuf;
@@ -42,6 +43,8 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let mut kept: Vec<(usize, [u8; 16], crate::model::Outcome)> = Vec::new();
     let keep = args.save_baseline.is_some();
 
+    let mut progress =
+        Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = session.runner.run(
         &prepared,
@@ -52,6 +55,8 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     );
     let consume = async {
         while let Some(event) = rx.recv().await {
+            let crate::runner::Event::Result { outcome, .. } = &event;
+            progress.result(outcome.is_error());
             if keep {
                 let crate::runner::Event::Result {
                     evaluator,
@@ -64,7 +69,10 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
             printer.add(event);
         }
     };
-    let (stats, ()) = tokio::join!(work, consume);
+    // The run yields every few hundred lines; the printer then takes everything
+    // queued (no task budget), so a fully cached run never queues all its outcomes.
+    let (stats, ()) = tokio::join!(work, tokio::task::unconstrained(consume));
+    progress.finish();
     let stats = stats.map_err(|e| Fail::Usage(e.to_string()))?;
     let errors = printer.errors;
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);

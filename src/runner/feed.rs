@@ -12,12 +12,52 @@
 use super::{Event, InFlight, Prepared, Priority, RunStats};
 use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
-use crate::store::SampleHash;
+use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{SampleLine, SamplesFile};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
+
+/// Lines handed on between two chances for the run's listener to take its events
+/// (a fully cached run would otherwise queue every outcome before any is printed).
+const YIELD_EVERY: usize = 256;
+
+/// Where a run looks cached outcomes up: one at a time, as their lines are read.
+pub(super) struct Cache {
+    /// (In a mutex only to make the feed shareable across its awaits: one task uses it.)
+    reader: Option<Mutex<CacheReader>>,
+    /// Per evaluator, the code key to look up under (`None`: never from the cache).
+    keys: Vec<Option<CodeKey>>,
+}
+
+impl Cache {
+    /// Looks up the evaluators that can run (not those whose import failed) and have
+    /// something stored under their code key when the run starts; without any, no
+    /// reader is opened.
+    pub fn open(store: Option<&Arc<Store>>, evaluators: &[Prepared]) -> Cache {
+        let keys: Vec<Option<CodeKey>> = evaluators
+            .iter()
+            .map(|p| {
+                let stored = store.is_some_and(|s| s.holds(&p.key));
+                (stored && p.failure.is_none()).then_some(p.key)
+            })
+            .collect();
+        let reader = match store.filter(|_| keys.iter().any(Option::is_some)) {
+            Some(s) => s.reader().map_err(|e| eprintln!("rwb: {e}")).ok(),
+            None => None,
+        };
+        Cache {
+            reader: reader.map(Mutex::new),
+            keys,
+        }
+    }
+
+    fn get(&self, evaluator: usize, hash: &SampleHash) -> Option<Outcome> {
+        let key = self.keys[evaluator].as_ref()?;
+        self.reader.as_ref()?.lock().unwrap().get(key, hash)
+    }
+}
 
 /// A sample waiting for its batch to fill.
 struct Member {
@@ -30,7 +70,7 @@ struct Member {
 pub(super) struct Feed<'a> {
     evaluators: &'a [Prepared],
     files: &'a [SamplesFile],
-    cached: Vec<HashMap<SampleHash, Outcome>>,
+    cache: Cache,
     queues: Vec<Option<flume::Sender<PoolWork>>>,
     inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
     events: &'a mpsc::UnboundedSender<Event>,
@@ -48,7 +88,7 @@ impl<'a> Feed<'a> {
     pub fn new(
         evaluators: &'a [Prepared],
         files: &'a [SamplesFile],
-        cached: Vec<HashMap<SampleHash, Outcome>>,
+        cache: Cache,
         queues: Vec<Option<flume::Sender<PoolWork>>>,
         inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
         events: &'a mpsc::UnboundedSender<Event>,
@@ -57,7 +97,7 @@ impl<'a> Feed<'a> {
         Feed {
             evaluators,
             files,
-            cached,
+            cache,
             queues,
             inflight,
             events,
@@ -125,6 +165,9 @@ impl<'a> Feed<'a> {
     pub async fn line(&mut self, line: SampleLine) {
         if !self.feeding_first {
             self.stats.samples += 1;
+            if self.stats.samples.is_multiple_of(YIELD_EVERY) {
+                tokio::task::yield_now().await;
+            }
         }
         if let Some(why) = &line.bad {
             let label = &self.files[line.at.file].label;
@@ -170,9 +213,9 @@ impl<'a> Feed<'a> {
                 if self.filling[index].len() >= size {
                     self.flush(index).await;
                 }
-            } else if let Some(hit) = self.cached[index].get(&line.hash) {
+            } else if let Some(hit) = self.cache.get(index, &line.hash) {
                 self.stats.cached[index] += 1;
-                self.send(index, &line.at, line.hash, hit.clone(), true);
+                self.send(index, &line.at, line.hash, hit, true);
             } else {
                 to_run.push(index);
             }
@@ -196,10 +239,7 @@ impl<'a> Feed<'a> {
         }
         let hashes: Vec<SampleHash> = members.iter().map(|m| m.hash).collect();
         let keys = batch_keys(&hashes);
-        let hits: Option<Vec<Outcome>> = keys
-            .iter()
-            .map(|k| self.cached[index].get(k).cloned())
-            .collect();
+        let hits: Option<Vec<Outcome>> = keys.iter().map(|k| self.cache.get(index, k)).collect();
         if let Some(hits) = hits {
             for (m, hit) in members.iter().zip(hits) {
                 self.stats.cached[index] += 1;

@@ -236,17 +236,7 @@ impl Runner {
         priority: Option<&Priority>,
     ) -> std::io::Result<RunStats> {
         let store = self.store.as_ref();
-        let mut cached_maps: Vec<HashMap<SampleHash, Outcome>> = Vec::new();
-        for p in evaluators {
-            let map = match (store.filter(|_| read_cache), &p.failure) {
-                (Some(s), None) => s.results_for(&p.key).unwrap_or_else(|e| {
-                    eprintln!("rwb: {e}");
-                    HashMap::new()
-                }),
-                _ => HashMap::new(),
-            };
-            cached_maps.push(map);
-        }
+        let cache = feed::Cache::open(store.filter(|_| read_cache), evaluators);
         let started = SystemTime::now();
         let writer: Option<Arc<StoreWriter>> = store.and_then(|s| s.writer().ok()).map(Arc::new);
         let inflight: Arc<Mutex<HashMap<u64, InFlight>>> = Arc::default();
@@ -282,7 +272,7 @@ impl Runner {
             drains.spawn(async move { pool.drain_with(spec, key, rx, sink, on_done).await });
         }
 
-        let mut feed = feed::Feed::new(evaluators, files, cached_maps, queues, inflight, &events);
+        let mut feed = feed::Feed::new(evaluators, files, cache, queues, inflight, &events);
         if let Some(priority) = priority {
             feed.feed_first(priority).await;
         }

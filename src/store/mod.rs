@@ -19,8 +19,23 @@ pub type SampleHash = [u8; 16];
 pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
 const SCHEMA_VERSION: i64 = 3;
-const WRITE_BATCH: usize = 2000;
-const WRITE_EVERY: Duration = Duration::from_millis(100);
+/// Rows per commit at most. The results table is keyed by hashes, so rows land on
+/// random pages: a commit writes every page it touched to the WAL, and fewer, larger
+/// commits touch each page fewer times (measured: 2,000 rows every 100 ms made the
+/// writer's I/O cost more than the evaluations).
+const WRITE_BATCH: usize = 50_000;
+/// How long queued rows wait for more before they are committed (a kill loses at most
+/// this much work; it never corrupts the file).
+const WRITE_EVERY: Duration = Duration::from_millis(500);
+/// Page cache of the writer's connection, in KiB (SQLite's default is 2 MB: too small
+/// to keep the pages a commit touches between two commits).
+const WRITER_CACHE_KIB: i64 = 8 * 1024;
+/// Page cache of a run's cache reader, in KiB.
+const READER_CACHE_KIB: i64 = 2 * 1024;
+/// Bytes of the cache file a reader maps into memory: a lookup there reads the page in
+/// place (no system call, no copy). Bounded, so that a huge cache does not grow the
+/// run's memory with it; lookups past it read pages as usual.
+const READER_MMAP_BYTES: i64 = 16 << 20;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cache {path}: {message}")]
@@ -143,6 +158,33 @@ impl Store {
             .optional()
             .map_err(|e| self.fail(e))?;
         Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+    }
+
+    /// A reader of cached outcomes with its own connection, for a run to look its
+    /// samples up one at a time instead of holding every cached outcome in memory.
+    pub fn reader(&self) -> Result<CacheReader, StoreError> {
+        let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
+        conn.pragma_update(None, "cache_size", -READER_CACHE_KIB)
+            .map_err(|e| self.fail(e))?;
+        conn.pragma_update(None, "mmap_size", READER_MMAP_BYTES)
+            .map_err(|e| self.fail(e))?;
+        Ok(CacheReader {
+            conn,
+            left: std::cell::Cell::new(0),
+        })
+    }
+
+    /// Whether anything is stored under code `key` (a run neither opens a reader nor
+    /// looks lines up for evaluators with nothing cached). A read error counts as
+    /// nothing.
+    pub fn holds(&self, key: &CodeKey) -> bool {
+        let conn = self.conn.lock().unwrap();
+        conn.query_row(
+            "SELECT 1 FROM results WHERE code_key = ?1 LIMIT 1",
+            params![&key[..]],
+            |_| Ok(()),
+        )
+        .is_ok()
     }
 
     pub fn import_memo(&self, spec_key: &CodeKey) -> Option<ImportMemo> {
@@ -328,6 +370,8 @@ impl Store {
     /// A background writer with its own connection, batching inserts into transactions.
     pub fn writer(&self) -> Result<StoreWriter, StoreError> {
         let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
+        conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
+            .map_err(|e| self.fail(e))?;
         let (tx, rx) = flume::unbounded::<Write>();
         let handle = std::thread::Builder::new()
             .name("rwb-store".into())
@@ -413,7 +457,7 @@ enum Write {
 }
 
 fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
-    let mut pending = Vec::with_capacity(WRITE_BATCH);
+    let mut pending = Vec::with_capacity(1024);
     loop {
         let first = match rx.recv() {
             Ok(row) => row,
@@ -427,31 +471,43 @@ fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
                 Err(_) => break,
             }
         }
-        let result = (|| -> rusqlite::Result<()> {
-            let tx = conn.transaction()?;
-            {
-                let mut put = tx.prepare_cached(
-                    "INSERT OR REPLACE INTO results (code_key, sample_hash, outcome) VALUES (?1, ?2, ?3)",
-                )?;
-                let mut rekey = tx.prepare_cached(
-                    "UPDATE OR REPLACE results SET code_key = ?2 WHERE code_key = ?1",
-                )?;
-                for write in &pending {
-                    match write {
-                        Write::Put(key, hash, text) => {
-                            put.execute(params![&key[..], &hash[..], text])?
-                        }
-                        Write::Rekey(from, to) => rekey.execute(params![&from[..], &to[..]])?,
-                    };
-                }
-            }
-            tx.commit()
-        })();
-        if let Err(e) = result {
+        sort_puts(&mut pending);
+        if let Err(e) = commit(&mut conn, &pending) {
             eprintln!("rwb: could not write to the cache: {e}");
         }
         pending.clear();
     }
+}
+
+/// Sorts each run of puts between two rekeys by key, so that one commit visits the
+/// table's pages in order (a rekey still sees exactly the puts queued before it).
+fn sort_puts(pending: &mut [Write]) {
+    for run in pending.split_mut(|w| matches!(w, Write::Rekey(..))) {
+        run.sort_by(|a, b| match (a, b) {
+            (Write::Put(ka, ha, _), Write::Put(kb, hb, _)) => (ka, ha).cmp(&(kb, hb)),
+            _ => std::cmp::Ordering::Equal,
+        });
+    }
+}
+
+/// Writes `pending` in one transaction. Of two puts of the same row the later one
+/// stays (the sort above is stable).
+fn commit(conn: &mut Connection, pending: &[Write]) -> rusqlite::Result<()> {
+    let tx = conn.transaction()?;
+    {
+        let mut put = tx.prepare_cached(
+            "INSERT OR REPLACE INTO results (code_key, sample_hash, outcome) VALUES (?1, ?2, ?3)",
+        )?;
+        let mut rekey =
+            tx.prepare_cached("UPDATE OR REPLACE results SET code_key = ?2 WHERE code_key = ?1")?;
+        for write in pending {
+            match write {
+                Write::Put(key, hash, text) => put.execute(params![&key[..], &hash[..], text])?,
+                Write::Rekey(from, to) => rekey.execute(params![&from[..], &to[..]])?,
+            };
+        }
+    }
+    tx.commit()
 }
 
 /// One recorded version of an evaluator's code.
@@ -464,6 +520,53 @@ pub struct Version {
     pub mean: Option<f64>,
     /// (file, text) of every project file it imported.
     pub sources: Vec<(String, String)>,
+}
+
+/// Looks cached outcomes up one at a time, on its own connection: a run keeps no
+/// cached outcome in memory longer than it takes to hand it on.
+pub struct CacheReader {
+    conn: Connection,
+    /// Lookups left in the current read transaction (0: none is open).
+    left: std::cell::Cell<usize>,
+}
+
+/// Lookups per read transaction: one transaction per lookup costs a file lock each;
+/// one for a whole run would hold every commit of the run's writer in the WAL.
+const READS_PER_SNAPSHOT: usize = 4096;
+
+impl CacheReader {
+    /// The outcome stored for `sample` under code `key`, or `None` (also for a row
+    /// that does not read as an outcome: one from another version of rwb, which is
+    /// then evaluated again). A read error counts as a miss.
+    pub fn get(&self, key: &CodeKey, sample: &SampleHash) -> Option<Outcome> {
+        self.renew_snapshot();
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT outcome FROM results WHERE code_key = ?1 AND sample_hash = ?2")
+            .ok()?;
+        let text: String = stmt
+            .query_row(params![&key[..], &sample[..]], |row| row.get(0))
+            .optional()
+            .ok()??;
+        serde_json::from_str(&text).ok()
+    }
+
+    /// Ends the read transaction after [`READS_PER_SNAPSHOT`] lookups and opens the
+    /// next, so the writer's commits become visible and can be checkpointed.
+    fn renew_snapshot(&self) {
+        match self.left.get() {
+            0 => {
+                if self.conn.execute_batch("BEGIN").is_ok() {
+                    self.left.set(READS_PER_SNAPSHOT);
+                }
+            }
+            1 => {
+                let _ = self.conn.execute_batch("COMMIT");
+                self.left.set(0);
+            }
+            n => self.left.set(n - 1),
+        }
+    }
 }
 
 /// Queues outcomes for the store; `finish` waits until they are on disk.
@@ -574,6 +677,55 @@ mod tests {
             "the moved result replaces the older one"
         );
         assert_eq!(store.results_for(&other).unwrap()[&[1u8; 16]], scored(0.5));
+    }
+
+    #[test]
+    fn one_commit_keeps_the_later_of_two_puts_and_the_order_around_a_rekey() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let (old, new) = ([1u8; 32], [2u8; 32]);
+        let scored = |score: f64| Outcome::scored(score, Default::default());
+        let writer = store.writer().unwrap();
+        // many rows in one commit, queued in descending key order (sorted on write)
+        for i in (0..200u8).rev() {
+            writer.put(&old, &[i; 16], &scored(f64::from(i)));
+        }
+        writer.put(&old, &[7u8; 16], &scored(0.25)); // the same row again: this one stays
+        writer.rekey(&old, &new);
+        writer.put(&old, &[3u8; 16], &scored(0.75)); // after the rekey: stays under `old`
+        writer.finish();
+        let reader = store.reader().unwrap();
+        assert_eq!(reader.get(&new, &[7u8; 16]), Some(scored(0.25)));
+        assert_eq!(reader.get(&new, &[199u8; 16]), Some(scored(199.0)));
+        assert_eq!(reader.get(&new, &[3u8; 16]), Some(scored(3.0)));
+        assert_eq!(reader.get(&old, &[3u8; 16]), Some(scored(0.75)));
+        assert_eq!(reader.get(&old, &[4u8; 16]), None);
+        assert_eq!(store.results_for(&new).unwrap().len(), 200);
+        assert_eq!(store.results_for(&old).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn a_reader_skips_rows_it_cannot_read_and_sees_later_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let key = [5u8; 32];
+        let scored = Outcome::scored(0.5, Default::default());
+        let writer = store.writer().unwrap();
+        writer.put(&key, &[1u8; 16], &scored);
+        writer.put_text(&key, &[2u8; 16], "{\"from\": \"another rwb\"}".into());
+        writer.finish();
+        let reader = store.reader().unwrap();
+        assert_eq!(reader.get(&key, &[1u8; 16]), Some(scored.clone()));
+        assert_eq!(reader.get(&key, &[2u8; 16]), None, "evaluated again");
+        assert_eq!(reader.get(&key, &[3u8; 16]), None);
+        assert!(store.holds(&key) && !store.holds(&[6u8; 32]));
+        let writer = store.writer().unwrap();
+        writer.put(&key, &[3u8; 16], &scored);
+        writer.finish();
+        // a read transaction lasts READS_PER_SNAPSHOT lookups, then the next one
+        // sees what was committed meanwhile
+        let seen = (0..READS_PER_SNAPSHOT + 1).find(|_| reader.get(&key, &[3u8; 16]).is_some());
+        assert_eq!(seen, Some(READS_PER_SNAPSHOT - 3));
     }
 
     #[test]
