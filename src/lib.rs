@@ -11,6 +11,7 @@ pub mod engine;
 pub mod insight;
 pub mod model;
 pub mod runner;
+pub mod session;
 pub mod ship;
 pub mod store;
 pub mod ui;

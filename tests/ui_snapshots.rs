@@ -278,7 +278,7 @@ fn a_pinned_baseline_shows_what_moved_and_the_old_reason_beside_the_new() {
 
 #[test]
 fn history_lists_versions_and_diffs_the_selected_one_with_the_one_before() {
-    use reward_workbench::store::Version;
+    use reward_workbench::model::Version;
     let mut app = app();
     let version = |t: f64, mean: f64, line: &str| Version {
         first_seen: t,

@@ -12,15 +12,12 @@ mod run;
 mod serve;
 mod tunnel;
 
-use crate::engine::{Engine, EngineError, Pool};
-use crate::runner::{Prepared, Runner};
-use crate::store::Store;
-use crate::workspace::{Overrides, Workspace, WorkspaceError};
+pub use crate::session::{Fail, OpenOptions, Session};
+use crate::workspace::{Overrides, Workspace};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -234,6 +231,15 @@ impl Shared {
             timeout: self.timeout,
         }
     }
+
+    /// What these flags ask of the session a command opens.
+    pub(crate) fn open_options(&self) -> OpenOptions {
+        OpenOptions {
+            overrides: self.overrides(),
+            jobs: self.jobs,
+            no_cache: self.no_cache,
+        }
+    }
 }
 
 /// `--timeout SECS`: a number of seconds, 0 or more; `inf` and huge values mean no
@@ -253,24 +259,6 @@ pub(crate) fn print_warnings(workspace: &Workspace) {
     }
 }
 
-/// A failure that ends a command before or instead of its results.
-pub enum Fail {
-    /// Usage or workspace error: exit 2 with one line.
-    Usage(String),
-}
-
-impl From<WorkspaceError> for Fail {
-    fn from(e: WorkspaceError) -> Fail {
-        Fail::Usage(e.0)
-    }
-}
-
-impl From<EngineError> for Fail {
-    fn from(e: EngineError) -> Fail {
-        Fail::Usage(e.to_string())
-    }
-}
-
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
@@ -285,7 +273,7 @@ pub fn main() -> ExitCode {
         None => {
             let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
-                block_on(crate::workbench::open(dir, cli.shared))
+                block_on(crate::workbench::open(dir, cli.shared.open_options()))
             } else {
                 // not a terminal (a pipe, CI): print what `rwb run` prints
                 let args = RunArgs {
@@ -336,57 +324,4 @@ fn run_on<F: std::future::Future<Output = Result<ExitCode, Fail>>>(
         .build()
         .map_err(|e| Fail::Usage(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(f)
-}
-
-/// Everything a command needs to evaluate a workspace.
-pub struct Session {
-    pub workspace: Workspace,
-    pub runner: Arc<Runner>,
-    pub use_cache: bool,
-}
-
-impl Session {
-    /// Loads the workspace and opens the cache (a broken cache is reported and skipped,
-    /// never fatal: results are still computed).
-    pub fn open(dir: PathBuf, shared: &Shared) -> Result<Session, Fail> {
-        let workspace = Workspace::load(&dir, &shared.overrides())?;
-        let jobs = shared.jobs.or(workspace.config.jobs).unwrap_or_else(|| {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(2)
-        });
-        let engine = Engine::new(workspace.python.clone(), workspace.root.clone())
-            .map_err(|e| Fail::Usage(format!("cannot prepare the worker runtime folder: {e}")))?;
-        let store = if shared.no_cache {
-            None
-        } else {
-            match Store::open(&workspace.root) {
-                Ok(s) => Some(Arc::new(s)),
-                Err(e) => {
-                    eprintln!("rwb: {e}; continuing without the cache");
-                    None
-                }
-            }
-        };
-        let runner = Arc::new(Runner::new(Arc::new(Pool::new(engine, jobs)), store));
-        Ok(Session {
-            workspace,
-            runner,
-            use_cache: !shared.no_cache,
-        })
-    }
-
-    /// Prepares every evaluator concurrently. A missing interpreter is fatal (exit 2).
-    pub async fn prepare_all(&self) -> Result<Vec<Prepared>, Fail> {
-        let futures = self
-            .workspace
-            .evaluators
-            .iter()
-            .map(|spec| self.runner.prepare(spec));
-        let mut out = Vec::new();
-        for p in futures::future::join_all(futures).await {
-            out.push(p?);
-        }
-        Ok(out)
-    }
 }

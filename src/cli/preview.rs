@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 
 pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
     let started = Instant::now();
-    let session = Session::open(PathBuf::from("."), &args.shared)?;
+    let session = Session::open(PathBuf::from("."), &args.shared.open_options())?;
     super::print_warnings(&session.workspace);
     let prepared = session.prepare_all().await?;
     let names: Vec<String> = prepared.iter().map(|p| p.spec.name.clone()).collect();

@@ -9,7 +9,7 @@ use std::process::ExitCode;
 
 pub(super) async fn probe(args: ProbeArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let session = Session::open(dir, &args.shared)?;
+    let session = Session::open(dir, &args.shared.open_options())?;
     super::print_warnings(&session.workspace);
     let threshold = session.workspace.config.threshold();
     let prepared = session.prepare_all().await?;

@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let started = Instant::now();
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let session = Session::open(dir, &args.shared)?;
+    let session = Session::open(dir, &args.shared.open_options())?;
     super::print_warnings(&session.workspace);
     let prepared = session.prepare_all().await?;
     let names: Vec<String> = prepared.iter().map(|p| p.spec.name.clone()).collect();

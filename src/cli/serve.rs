@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let session = Session::open(dir, &args.shared)?;
+    let session = Session::open(dir, &args.shared.open_options())?;
     let host = args.host.clone().unwrap_or_else(|| "127.0.0.1".into());
     let port = args
         .port

@@ -12,7 +12,7 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 pub(super) async fn tunnel(args: TunnelArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let session = Session::open(dir, &args.shared)?;
+    let session = Session::open(dir, &args.shared.open_options())?;
     let settings = Settings::from_config(
         args.provider.as_deref(),
         session.workspace.config.tunnel.as_ref(),

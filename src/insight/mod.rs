@@ -13,8 +13,7 @@ use std::fmt;
 
 /// Scores closer than this are the same score.
 pub const EPSILON: f64 = 1e-9;
-/// Default pass threshold for flips.
-pub const DEFAULT_THRESHOLD: f64 = 0.5;
+pub use crate::model::DEFAULT_THRESHOLD;
 
 /// How one (sample, evaluator) moved from the baseline.
 #[derive(Clone, Debug, PartialEq)]

@@ -461,3 +461,20 @@ mod tests {
         assert_eq!(SolutionStr::parse("prompt"), None);
     }
 }
+
+/// One recorded version of an evaluator's code (the store keeps them; the history
+/// view lists them).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Version {
+    /// Unix seconds.
+    pub first_seen: f64,
+    pub last_seen: f64,
+    pub count: usize,
+    pub mean: Option<f64>,
+    /// (file, text) of every project file it imported.
+    pub sources: Vec<(String, String)>,
+}
+
+/// The score at or above which a sample passes, unless `[insight] threshold` says
+/// otherwise: crossing it is a flip.
+pub const DEFAULT_THRESHOLD: f64 = 0.5;

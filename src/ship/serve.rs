@@ -7,11 +7,11 @@
 
 use super::guard::{Access, HostPolicy, Verdict};
 use super::listen::{self, Timing};
-use crate::cli::Session;
 use crate::engine::{Pool, PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome};
 use crate::runner::Prepared;
 use crate::runner::Runner;
+use crate::session::Session;
 use crate::workspace::Workspace;
 use axum::body::Body;
 use axum::extract::{DefaultBodyLimit, Path, Request, State};

@@ -4,7 +4,7 @@
 //! SQLite in WAL mode with every write in a transaction, so killing rwb at any moment
 //! leaves the file whole. Must not spawn processes or know about Python.
 
-use crate::model::{Outcome, Style};
+use crate::model::{Outcome, Style, Version};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -508,18 +508,6 @@ fn commit(conn: &mut Connection, pending: &[Write]) -> rusqlite::Result<()> {
         }
     }
     tx.commit()
-}
-
-/// One recorded version of an evaluator's code.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Version {
-    /// Unix seconds.
-    pub first_seen: f64,
-    pub last_seen: f64,
-    pub count: usize,
-    pub mean: Option<f64>,
-    /// (file, text) of every project file it imported.
-    pub sources: Vec<(String, String)>,
 }
 
 /// Looks cached outcomes up one at a time, on its own connection: a run keeps no

@@ -145,7 +145,7 @@ pub enum Overlay {
 #[derive(Clone, Debug)]
 pub struct History {
     pub evaluator: String,
-    pub versions: Vec<crate::store::Version>,
+    pub versions: Vec<crate::model::Version>,
     pub cursor: usize,
     /// A version marked with Space: the diff is then between it and the selected one.
     pub marked: Option<usize>,

@@ -13,10 +13,10 @@ mod terminal;
 #[cfg(test)]
 mod tests;
 
-use crate::cli::{Fail, Session, Shared};
 use crate::model::Outcome;
 use crate::model::ResultRow;
 use crate::runner::Prepared;
+use crate::session::{Fail, OpenOptions, Session};
 use crate::store::{CodeKey, SampleHash, Store};
 use crate::ui::app::{
     App, Detail, Effect, EvaluatorInfo, Lines, MemoryLines, Msg, RunState, Sample, ShipMsg,
@@ -71,8 +71,8 @@ struct PendingRun {
 }
 
 /// Opens the workbench on `dir`.
-pub async fn open(dir: PathBuf, shared: Shared) -> Result<ExitCode, Fail> {
-    let session = Session::open(dir, &shared)?;
+pub async fn open(dir: PathBuf, options: OpenOptions) -> Result<ExitCode, Fail> {
+    let session = Session::open(dir, &options)?;
     let user = UserConfig::load();
     let theme_name = session
         .workspace
@@ -88,7 +88,7 @@ pub async fn open(dir: PathBuf, shared: Shared) -> Result<ExitCode, Fail> {
         }),
         None => Keymap::default(),
     };
-    let mut live = Live::new(session, shared, keymap);
+    let mut live = Live::new(session, options, keymap);
     if let Some(e) = theme_error.or(user.error.clone()) {
         live.app.update(Msg::Notice(e));
     }
@@ -141,7 +141,7 @@ impl UserConfig {
 
 struct Live {
     session: Session,
-    shared: Shared,
+    options: OpenOptions,
     app: App,
     runs: Runs,
     prepared: Vec<Option<Prepared>>,
@@ -165,7 +165,7 @@ struct Live {
 }
 
 impl Live {
-    fn new(session: Session, shared: Shared, keymap: Keymap) -> Live {
+    fn new(session: Session, options: OpenOptions, keymap: Keymap) -> Live {
         let labels = session
             .workspace
             .samples
@@ -186,7 +186,7 @@ impl Live {
         let n = session.workspace.evaluators.len();
         Live {
             session,
-            shared,
+            options,
             app,
             runs,
             prepared: vec![None; n],
@@ -641,8 +641,8 @@ impl Live {
         let before = ws.samples.clone();
         // a folder created in a watched root (see Watcher::start) is watched from now
         let mut rewatch = paths.iter().any(|p| p.is_dir());
-        if config_changed || (other_jsonl && self.shared_discovers_samples()) {
-            match Workspace::load(&ws.root, &self.shared_overrides()) {
+        if config_changed || (other_jsonl && self.discovers_samples()) {
+            match Workspace::load(&ws.root, &self.options.overrides) {
                 Ok(new) => {
                     self.app.update(Msg::ConfigError(None));
                     rewatch = self.adopt(new);
@@ -693,12 +693,8 @@ impl Live {
         rewatch
     }
 
-    fn shared_discovers_samples(&self) -> bool {
-        self.shared_overrides().samples.is_empty()
-    }
-
-    fn shared_overrides(&self) -> crate::workspace::Overrides {
-        self.shared.overrides()
+    fn discovers_samples(&self) -> bool {
+        self.options.overrides.samples.is_empty()
     }
 
     /// Shows the workspace's warnings (a skipped `.jsonl`) that are not in `before`.
@@ -727,7 +723,7 @@ impl Live {
             .ne(old.evaluators.iter().map(|e| e.source.folder()))
             || new.samples != old.samples;
         if new.python != old.python {
-            match Session::open(new.root.clone(), &self.shared) {
+            match Session::open(new.root.clone(), &self.options) {
                 Ok(s) => self.session = s,
                 Err(Fail::Usage(e)) => {
                     self.app.update(Msg::ConfigError(Some(e)));

@@ -36,9 +36,9 @@ fn workspace(numbers: impl Iterator<Item = usize>, bump: u32) -> tempfile::TempD
 
 /// Opens the workbench's loop on `dir` and starts indexing, as `Live::run` does.
 fn open(dir: &Path) -> Live {
-    let shared = Shared::default();
-    let session = Session::open(dir.to_path_buf(), &shared).unwrap_or_else(|_| panic!("opens"));
-    let mut live = Live::new(session, shared, Keymap::default());
+    let options = OpenOptions::default();
+    let session = Session::open(dir.to_path_buf(), &options).unwrap_or_else(|_| panic!("opens"));
+    let mut live = Live::new(session, options, Keymap::default());
     live.show_workspace();
     live.reload_samples(Vec::new());
     live

@@ -81,7 +81,7 @@ impl Config {
         self.insight
             .as_ref()
             .and_then(|i| i.threshold)
-            .unwrap_or(crate::insight::DEFAULT_THRESHOLD)
+            .unwrap_or(crate::model::DEFAULT_THRESHOLD)
     }
 
     /// What makes samples one rollout group: `[insight] group_by`, a sample field, or
