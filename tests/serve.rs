@@ -399,35 +399,6 @@ async fn the_openrlhf_batch_route_scores_every_query() {
 
 // ---- hardening (SPEC §5) ----
 
-/// `host:port` of a server root URL.
-fn authority(url: &str) -> &str {
-    url.strip_prefix("http://").unwrap().trim_end_matches('/')
-}
-
-/// Sends `request` as it is over a new connection and reads until the server closes
-/// it: (status, body). For what reqwest would not send as given (a foreign `Host`).
-fn raw(url: &str, request: &str) -> (u16, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(authority(url)).unwrap();
-    stream
-        .set_read_timeout(Some(Duration::from_secs(20)))
-        .unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = Vec::new();
-    let _ = stream.read_to_end(&mut answer);
-    let answer = String::from_utf8_lossy(&answer).into_owned();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
-}
-
 /// A whole `POST /evaluate/echo` with this `Host` header and a JSON body.
 fn post_with_host(host: &str) -> String {
     let body = body("from a page").to_string();
@@ -495,16 +466,16 @@ async fn bodies_that_are_not_json_are_415() {
 async fn a_foreign_host_is_421_while_bound_to_loopback_unless_allowed() {
     let ws = workspace("");
     let s = Served::start(&ws, &[]);
-    let (status, body) = raw(&s.url, &post_with_host("evil.example"));
+    let (status, body) = exchange(&s.url, &post_with_host("evil.example"));
     assert_eq!(status, 421, "{body}");
     assert_eq!(
         detail_of(&body),
         "this server does not answer for host 'evil.example': add it to allowed_hosts under [serve] in rwb.toml to allow it"
     );
     // a name that resolves to 127.0.0.1 is still not a loopback name
-    let (status, _) = raw(&s.url, &post_with_host("127.0.0.1.nip.io:8001"));
+    let (status, _) = exchange(&s.url, &post_with_host("127.0.0.1.nip.io:8001"));
     assert_eq!(status, 421);
-    let (status, _) = raw(
+    let (status, _) = exchange(
         &s.url,
         "GET /health HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
     );
@@ -514,7 +485,7 @@ async fn a_foreign_host_is_421_while_bound_to_loopback_unless_allowed() {
         "localhost:8001".into(),
         "[::1]".into(),
     ] {
-        let (status, body) = raw(&s.url, &post_with_host(&host));
+        let (status, body) = exchange(&s.url, &post_with_host(&host));
         assert_eq!(status, 200, "{host}: {body}");
         let v: Value = serde_json::from_str(&body).unwrap();
         assert_eq!(v["score"], 0.11);
@@ -524,10 +495,10 @@ async fn a_foreign_host_is_421_while_bound_to_loopback_unless_allowed() {
     let ws = workspace("[serve]\nallowed_hosts = [\"evil.example\", \"*.corp.test\"]\n");
     let s = Served::start(&ws, &[]);
     for host in ["evil.example", "EVIL.example:443", "judge.corp.test"] {
-        let (status, body) = raw(&s.url, &post_with_host(host));
+        let (status, body) = exchange(&s.url, &post_with_host(host));
         assert_eq!(status, 200, "{host}: {body}");
     }
-    let (status, _) = raw(&s.url, &post_with_host("other.example"));
+    let (status, _) = exchange(&s.url, &post_with_host("other.example"));
     assert_eq!(status, 421);
 }
 
@@ -535,13 +506,13 @@ async fn a_foreign_host_is_421_while_bound_to_loopback_unless_allowed() {
 async fn a_server_bound_elsewhere_checks_only_allowed_hosts() {
     let ws = workspace("");
     let s = Served::start_on(&ws, "0.0.0.0", &[]);
-    let (status, body) = raw(&s.url, &post_with_host("pod-7.cluster.example"));
+    let (status, body) = exchange(&s.url, &post_with_host("pod-7.cluster.example"));
     assert_eq!(status, 200, "no allowed_hosts: any name: {body}");
     drop(s);
     let ws = workspace("[serve]\nallowed_hosts = [\"judge.example\"]\n");
     let s = Served::start_on(&ws, "0.0.0.0", &[]);
-    assert_eq!(raw(&s.url, &post_with_host("judge.example")).0, 200);
-    assert_eq!(raw(&s.url, &post_with_host("localhost")).0, 421);
+    assert_eq!(exchange(&s.url, &post_with_host("judge.example")).0, 200);
+    assert_eq!(exchange(&s.url, &post_with_host("localhost")).0, 421);
 }
 
 #[test]
@@ -574,7 +545,7 @@ fn a_client_that_stalls_in_its_body_is_cut_off_after_the_body_timeout() {
         "{answer}"
     );
     // and the server goes on serving
-    assert_eq!(raw(&s.url, &post_with_host("localhost")).0, 200);
+    assert_eq!(exchange(&s.url, &post_with_host("localhost")).0, 200);
 }
 
 #[test]
@@ -601,7 +572,7 @@ fn a_client_that_stalls_in_its_headers_is_cut_off_after_the_header_timeout() {
         );
         assert!(answer.is_empty(), "{}", String::from_utf8_lossy(&answer));
     }
-    assert_eq!(raw(&s.url, &post_with_host("localhost")).0, 200);
+    assert_eq!(exchange(&s.url, &post_with_host("localhost")).0, 200);
 }
 
 #[tokio::test]

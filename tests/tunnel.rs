@@ -6,8 +6,7 @@
 mod common;
 use common::*;
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
+use std::io::{BufRead, BufReader, Read};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -322,28 +321,6 @@ fn post_evaluate(root: &str, host: &str, headers: &str) -> (u16, String) {
             body.len()
         ),
     )
-}
-
-/// Sends `request` to the server at `root` and reads the answer: (status, body).
-fn exchange(root: &str, request: &str) -> (u16, String) {
-    let host = root.strip_prefix("http://").unwrap().trim_end_matches('/');
-    let mut stream = TcpStream::connect(host).expect("the local server accepts");
-    stream
-        .set_read_timeout(Some(Duration::from_secs(10)))
-        .unwrap();
-    stream.write_all(request.as_bytes()).unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).unwrap();
-    let status = answer
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = answer
-        .split_once("\r\n\r\n")
-        .map(|(_, b)| b.to_string())
-        .unwrap_or_default();
-    (status, body)
 }
 
 fn assert_serving_locally(root: &str) {

@@ -232,3 +232,36 @@ impl Drop for Tmux {
             .status();
     }
 }
+
+/// `host:port` of a server root URL (`http://127.0.0.1:8001/`).
+pub fn authority(url: &str) -> &str {
+    url.strip_prefix("http://")
+        .unwrap_or(url)
+        .trim_end_matches('/')
+}
+
+/// Sends `request` as it is over a new connection to the server at `url` and reads
+/// until the server closes it: (status, body). For requests a client library would
+/// not send as given (a foreign `Host`, a half body).
+pub fn exchange(url: &str, request: &str) -> (u16, String) {
+    use std::io::{Read, Write};
+    let mut stream =
+        std::net::TcpStream::connect(authority(url)).expect("the local server accepts");
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer).into_owned();
+    let status = answer
+        .split_whitespace()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .split_once("\r\n\r\n")
+        .map(|(_, b)| b.to_string())
+        .unwrap_or_default();
+    (status, body)
+}
