@@ -220,8 +220,7 @@ fn explain(e: &ToolError, request: &K8sRequest) -> String {
     let ns = &request.namespace;
     if matches!(e, ToolError::Missing { .. }) {
         e.to_string()
-    } else if err.contains("Unable to connect to the server") || err.contains("connection refused")
-    {
+    } else if err.contains("Unable to connect to the server") || err.contains("was refused") {
         format!("kubectl cannot reach a cluster: check `kubectl config current-context` and that the cluster is up. kubectl said: {said}")
     } else if err.contains(&format!("namespaces \"{ns}\" not found")) {
         format!("namespace '{ns}' does not exist: create it (`kubectl create namespace {ns}`) or give --namespace. kubectl said: {said}")
