@@ -10,27 +10,6 @@ use super::k8s::{self, K8sRequest};
 use crate::model::EvaluatorSpec;
 use std::path::{Path, PathBuf};
 
-/// Where `rwb deploy` sends the evaluators.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Target {
-    #[default]
-    Fireworks,
-    CloudRun,
-    K8s,
-}
-
-impl Target {
-    pub const ALL: [Target; 3] = [Target::Fireworks, Target::CloudRun, Target::K8s];
-
-    pub fn label(self) -> &'static str {
-        match self {
-            Target::Fireworks => "Fireworks",
-            Target::CloudRun => "Cloud Run",
-            Target::K8s => "Kubernetes",
-        }
-    }
-}
-
 /// A failure before anything was deployed because the input is wrong (exit 2), or
 /// while deploying (exit 1). Both say what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
