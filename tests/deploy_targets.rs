@@ -629,3 +629,39 @@ fn the_containers_start_command_serves_the_workspace_locally_with_the_key() {
     assert_eq!(results[4].0, 401);
     assert_eq!(results[5].0, 403);
 }
+
+#[test]
+fn the_workbench_deploys_to_cloud_run_from_the_keyboard() {
+    let ws = workspace();
+    let tools = Tools::new(&["gcloud"]);
+    let command = format!(
+        "PATH={}:{} STANDIN_DIR={} {RWB}",
+        tools.bin.path().display(),
+        std::env::var("PATH").unwrap(),
+        tools.state.path().display()
+    );
+    let tmux = common::Tmux::start(&ws, 150, 40, &command);
+    tmux.wait_for("the scores", |s| s.contains("0.090"));
+    tmux.key("d");
+    tmux.key("Right");
+    tmux.wait_for("the Cloud Run dialog", |s| {
+        s.contains("Deploy to Cloud Run") && s.contains("GCP project")
+    });
+    for _ in 0..40 {
+        tmux.key("BSpace");
+    }
+    for c in ["s", "v", "c", "Tab", "p", "1", "Enter"] {
+        tmux.key(c);
+    }
+    let screen = tmux.wait_for("the service URL in the ship panel", |s| {
+        s.contains("deployed to Cloud Run: https://svc-abc123-uc.a.run.app")
+    });
+    assert!(screen.contains("deploy: endpoint key"), "{screen}");
+    tmux.key("q");
+    let calls = tools.calls();
+    assert_eq!(calls.len(), 9, "{calls:?}");
+    assert_eq!(
+        calls[8],
+        "gcloud run services describe svc --region us-central1 --project p1 --format value(status.url)"
+    );
+}
