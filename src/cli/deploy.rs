@@ -10,6 +10,9 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub(super) async fn deploy(args: DeployArgs) -> Result<ExitCode, Fail> {
+    if args.targets.target != super::deploy_targets::TargetName::Fireworks {
+        return super::deploy_targets::deploy(args).await;
+    }
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let explicit_dir = args.dir.is_some();
     let settings = if dir.is_dir() {
@@ -90,7 +93,7 @@ fn usage(e: FireworksError) -> Fail {
 
 /// The workspace's evaluators. Deploying needs no samples, so a workspace without
 /// any still deploys: the samples check is satisfied with a placeholder file.
-fn load_evaluators(
+pub(super) fn load_evaluators(
     dir: &Path,
     args: &DeployArgs,
 ) -> Result<Vec<crate::model::EvaluatorSpec>, Fail> {

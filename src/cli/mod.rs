@@ -3,6 +3,7 @@
 
 mod check;
 mod deploy;
+mod deploy_targets;
 mod init;
 mod output;
 mod preview;
@@ -45,7 +46,7 @@ enum Command {
     Serve(ServeArgs),
     /// Serve the evaluators and open a public tunnel to them.
     Tunnel(TunnelArgs),
-    /// Deploy the evaluators to Fireworks.
+    /// Deploy the evaluators to Fireworks, Cloud Run or Kubernetes.
     Deploy(DeployArgs),
     /// Score reward-hacking variants of the samples and report what games each evaluator.
     Probe(ProbeArgs),
@@ -211,6 +212,8 @@ pub struct DeployArgs {
         value_name = "KEY"
     )]
     pub remote_key: Option<String>,
+    #[command(flatten)]
+    pub targets: deploy_targets::TargetArgs,
 }
 
 #[derive(ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]

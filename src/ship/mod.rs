@@ -1,14 +1,19 @@
 //! Shipping evaluators: serve them over HTTP (reward-kit `generic_server` compatible,
 //! plus the OpenRLHF batch route), open a public tunnel to that server, and deploy
-//! them to Fireworks.
+//! them to Fireworks, Cloud Run or Kubernetes.
 //!
 //! Must not know the screen: the workbench drives these through their APIs and shows
 //! what they report.
 
+pub mod cloud_run;
+pub mod container;
 pub mod fireworks;
 pub mod guard;
+pub mod k8s;
 mod listen;
 pub mod serve;
+pub mod targets;
+pub mod tool;
 pub mod tunnel;
 
 /// A `[SECTION] KEY = seconds` setting of rwb.toml as a duration: a number above 0 and

@@ -2,6 +2,7 @@
 //! it never spawns processes or opens sockets.
 
 pub mod app;
+pub mod deploy_target;
 pub mod highlight;
 pub mod keymap;
 pub mod theme;

@@ -47,6 +47,9 @@ impl Live {
                 } => self
                     .ship
                     .deploy(&self.session.workspace, id, display_name, force),
+                Effect::DeployTarget(request) => {
+                    self.ship.deploy_target(&self.session.workspace, request)
+                }
                 Effect::CompareRemote => {
                     self.app.overlay = crate::ui::app::Overlay::Ship;
                     self.ship.compare(

@@ -7,6 +7,7 @@
 //! and starts a new one through the cache, so only what changed is evaluated.
 
 mod changes;
+mod deploy_target;
 mod editor;
 mod effects;
 mod export;

@@ -10,6 +10,7 @@ use crate::ship::guard::{self, Access, KeyOrigin};
 use crate::ship::serve::{self, Options, Server};
 use crate::ship::tunnel::{self, Settings, Tunnel};
 use crate::ui::app::{Lines, Sample, ShipMsg, TunnelKey};
+use crate::ui::deploy_target::TargetRequest;
 use crate::workspace::Workspace;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -27,6 +28,11 @@ pub enum ShipEvent {
     ServerStarted(Result<Server, String>),
     TunnelOpened(Result<Tunnel, String>),
     Deployed,
+    /// A Cloud Run service answers at `url` with `key`.
+    ServiceUp {
+        url: String,
+        key: Option<String>,
+    },
 }
 
 /// Where the last tunnel or deployment lives, for `compare remote`.
@@ -34,6 +40,8 @@ pub enum ShipEvent {
 enum Target {
     Url(String),
     Fireworks(String),
+    /// A deployed service and the key it requires.
+    Service(String, Option<String>),
 }
 
 pub struct ShipControl {
@@ -267,6 +275,10 @@ impl ShipControl {
                     ShipMsg::Log(format!("tunnel failed: {e} (the server keeps running)")),
                 ]
             }
+            ShipEvent::ServiceUp { url, key } => {
+                self.target = Some(Target::Service(url, key));
+                Vec::new()
+            }
             ShipEvent::Deployed | ShipEvent::Report(..) => Vec::new(),
         }
     }
@@ -310,6 +322,16 @@ impl ShipControl {
         });
     }
 
+    /// Deploys to Cloud Run or Kubernetes (`deploy_target.rs`).
+    pub fn deploy_target(&mut self, workspace: &Workspace, request: TargetRequest) {
+        let target = request.target.label();
+        self.say(ShipMsg::Busy(Some(format!(
+            "deploying {} to {target}…",
+            request.id
+        ))));
+        super::deploy_target::spawn(self.tx.clone(), workspace, request);
+    }
+
     /// Replays the samples on the last tunnel, deployment or server and reports the
     /// remote scores for the app to compare with the local ones.
     pub fn compare(&mut self, workspace: &Workspace, samples: &[Sample], lines: Arc<dyn Lines>) {
@@ -338,6 +360,9 @@ impl ShipControl {
         tokio::spawn(async move {
             let result = match &target {
                 Target::Url(root) => replay_http(root, key.as_deref(), &names, &chosen)
+                    .await
+                    .map(|s| (root.clone(), s)),
+                Target::Service(root, key) => replay_http(root, key.as_deref(), &names, &chosen)
                     .await
                     .map(|s| (root.clone(), s)),
                 Target::Fireworks(id) => preview_fireworks(&workspace, &names, &chosen)

@@ -207,6 +207,7 @@ impl App {
                     display_name: String::new(),
                     force: false,
                     field: 0,
+                    targets: Default::default(),
                 });
                 Vec::new()
             }

@@ -66,6 +66,8 @@ pub enum Effect {
         display_name: String,
         force: bool,
     },
+    /// Deploy to Cloud Run or Kubernetes (the dialog's other targets).
+    DeployTarget(crate::ui::deploy_target::TargetRequest),
     /// Replay the samples on the tunnel or deployment and compare.
     CompareRemote,
     /// Put this text on the clipboard (OSC 52).

@@ -48,11 +48,17 @@ pub struct DeployForm {
     pub display_name: String,
     pub force: bool,
     pub field: usize,
+    /// The target (`←`/`→`) and the container targets' fields.
+    pub targets: crate::ui::deploy_target::TargetFields,
 }
 
 /// Handles a key in the deploy dialog: `Ok(effect)` to deploy, `Err(true)` to close,
 /// `Err(false)` to stay open.
 pub(super) fn deploy_form_key(form: &mut DeployForm, key: KeyEvent) -> Result<Effect, bool> {
+    let (id, field, targets) = (&mut form.id, &mut form.field, &mut form.targets);
+    if let Some(outcome) = crate::ui::deploy_target::form_key(id, field, targets, key) {
+        return outcome.map(Effect::DeployTarget);
+    }
     match key.code {
         KeyCode::Esc => return Err(true),
         KeyCode::Char('c') if key.modifiers.contains(KeyModifiers::CONTROL) => return Err(true),

@@ -757,3 +757,64 @@ fn with_a_store_the_baseline_reason_is_read_and_not_guessed() {
     let before = app.baseline_outcome(1, 0, &now).unwrap();
     assert_eq!(before.reason.as_deref(), Some("r0.5"));
 }
+
+#[test]
+fn the_deploy_dialog_chooses_cloud_run_or_kubernetes_with_the_arrows() {
+    use crate::ui::deploy_target::{Target, TargetRequest};
+    let mut app = app();
+    app.ship.default_id = "svc".into();
+    app.update(key('d'));
+    app.update(code(KeyCode::Right));
+    assert!(matches!(&app.overlay, Overlay::Deploy(f) if f.targets.target == Target::CloudRun));
+    // Enter without a project stays in the dialog and says what is missing
+    assert_eq!(app.update(code(KeyCode::Enter)), vec![]);
+    assert!(
+        matches!(&app.overlay, Overlay::Deploy(f) if f.targets.problem.as_deref() == Some("give the GCP project"))
+    );
+    app.update(code(KeyCode::Tab));
+    for c in "proj-1".chars() {
+        app.update(key(c));
+    }
+    app.update(code(KeyCode::Tab));
+    app.update(code(KeyCode::Tab));
+    app.update(key(' '));
+    let cloud_run = TargetRequest {
+        target: Target::CloudRun,
+        id: "svc".into(),
+        gcp_project: "proj-1".into(),
+        gcp_region: "us-central1".into(),
+        register: true,
+        namespace: "default".into(),
+        image: None,
+        apply: false,
+    };
+    assert_eq!(
+        app.update(code(KeyCode::Enter)),
+        vec![Effect::DeployTarget(cloud_run)]
+    );
+    assert_eq!(
+        app.overlay,
+        Overlay::Ship,
+        "progress shows in the ship panel"
+    );
+
+    app.update(key('d'));
+    app.update(code(KeyCode::Left));
+    assert!(matches!(&app.overlay, Overlay::Deploy(f) if f.targets.target == Target::K8s));
+    for _ in 0..3 {
+        app.update(code(KeyCode::Tab));
+    }
+    app.update(key(' '));
+    let Some(Effect::DeployTarget(request)) = app.update(code(KeyCode::Enter)).pop() else {
+        panic!("Enter deploys to Kubernetes");
+    };
+    assert_eq!(
+        (
+            request.target,
+            request.namespace.as_str(),
+            request.image,
+            request.apply
+        ),
+        (Target::K8s, "default", None, true)
+    );
+}

@@ -4,6 +4,7 @@
 
 mod breakdown;
 mod conversation;
+mod deploy_target;
 mod error;
 mod history;
 mod list;

@@ -146,6 +146,9 @@ pub(super) fn draw_deploy(
     ctx: &Ctx,
     area: Rect,
 ) {
+    if form.targets.target != crate::ui::deploy_target::Target::Fireworks {
+        return super::deploy_target::draw(frame, form, ctx, area);
+    }
     let p = &ctx.theme.palette;
     let field = |i: usize, label: &str, value: String| {
         let focused = form.field == i;
@@ -165,6 +168,7 @@ pub(super) fn draw_deploy(
     let lines = vec![
         Line::raw("Deploy every evaluator of this workspace to Fireworks as one evaluator."),
         Line::raw(""),
+        super::deploy_target::target_line(form.targets.target, ctx),
         field(0, "evaluator id", form.id.clone()),
         field(
             1,

@@ -1,0 +1,89 @@
+//! The workbench's deploy to Cloud Run or Kubernetes (the `d` dialog's container
+//! targets): runs `ship::targets` in a task, its progress and result going to the ship
+//! panel as log lines, the service URL back to the ship control for `p`.
+
+use super::ship::ShipEvent;
+use crate::ship::guard;
+use crate::ship::targets::{self, CloudRunOptions, K8sOptions, ServiceKey};
+use crate::ui::app::ShipMsg;
+use crate::ui::deploy_target::{Target, TargetRequest};
+use crate::workspace::Workspace;
+use tokio::sync::mpsc::UnboundedSender;
+
+/// Starts the deploy `request` asks for; reports through `tx`.
+pub(super) fn spawn(tx: UnboundedSender<ShipEvent>, workspace: &Workspace, request: TargetRequest) {
+    let dir = workspace.root.clone();
+    let evaluators = workspace.evaluators.clone();
+    tokio::spawn(async move {
+        let log = |line: String| {
+            let _ = tx.send(ShipEvent::Msg(ShipMsg::Log(line)));
+        };
+        let progress_tx = tx.clone();
+        let mut progress = move |line: &str| {
+            let _ = progress_tx.send(ShipEvent::Msg(ShipMsg::Log(format!("deploy: {line}"))));
+        };
+        let key = ServiceKey::choose(guard::env_key(), false);
+        let result = match key {
+            Err(e) => Err(e),
+            Ok(key) => run(&dir, &evaluators, &request, key.clone(), &mut progress)
+                .await
+                .map(|deployed| (deployed, key)),
+        };
+        match result {
+            Ok((deployed, key)) => {
+                for note in &deployed.notes {
+                    log(format!("deploy: {note}"));
+                }
+                if let Some(name) = &deployed.registered {
+                    log(format!("deploy: registered {name} on Fireworks"));
+                }
+                if let Some(file) = &deployed.file {
+                    log(format!("deployed to Kubernetes: {}", file.display()));
+                }
+                if let Some(url) = deployed.url {
+                    log(format!("deployed to Cloud Run: {url} (p replays the samples there; for a score column, add [evaluators.NAME] url = \"{url}/evaluate\" to rwb.toml)"));
+                    let _ = tx.send(ShipEvent::ServiceUp {
+                        url,
+                        key: key.value().map(str::to_string),
+                    });
+                }
+            }
+            Err(e) => log(format!("deploy failed: {e}")),
+        }
+        let _ = tx.send(ShipEvent::Msg(ShipMsg::Busy(None)));
+    });
+}
+
+async fn run(
+    dir: &std::path::Path,
+    evaluators: &[crate::model::EvaluatorSpec],
+    request: &TargetRequest,
+    key: ServiceKey,
+    progress: &mut (dyn FnMut(&str) + Send),
+) -> Result<targets::Deployed, targets::TargetError> {
+    match request.target {
+        Target::CloudRun => {
+            let options = CloudRunOptions {
+                id: request.id.clone(),
+                project: request.gcp_project.clone(),
+                region: request.gcp_region.clone(),
+                repo: crate::ship::cloud_run::DEFAULT_REPO.into(),
+                key,
+                register: request.register.then_some(false),
+                rwb_binary: None,
+            };
+            targets::cloud_run(dir, evaluators, &options, progress).await
+        }
+        _ => {
+            let options = K8sOptions {
+                id: request.id.clone(),
+                namespace: request.namespace.clone(),
+                image: request.image.clone(),
+                apply: request.apply,
+                key,
+                rwb_binary: None,
+            };
+            targets::kubernetes(dir, evaluators, &options, progress).await
+        }
+    }
+}
