@@ -128,7 +128,12 @@ fn killing_rwb_mid_run_leaves_a_whole_cache_that_resumes() {
         ("metrics/slow/main.py", slow),
         ("samples.jsonl", &samples(1500)),
     ]);
-    for attempt in 0..3 {
+    // Kill each run as soon as it has committed something new: a fixed sleep either
+    // killed before the first commit or after the last on a loaded machine.
+    let watcher = Store::open(ws.path()).unwrap();
+    let stored = || watcher.result_count().unwrap_or(0);
+    for _ in 0..3 {
+        let before = stored();
         let mut child = std::process::Command::new(RWB)
             .args([
                 "run",
@@ -142,10 +147,17 @@ fn killing_rwb_mid_run_leaves_a_whole_cache_that_resumes() {
             .stderr(std::process::Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(900 + attempt * 250));
-        child.kill().unwrap(); // SIGKILL: no chance to clean up
+        let give_up = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while stored() <= before && std::time::Instant::now() < give_up {
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        let _ = child.kill(); // SIGKILL: no chance to clean up
         child.wait().unwrap();
     }
+    drop(watcher);
     let store = Store::open(ws.path()).unwrap();
     assert_eq!(store.integrity_check().unwrap(), "ok");
     let kept = store.result_count().unwrap();
