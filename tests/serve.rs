@@ -813,3 +813,33 @@ async fn a_result_rwb_cannot_read_is_answered_at_once_with_the_reason() {
         assert_eq!(v["detail"], detail, "{name}");
     }
 }
+
+/// "Production vs edited": a workspace whose `prod` column is a `url` evaluator
+/// pointing at `rwb serve` of another workspace shows exactly the scores, reasons and
+/// metrics that the served code gives locally, side by side with the local column.
+#[test]
+fn a_url_evaluator_on_rwb_serve_gives_exactly_the_local_scores() {
+    let production = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(1)),
+    ]);
+    let served = Served::start(&production, &[]);
+    let toml = format!("[evaluators.prod]\nurl = \"{}/evaluate\"\n", served.url);
+    let edited = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("rwb.toml", &toml),
+        ("samples.jsonl", &samples(12)),
+    ]);
+    let run = edited.run(&[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.rows().len(), 24);
+    for i in 0..12 {
+        let (local, remote) = (run.row(i, "length"), run.row(i, "prod"));
+        assert_eq!(remote["error"], Value::Null, "{remote}");
+        for field in ["score", "is_score_valid", "reason", "metrics"] {
+            assert_eq!(remote[field], local[field], "sample {i} {field}");
+        }
+    }
+    // sample 1 answers "word word": 9 characters
+    assert_eq!(run.row(1, "prod")["score"], json!(0.09));
+}
