@@ -224,6 +224,9 @@ fn a_second_run_asks_the_endpoint_again_and_nothing_is_cached() {
             .collect();
         assert_eq!(scores, vec![json!(0.01), json!(0.02), json!(0.03)]);
         assert_eq!(run.evaluated("judge"), 3, "{}", run.stderr);
+        let summary = run.stderr.lines().find(|l| l.starts_with("judge ")).unwrap();
+        let words: Vec<&str> = summary.split_whitespace().collect();
+        assert_eq!(words[..3], ["judge", "remote", endpoint.url().as_str()]);
         assert_eq!(endpoint.seen().len(), 3 * round);
         // no key header when the evaluator has no api_key_env
         assert!(endpoint.seen().iter().all(|(key, _)| key.is_none()));
