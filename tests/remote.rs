@@ -224,7 +224,11 @@ fn a_second_run_asks_the_endpoint_again_and_nothing_is_cached() {
             .collect();
         assert_eq!(scores, vec![json!(0.01), json!(0.02), json!(0.03)]);
         assert_eq!(run.evaluated("judge"), 3, "{}", run.stderr);
-        let summary = run.stderr.lines().find(|l| l.starts_with("judge ")).unwrap();
+        let summary = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("judge "))
+            .unwrap();
         let words: Vec<&str> = summary.split_whitespace().collect();
         assert_eq!(words[..3], ["judge", "remote", endpoint.url().as_str()]);
         assert_eq!(endpoint.seen().len(), 3 * round);
@@ -296,4 +300,26 @@ fn remote_config_errors_name_the_file_line_and_field() {
             run.stderr
         );
     }
+}
+
+#[test]
+fn rwb_check_leaves_a_remote_evaluator_to_where_it_runs() {
+    let endpoint = Endpoint::start();
+    let toml = format!("[evaluators.judge]\nurl = \"{}\"\n", endpoint.url());
+    let ws = workspace(&toml, &["a", "b"]);
+    ws.write("metrics/length/main.py", common::LENGTH_EVALUATOR);
+    let run = common::rwb(&["check", "."], ws.path());
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let lines: Vec<&str> = run.stdout.lines().collect();
+    // metric folders first, then rwb.toml's evaluators
+    assert_eq!(
+        lines[0],
+        "length (reward-kit): no contract break on 2 samples"
+    );
+    let remote = format!(
+        "judge (remote {}): not checked here (its contract is checked where it runs)",
+        endpoint.url()
+    );
+    assert_eq!(lines.last().copied(), Some(remote.as_str()));
+    assert!(endpoint.seen().is_empty());
 }
