@@ -843,3 +843,29 @@ fn a_url_evaluator_on_rwb_serve_gives_exactly_the_local_scores() {
     // sample 1 answers "word word": 9 characters
     assert_eq!(run.row(1, "prod")["score"], json!(0.09));
 }
+
+/// `rwb serve` of a workspace with a `url` evaluator passes its requests on to the
+/// endpoint: the answer is the endpoint's own result.
+#[tokio::test]
+async fn serving_a_url_evaluator_passes_requests_on_to_its_endpoint() {
+    let production = workspace("");
+    let upstream = Served::start(&production, &[]);
+    let toml = format!("[evaluators.prod]\nurl = \"{}/evaluate\"\n", upstream.url);
+    let proxy_ws = Ws::new(&[("rwb.toml", &toml), ("samples.jsonl", &samples(1))]);
+    let proxy = Served::start(&proxy_ws, &[]);
+    let c = client();
+    let mut req = body("twelve chars");
+    req["ground_truth"] = json!("42");
+    let ask = |url: String| c.post(url).json(&req).send();
+    let direct: Value = ask(format!("{}/evaluate", upstream.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let r = ask(format!("{}/evaluate/prod", proxy.url)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let passed: Value = r.json().await.unwrap();
+    assert_eq!(direct["score"], 0.12);
+    assert_eq!(passed, direct);
+}
