@@ -30,6 +30,11 @@ impl Placement {
         }
     }
 
+    /// Whether it scores somewhere else (no file here, nothing cached).
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Placement::Remote { .. } | Placement::Fireworks { .. })
+    }
+
     /// The whole label: `local ×2`, `local ×2, concurrency 8`, `remote URL`,
     /// `fireworks ID`, `ray (3 nodes)`.
     pub fn label(&self) -> String {
