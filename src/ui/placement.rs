@@ -11,9 +11,9 @@ pub fn where_label(placement: Option<&Placement>, width: usize) -> Option<String
 }
 
 /// Columns each evaluator's placement may take on a status line `width` wide shared
-/// by `evaluators` evaluators (the rest is names, states and ship state).
+/// by `evaluators` evaluators (about 40 stay for the key hints and ship state).
 pub fn width_each(width: u16, evaluators: usize) -> usize {
-    (width as usize / 2) / evaluators.max(1)
+    (width as usize).saturating_sub(40) / evaluators.max(1)
 }
 
 /// What `e` says instead of opening an editor when the evaluator has no file here.
