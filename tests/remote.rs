@@ -323,3 +323,41 @@ fn rwb_check_leaves_a_remote_evaluator_to_where_it_runs() {
     assert_eq!(lines.last().copied(), Some(remote.as_str()));
     assert!(endpoint.seen().is_empty());
 }
+
+/// The workbench: a remote column beside a local one, the status line saying where
+/// each runs, a save rerunning only the local one, and `e` on the remote column
+/// saying there is no file to edit.
+#[test]
+fn the_workbench_shows_a_remote_column_and_a_save_does_not_call_it_again() {
+    let endpoint = Endpoint::start();
+    let url = endpoint.url();
+    let toml = format!("[evaluators.judge]\nurl = \"{url}\"\n");
+    let ws = workspace(&toml, &["hello world", "fail"]);
+    ws.write("metrics/length/main.py", common::LENGTH_EVALUATOR);
+    let tmux = common::Tmux::start(&ws, 160, 30, RWB);
+    tmux.wait_for("both columns scored and placed", |s| {
+        s.contains("length ✓ local ×") && s.contains(&format!("judge ✗ 1 remote {url}"))
+    });
+    assert_eq!(endpoint.seen().len(), 2);
+
+    let edited = common::LENGTH_EVALUATOR.replace("chars\"", "chars, edited\"");
+    ws.write("metrics/length/main.py", &edited);
+    tmux.wait_for("the edited local reason", |s| {
+        s.contains("11 chars, edited")
+    });
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(
+        endpoint.seen().len(),
+        2,
+        "a save must not call the endpoint"
+    );
+
+    tmux.key("l");
+    tmux.key("e");
+    tmux.wait_for("the no-file notice", |s| {
+        s.contains(&format!(
+            "judge runs at {url}: there is no file to edit here"
+        ))
+    });
+    tmux.key("q");
+}

@@ -124,8 +124,12 @@ impl Live {
             if let Some(pending) = self.pending_run.as_mut() {
                 pending.stale.extend(stale); // the run starts when the index is ready
             } else {
-                let all = (0..self.session.workspace.evaluators.len()).collect();
-                self.start_run(stale, all, Vec::new());
+                // a code save: remote evaluators have no code here and are not asked again
+                let evaluators = &self.session.workspace.evaluators;
+                let local = (0..evaluators.len())
+                    .filter(|&i| !evaluators[i].source.is_remote())
+                    .collect();
+                self.start_run(stale, local, Vec::new());
             }
         }
         rewatch
