@@ -823,14 +823,37 @@ fn a_url_evaluator_on_rwb_serve_gives_exactly_the_local_scores() {
         ("metrics/length/main.py", LENGTH_EVALUATOR),
         ("samples.jsonl", &samples(1)),
     ]);
-    let served = Served::start(&production, &[]);
-    let toml = format!("[evaluators.prod]\nurl = \"{}/evaluate\"\n", served.url);
+    // the production server wants a key: api_key_env hands it over as X-Api-Key
+    let served = Served::start(&production, &[("RK_ENDPOINT_API_KEY", "prod-key-1")]);
+    let toml = format!(
+        "[evaluators.prod]\nurl = \"{}/evaluate\"\napi_key_env = \"PROD_KEY\"\n",
+        served.url
+    );
     let edited = Ws::new(&[
         ("metrics/length/main.py", LENGTH_EVALUATOR),
         ("rwb.toml", &toml),
         ("samples.jsonl", &samples(12)),
     ]);
-    let run = edited.run(&[]);
+    let run_with_key = |key: &str| -> Run {
+        let output = Command::new(RWB)
+            .args(["run", edited.path().to_str().unwrap(), "--format", "jsonl"])
+            .env_remove("VIRTUAL_ENV")
+            .env("PROD_KEY", key)
+            .output()
+            .unwrap();
+        Run::from(output)
+    };
+    let wrong = run_with_key("not-the-key");
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    let refused = wrong.row(0, "prod")["error"].clone();
+    assert_eq!(refused["type"], "RemoteError");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("POST {}/evaluate answered 403 Forbidden: ", served.url))
+            && message.ends_with("(the endpoint wants a key: set `api_key_env` on this evaluator in rwb.toml to a variable holding the right one)"),
+        "{message}"
+    );
+    let run = run_with_key("prod-key-1");
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_eq!(run.rows().len(), 24);
     for i in 0..12 {

@@ -60,6 +60,8 @@ async fn score(
     let started = Instant::now();
     let lines: Vec<String> = batch.iter().map(|j| with_kwargs(&j.raw, kwargs)).collect();
     let call = fireworks::preview_deployed(creds, evaluator, lines);
+    // one call scores the whole batch: each of its samples has the evaluator's timeout
+    let timeout = timeout.saturating_mul(batch.len().max(1) as u32);
     let answer = match tokio::time::timeout(timeout, call).await {
         Ok(answer) => answer,
         Err(_) => Err(FireworksError::Timeout {

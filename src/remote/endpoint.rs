@@ -105,7 +105,7 @@ fn status_error(url: &str, status: reqwest::StatusCode, text: &str) -> EvalError
         })
         .unwrap_or_else(|| quote(text));
     let hint = match status.as_u16() {
-        401 | 403 => "the endpoint wants a key: set `api_key_env` on this evaluator in rwb.toml to a variable holding it",
+        401 | 403 => "the endpoint wants a key: set `api_key_env` on this evaluator in rwb.toml to a variable holding the right one",
         404 | 405 => "check `url` in rwb.toml: it should end in the endpoint's evaluate route (/evaluate or /evaluate/NAME)",
         422 => "the endpoint did not accept the sample as reward-kit's body",
         500..=599 => "the evaluator behind the endpoint failed: see its logs",
