@@ -52,6 +52,7 @@ fn main() {
             style: None,
             state: RunState::Idle,
             import_error: None,
+            placement: None,
         })
         .collect();
     app.update(Msg::Evaluators(infos));

@@ -10,6 +10,7 @@ pub mod cli;
 pub mod engine;
 pub mod insight;
 pub mod model;
+pub mod remote;
 pub mod runner;
 pub mod session;
 pub mod ship;

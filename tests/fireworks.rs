@@ -17,6 +17,11 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 const KEY: &str = "test-key-123";
+/// The criteria a deployed evaluator answers `GET .../evaluators/{id}` with.
+static DEPLOYED_CRITERIA: std::sync::LazyLock<Value> = std::sync::LazyLock::new(|| {
+    json!([{"name": "length_eval", "type": "CODE_SNIPPETS",
+            "codeSnippets": {"language": "python", "fileContents": {"main.py": "# deployed"}}}])
+});
 const ACCOUNT: &str = "acct-1";
 
 /// One request the stand-in received.
@@ -137,7 +142,7 @@ async fn answer(
         let name = format!("accounts/{ACCOUNT}/evaluators/{id}");
         if method == Method::GET {
             return if exists {
-                ok(json!({"name": name}))
+                ok(json!({"name": name, "displayName": id, "criteria": DEPLOYED_CRITERIA.clone()}))
             } else {
                 (
                     StatusCode::NOT_FOUND,
@@ -1083,4 +1088,67 @@ fn remote_url_puts_the_key_in_the_proxys_x_api_key_and_the_proxy_reaches_rwb_ser
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "0.12");
+}
+
+/// `fireworks = "ID"` in rwb.toml: a column scored by the deployed evaluator through
+/// the preview API (its definition fetched first), on every run again, beside the
+/// local column; a missing evaluator's error is on its rows.
+#[test]
+fn a_fireworks_evaluator_is_a_column_scored_through_the_preview_api() {
+    let stand = Stand::start();
+    stand.set(|b| b.exists = true);
+    let ws = preview_workspace();
+    ws.write("rwb.toml", "[evaluators.prod]\nfireworks = \"prod-eval\"\n");
+    let home = home();
+    let args = ["run", ws.path().to_str().unwrap(), "--format", "jsonl"];
+    for round in 1..=2 {
+        let run = stand.rwb(&args, ws.path(), home.path());
+        assert_eq!(run.code, 0, "{}", show(&run));
+        let lines: Vec<Value> = common::samples(3)
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        for (i, sample) in lines.iter().enumerate() {
+            let (local, remote) = (run.row(i as u64, "length_eval"), run.row(i as u64, "prod"));
+            assert_eq!(remote["score"], json!(length_score(sample)), "{remote}");
+            assert_eq!(remote["score"], local["score"]);
+            assert_eq!(
+                remote["metrics"],
+                json!({"length_eval": {"score": length_score(sample), "is_score_valid": true, "reason": "remote"}})
+            );
+        }
+        let seen = stand.seen();
+        assert_eq!(seen.len(), 2 * round, "{seen:?}");
+        let (get, post) = (&seen[seen.len() - 2], &seen[seen.len() - 1]);
+        assert_eq!(
+            (get.method.as_str(), get.path.as_str()),
+            ("GET", "/v1/accounts/acct-1/evaluators/prod-eval")
+        );
+        assert_eq!(post.path, "/v1/accounts/acct-1/evaluators:previewEvaluator");
+        assert_headers(post, KEY);
+        assert_eq!(post.body["evaluator"]["criteria"], *DEPLOYED_CRITERIA);
+        let sent: Vec<Value> = post.body["sampleData"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| serde_json::from_str(l.as_str().unwrap()).unwrap())
+            .collect();
+        assert_eq!(sent, lines);
+        assert_eq!(post.body["maxSamples"], json!(3));
+    }
+
+    stand.set(|b| b.exists = false);
+    let run = stand.rwb(&args, ws.path(), home.path());
+    assert_eq!(run.code, 1, "{}", show(&run));
+    let error = &run.row(0, "prod")["error"];
+    assert_eq!(error["type"], "RemoteError");
+    let message = error["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!(
+            "Fireworks evaluator prod-eval: Fireworks answered 404 Not Found to GET {}/v1/accounts/acct-1/evaluators/prod-eval: evaluator prod-eval not found;",
+            stand.base()
+        )),
+        "{message}"
+    );
+    assert_eq!(run.row(0, "length_eval")["error"], Value::Null);
 }

@@ -813,3 +813,82 @@ async fn a_result_rwb_cannot_read_is_answered_at_once_with_the_reason() {
         assert_eq!(v["detail"], detail, "{name}");
     }
 }
+
+/// "Production vs edited": a workspace whose `prod` column is a `url` evaluator
+/// pointing at `rwb serve` of another workspace shows exactly the scores, reasons and
+/// metrics that the served code gives locally, side by side with the local column.
+#[test]
+fn a_url_evaluator_on_rwb_serve_gives_exactly_the_local_scores() {
+    let production = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(1)),
+    ]);
+    // the production server wants a key: api_key_env hands it over as X-Api-Key
+    let served = Served::start(&production, &[("RK_ENDPOINT_API_KEY", "prod-key-1")]);
+    let toml = format!(
+        "[evaluators.prod]\nurl = \"{}/evaluate\"\napi_key_env = \"PROD_KEY\"\n",
+        served.url
+    );
+    let edited = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("rwb.toml", &toml),
+        ("samples.jsonl", &samples(12)),
+    ]);
+    let run_with_key = |key: &str| -> Run {
+        let output = Command::new(RWB)
+            .args(["run", edited.path().to_str().unwrap(), "--format", "jsonl"])
+            .env_remove("VIRTUAL_ENV")
+            .env("PROD_KEY", key)
+            .output()
+            .unwrap();
+        Run::from(output)
+    };
+    let wrong = run_with_key("not-the-key");
+    assert_eq!(wrong.code, 1, "{}", wrong.stderr);
+    let refused = wrong.row(0, "prod")["error"].clone();
+    assert_eq!(refused["type"], "RemoteError");
+    let message = refused["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(&format!("POST {}/evaluate answered 403 Forbidden: ", served.url))
+            && message.ends_with("(the endpoint wants a key: set `api_key_env` on this evaluator in rwb.toml to a variable holding the right one)"),
+        "{message}"
+    );
+    let run = run_with_key("prod-key-1");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(run.rows().len(), 24);
+    for i in 0..12 {
+        let (local, remote) = (run.row(i, "length"), run.row(i, "prod"));
+        assert_eq!(remote["error"], Value::Null, "{remote}");
+        for field in ["score", "is_score_valid", "reason", "metrics"] {
+            assert_eq!(remote[field], local[field], "sample {i} {field}");
+        }
+    }
+    // sample 1 answers "word word": 9 characters
+    assert_eq!(run.row(1, "prod")["score"], json!(0.09));
+}
+
+/// `rwb serve` of a workspace with a `url` evaluator passes its requests on to the
+/// endpoint: the answer is the endpoint's own result.
+#[tokio::test]
+async fn serving_a_url_evaluator_passes_requests_on_to_its_endpoint() {
+    let production = workspace("");
+    let upstream = Served::start(&production, &[]);
+    let toml = format!("[evaluators.prod]\nurl = \"{}/evaluate\"\n", upstream.url);
+    let proxy_ws = Ws::new(&[("rwb.toml", &toml), ("samples.jsonl", &samples(1))]);
+    let proxy = Served::start(&proxy_ws, &[]);
+    let c = client();
+    let mut req = body("twelve chars");
+    req["ground_truth"] = json!("42");
+    let ask = |url: String| c.post(url).json(&req).send();
+    let direct: Value = ask(format!("{}/evaluate", upstream.url))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let r = ask(format!("{}/evaluate/prod", proxy.url)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    let passed: Value = r.json().await.unwrap();
+    assert_eq!(direct["score"], 0.12);
+    assert_eq!(passed, direct);
+}

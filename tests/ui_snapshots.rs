@@ -24,6 +24,7 @@ fn info(name: &str) -> EvaluatorInfo {
         style: Some(reward_workbench::model::Style::RewardKit),
         state: RunState::Idle,
         import_error: None,
+        placement: None,
     }
 }
 
@@ -356,4 +357,53 @@ fn any_terminal_size_renders_without_panicking() {
         detail.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
         let _ = render(&mut detail, w, h);
     }
+}
+
+/// The status line says where each evaluator runs beside its progress: local workers
+/// with their concurrency, an endpoint (cut to its host on a narrow screen), Ray.
+#[test]
+fn the_status_line_says_where_each_evaluator_runs() {
+    use reward_workbench::model::Placement;
+    let mut app = app();
+    let placed = |name, placement| EvaluatorInfo {
+        placement: Some(placement),
+        ..info(name)
+    };
+    app.update(Msg::Evaluators(vec![
+        placed(
+            "relevance",
+            Placement::Local {
+                workers: 2,
+                concurrency: 8,
+            },
+        ),
+        placed(
+            "math",
+            Placement::Remote {
+                url: "https://judge.example.com/evaluate".into(),
+            },
+        ),
+        placed("big", Placement::Ray { nodes: 3 }),
+    ]));
+    app.update(Msg::RunStarted {
+        evaluators: vec![1],
+        stale: vec![],
+    });
+    app.update(Msg::Result {
+        evaluator: 1,
+        sample: 0,
+        outcome: outcome(0.5, "remote", json!({})),
+    });
+    let wide = render(&mut app, 200, 12);
+    let narrow = render(&mut app, 100, 12);
+    let status = |screen: &str| {
+        screen
+            .lines()
+            .rev()
+            .find(|l| l.contains("relevance"))
+            .unwrap()
+            .trim_end()
+            .to_string()
+    };
+    insta::assert_snapshot!(format!("{}\n{}", status(&wide), status(&narrow)));
 }

@@ -129,6 +129,8 @@ pub struct Printer {
     ready: Vec<SampleResults>,
     pub errors: usize,
     pub baseline: Option<BaselineCmp>,
+    /// Where each evaluator ran (`local ×2`, `remote URL`), for the summary.
+    pub placements: Vec<String>,
 }
 
 impl Printer {
@@ -145,6 +147,7 @@ impl Printer {
             ready: Vec::new(),
             errors: 0,
             baseline: None,
+            placements: Vec::new(),
         }
     }
 
@@ -266,7 +269,14 @@ impl Printer {
             Format::Jsonl => {
                 let _ = self.out.flush();
                 let mut err = std::io::stderr().lock();
-                let _ = write_summary(&mut err, &self.names, &summaries, stats, seconds);
+                let _ = write_summary(
+                    &mut err,
+                    &self.names,
+                    &self.placements,
+                    &summaries,
+                    stats,
+                    seconds,
+                );
             }
             Format::Json => {
                 let mut results = Vec::new();
@@ -300,14 +310,28 @@ impl Printer {
             Format::Table => {
                 let _ = self.write_table();
                 let _ = writeln!(self.out);
-                let _ = write_summary(&mut self.out, &self.names, &summaries, stats, seconds);
+                let _ = write_summary(
+                    &mut self.out,
+                    &self.names,
+                    &self.placements,
+                    &summaries,
+                    stats,
+                    seconds,
+                );
                 let _ = self.write_error_list();
                 let _ = self.out.flush();
             }
         }
         if matches!(self.format, Format::Json | Format::Csv) {
             let mut err = std::io::stderr().lock();
-            let _ = write_summary(&mut err, &self.names, &summaries, stats, seconds);
+            let _ = write_summary(
+                &mut err,
+                &self.names,
+                &self.placements,
+                &summaries,
+                stats,
+                seconds,
+            );
         }
         let lines = self.attribution_lines();
         if !lines.is_empty() {
@@ -524,10 +548,12 @@ fn opt(x: Option<f64>) -> String {
     x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into())
 }
 
-/// The per-evaluator summary table and a one-line total.
+/// The per-evaluator summary table (with where each ran, when `placements` says) and
+/// a one-line total.
 pub fn write_summary(
     out: &mut dyn Write,
     names: &[String],
+    placements: &[String],
     summaries: &[Summary],
     stats: &RunStats,
     seconds: f64,
@@ -538,15 +564,23 @@ pub fn write_summary(
         .max()
         .unwrap_or(9)
         .max(9);
+    let place = |i: usize| placements.get(i).map_or("", String::as_str);
+    let pw = (0..names.len())
+        .map(|i| place(i).chars().count())
+        .max()
+        .unwrap_or(0);
+    let runs = if pw > 0 { "runs" } else { "" };
+    let pw = if pw > 0 { pw.max(4) + 2 } else { 0 };
     writeln!(
         out,
-        "{:<w$}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>9}  {:>6}",
+        "{:<w$}  {runs:<pw$}{:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>9}  {:>6}",
         "evaluator", "count", "errors", "mean", "std", "min", "max", "evaluated", "cached"
     )?;
     for (i, (name, s)) in names.iter().zip(summaries).enumerate() {
         writeln!(
             out,
-            "{name:<w$}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>9}  {:>6}",
+            "{name:<w$}  {:<pw$}{:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>6}  {:>9}  {:>6}",
+            place(i),
             s.count,
             s.errors,
             opt(s.mean),
@@ -595,6 +629,35 @@ mod tests {
         r.add(1, at(0), [0; 16], o(), &mut ready);
         let order: Vec<usize> = ready.iter().map(|s| s.at.index).collect();
         assert_eq!(order, vec![0, 1]);
+    }
+
+    #[test]
+    fn the_summary_says_where_each_evaluator_ran() {
+        let names = vec!["length".to_string(), "prod".to_string()];
+        let placements = vec![
+            "local ×2".to_string(),
+            "remote http://127.0.0.1:8001/evaluate".to_string(),
+        ];
+        let mut b = SummaryBuilder::default();
+        b.add(&Outcome::scored(0.5, Default::default()));
+        let summaries = vec![b.finish(), b.finish()];
+        let stats = RunStats {
+            samples: 1,
+            evaluated: vec![1, 1],
+            cached: vec![0, 0],
+        };
+        let mut out = Vec::new();
+        write_summary(&mut out, &names, &placements, &summaries, &stats, 0.25).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(
+            lines[..3],
+            [
+                "evaluator  runs                                    count  errors    mean     std     min     max  evaluated  cached",
+                "length     local ×2                                    1       0   0.500   0.000   0.500   0.500          1       0",
+                "prod       remote http://127.0.0.1:8001/evaluate       1       0   0.500   0.000   0.500   0.500          1       0",
+            ]
+        );
     }
 
     #[test]

@@ -9,6 +9,9 @@ use std::process::ExitCode;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
+/// The widest "runs" column of the summary: a longer URL is cut to its host.
+const PLACEMENT_WIDTH: usize = 48;
+
 pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let started = Instant::now();
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
@@ -23,6 +26,10 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .map(|f| f.label.clone())
         .collect();
     let mut printer = Printer::new(args.format, names.clone(), labels);
+    printer.placements = prepared
+        .iter()
+        .map(|p| session.runner.placement(&p.spec).fit(PLACEMENT_WIDTH))
+        .collect();
     let store = if args.baseline.is_some() || args.save_baseline.is_some() {
         Some(Store::open(&session.workspace.root).map_err(|e| Fail::Usage(e.to_string()))?)
     } else {

@@ -8,6 +8,9 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::path::PathBuf;
 
+mod placement;
+pub use placement::Placement;
+
 /// How rwb calls an evaluator (SPEC §3), detected from its signature or set in `rwb.toml`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -73,13 +76,25 @@ pub enum Source {
         function: String,
         file: PathBuf,
     },
+    /// A reward-kit `generic_server`-compatible endpoint (`url` in `rwb.toml`): an
+    /// `rwb serve`, a reward-kit server, a Cloud Run service. No code here to run.
+    Remote {
+        url: String,
+        /// The environment variable whose value is sent as `X-Api-Key`.
+        api_key_env: Option<String>,
+    },
+    /// An evaluator deployed to Fireworks (`fireworks = "ID"` in `rwb.toml`).
+    Fireworks { id: String },
 }
 
 impl Source {
+    /// The file that defines the evaluator; empty for one that runs elsewhere (see
+    /// [`Source::is_remote`]: callers that read or watch files skip those).
     pub fn file(&self) -> PathBuf {
         match self {
             Source::Folder(dir) => dir.join("main.py"),
             Source::Function { file, .. } | Source::Module { file, .. } => file.clone(),
+            Source::Remote { .. } | Source::Fireworks { .. } => PathBuf::new(),
         }
     }
 
@@ -90,13 +105,30 @@ impl Source {
                 .parent()
                 .map(|p| p.to_path_buf())
                 .unwrap_or_else(|| PathBuf::from(".")),
+            Source::Remote { .. } | Source::Fireworks { .. } => PathBuf::new(),
         }
     }
 
     pub fn function(&self) -> &str {
         match self {
-            Source::Folder(_) => "evaluate",
+            Source::Folder(_) | Source::Remote { .. } | Source::Fireworks { .. } => "evaluate",
             Source::Function { function, .. } | Source::Module { function, .. } => function,
+        }
+    }
+
+    /// Whether it scores somewhere else (an endpoint, Fireworks): no file, no worker,
+    /// never cached.
+    pub fn is_remote(&self) -> bool {
+        matches!(self, Source::Remote { .. } | Source::Fireworks { .. })
+    }
+
+    /// Where it scores, for the source pane and messages: the URL, `fireworks:ID`, or
+    /// the file.
+    pub fn location(&self) -> String {
+        match self {
+            Source::Remote { url, .. } => url.clone(),
+            Source::Fireworks { id } => format!("fireworks:{id}"),
+            _ => self.file().display().to_string(),
         }
     }
 
@@ -166,7 +198,8 @@ pub struct Metric {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EvalError {
     /// Bare class name of what user code raised, or one of rwb's own kinds
-    /// (`Timeout`, `WorkerCrashed`, `ImportFailed`, `InvalidResult`, `BadSample`).
+    /// (`Timeout`, `WorkerCrashed`, `ImportFailed`, `InvalidResult`, `BadSample`;
+    /// for remote evaluators also `RemoteError` and `Unreachable`).
     #[serde(rename = "type")]
     pub kind: String,
     pub message: String,
@@ -195,7 +228,12 @@ impl EvalError {
     pub fn is_transient(&self) -> bool {
         matches!(
             self.kind.as_str(),
-            kinds::TIMEOUT | kinds::WORKER_CRASHED | kinds::IMPORT_FAILED | kinds::BAD_SAMPLE
+            kinds::TIMEOUT
+                | kinds::WORKER_CRASHED
+                | kinds::IMPORT_FAILED
+                | kinds::BAD_SAMPLE
+                | kinds::REMOTE_ERROR
+                | kinds::UNREACHABLE
         )
     }
 }
@@ -207,6 +245,10 @@ pub mod kinds {
     pub const IMPORT_FAILED: &str = "ImportFailed";
     pub const INVALID_RESULT: &str = "InvalidResult";
     pub const BAD_SAMPLE: &str = "BadSample";
+    /// A remote evaluator's endpoint answered with an HTTP error status.
+    pub const REMOTE_ERROR: &str = "RemoteError";
+    /// A remote evaluator's endpoint could not be reached (refused, DNS, TLS).
+    pub const UNREACHABLE: &str = "Unreachable";
 }
 
 /// What one evaluator gave for one sample: a result, or the error instead of one.

@@ -40,7 +40,8 @@ impl Cache {
             .iter()
             .map(|p| {
                 let stored = store.is_some_and(|s| s.holds(&p.key));
-                (stored && p.failure.is_none()).then_some(p.key)
+                let local = !p.spec.source.is_remote(); // remote results are never cached
+                (stored && local && p.failure.is_none()).then_some(p.key)
             })
             .collect();
         let reader = match store.filter(|_| keys.iter().any(Option::is_some)) {

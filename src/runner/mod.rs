@@ -20,6 +20,7 @@ mod feed;
 mod learn;
 mod priority;
 mod probes;
+mod remote;
 pub use priority::{batch_of, Priority};
 pub use probes::{probe_report, ProbeRow};
 
@@ -110,11 +111,19 @@ impl Runner {
         self.store.as_ref()
     }
 
+    /// Where `spec` runs in this runner's runs: local workers, or elsewhere.
+    pub fn placement(&self, spec: &EvaluatorSpec) -> crate::model::Placement {
+        remote::placement(spec, self.pool.jobs())
+    }
+
     /// Finds the evaluator's code key: from the import memo when none of the files it
     /// imported changed (no Python started), else by importing it in a fresh worker
     /// (kept warm for the run). Only an unusable interpreter is an `Err`.
     pub async fn prepare(&self, spec: &EvaluatorSpec) -> Result<Prepared, EngineError> {
         let spec = Arc::new(spec.clone());
+        if spec.source.is_remote() {
+            return Ok(remote::prepared(spec));
+        }
         let spec_key = self.spec_key(&spec);
         let memo = self.store.as_ref().and_then(|s| s.import_memo(&spec_key));
         if let Some(memo) = memo.filter(memo_is_current) {
@@ -269,6 +278,10 @@ impl Runner {
             let pool = self.pool.clone();
             let spec = p.spec.clone();
             let key = p.key;
+            if spec.source.is_remote() {
+                drains.spawn(remote::drain(spec, rx, sink));
+                continue;
+            }
             drains.spawn(async move { pool.drain_with(spec, key, rx, sink, on_done).await });
         }
 
@@ -321,7 +334,7 @@ impl Runner {
     pub fn record_versions(&self, evaluators: &[Prepared], scored: &[(usize, Option<f64>)]) {
         let Some(store) = &self.store else { return };
         for (p, (count, mean)) in evaluators.iter().zip(scored) {
-            if p.failure.is_some() {
+            if p.failure.is_some() || p.spec.source.is_remote() {
                 continue;
             }
             let sources: Vec<(String, String)> = p
@@ -388,7 +401,7 @@ impl Runner {
     pub async fn style_reasons(&self, evaluators: &[Prepared]) -> Vec<Option<(Style, String)>> {
         let mut out = Vec::with_capacity(evaluators.len());
         for p in evaluators {
-            if p.failure.is_some() {
+            if p.failure.is_some() || p.spec.source.is_remote() {
                 out.push(None);
                 continue;
             }
@@ -435,6 +448,9 @@ impl Runner {
                     });
                 }
                 continue;
+            }
+            if p.spec.source.is_remote() {
+                continue; // its contract is checked where it runs
             }
             let mut worker = match self.pool.checkout(&p.spec, p.key).await {
                 Ok(w) => w,

@@ -241,7 +241,8 @@ pub async fn start(session: &Session, options: Options) -> Result<Server, String
     start_with(session.runner.clone(), &session.workspace, options).await
 }
 
-/// The evaluators with a queue each (drained by the pool), or their import failure.
+/// The evaluators with a queue each (drained by the pool, or for one that runs
+/// elsewhere by its remote client), or their import failure.
 async fn queues(
     runner: &Runner,
     workspace: &Workspace,
@@ -277,7 +278,13 @@ async fn queues(
         let spec = p.spec.clone();
         let key = p.key;
         drains.push(tokio::spawn(async move {
-            pool.drain(spec, key, rx, sink).await
+            if spec.source.is_remote() {
+                // served as a proxy: each request is passed on to where it runs
+                let n = crate::remote::DEFAULT_CONCURRENCY;
+                crate::remote::drain(spec, rx, sink, n).await
+            } else {
+                pool.drain(spec, key, rx, sink).await
+            }
         }));
         evaluators.push(Served {
             spec: p.spec,

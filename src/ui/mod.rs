@@ -5,5 +5,6 @@ pub mod app;
 pub mod deploy_target;
 pub mod highlight;
 pub mod keymap;
+pub mod placement;
 pub mod theme;
 pub mod view;

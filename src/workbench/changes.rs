@@ -15,7 +15,7 @@ impl Live {
     ) -> Option<Watcher> {
         let ws = &self.session.workspace;
         let mut roots = vec![ws.root.clone()];
-        for spec in &ws.evaluators {
+        for spec in ws.evaluators.iter().filter(|s| !s.source.is_remote()) {
             roots.push(spec.source.folder());
         }
         for f in &ws.samples {
@@ -57,6 +57,7 @@ impl Live {
                     style: p.and_then(|p| p.style).or(spec.style),
                     state: RunState::Idle,
                     import_error: p.and_then(|p| p.failure.clone()),
+                    placement: Some(self.session.runner.placement(spec)),
                 }
             })
             .collect()
@@ -103,12 +104,14 @@ impl Live {
                     .and_then(|p| p.as_ref())
                     .map(|p| p.files.clone())
                     .unwrap_or_default();
-                paths.iter().any(|p| {
-                    p.extension().is_some_and(|e| e == "py")
-                        && (files.iter().any(|f| is(p, f))
-                            || p.starts_with(spec.source.folder())
-                            || is(p, &spec.source.file()))
-                })
+                // a remote evaluator has no files here: a save never reruns it
+                !spec.source.is_remote()
+                    && paths.iter().any(|p| {
+                        p.extension().is_some_and(|e| e == "py")
+                            && (files.iter().any(|f| is(p, f))
+                                || p.starts_with(spec.source.folder())
+                                || is(p, &spec.source.file()))
+                    })
             })
             .map(|(i, _)| i)
             .collect();
@@ -121,8 +124,12 @@ impl Live {
             if let Some(pending) = self.pending_run.as_mut() {
                 pending.stale.extend(stale); // the run starts when the index is ready
             } else {
-                let all = (0..self.session.workspace.evaluators.len()).collect();
-                self.start_run(stale, all, Vec::new());
+                // a code save: remote evaluators have no code here and are not asked again
+                let evaluators = &self.session.workspace.evaluators;
+                let local = (0..evaluators.len())
+                    .filter(|&i| !evaluators[i].source.is_remote())
+                    .collect();
+                self.start_run(stale, local, Vec::new());
             }
         }
         rewatch

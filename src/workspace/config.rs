@@ -48,6 +48,12 @@ pub struct EvaluatorConfig {
     pub weight: Option<f64>,
     /// The evaluator `POST /evaluate` serves.
     pub default: Option<bool>,
+    /// A `generic_server`-compatible endpoint that scores instead of local code.
+    pub url: Option<String>,
+    /// The environment variable whose value a `url` evaluator sends as `X-Api-Key`.
+    pub api_key_env: Option<String>,
+    /// The id of a deployed Fireworks evaluator that scores instead of local code.
+    pub fireworks: Option<String>,
 }
 
 /// `[insight]`: how baselines and rollout groups are read.
@@ -73,7 +79,11 @@ impl Config {
                 )))
             }
         };
-        Config::parse(&text).map_err(|m| WorkspaceError(format!("{}: {m}", path.display())))
+        let config =
+            Config::parse(&text).map_err(|m| WorkspaceError(format!("{}: {m}", path.display())))?;
+        super::remote::check_keys(&config, &text, |var| std::env::var_os(var).is_some())
+            .map_err(|m| WorkspaceError(format!("{}: {m}", path.display())))?;
+        Ok(config)
     }
 
     /// The pass threshold for flips: `[insight] threshold`, default 0.5.
@@ -117,7 +127,7 @@ impl Config {
     /// Parses the text of an `rwb.toml`; the error names the line, the field (when
     /// the line sets one) and what is wrong.
     pub fn parse(text: &str) -> Result<Config, String> {
-        toml::from_str(text).map_err(|e| {
+        let config: Config = toml::from_str(text).map_err(|e| {
             let message = e.message().trim().to_string();
             let Some(start) = e.span().map(|s| s.start.min(text.len())) else {
                 return message;
@@ -127,7 +137,9 @@ impl Config {
                 Some(field) => format!("line {line}: {field}: {message}"),
                 None => format!("line {line}: {message}"),
             }
-        })
+        })?;
+        super::remote::check(&config, text)?;
+        Ok(config)
     }
 }
 

@@ -5,6 +5,7 @@
 //! streaming JSONL reader. Must not know the screen, run Python or touch the cache.
 
 mod config;
+mod remote;
 mod samples;
 mod watcher;
 
@@ -153,7 +154,7 @@ fn checked_timeout(value: f64, what: impl FnOnce() -> String) -> Result<f64, Wor
 /// cannot carry bytes that are not UTF-8: such a path is a clear error, not a panic.
 fn paths_are_text(root: &Path, evaluators: &[EvaluatorSpec]) -> Result<(), WorkspaceError> {
     let mut paths = vec![("the workspace folder", root.to_path_buf())];
-    for spec in evaluators {
+    for spec in evaluators.iter().filter(|s| !s.source.is_remote()) {
         paths.push(("the evaluator source", spec.source.file()));
     }
     for (what, path) in paths {
@@ -316,6 +317,11 @@ fn resolve_evaluators(
             }
         }
         for (name, entry) in &config.evaluators {
+            if let Some(source) = remote::source(entry) {
+                specs.retain(|s| &s.name != name);
+                specs.push(base_spec(name, source));
+                continue;
+            }
             let spec = match (&entry.path, &entry.function) {
                 (Some(path), None) => {
                     let shown = format!("{path} (in rwb.toml)");
@@ -325,7 +331,7 @@ fn resolve_evaluators(
                 (None, None) if specs.iter().any(|s| &s.name == name) => continue,
                 _ => {
                     return err(format!(
-                        "rwb.toml: [evaluators.{name}] needs exactly one of `path` (a metric folder) or `function` (FILE.py::FUNC or package.module:FUNC)"
+                        "rwb.toml: [evaluators.{name}] needs exactly one of `path` (a metric folder), `function` (FILE.py::FUNC or package.module:FUNC), `url` (an endpoint) or `fireworks` (a deployed evaluator id)"
                     ))
                 }
             };

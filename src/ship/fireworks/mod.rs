@@ -9,12 +9,14 @@
 //! One file per job: `error` (what failed, one line), `credentials` (key, account,
 //! base), `files` (what may be sent), `decorators` (what a metric declares),
 //! `payload` (criteria and requirements), `proxy` (the `--remote-url` main.py), `api`
-//! (the HTTP client), `deploy` and `preview` (the two calls).
+//! (the HTTP client), `deploy` and `preview` (the two calls), `deployed` (a deployed
+//! evaluator scoring a `fireworks = "ID"` column).
 
 mod api;
 mod credentials;
 mod decorators;
 mod deploy;
+mod deployed;
 mod error;
 mod files;
 mod payload;
@@ -25,6 +27,7 @@ pub use api::{request_timeout, DEFAULT_TIMEOUT_SECS, TIMEOUT_ENV};
 pub use credentials::{Credentials, DEFAULT_API_BASE};
 pub use decorators::decorator_requirements;
 pub use deploy::{check_evaluator_id, deploy, deploy_body, DeployRequest, DeployResult};
+pub use deployed::{deployed_evaluator, preview_deployed};
 pub use error::{api_message, FireworksError};
 pub use files::{MAX_FILE_BYTES, MAX_TOTAL_BYTES};
 pub use payload::{Code, Criterion, EvaluatorPayload};

@@ -151,6 +151,11 @@ fn criterion_for(
                 reqs,
             ))
         }
+        Source::Remote { .. } | Source::Fireworks { .. } => Err(FireworksError::Local(format!(
+            "'{}' runs at {}: it has no code here to deploy (deploy it from its own workspace, or give --remote-url URL to register the endpoint)",
+            spec.name,
+            spec.source.location()
+        ))),
         Source::Module {
             module, function, ..
         } => Err(FireworksError::Local(format!(

@@ -78,7 +78,7 @@ fn text(v: Option<&Value>) -> Option<String> {
     }
 }
 
-fn parse_preview(url: &str, response: Value) -> Result<RemotePreview, FireworksError> {
+pub(super) fn parse_preview(url: &str, response: Value) -> Result<RemotePreview, FireworksError> {
     let Some(object) = response.as_object() else {
         return Err(FireworksError::BadResponse {
             url: url.to_string(),

@@ -301,8 +301,14 @@ impl App {
         }
     }
 
-    pub(super) fn edit_target(&self) -> Option<Effect> {
+    pub(super) fn edit_target(&mut self) -> Option<Effect> {
         let info = self.evaluators.get(self.evaluator)?;
+        if let Some(p) = &info.placement {
+            if let Some(notice) = crate::ui::placement::no_file_notice(&info.name, p) {
+                self.notice = Some(notice);
+                return None;
+            }
+        }
         let from_error = |e: &EvalError| {
             e.file.as_ref().map(|f| {
                 let path = PathBuf::from(f);

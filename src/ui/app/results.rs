@@ -120,10 +120,11 @@ impl App {
     pub(super) fn keeps_whole(&self, evaluator: usize, outcome: &Outcome) -> bool {
         !self.store_details
             || outcome.is_error()
-            || self
-                .evaluators
-                .get(evaluator)
-                .is_none_or(|e| e.style.is_none_or(|s| s.is_batched()))
+            || self.evaluators.get(evaluator).is_none_or(|e| {
+                // a remote result is never stored: keep it whole
+                let remote = e.placement.as_ref().is_some_and(|p| p.is_remote());
+                remote || e.style.is_none_or(|s| s.is_batched())
+            })
     }
 
     /// The outcome to keep; an error identical to the evaluator's last one shares it.

@@ -18,6 +18,8 @@ pub struct EvaluatorInfo {
     pub state: RunState,
     /// Set while its module does not import.
     pub import_error: Option<EvalError>,
+    /// Where it runs (local workers, an endpoint, Ray); `None`: not shown.
+    pub placement: Option<crate::model::Placement>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

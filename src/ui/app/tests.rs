@@ -19,6 +19,7 @@ fn info(name: &str) -> EvaluatorInfo {
         style: None,
         state: RunState::Idle,
         import_error: None,
+        placement: None,
     }
 }
 
@@ -816,5 +817,60 @@ fn the_deploy_dialog_chooses_cloud_run_or_kubernetes_with_the_arrows() {
             request.apply
         ),
         (Target::K8s, "default", None, true)
+    );
+}
+
+#[test]
+fn a_remote_evaluator_has_no_file_to_edit_and_keeps_its_outcomes_whole() {
+    use crate::model::Placement;
+    let mut app = app();
+    app.store_details = true;
+    let placed = |name, placement| EvaluatorInfo {
+        style: Some(Style::RewardKit),
+        placement: Some(placement),
+        ..info(name)
+    };
+    let url = "http://127.0.0.1:8001/evaluate";
+    app.update(Msg::Evaluators(vec![
+        placed(
+            "a",
+            Placement::Local {
+                workers: 2,
+                concurrency: 1,
+            },
+        ),
+        placed("b", Placement::Remote { url: url.into() }),
+    ]));
+    for evaluator in 0..2 {
+        app.update(Msg::Result {
+            evaluator,
+            sample: 3,
+            outcome: Box::new(Outcome::scored(0.5, Map::new())),
+        });
+    }
+    let whole = |app: &App, e: usize| {
+        app.samples[3].cells[e]
+            .outcome
+            .as_ref()
+            .unwrap()
+            .full
+            .is_some()
+    };
+    // a local result is read back from the store on selection; a remote one never is
+    assert_eq!((whole(&app, 0), whole(&app, 1)), (false, true));
+
+    app.update(key('l'));
+    assert_eq!(app.update(key('e')), vec![]);
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("b runs at http://127.0.0.1:8001/evaluate: there is no file to edit here (edit it where it is deployed)")
+    );
+    app.update(key('h'));
+    assert_eq!(
+        app.update(key('e')),
+        vec![Effect::Edit {
+            file: PathBuf::from("metrics/a/main.py"),
+            line: None
+        }]
     );
 }

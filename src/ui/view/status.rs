@@ -79,6 +79,10 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         };
         spans.push(Span::raw(format!("{} ", e.name)));
         spans.push(Span::styled(state, Style::default().fg(color)));
+        let room = crate::ui::placement::width_each(area.width, app.evaluators.len());
+        if let Some(at) = crate::ui::placement::where_label(e.placement.as_ref(), room) {
+            spans.push(Span::styled(format!(" {at}"), Style::default().fg(p.muted)));
+        }
     }
     let ship = &app.ship;
     if let Some(what) = &ship.busy {

@@ -1,0 +1,137 @@
+//! Evaluators that score elsewhere (SPEC §11): a reward-kit `generic_server`-compatible
+//! endpoint (`url` in `rwb.toml`) or a deployed Fireworks evaluator (`fireworks`).
+//!
+//! Owns the HTTP calls and reading their answers into [`Outcome`]s, with a bounded
+//! number of requests in flight. Sits beside `engine/` (which runs local Python) and
+//! below `runner/`, which hands it the same queue of sample lines it hands the worker
+//! pool. Must not touch the cache (remote results are never stored nor read back),
+//! draw, or spawn processes. The Fireworks client, its credentials and its base URL
+//! are `ship::fireworks`'s.
+
+mod deployed;
+mod endpoint;
+
+pub use endpoint::Endpoint;
+
+use crate::engine::{PoolJob, PoolWork, Sink};
+use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, Source};
+use futures::StreamExt;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Requests in flight per remote evaluator unless its `concurrency` says otherwise.
+pub const DEFAULT_CONCURRENCY: usize = 16;
+
+/// Scores every sample of `queue` through the evaluator's endpoint, `concurrency` at
+/// a time, handing each outcome to `sink` as it arrives. Returns when the queue is
+/// closed and every answer is in.
+pub async fn drain(
+    spec: Arc<EvaluatorSpec>,
+    queue: flume::Receiver<PoolWork>,
+    sink: Sink,
+    concurrency: usize,
+) {
+    let concurrency = concurrency.max(1);
+    let timeout = request_timeout(spec.timeout);
+    match &spec.source {
+        Source::Remote { url, api_key_env } => {
+            let key = api_key_env.as_deref().map(|var| (var, std::env::var(var)));
+            let endpoint = match key {
+                Some((var, Err(_))) => Err(format!(
+                    "the environment variable {var} (`api_key_env` of [evaluators.{}]) is not set: export it with the endpoint's key",
+                    spec.name
+                )),
+                Some((_, Ok(key))) => Endpoint::new(url, Some(key), spec.kwargs.clone(), timeout),
+                None => Endpoint::new(url, None, spec.kwargs.clone(), timeout),
+            };
+            let endpoint = match endpoint {
+                Ok(e) => e,
+                Err(message) => {
+                    return fail_all(queue, sink, EvalError::new(kinds::REMOTE_ERROR, message))
+                        .await
+                }
+            };
+            jobs(queue)
+                .for_each_concurrent(concurrency, |job| {
+                    let (endpoint, sink) = (&endpoint, &sink);
+                    async move { sink(job.id, endpoint.score(&job.raw).await) }
+                })
+                .await;
+        }
+        Source::Fireworks { id } => {
+            deployed::drain(id, &spec.kwargs, queue, sink, concurrency, timeout).await
+        }
+        _ => {
+            fail_all(
+                queue,
+                sink,
+                EvalError::new(kinds::INVALID_RESULT, "not a remote evaluator"),
+            )
+            .await
+        }
+    }
+}
+
+/// The queue's samples one by one (a batch formed by the feed is taken apart: an
+/// endpoint scores one sample per request).
+fn jobs(queue: flume::Receiver<PoolWork>) -> impl futures::Stream<Item = PoolJob> {
+    queue.into_stream().flat_map(|work| {
+        let jobs = match work {
+            PoolWork::One(job) => vec![job],
+            PoolWork::Batch(jobs) => jobs,
+        };
+        futures::stream::iter(jobs)
+    })
+}
+
+/// Gives every sample of the queue the same error (an endpoint that cannot be used).
+async fn fail_all(queue: flume::Receiver<PoolWork>, sink: Sink, error: EvalError) {
+    let mut jobs = std::pin::pin!(jobs(queue));
+    while let Some(job) = jobs.next().await {
+        sink(job.id, Outcome::failed(error.clone()));
+    }
+}
+
+/// The per-request timeout: the evaluator's timeout (0: no limit, kept as a year).
+fn request_timeout(secs: f64) -> Duration {
+    let secs = if secs > 0.0 {
+        secs
+    } else {
+        crate::workspace::MAX_TIMEOUT
+    };
+    Duration::try_from_secs_f64(secs).unwrap_or(Duration::from_secs(3600))
+}
+
+fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    reqwest::Client::builder()
+        .timeout(timeout)
+        .connect_timeout(timeout.min(Duration::from_secs(20)))
+        .user_agent(concat!("rwb/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| format!("cannot start the HTTP client: {e}"))
+}
+
+/// A request that got no answer: `Timeout`, or `Unreachable` with the innermost cause
+/// (reqwest's own text is generic).
+fn transport_error(url: &str, timeout: Duration, e: &reqwest::Error) -> EvalError {
+    if e.is_timeout() {
+        return EvalError::new(
+            kinds::TIMEOUT,
+            format!(
+                "POST {url} did not answer within {} s (the evaluator's timeout: raise `timeout` in rwb.toml if the endpoint is slow)",
+                timeout.as_secs_f64()
+            ),
+        );
+    }
+    let mut cause = e.to_string();
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        cause = s.to_string();
+        source = s.source();
+    }
+    EvalError::new(
+        kinds::UNREACHABLE,
+        format!("cannot reach {url}: {cause} (is the server running? check `url` in rwb.toml)"),
+    )
+}
