@@ -1,0 +1,305 @@
+//! `rwb run --ray` on a real local Ray cluster the test starts (a head node and a
+//! second node, one CPU each): the same workspace gives the same rows with and without
+//! Ray, and fills the cache so that a local run after it is warm.
+//!
+//! Needs an interpreter with `ray` installed in `RWB_RAY_PYTHON` (`.ci/run` sets it);
+//! without it the cluster tests are skipped with a printed reason. Ray starts slowly,
+//! so one test starts one cluster and checks everything on it.
+
+mod common;
+
+use common::{free_port, Run, Ws, LENGTH_EVALUATOR, RWB};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const RAISES: &str = r#"
+def evaluate(messages, **kwargs):
+    if "word word word" in messages[-1]["content"]:
+        raise ValueError("too wordy")
+    return {"score": 0.5, "reason": "fine"}
+"#;
+
+const LOOPS: &str = r#"
+import time
+
+def evaluate(messages, **kwargs):
+    if messages[-1]["content"] == "word word":
+        while True:
+            time.sleep(0.01)
+    return {"score": 1.0}
+"#;
+
+const DIES: &str = r#"
+import os
+
+def evaluate(messages, **kwargs):
+    if messages[-1]["content"] == "word word word word":
+        os._exit(7)
+    return {"score": 0.25, "reason": "ok"}
+"#;
+
+/// TRL: a batch-relative reward (each length over the batch's mean length).
+const TRL: &str = r#"
+def len_reward(completions, **kwargs):
+    n = [len(c[0]["content"]) for c in completions]
+    mean = sum(n) / len(n)
+    return [x / mean for x in n]
+"#;
+
+const TOML: &str = r#"
+[evaluators.len]
+function = "rewards.py::len_reward"
+batch_size = 4
+
+[evaluators.loops]
+path = "metrics/loops"
+timeout = 1
+"#;
+
+fn workspace() -> Ws {
+    Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("metrics/raises/main.py", RAISES),
+        ("metrics/loops/main.py", LOOPS),
+        ("metrics/dies/main.py", DIES),
+        ("rewards.py", TRL),
+        ("rwb.toml", TOML),
+        ("samples.jsonl", &common::samples(14)),
+    ])
+}
+
+/// The interpreter with `ray`, or `None` (and why) when the tests cannot run.
+fn ray_python() -> Option<PathBuf> {
+    let Some(python) = std::env::var_os("RWB_RAY_PYTHON") else {
+        eprintln!("skipped: RWB_RAY_PYTHON is not set (an interpreter with `ray` installed; .ci/run sets it)");
+        return None;
+    };
+    Some(PathBuf::from(python))
+}
+
+/// A local Ray cluster of two nodes in a folder of its own. Dropping it kills every
+/// process of the cluster (the daemons `ray start` left, and the workers they
+/// started), on every exit path of the test.
+struct Cluster {
+    dir: tempfile::TempDir,
+    address: String,
+}
+
+impl Cluster {
+    fn start(python: &Path) -> Cluster {
+        let ray = python.with_file_name("ray");
+        let dir = tempfile::Builder::new()
+            .prefix("rwb-ray-")
+            .tempdir()
+            .unwrap();
+        let port = free_port();
+        let cluster = Cluster {
+            address: format!("127.0.0.1:{port}"),
+            dir,
+        };
+        let head = [
+            "start".to_string(),
+            "--head".into(),
+            format!("--port={port}"),
+            "--node-ip-address=127.0.0.1".into(),
+            "--num-cpus=1".into(),
+            format!("--temp-dir={}", cluster.dir.path().display()),
+            "--include-dashboard=false".into(),
+            "--disable-usage-stats".into(),
+        ];
+        cluster.ray(&ray, &head);
+        let node = [
+            "start".to_string(),
+            format!("--address={}", cluster.address),
+            "--node-ip-address=127.0.0.1".into(),
+            "--num-cpus=1".into(),
+            "--disable-usage-stats".into(),
+        ];
+        cluster.ray(&ray, &node);
+        cluster
+    }
+
+    fn ray(&self, ray: &Path, args: &[String]) {
+        let out = Command::new(ray)
+            .args(args)
+            .env("RAY_TMPDIR", self.dir.path())
+            .output()
+            .expect("the ray command runs");
+        assert!(
+            out.status.success(),
+            "ray {args:?} failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        // `ray stop` would stop every Ray cluster of this user on the machine: kill
+        // only this one, its daemons (named by its folder) and all they started.
+        let marker = self.dir.path().to_string_lossy().into_owned();
+        for _ in 0..3 {
+            let doomed = cluster_processes(&marker);
+            if doomed.is_empty() {
+                break;
+            }
+            for pid in doomed {
+                // SAFETY: kill(2) has no memory-safety preconditions.
+                unsafe {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+/// The processes whose command line names `marker`, and all their descendants.
+fn cluster_processes(marker: &str) -> Vec<i32> {
+    let mut parents: Vec<(i32, i32, bool)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let named = String::from_utf8_lossy(&cmdline).contains(marker);
+        parents.push((pid, ppid, named));
+    }
+    let mut found: Vec<i32> = parents.iter().filter(|p| p.2).map(|p| p.0).collect();
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        for (pid, ppid, _) in &parents {
+            if *ppid == parent && !found.contains(pid) {
+                found.push(*pid);
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// `rwb run DIR --format jsonl ARGS` with the Ray interpreter (and `envs`).
+fn run(ws: &Ws, python: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
+    let mut command = Command::new(RWB);
+    command
+        .args(["run", ws.path().to_str().unwrap(), "--format", "jsonl"])
+        .arg("--python")
+        .arg(python)
+        .args(args)
+        .current_dir(ws.path())
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("RAY_ADDRESS");
+    for (k, v) in envs {
+        command.env(k, v);
+    }
+    Run::from(command.output().expect("rwb runs"))
+}
+
+/// Each row as printed, without its (timing) `duration_ms`.
+fn rows_without_durations(run: &Run) -> Vec<String> {
+    let mut rows: Vec<String> = run
+        .stdout
+        .lines()
+        .map(|line| match line.rfind(",\"duration_ms\":") {
+            Some(at) => line[..at].to_string(),
+            None => line.to_string(),
+        })
+        .collect();
+    rows.sort();
+    rows
+}
+
+#[test]
+fn ray_runs_give_the_rows_and_cache_of_local_runs() {
+    let Some(python) = ray_python() else { return };
+    let ws = workspace();
+    let local = run(&ws, &python, &["--no-cache"], &[]);
+    assert_eq!(local.code, 1, "{}", local.stderr);
+    let expected = rows_without_durations(&local);
+    assert_eq!(expected.len(), 14 * 5, "{}", local.stdout);
+
+    let cluster = Cluster::start(&python);
+    let on_ray = run(&ws, &python, &["--ray", &cluster.address], &[]);
+    let described = format!("rwb: Ray cluster {}: 2 nodes, 2 CPUs", cluster.address);
+    assert!(on_ray.stderr.contains(&described), "{}", on_ray.stderr);
+    assert_eq!(on_ray.code, local.code, "{}", on_ray.stderr);
+    assert_eq!(rows_without_durations(&on_ray), expected);
+    // what failed the same way, for the same reasons
+    let row = on_ray.row(2, "raises");
+    assert_eq!(row["error"]["type"], "ValueError");
+    let traceback = row["error"]["traceback"].as_str().unwrap();
+    let main = ws.file("metrics/raises/main.py");
+    let main = std::fs::canonicalize(main).unwrap();
+    assert!(
+        traceback.contains(&format!("File \"{}\"", main.display())),
+        "{traceback}"
+    );
+    assert_eq!(on_ray.row(1, "loops")["error"]["type"], "Timeout");
+    assert_eq!(on_ray.row(3, "dies")["error"]["type"], "WorkerCrashed");
+
+    // the cache Ray filled serves a local run: nothing deterministic runs again
+    let warm = run(&ws, &python, &[], &[]);
+    assert_eq!(rows_without_durations(&warm), expected);
+    for evaluator in ["length", "raises", "len"] {
+        assert_eq!(warm.evaluated(evaluator), 0, "{evaluator}: {}", warm.stderr);
+    }
+
+    // `[engine] ray = "auto"` in rwb.toml, with RAY_ADDRESS naming the cluster
+    ws.write("rwb.toml", &format!("{TOML}\n[engine]\nray = \"auto\"\n"));
+    let configured = run(
+        &ws,
+        &python,
+        &["--no-cache", "--jobs", "1"],
+        &[("RAY_ADDRESS", &cluster.address)],
+    );
+    assert!(
+        configured
+            .stderr
+            .contains("rwb: Ray cluster auto: 2 nodes, 2 CPUs"),
+        "{}",
+        configured.stderr
+    );
+    assert_eq!(rows_without_durations(&configured), expected);
+}
+
+#[test]
+fn an_interpreter_without_ray_is_a_usage_error_that_says_how_to_install_it() {
+    let ws = workspace();
+    let python = Path::new("python3");
+    let has_ray = Command::new(python)
+        .args(["-c", "import ray"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if has_ray {
+        eprintln!("skipped: python3 has ray installed");
+        return;
+    }
+    let out = run(&ws, python, &["--ray", "auto"], &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "{}", out.stdout);
+    let line = out.stderr.trim();
+    assert!(
+        line.starts_with("rwb: Ray is not installed in /")
+            && line.ends_with(" -m pip install ray`, or give --python an interpreter that has it"),
+        "{line}"
+    );
+    // an address nobody answers on is named at once (Ray itself retries for minutes)
+    let port = free_port().to_string();
+    let address = format!("127.0.0.1:{port}");
+    let python = ray_python().unwrap_or_else(|| python.to_path_buf());
+    let out = run(&ws, &python, &["--ray", &address], &[]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    if std::env::var_os("RWB_RAY_PYTHON").is_some() {
+        assert_eq!(
+            out.stderr.trim(),
+            format!("rwb: cannot reach the Ray cluster at {address} (Connection refused): is `ray start --head` running there?")
+        );
+    }
+}
