@@ -68,6 +68,10 @@ fn workspace() -> Ws {
     ])
 }
 
+/// Ray's token authentication keeps its token in ~/.ray, shared by every cluster of
+/// the user: clusters started side by side (and a user's own) must not touch it.
+const AUTH_MODE: &str = "disabled";
+
 /// The interpreter with `ray`, or `None` (and why) when the tests cannot run.
 fn ray_python() -> Option<PathBuf> {
     let Some(python) = std::env::var_os("RWB_RAY_PYTHON") else {
@@ -123,6 +127,7 @@ impl Cluster {
         let out = Command::new(ray)
             .args(args)
             .env("RAY_TMPDIR", self.dir.path())
+            .env("RAY_AUTH_MODE", AUTH_MODE)
             .output()
             .expect("the ray command runs");
         assert!(
@@ -137,24 +142,37 @@ impl Drop for Cluster {
     fn drop(&mut self) {
         // `ray stop` would stop every Ray cluster of this user on the machine: kill
         // only this one, its daemons (named by its folder) and all they started.
-        let marker = self.dir.path().to_string_lossy().into_owned();
-        for _ in 0..3 {
-            let doomed = cluster_processes(&marker);
-            if doomed.is_empty() {
-                break;
-            }
-            for pid in doomed {
-                // SAFETY: kill(2) has no memory-safety preconditions.
-                unsafe {
-                    libc::kill(pid, libc::SIGKILL);
-                }
-            }
-            std::thread::sleep(std::time::Duration::from_millis(200));
-        }
+        kill_cluster(&self.dir.path().to_string_lossy());
     }
 }
 
-/// The processes whose command line names `marker`, and all their descendants.
+fn kill_cluster(marker: &str) {
+    for _ in 0..3 {
+        let doomed = cluster_processes(marker);
+        if doomed.is_empty() {
+            break;
+        }
+        for pid in doomed {
+            // SAFETY: kill(2) has no memory-safety preconditions.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// Kills, when dropped, every process started with `RAY_TMPDIR` set to its folder.
+struct Reap(tempfile::TempDir);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        kill_cluster(&format!("RAY_TMPDIR={}", self.0.path().display()));
+    }
+}
+
+/// The processes whose command line or environment names `marker`, and all their
+/// descendants.
 fn cluster_processes(marker: &str) -> Vec<i32> {
     let mut parents: Vec<(i32, i32, bool)> = Vec::new();
     for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
@@ -167,8 +185,10 @@ fn cluster_processes(marker: &str) -> Vec<i32> {
             .and_then(|(_, rest)| rest.split_whitespace().nth(1))
             .and_then(|p| p.parse().ok())
             .unwrap_or(0);
-        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
-        let named = String::from_utf8_lossy(&cmdline).contains(marker);
+        let named = ["cmdline", "environ"].iter().any(|file| {
+            let text = std::fs::read(entry.path().join(file)).unwrap_or_default();
+            String::from_utf8_lossy(&text).contains(marker)
+        });
         parents.push((pid, ppid, named));
     }
     let mut found: Vec<i32> = parents.iter().filter(|p| p.2).map(|p| p.0).collect();
@@ -195,7 +215,8 @@ fn run(ws: &Ws, python: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
         .args(args)
         .current_dir(ws.path())
         .env_remove("VIRTUAL_ENV")
-        .env_remove("RAY_ADDRESS");
+        .env_remove("RAY_ADDRESS")
+        .env("RAY_AUTH_MODE", AUTH_MODE);
     for (k, v) in envs {
         command.env(k, v);
     }
@@ -267,6 +288,49 @@ fn ray_runs_give_the_rows_and_cache_of_local_runs() {
         configured.stderr
     );
     assert_eq!(rows_without_durations(&configured), expected);
+}
+
+#[test]
+fn auto_without_a_cluster_starts_a_local_one_that_ends_with_rwb() {
+    let Some(python) = ray_python() else { return };
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &common::samples(4)),
+    ]);
+    let local = run(&ws, &python, &["--no-cache"], &[]);
+    assert_eq!(local.code, 0, "{}", local.stderr);
+    let reap = Reap(
+        tempfile::Builder::new()
+            .prefix("rwb-ray-")
+            .tempdir()
+            .unwrap(),
+    );
+    let tmp = reap.0.path().to_str().unwrap().to_string();
+    let on_ray = run(
+        &ws,
+        &python,
+        &["--no-cache", "--ray", "auto"],
+        &[("RAY_TMPDIR", &tmp)],
+    );
+    assert_eq!(on_ray.code, 0, "{}", on_ray.stderr);
+    assert!(
+        on_ray.stderr.contains("rwb: Ray cluster auto: 1 node, "),
+        "{}",
+        on_ray.stderr
+    );
+    assert_eq!(
+        rows_without_durations(&on_ray),
+        rows_without_durations(&local)
+    );
+    // the cluster the driver started ends with rwb (its idle workers notice soon)
+    let marker = format!("RAY_TMPDIR={tmp}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut left = cluster_processes(&marker);
+    while !left.is_empty() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        left = cluster_processes(&marker);
+    }
+    assert_eq!(left, Vec::<i32>::new(), "Ray processes outlived rwb");
 }
 
 #[test]

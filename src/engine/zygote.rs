@@ -105,6 +105,17 @@ impl Drop for Shared {
         for pid in self.groups.lock().unwrap().drain() {
             kill_group(pid);
         }
+        if self.ray.is_some() {
+            // A local cluster the Ray driver started (`auto`) runs in the driver's
+            // process group, and would outlive a driver killed alone.
+            let current = self.zygote.get_mut().take();
+            let retired = std::mem::take(self.retired.get_mut().unwrap());
+            for zygote in current.into_iter().chain(retired) {
+                if let Some(pid) = zygote.child.id() {
+                    kill_group(pid as i32);
+                }
+            }
+        }
     }
 }
 

@@ -139,7 +139,13 @@ class Proxy:
             spec = self._relative_spec()
             if spec is None:
                 return
-            reply = self.ray.get(self.load_task.remote(spec, self.root))
+            try:
+                reply = self.ray.get(self.load_task.remote(spec, self.root))
+            except Exception as exc:  # the task never ran the import (runtime_env, a lost node)
+                first = (str(exc).strip().splitlines() or [""])[0]
+                message = "Ray could not run the import of %s: %s: %s" % (spec["file"], type(exc).__name__, first)
+                error = {"type": "WorkerCrashed", "message": message, "traceback": "", "files": []}
+                reply = _line({"import_error": error})
             self.sock.sendall(reply)
             loaded = json.loads(reply)
             if "import_error" in loaded:
@@ -196,9 +202,12 @@ class Proxy:
             self.closed = True
             flight, self.flight = self.flight, []
             self.ready.notify()
+        # Not forced: a forced cancel kills the process that ran the task, which by
+        # now may be running another evaluator's task. Unforced, a batch nobody
+        # reads is interrupted (or finishes) and its lines are dropped.
         for task, _, _ in flight:
             try:
-                self.ray.cancel(task, force=True)
+                self.ray.cancel(task)
             except Exception:
                 pass
         try:
