@@ -144,6 +144,8 @@ def main():
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--keep", action="store_true", help="keep the workspaces")
     args = parser.parse_args()
+    # Ray's token auth would write ~/.ray/auth_token, shared by the user's clusters
+    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     if not os.path.exists(args.rwb):
         raise SystemExit("no rwb binary at %s (cargo build --release, or give --rwb)" % args.rwb)
     root = tempfile.mkdtemp(prefix="rwb-bench-ray-")

@@ -82,7 +82,8 @@ impl Session {
         let workspace = &self.workspace;
         let engine = Engine::on_ray(workspace.python.clone(), workspace.root.clone(), address)
             .map_err(|e| Fail::Usage(format!("cannot prepare the worker runtime folder: {e}")))?;
-        let info = engine.info().await?.ray.unwrap_or_default();
+        engine.info().await?;
+        let info = engine.cluster().unwrap_or_default();
         let jobs = jobs.or(workspace.config.jobs).unwrap_or(info.cpus.max(1));
         let store = self.runner.store().cloned();
         self.runner = Arc::new(Runner::new(Arc::new(Pool::new(engine, jobs)), store));

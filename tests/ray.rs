@@ -29,6 +29,20 @@ def evaluate(messages, **kwargs):
     return {"score": 1.0}
 "#;
 
+/// Swallows the timeout's interruption and goes on: only killing its process ends it.
+const STUBBORN: &str = r#"
+import time
+
+def evaluate(messages, **kwargs):
+    if messages[-1]["content"] == "word word word word word":
+        while True:
+            try:
+                time.sleep(0.05)
+            except BaseException:
+                pass
+    return {"score": 0.125}
+"#;
+
 const DIES: &str = r#"
 import os
 
@@ -54,6 +68,10 @@ batch_size = 4
 [evaluators.loops]
 path = "metrics/loops"
 timeout = 1
+
+[evaluators.stubborn]
+path = "metrics/stubborn"
+timeout = 1
 "#;
 
 fn workspace() -> Ws {
@@ -62,6 +80,7 @@ fn workspace() -> Ws {
         ("metrics/raises/main.py", RAISES),
         ("metrics/loops/main.py", LOOPS),
         ("metrics/dies/main.py", DIES),
+        ("metrics/stubborn/main.py", STUBBORN),
         ("rewards.py", TRL),
         ("rwb.toml", TOML),
         ("samples.jsonl", &common::samples(14)),
@@ -244,7 +263,7 @@ fn ray_runs_give_the_rows_and_cache_of_local_runs() {
     let local = run(&ws, &python, &["--no-cache"], &[]);
     assert_eq!(local.code, 1, "{}", local.stderr);
     let expected = rows_without_durations(&local);
-    assert_eq!(expected.len(), 14 * 5, "{}", local.stdout);
+    assert_eq!(expected.len(), 14 * 6, "{}", local.stdout);
 
     let cluster = Cluster::start(&python);
     let on_ray = run(&ws, &python, &["--ray", &cluster.address], &[]);
@@ -264,6 +283,11 @@ fn ray_runs_give_the_rows_and_cache_of_local_runs() {
     );
     assert_eq!(on_ray.row(1, "loops")["error"]["type"], "Timeout");
     assert_eq!(on_ray.row(3, "dies")["error"]["type"], "WorkerCrashed");
+    let stubborn = &on_ray.row(4, "stubborn")["error"];
+    assert_eq!(
+        stubborn["message"],
+        "the evaluation did not return within 1 s and could not be interrupted; its worker was killed"
+    );
 
     // the cache Ray filled serves a local run: nothing deterministic runs again
     let warm = run(&ws, &python, &[], &[]);

@@ -86,6 +86,8 @@ struct Shared {
     socket: PathBuf,
     /// The Ray address to run on (the driver replaces the fork-server), or `None`.
     ray: Option<String>,
+    /// What the Ray driver last reported about its cluster.
+    cluster: StdMutex<Option<super::RayInfo>>,
     zygote: Mutex<Option<Zygote>>,
     /// Zygotes replaced by [`Engine::restart_if_older`], kept alive (with the workers
     /// they forked, which are still in use) until the engine is dropped.
@@ -177,6 +179,7 @@ impl Engine {
                 runtime,
                 socket,
                 ray,
+                cluster: StdMutex::default(),
                 zygote: Mutex::new(None),
                 retired: StdMutex::default(),
                 pending,
@@ -200,6 +203,12 @@ impl Engine {
     /// The Ray address this engine runs on, if any.
     pub fn ray(&self) -> Option<&str> {
         self.shared.ray.as_deref()
+    }
+
+    /// The Ray cluster (nodes, CPUs) once the driver joined it; `None` before, and
+    /// for a local engine. For showing where evaluations run without waiting.
+    pub fn cluster(&self) -> Option<super::RayInfo> {
+        self.shared.cluster.lock().unwrap().clone()
     }
 
     /// The interpreter's report, starting the zygote if it is not running yet.
@@ -476,6 +485,9 @@ impl Engine {
                 last_line(&self.stderr_tail())
             )));
         };
+        if let Some(cluster) = &info.ray {
+            *shared.cluster.lock().unwrap() = Some(cluster.clone());
+        }
         // Drain the zygote's replies so its pipe never fills.
         tokio::spawn(async move {
             let mut line = String::new();
