@@ -2,7 +2,7 @@
 //! cache. It sits below `cli/`, `ship/` and `workbench/`, so that serving and the live
 //! loop take it from here and never reach up into the command line.
 
-use crate::engine::{Engine, EngineError, Pool};
+use crate::engine::{Engine, EngineError, Pool, RayInfo};
 use crate::runner::{Prepared, Runner};
 use crate::store::Store;
 use crate::workspace::{Overrides, Workspace, WorkspaceError};
@@ -73,6 +73,21 @@ impl Session {
             runner,
             use_cache: !options.no_cache,
         })
+    }
+
+    /// Moves the session's evaluations onto the Ray cluster at `address`: starts the
+    /// driver (a missing `ray` or an unreachable cluster is a usage error) and sizes
+    /// the pool to `jobs`, else `rwb.toml`'s, else the cluster's CPUs.
+    pub async fn use_ray(&mut self, address: String, jobs: Option<usize>) -> Result<RayInfo, Fail> {
+        let workspace = &self.workspace;
+        let engine = Engine::on_ray(workspace.python.clone(), workspace.root.clone(), address)
+            .map_err(|e| Fail::Usage(format!("cannot prepare the worker runtime folder: {e}")))?;
+        engine.info().await?;
+        let info = engine.cluster().unwrap_or_default();
+        let jobs = jobs.or(workspace.config.jobs).unwrap_or(info.cpus.max(1));
+        let store = self.runner.store().cloned();
+        self.runner = Arc::new(Runner::new(Arc::new(Pool::new(engine, jobs)), store));
+        Ok(info)
     }
 
     /// Prepares every evaluator concurrently. A missing interpreter is fatal (exit 2).

@@ -110,6 +110,10 @@ struct RunArgs {
     /// With --baseline: exit 1 when more than N samples score lower than in it.
     #[arg(long, value_name = "N", requires = "baseline")]
     max_regressions: Option<usize>,
+    /// Run the batches as tasks on the Ray cluster at ADDRESS (`auto`: RAY_ADDRESS or
+    /// a local cluster); overrides rwb.toml's `[engine] ray`.
+    #[arg(long, value_name = "ADDRESS", value_parser = parse_ray_address)]
+    ray: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -255,6 +259,14 @@ fn parse_timeout(text: &str) -> Result<f64, String> {
     crate::workspace::timeout_secs(secs)
 }
 
+/// `--ray ADDRESS`: anything but blank (Ray itself judges the address).
+fn parse_ray_address(text: &str) -> Result<String, String> {
+    match text.trim() {
+        "" => Err("give a Ray address such as 10.0.0.5:6379, or auto".to_string()),
+        address => Ok(address.to_string()),
+    }
+}
+
 /// Prints what the workspace warns about (a skipped `.jsonl`), one line each.
 pub(crate) fn print_warnings(workspace: &Workspace) {
     for warning in &workspace.warnings {
@@ -288,6 +300,7 @@ pub fn main() -> ExitCode {
                     save_baseline: None,
                     baseline: None,
                     max_regressions: None,
+                    ray: None,
                 };
                 block_on(run::run(args))
             }

@@ -15,8 +15,16 @@ const PLACEMENT_WIDTH: usize = 48;
 pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let started = Instant::now();
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let session = Session::open(dir, &args.shared.open_options())?;
+    let mut session = Session::open(dir, &args.shared.open_options())?;
     super::print_warnings(&session.workspace);
+    let ray = match args.ray.clone() {
+        Some(address) => Some(address),
+        None => session.workspace.config.ray().map_err(Fail::Usage)?,
+    };
+    if let Some(address) = ray {
+        let cluster = session.use_ray(address, args.shared.jobs).await?;
+        eprintln!("rwb: {}", cluster.describe());
+    }
     let prepared = session.prepare_all().await?;
     let names: Vec<String> = prepared.iter().map(|p| p.spec.name.clone()).collect();
     let labels: Vec<String> = session

@@ -10,11 +10,13 @@
 
 mod pool;
 mod protocol;
+mod ray;
 mod worker;
 mod zygote;
 
 pub use pool::{spawn_error, BatchDone, Pool, PoolJob, PoolWork, Sink};
 pub use protocol::{Dist, ThirdParty};
+pub use ray::RayInfo;
 pub use worker::{Loaded, Next, Worker};
 pub use zygote::{Engine, EngineError, ZygoteInfo};
 
@@ -22,6 +24,8 @@ pub use zygote::{Engine, EngineError, ZygoteInfo};
 /// when the engine starts. Paths are relative to that folder.
 pub const PYTHON_FILES: &[(&str, &str)] = &[
     ("rwb_worker.py", include_str!("python/rwb_worker.py")),
+    ("rwb_ray.py", include_str!("python/rwb_ray.py")),
+    ("rwb_ray_task.py", include_str!("python/rwb_ray_task.py")),
     (
         "compat/reward_kit/__init__.py",
         include_str!("python/reward_kit/__init__.py"),

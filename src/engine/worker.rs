@@ -44,6 +44,8 @@ pub struct Worker {
     groups: Groups,
     pub loaded: Loaded,
     timeout: Duration,
+    /// How long past `timeout` rwb waits for a line before it kills the worker.
+    grace: Duration,
     alive: bool,
     busy: bool,
     line: Vec<u8>,
@@ -71,6 +73,7 @@ impl Worker {
             groups,
             loaded,
             timeout,
+            grace: KILL_GRACE,
             alive: true,
             busy: false,
             line: Vec::with_capacity(4096),
@@ -87,7 +90,12 @@ impl Worker {
 
     /// The per-evaluation timeout plus the grace rwb gives the worker's own alarm.
     pub fn patience(&self) -> Duration {
-        self.timeout + KILL_GRACE
+        self.timeout + self.grace
+    }
+
+    /// Waits `grace` past the timeout (a Ray worker's tasks may queue first).
+    pub(super) fn set_grace(&mut self, grace: Duration) {
+        self.grace = grace;
     }
 
     /// Queues a batch of (sample id, raw JSON line) for the worker; returns at once. More

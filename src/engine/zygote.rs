@@ -52,6 +52,9 @@ pub struct ZygoteInfo {
     pub python: String,
     pub executable: String,
     pub reward_kit: RewardKitInfo,
+    /// The cluster, when the engine runs on Ray.
+    #[serde(default)]
+    pub ray: Option<super::RayInfo>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -81,6 +84,10 @@ struct Shared {
     root: PathBuf,
     runtime: tempfile::TempDir,
     socket: PathBuf,
+    /// The Ray address to run on (the driver replaces the fork-server), or `None`.
+    ray: Option<String>,
+    /// What the Ray driver last reported about its cluster.
+    cluster: StdMutex<Option<super::RayInfo>>,
     zygote: Mutex<Option<Zygote>>,
     /// Zygotes replaced by [`Engine::restart_if_older`], kept alive (with the workers
     /// they forked, which are still in use) until the engine is dropped.
@@ -100,6 +107,17 @@ impl Drop for Shared {
         for pid in self.groups.lock().unwrap().drain() {
             kill_group(pid);
         }
+        if self.ray.is_some() {
+            // A local cluster the Ray driver started (`auto`) runs in the driver's
+            // process group, and would outlive a driver killed alone.
+            let current = self.zygote.get_mut().take();
+            let retired = std::mem::take(self.retired.get_mut().unwrap());
+            for zygote in current.into_iter().chain(retired) {
+                if let Some(pid) = zygote.child.id() {
+                    kill_group(pid as i32);
+                }
+            }
+        }
     }
 }
 
@@ -113,6 +131,16 @@ impl Engine {
     /// Prepares the runtime folder and socket. Must be called inside a tokio runtime.
     /// Starts no process: the zygote starts with the first worker.
     pub fn new(python: PathBuf, root: PathBuf) -> std::io::Result<Engine> {
+        Engine::build(python, root, None)
+    }
+
+    /// An engine whose workers run their batches as tasks on the Ray cluster at
+    /// `address` (`auto`: `RAY_ADDRESS` or a local cluster); see [`super::ray`].
+    pub fn on_ray(python: PathBuf, root: PathBuf, address: String) -> std::io::Result<Engine> {
+        Engine::build(python, root, Some(address))
+    }
+
+    fn build(python: PathBuf, root: PathBuf, ray: Option<String>) -> std::io::Result<Engine> {
         let runtime = tempfile::Builder::new().prefix("rwb-").tempdir()?;
         for (rel, text) in super::PYTHON_FILES {
             let path = runtime.path().join(rel);
@@ -150,6 +178,8 @@ impl Engine {
                 root,
                 runtime,
                 socket,
+                ray,
+                cluster: StdMutex::default(),
                 zygote: Mutex::new(None),
                 retired: StdMutex::default(),
                 pending,
@@ -168,6 +198,17 @@ impl Engine {
 
     pub fn root(&self) -> &Path {
         &self.shared.root
+    }
+
+    /// The Ray address this engine runs on, if any.
+    pub fn ray(&self) -> Option<&str> {
+        self.shared.ray.as_deref()
+    }
+
+    /// The Ray cluster (nodes, CPUs) once the driver joined it; `None` before, and
+    /// for a local engine. For showing where evaluations run without waiting.
+    pub fn cluster(&self) -> Option<super::RayInfo> {
+        self.shared.cluster.lock().unwrap().clone()
     }
 
     /// The interpreter's report, starting the zygote if it is not running yet.
@@ -312,6 +353,7 @@ impl Engine {
             .as_deref()
             .and_then(Style::parse)
             .unwrap_or(Style::RewardKit);
+        let ray_worker = self.shared.ray.is_some();
         let loaded = Loaded {
             style,
             style_reason: reply.style_reason.unwrap_or_default(),
@@ -320,7 +362,7 @@ impl Engine {
             third_party: reply.third_party,
             packages: reply.packages,
         };
-        Ok(Worker::new(
+        let mut worker = Worker::new(
             pid,
             self.shared.runtime.path(),
             reader,
@@ -328,7 +370,11 @@ impl Engine {
             loaded,
             spec,
             self.shared.groups.clone(),
-        ))
+        );
+        if ray_worker {
+            worker.set_grace(super::ray::RAY_PATIENCE);
+        }
+        Ok(worker)
     }
 
     async fn ensure_zygote<'a>(
@@ -351,13 +397,26 @@ impl Engine {
         let started = SystemTime::now();
         let script = shared.runtime.path().join("rwb_worker.py");
         let compat = shared.runtime.path().join("compat");
-        let mut command = Command::new(&shared.python);
+        let mut command = match &shared.ray {
+            Some(address) => super::ray::driver_command(
+                &shared.python,
+                shared.runtime.path(),
+                &shared.socket,
+                address,
+                &shared.root,
+            ),
+            None => {
+                let mut command = Command::new(&shared.python);
+                command
+                    .arg("-X")
+                    .arg("utf8")
+                    .arg(&script)
+                    .arg(&shared.socket)
+                    .arg(&compat);
+                command
+            }
+        };
         command
-            .arg("-X")
-            .arg("utf8")
-            .arg(&script)
-            .arg(&shared.socket)
-            .arg(&compat)
             .current_dir(&shared.root)
             .env("PYTHONUNBUFFERED", "1")
             .env("PYTHONDONTWRITEBYTECODE", "1")
@@ -397,11 +456,22 @@ impl Engine {
         let info = match ready {
             Ok(Ok(n)) if n > 0 => {
                 #[derive(Deserialize)]
-                struct Ready {
-                    #[serde(flatten)]
-                    info: ZygoteInfo,
+                #[serde(untagged)]
+                enum Ready {
+                    Info(ZygoteInfo),
+                    /// It cannot serve, and says why (the Ray driver without `ray`).
+                    Refused {
+                        error: String,
+                    },
                 }
-                serde_json::from_str::<Ready>(&line).map(|r| r.info).ok()
+                match serde_json::from_str::<Ready>(&line) {
+                    Ok(Ready::Info(info)) => Some(info),
+                    Ok(Ready::Refused { error }) => {
+                        let _ = child.kill().await;
+                        return Err(EngineError::Interpreter(error));
+                    }
+                    Err(_) => None,
+                }
             }
             _ => None,
         };
@@ -415,6 +485,9 @@ impl Engine {
                 last_line(&self.stderr_tail())
             )));
         };
+        if let Some(cluster) = &info.ray {
+            *shared.cluster.lock().unwrap() = Some(cluster.clone());
+        }
         // Drain the zygote's replies so its pipe never fills.
         tokio::spawn(async move {
             let mut line = String::new();

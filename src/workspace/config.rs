@@ -29,6 +29,17 @@ pub struct Config {
     pub deploy: Option<toml::Table>,
     #[serde(default)]
     pub insight: Option<InsightConfig>,
+    #[serde(default)]
+    pub engine: Option<EngineConfig>,
+}
+
+/// `[engine]`: where evaluations run.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct EngineConfig {
+    /// Run batches on the Ray cluster at this address (`auto`: `RAY_ADDRESS` or a
+    /// local cluster); `rwb run --ray` overrides it.
+    pub ray: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
@@ -98,6 +109,21 @@ impl Config {
     /// `None` for the default (the messages before the last assistant turn).
     pub fn group_by(&self) -> Option<String> {
         self.insight.as_ref()?.group_by.clone()
+    }
+
+    /// `[engine] ray`: the Ray address `rwb run` uses, if any. A blank value is an
+    /// error that says what to write.
+    pub fn ray(&self) -> Result<Option<String>, String> {
+        let Some(address) = self.engine.as_ref().and_then(|e| e.ray.as_deref()) else {
+            return Ok(None);
+        };
+        match address.trim() {
+            "" => Err(
+                "rwb.toml [engine] ray is empty: write a Ray address (\"10.0.0.5:6379\") or \"auto\""
+                    .to_string(),
+            ),
+            address => Ok(Some(address.to_string())),
+        }
     }
 
     /// The host names the server answers besides loopback ones: `[serve] allowed_hosts`,
@@ -242,6 +268,17 @@ port = 9000
             e,
             "line 4: [evaluators.math] batch_size: invalid type: floating point `1.5`, expected usize"
         );
+    }
+
+    #[test]
+    fn engine_ray_is_an_address_or_auto() {
+        let c = Config::parse("[engine]\nray = \"auto\"\n").unwrap();
+        assert_eq!(c.ray(), Ok(Some("auto".to_string())));
+        assert_eq!(Config::default().ray(), Ok(None));
+        let c = Config::parse("[engine]\nray = \" \"\n").unwrap();
+        assert!(c.ray().unwrap_err().contains("[engine] ray is empty"));
+        let e = Config::parse("[engine]\nray = 6379\n").unwrap_err();
+        assert!(e.starts_with("line 2: [engine] ray: invalid type"), "{e}");
     }
 
     #[test]
