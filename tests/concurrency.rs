@@ -211,3 +211,40 @@ fn a_bad_concurrency_is_a_usage_error_that_says_what_to_give() {
         );
     }
 }
+
+/// `async def` in the batched and the other pointwise styles, one at a time.
+const ASYNC_STYLES: &str = r#"
+import asyncio
+
+async def trl(completions, n, **kwargs):
+    await asyncio.sleep(0)
+    return [len(c[0]["content"]) + k / 10 for c, k in zip(completions, n)]
+
+async def verl(data_source, solution_str, ground_truth, extra_info=None):
+    await asyncio.sleep(0)
+    return {"score": len(solution_str), "bonus": 0.5}
+
+async def simple(response, **kwargs):
+    await asyncio.sleep(0)
+    return len(response) / 10
+"#;
+
+#[test]
+fn every_style_awaits_an_async_def_evaluator() {
+    let toml = "samples = [\"s.jsonl\"]\n[evaluators.trl]\nfunction = \"ev.py::trl\"\nbatch_size = 4\nconcurrency = 8\n[evaluators.verl]\nfunction = \"ev.py::verl\"\n[evaluators.simple]\nfunction = \"ev.py::simple\"\n";
+    let ws = Ws::new(&[
+        ("ev.py", ASYNC_STYLES),
+        ("s.jsonl", &numbered(6)),
+        ("rwb.toml", toml),
+    ]);
+    let run = ws.run(&["--no-cache"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    for n in 0..6u64 {
+        let reply = format!("a{n}").len() as f64;
+        assert_eq!(run.row(n, "trl")["score"], reply + n as f64 / 10.0);
+        let verl = run.row(n, "verl");
+        assert_eq!(verl["score"], reply);
+        assert_eq!(verl["metrics"]["bonus"]["score"], 0.5);
+        assert_eq!(run.row(n, "simple")["score"], reply / 10.0);
+    }
+}

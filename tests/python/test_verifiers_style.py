@@ -19,6 +19,10 @@ CHAT = {
 }
 
 
+def parsed(completion, parser):
+    return 1.0
+
+
 class DetectTest(unittest.TestCase):
     def test_rubric_signatures_are_verifiers(self):
         def correct(completion, answer):
@@ -97,6 +101,20 @@ class CallTest(unittest.TestCase):
                 "error": "KeyError: 'score'",
             },
         )
+
+    def test_a_declared_parser_without_verifiers_installed_shows_on_the_row(self):
+        try:
+            import verifiers  # noqa: F401
+
+            self.skipTest("verifiers is installed: its Parser() is passed")
+        except ImportError:
+            pass
+        caller = self.caller(parsed)
+        kwargs = caller.arguments(dict(CHAT))
+        self.assertNotIn("parser", kwargs)
+        result = caller.result(caller.fn(**kwargs))
+        self.assertEqual(result["score"], 0.0)
+        self.assertEqual(result["error"], "TypeError: parsed() missing 1 required positional argument: 'parser'")
 
     def test_async_functions_are_awaited(self):
         async def judged(completion, answer):

@@ -822,6 +822,8 @@ class Pointwise:
         self.style = style
         self.extra = extra_kwargs
         self.accepted = _accepts(fn)
+        if style == "verifiers" and "parser" in self.accepted[0] and "parser" not in extra_kwargs:
+            self.extra = _with_verifiers_parser(extra_kwargs)
         self.strict = style == "reward-kit" and is_decorated(fn)
         # veRL: "response", or "prompt+response" as older veRL (TinyZero) decodes it
         self.with_prompt = solution_str == "prompt+response"
@@ -899,6 +901,17 @@ def _verifiers_arguments(sample, messages, extra):
         info=info if isinstance(info, dict) else {},
     )
     return kwargs
+
+
+def _with_verifiers_parser(extra):
+    """A function that declares `parser` gets the Rubric's default, `verifiers.Parser()`,
+    when verifiers is installed; else nothing, and the call's TypeError names it."""
+    try:
+        import verifiers
+
+        return dict(extra, parser=verifiers.Parser())
+    except Exception:
+        return extra
 
 
 class Swallowed:
