@@ -13,16 +13,25 @@ use std::time::{Duration, Instant};
 const WAITING: &str = r#"
 import asyncio, os, time
 
+def span(name, start):
+    """Appends when one evaluation ran to spans-NAME.log beside this file."""
+    with open(os.path.join(os.path.dirname(__file__), "spans-%s.log" % name), "a") as log:
+        log.write("%r %r\n" % (start, time.monotonic()))
+
 def slow(messages, n, **kwargs):
+    start = time.monotonic()
     print("start", n)
     time.sleep(0.1)
     print("end", n)
+    span("slow", start)
     return {"score": n / 100, "reason": "n=%d" % n}
 
 async def aslow(messages, n, **kwargs):
+    start = time.monotonic()
     print("start", n)
     await asyncio.sleep(0.1)
     print("end", n)
+    span("aslow", start)
     return {"score": n / 100, "reason": "n=%d" % n}
 
 def hang(messages, n, **kwargs):
@@ -75,6 +84,28 @@ fn timeless(mut row: Value) -> Value {
     row
 }
 
+/// The most evaluations of `name` that ran at the same moment, from the spans its
+/// evaluations logged (and the log is emptied for the next run).
+fn most_at_once(ws: &Ws, name: &str) -> usize {
+    let path = ws.file(&format!("spans-{name}.log"));
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let mut edges: Vec<(f64, i32)> = Vec::new();
+    for line in text.lines() {
+        let (start, end) = line.split_once(' ').unwrap();
+        edges.push((start.parse().unwrap(), 1));
+        edges.push((end.parse().unwrap(), -1));
+    }
+    // an end before a start at the same instant: touching spans do not overlap
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut now, mut most) = (0, 0);
+    for (_, step) in edges {
+        now += step;
+        most = most.max(now);
+    }
+    most as usize
+}
+
 fn timed(ws: &Ws, args: &[&str]) -> (Run, Duration) {
     let start = Instant::now();
     let run = ws.run(args);
@@ -90,16 +121,21 @@ fn threads_and_async_at_concurrency_8_take_a_fraction_of_the_time_with_the_same_
     );
     let args = ["--no-cache", "--jobs", "1"];
     let (serial, serial_time) = timed(&ws, &[&args[..], &["--concurrency", "1"]].concat());
-    let (together, together_time) = timed(&ws, &args);
     assert_eq!(serial.code, 0, "{}", serial.stderr);
+    let serial_most = ["slow", "aslow"].map(|name| most_at_once(&ws, name));
+    let (together, together_time) = timed(&ws, &args);
     assert_eq!(together.code, 0, "{}", together.stderr);
+    let together_most = ["slow", "aslow"].map(|name| most_at_once(&ws, name));
     // one at a time: 2 evaluators x 24 samples x 0.1 s on one worker slot
     assert!(
         serial_time >= Duration::from_millis(4800),
         "{serial_time:?}"
     );
+    assert_eq!(serial_most, [1, 1]);
+    assert_eq!(together_most, [8, 8], "evaluations in flight at once");
+    // the wall time too, though a loaded machine stretches the start of both runs
     assert!(
-        together_time * 3 < serial_time,
+        together_time * 2 < serial_time,
         "concurrency 8 took {together_time:?}, one at a time {serial_time:?}"
     );
     let rows = |run: &Run| -> Vec<Value> { run.rows().into_iter().map(timeless).collect() };

@@ -5,6 +5,11 @@
 //! evaluator takes. A batch formed by the caller ([`PoolWork::Batch`], TRL's
 //! generation batch) is one call: it is never merged, split or reordered, and a
 //! retry keeps it whole, so a batch-relative reward sees the same batch on every run.
+//!
+//! With `concurrency = N` a pointwise batch is sent as "B <n> N": the worker keeps N of
+//! its evaluations in flight, and batches hold at least two rounds of N. When such a
+//! worker dies, the samples it had in flight run again one at a time
+//! ([`PoolWork::Alone`]), so the crash is blamed on its own sample.
 
 use super::protocol::ThirdParty;
 use super::worker::{Next, Worker};
