@@ -72,7 +72,7 @@ class ConcurrentTest(unittest.TestCase):
         self.assertEqual([m["ok"]["score"] for m in host.sent], [n / 10 for n in range(12)])
         self.assertEqual([m["out"] for m in host.sent], ["row %d\n" % n for n in range(12)])
         self.assertEqual(state["most"], 4)
-        self.assertLess(took, 0.5, "12 waits of up to 0.15 s, 4 at a time")
+        self.assertLess(took, 1.1, "12 waits of 0.05-0.15 s: 1.2 s one at a time, about 0.45 s 4 at a time")
         self.assertTrue(host.marks_seen <= set(range(100, 112)) and len(host.marks_seen) >= 4)
         self.assertEqual(struct.unpack_from("<%dq" % W.MARK_SLOTS, host.mark, 8), (-1,) * W.MARK_SLOTS)
 
