@@ -32,7 +32,8 @@ pub struct Loaded {
 
 pub struct Worker {
     pid: i32,
-    /// Shared 8-byte page where the worker writes the id of the sample it is on.
+    /// Shared page where the worker writes the id of the sample it is on (first slot)
+    /// and of each evaluation in flight together (the others).
     mark: PathBuf,
     reader: BufReader<OwnedReadHalf>,
     /// Batches waiting to be written: a writer task of its own writes them, so that a
