@@ -34,6 +34,9 @@ What it does:
             G  rwb run again, nothing changed (warm)     (target <= 0.15)
             H  the warm run's peak RSS as GNU time reports it (the largest of rwb and
                the children it waited for), and its ratio to the loop's (target <= 64 MB)
+       W  an evaluator that waits 100 ms (sleeps, as an LLM judge waits on the network),
+          1,000 samples: rwb run --no-cache --concurrency 32 vs --concurrency 1 in the
+          same invocation, rows identical                    (target <= 5 s, ~50 s at 1)
      Every rwb run must exit 0 and produce exactly the expected rows without errors,
      so a broken run cannot look fast.
   5. Prints a table: scenario, rwb s, baseline s, ratio, target, PASS/FAIL.
@@ -245,6 +248,18 @@ PLAIN_EVALUATOR = '''\
 def evaluate(messages, ground_truth=None, **kwargs):
     reply = messages[-1].get("content") or ""
     return {"score": min(1.0, len(reply) / 1000.0), "reason": "length", "metrics": {}}
+'''
+
+WAITING_EVALUATOR = '''\
+"""Benchmark evaluator "waiting": 100 ms of waiting per call, no CPU."""
+
+import time
+
+
+def evaluate(messages, ground_truth=None, **kwargs):
+    time.sleep(0.1)
+    reply = messages[-1].get("content") or ""
+    return {"score": min(1.0, len(reply) / 1000.0), "reason": "%d chars" % len(reply)}
 '''
 
 # Shared by the baseline loop and the calibration: load reward_kit and one evaluator
@@ -636,7 +651,9 @@ class Bench:
         data = self.tmp / "data"
         data.mkdir()
         self.samples = {}
-        for n, seed in ((small, 1001), (large, 2002)):
+        for n, seed in ((small, 1001), (large, 2002), (WAITING_SAMPLES, 3003)):
+            if n in self.samples:
+                continue  # W's 1,000 samples are --quick's small file
             path = data / ("samples_%d.jsonl" % n)
             t0 = time.perf_counter()
             write_samples(path, n, seed)
@@ -682,7 +699,7 @@ class Bench:
             folder = root / "metrics" / evaluator
             folder.mkdir(parents=True)
             code = {"slow": SLOW_EVALUATOR.replace("__ROUNDS__", str(self.rounds)),
-                    "plain": PLAIN_EVALUATOR}.get(evaluator, TRIVIAL_EVALUATOR)
+                    "plain": PLAIN_EVALUATOR, "waiting": WAITING_EVALUATOR}.get(evaluator, TRIVIAL_EVALUATOR)
             (folder / "main.py").write_text(code)
         target = root / "samples.jsonl"
         try:
@@ -700,7 +717,7 @@ class Bench:
         self.disturbance = max(self.disturbance, foreign)
         return seconds, err, foreign
 
-    def rwb_run(self, root, evaluators, n, fmt="jsonl", cache=False, label=""):
+    def rwb_run(self, root, evaluators, n, fmt="jsonl", cache=False, label="", extra=()):
         """One `rwb run`, its rows verified. Returns (seconds, stderr summary table or
         None, result rows, the parsed document for --format json, stderr)."""
         self.runs += 1
@@ -708,6 +725,7 @@ class Bench:
         cmd = [self.rwb, "run", str(root), "--format", fmt, "--jobs", str(self.jobs), "--python", self.python]
         if not cache:
             cmd.append("--no-cache")
+        cmd.extend(extra)
         seconds, err, foreign = self.timed(cmd, out)
         what = "rwb run %s%s" % (root.name, (" (%s)" % label) if label else "")
         if fmt == "jsonl":
@@ -1025,6 +1043,37 @@ def scenario_plain(bench, n):
     return rows
 
 
+WAITING_SAMPLES = 1000
+WAITING_CONCURRENCY = 32
+
+
+def scenario_waiting(bench, n):
+    """W: an evaluator that waits 100 ms per call, at concurrency 32 against concurrency
+    1 (today's one evaluation per worker), timed in this invocation; the rows of both
+    must be identical but for their timing."""
+    bench.log("\n[W] waiting evaluator (100 ms/call), %d samples: rwb run --no-cache --jobs %d, "
+              "--concurrency %d vs --concurrency 1" % (n, bench.jobs, WAITING_CONCURRENCY))
+    root = bench.workspace("ws_w_waiting_%d" % n, ["waiting"], n)
+    one_s, _, one_rows, _, _ = bench.rwb_run(root, ["waiting"], n, label="--concurrency 1",
+                                             extra=("--concurrency", "1"))
+    many_s, _, many_rows, _, _ = bench.rwb_run(root, ["waiting"], n, label="--concurrency %d" % WAITING_CONCURRENCY,
+                                               extra=("--concurrency", str(WAITING_CONCURRENCY)))
+
+    def timeless(rows):
+        return sorted(json.dumps({k: v for k, v in r.items() if k != "duration_ms"}, sort_keys=True) for r in rows)
+
+    problems = [] if timeless(one_rows) == timeless(many_rows) else ["the rows differ from concurrency 1's"]
+    ratio = many_s / one_s
+    bench.log("  concurrency %d %.3f s, concurrency 1 %.3f s -> %.3f (target <= 5 s)"
+              % (WAITING_CONCURRENCY, many_s, one_s, ratio))
+    for p in problems:
+        bench.log("  ! " + p)
+    notes = ["baseline = the same run at --concurrency 1"] + problems + [_disturbed(bench)]
+    return {"scenario": "W waiting 100 ms x %d, concurrency %d" % (n, WAITING_CONCURRENCY), "rwb": many_s,
+            "base": one_s, "ratio": "%.3f" % ratio, "target": "<= 5 s", "ok": many_s <= 5.0 and not problems,
+            "note": "; ".join(x for x in notes if x)}
+
+
 def _expect_counts(summary, evaluated, cached, what, problems):
     got = (summary or {}).get("plain", {})
     if summary is not None and (got.get("evaluated"), got.get("cached")) != (evaluated, cached):
@@ -1073,8 +1122,8 @@ def main():
                         help="before each timed run, wait up to this many seconds for other processes "
                              "to go quiet (default 300)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (its path is printed)")
-    parser.add_argument("--only", default="ABCDE",
-                        help="scenarios to run, e.g. AC (default ABCDE; E runs E-H, the undecorated evaluator)")
+    parser.add_argument("--only", default="ABCDEW",
+                        help="scenarios to run, e.g. AC (default ABCDEW; E runs E-H, the undecorated evaluator)")
     args = parser.parse_args()
     if args.repeat < 1 or args.jobs < 1:
         parser.error("--repeat and --jobs must be at least 1")
@@ -1091,7 +1140,8 @@ def main():
         bench.generate(small, large)
         bench.calibrate()
         scenarios = {"A": (scenario_a, small), "B": (scenario_b, large),
-                     "C": (scenario_c, small), "D": (scenario_d, small), "E": (scenario_plain, large)}
+                     "C": (scenario_c, small), "D": (scenario_d, small), "E": (scenario_plain, large),
+                     "W": (scenario_waiting, WAITING_SAMPLES)}
         for key in args.only.upper():
             if key not in scenarios:
                 parser.error("--only: unknown scenario %r" % key)

@@ -1,6 +1,7 @@
 //! The corpus: evaluators shaped like the ones people publish (TRL batch functions with
 //! batch-relative scores, a callable reward object, a function inside a package, veRL
-//! `compute_score` old and new, a reward-kit decorated evaluator, a lazy import), scored
+//! `compute_score` old and new, a reward-kit decorated evaluator, a lazy import, verifiers
+//! Rubric functions, async and plain), scored
 //! by rwb and by `tests/corpus/direct.py`, which calls each the way its trainer does.
 //! Every score must agree number for number: cold, cached, with any `--jobs`, and after
 //! an edit to a sample or to a lazily imported helper.
@@ -15,7 +16,7 @@ use std::process::Command;
 /// (sample, evaluator) → score (`None`: no score).
 type Scores = BTreeMap<(u64, String), Option<f64>>;
 
-const EVALUATORS: usize = 9;
+const EVALUATORS: usize = 11;
 const LINES: u64 = 42;
 /// The line of samples.jsonl that is not a sample (no `messages`).
 const NOT_A_SAMPLE: u64 = 20;

@@ -78,6 +78,10 @@ pub struct Shared {
     /// Worker processes (default: the number of CPUs).
     #[arg(long, value_name = "N")]
     jobs: Option<usize>,
+    /// Evaluations each worker keeps in flight, for evaluators that wait on the
+    /// network (threads, or one event loop for `async def`); default 1.
+    #[arg(long, value_name = "N", value_parser = parse_concurrency, allow_negative_numbers = true)]
+    concurrency: Option<usize>,
     /// Seconds one evaluation may take (default 30; 0 or inf: no limit).
     #[arg(long, value_name = "SECS", value_parser = parse_timeout, allow_negative_numbers = true)]
     timeout: Option<f64>,
@@ -236,6 +240,7 @@ impl Shared {
             samples: self.samples.clone(),
             python: self.python.clone(),
             timeout: self.timeout,
+            concurrency: self.concurrency,
         }
     }
 
@@ -265,6 +270,15 @@ fn parse_ray_address(text: &str) -> Result<String, String> {
         "" => Err("give a Ray address such as 10.0.0.5:6379, or auto".to_string()),
         address => Ok(address.to_string()),
     }
+}
+
+/// `--concurrency N`: a whole number from 1 to 256.
+fn parse_concurrency(text: &str) -> Result<usize, String> {
+    let n: i64 = text
+        .trim()
+        .parse()
+        .map_err(|_| crate::workspace::checked_concurrency(0).unwrap_err())?;
+    crate::workspace::checked_concurrency(n)
 }
 
 /// Prints what the workspace warns about (a skipped `.jsonl`), one line each.

@@ -35,6 +35,10 @@ pub const PYTHON_FILES: &[(&str, &str)] = &[
         include_str!("python/reward_kit/models.py"),
     ),
     (
+        "compat/reward_kit/reward_function.py",
+        include_str!("python/reward_kit/reward_function.py"),
+    ),
+    (
         "compat/reward_kit/typed_interface.py",
         include_str!("python/reward_kit/typed_interface.py"),
     ),

@@ -5,6 +5,11 @@
 //! evaluator takes. A batch formed by the caller ([`PoolWork::Batch`], TRL's
 //! generation batch) is one call: it is never merged, split or reordered, and a
 //! retry keeps it whole, so a batch-relative reward sees the same batch on every run.
+//!
+//! With `concurrency = N` a pointwise batch is sent as "B <n> N": the worker keeps N of
+//! its evaluations in flight, and batches hold at least two rounds of N. When such a
+//! worker dies, the samples it had in flight run again one at a time
+//! ([`PoolWork::Alone`]), so the crash is blamed on its own sample.
 
 use super::protocol::ThirdParty;
 use super::worker::{Next, Worker};
@@ -37,12 +42,17 @@ pub enum PoolWork {
     One(PoolJob),
     /// A batch formed by the caller, sent to the worker as it is.
     Batch(Vec<PoolJob>),
+    /// The pool's own: a sample that was in flight with others when their worker
+    /// died, run again alone (one evaluation at a time) so that a crash it causes is
+    /// blamed on it only.
+    Alone(PoolJob),
 }
 
 impl PoolWork {
-    fn into_jobs(self) -> Vec<PoolJob> {
+    /// The samples it carries, in order.
+    pub fn into_jobs(self) -> Vec<PoolJob> {
         match self {
-            PoolWork::One(job) => vec![job],
+            PoolWork::One(job) | PoolWork::Alone(job) => vec![job],
             PoolWork::Batch(jobs) => jobs,
         }
     }
@@ -233,6 +243,7 @@ impl Pool {
                 None => break,
             };
             let limit = self.batch_limit(spec, worker.as_ref(), average_ms);
+            let concurrency = in_flight_for(spec, worker.as_ref(), &first);
             let batch = take_batch(first, &mut retry, &queue, limit);
             if batch.is_empty() {
                 continue;
@@ -257,7 +268,12 @@ impl Pool {
                 },
             };
             let mut flight = Flight::default();
-            let _ = w.send(&pairs(&batch)).await; // a failed write shows as Dead below
+            let concurrency = if w.loaded.style.is_batched() {
+                1
+            } else {
+                concurrency
+            };
+            let _ = w.send(&pairs(&batch), concurrency).await; // a failed write shows as Dead below
             flight.push(batch);
             let mut progress = Instant::now();
             let alive = loop {
@@ -303,9 +319,10 @@ impl Pool {
                     job = queue.recv_async(), if more => match job {
                         Ok(work) => {
                             let limit = self.batch_limit(spec, Some(&w), average_ms);
+                            let concurrency = in_flight_for(spec, Some(&w), &work);
                             let next = take_batch(work, &mut retry, &queue, limit);
                             if !next.is_empty() {
-                                let _ = w.send(&pairs(&next)).await;
+                                let _ = w.send(&pairs(&next), concurrency).await;
                                 flight.push(next);
                             }
                         }
@@ -336,11 +353,28 @@ impl Pool {
             return spec.batch_size.max(1);
         }
         let avg = f64::from_bits(average_ms.load(Ordering::Relaxed));
+        let c = spec.concurrency.max(1);
+        // with c in flight, a batch does c times the work in the same time; at least
+        // two rounds of c, so that the worker's slots stay full across a batch
+        let least = if c > 1 { 2 * c } else { 1 };
         if avg.is_nan() {
-            4
+            4 * c
         } else {
-            ((TARGET_BATCH_MS / avg.max(1e-3)) as usize).clamp(1, MAX_BATCH)
+            ((TARGET_BATCH_MS * c as f64 / avg.max(1e-3)) as usize)
+                .clamp(least, MAX_BATCH.max(least))
         }
+    }
+}
+
+/// Evaluations in flight for the next batch: the evaluator's `concurrency`, but one
+/// for a batched style (one call per batch) and for a sample run again alone.
+fn in_flight_for(spec: &EvaluatorSpec, worker: Option<&Worker>, next: &PoolWork) -> usize {
+    let batched = spec.style.is_some_and(|s| s.is_batched())
+        || worker.is_some_and(|w| w.loaded.style.is_batched());
+    match next {
+        PoolWork::Alone(_) | PoolWork::Batch(_) => 1,
+        PoolWork::One(_) if batched => 1,
+        PoolWork::One(_) => spec.concurrency.max(1),
     }
 }
 
@@ -355,6 +389,7 @@ fn take_batch(
 ) -> Vec<PoolJob> {
     let first = match first {
         PoolWork::Batch(jobs) => return jobs,
+        PoolWork::Alone(job) => return vec![job],
         PoolWork::One(job) => job,
     };
     let mut bytes = first.raw.len();
@@ -372,7 +407,7 @@ fn take_batch(
                 bytes += job.raw.len();
                 batch.push(job);
             }
-            whole @ PoolWork::Batch(_) => {
+            whole @ (PoolWork::Batch(_) | PoolWork::Alone(_)) => {
                 retry.push_front(whole);
                 break;
             }
@@ -458,21 +493,37 @@ impl Flight {
             return;
         }
         let unanswered: Vec<PoolJob> = batches.flatten().collect();
-        let Some(first) = unanswered.first() else {
-            return;
-        };
-        let blamed = worker
-            .current()
-            .filter(|c| unanswered.iter().any(|j| j.id == *c))
-            .unwrap_or(first.id);
+        let suspects = suspects(worker, &unanswered);
+        let mut alone = Vec::new();
         for job in unanswered {
-            if job.id == blamed {
+            if !suspects.contains(&job.id) {
+                retry.push_back(PoolWork::One(job));
+            } else if suspects.len() == 1 {
                 sink(job.id, failed.clone());
             } else {
-                retry.push_back(PoolWork::One(job));
+                alone.push(PoolWork::Alone(job));
             }
         }
+        // several were in flight together: each runs again alone, first, and the
+        // one that kills its worker then is the one blamed
+        for work in alone.into_iter().rev() {
+            retry.push_front(work);
+        }
     }
+}
+
+/// The samples a dead worker may have died of, among those it had not answered: the
+/// ones in flight together (their mark slots), else the one it was on, else the first.
+fn suspects(worker: &Worker, unanswered: &[PoolJob]) -> Vec<u64> {
+    let waiting = |id: &u64| unanswered.iter().any(|j| j.id == *id);
+    let together: Vec<u64> = worker.in_flight().into_iter().filter(waiting).collect();
+    if !together.is_empty() {
+        return together;
+    }
+    let one = worker.current().filter(waiting);
+    one.or(unanswered.first().map(|j| j.id))
+        .into_iter()
+        .collect()
 }
 
 /// Puts unanswered jobs back in front of the queue: a caller's batch whole, single

@@ -32,7 +32,8 @@ pub struct Loaded {
 
 pub struct Worker {
     pid: i32,
-    /// Shared 8-byte page where the worker writes the id of the sample it is on.
+    /// Shared page where the worker writes the id of the sample it is on (first slot)
+    /// and of each evaluation in flight together (the others).
     mark: PathBuf,
     reader: BufReader<OwnedReadHalf>,
     /// Batches waiting to be written: a writer task of its own writes them, so that a
@@ -101,19 +102,28 @@ impl Worker {
     /// Queues a batch of (sample id, raw JSON line) for the worker; returns at once. More
     /// batches may be sent before the first is answered: the worker reads them when it
     /// is ready. An error means the worker's socket is closed.
-    pub async fn send(&mut self, jobs: &[(u64, &str)]) -> std::io::Result<()> {
-        self.send_op("B", jobs).await
+    /// With `concurrency` above 1 the worker keeps that many of the batch's
+    /// evaluations in flight at once.
+    pub async fn send(&mut self, jobs: &[(u64, &str)], concurrency: usize) -> std::io::Result<()> {
+        if concurrency > 1 {
+            self.send_op(&format!("B {} {concurrency}", jobs.len()), jobs)
+                .await
+        } else {
+            self.send_op(&format!("B {}", jobs.len()), jobs).await
+        }
     }
 
     /// Sends a batch to check rather than score: each sample is answered with the
     /// contract breaks found calling the evaluator the way its trainer does.
     pub async fn send_check(&mut self, jobs: &[(u64, &str)]) -> std::io::Result<()> {
-        self.send_op("C", jobs).await
+        self.send_op(&format!("C {}", jobs.len()), jobs).await
     }
 
-    async fn send_op(&mut self, op: &str, jobs: &[(u64, &str)]) -> std::io::Result<()> {
+    /// Writes `header` (the op and the count) and the batch's lines.
+    async fn send_op(&mut self, header: &str, jobs: &[(u64, &str)]) -> std::io::Result<()> {
         let mut message = Vec::with_capacity(jobs.iter().map(|(_, raw)| raw.len() + 24).sum());
-        message.extend_from_slice(format!("{op} {}\n", jobs.len()).as_bytes());
+        message.extend_from_slice(header.as_bytes());
+        message.push(b'\n');
         for (id, raw) in jobs {
             message.extend_from_slice(id.to_string().as_bytes());
             message.push(b' ');
@@ -208,9 +218,23 @@ impl Worker {
     /// The id of the sample the worker was evaluating when it stopped answering,
     /// from the shared mark it writes before each evaluation.
     pub fn current(&self) -> Option<u64> {
-        let bytes = std::fs::read(&self.mark).ok()?;
-        let id = i64::from_le_bytes(bytes.get(..8)?.try_into().ok()?);
-        u64::try_from(id).ok()
+        self.marked().first().copied().flatten()
+    }
+
+    /// Every sample id in the mark page: the first slot is the one-at-a-time
+    /// evaluation's, the others those of evaluations in flight together (`None`: a
+    /// free slot).
+    pub fn marked(&self) -> Vec<Option<u64>> {
+        let bytes = std::fs::read(&self.mark).unwrap_or_default();
+        bytes
+            .chunks_exact(8)
+            .map(|slot| u64::try_from(i64::from_le_bytes(slot.try_into().unwrap())).ok())
+            .collect()
+    }
+
+    /// The samples whose evaluations were in flight together when the worker stopped.
+    pub fn in_flight(&self) -> Vec<u64> {
+        self.marked().into_iter().skip(1).flatten().collect()
     }
 }
 

@@ -26,6 +26,10 @@ pub enum Style {
     Trl,
     /// veRL: `compute_score(data_source, solution_str, ground_truth, extra_info)`.
     Verl,
+    /// A verifiers Rubric reward function: by keyword, only the parameters it declares
+    /// among `prompt`, `completion`, `answer`, `state`, `task`, `info`; an exception
+    /// scores 0.0 and is shown on the row.
+    Verifiers,
 }
 
 impl Style {
@@ -36,6 +40,7 @@ impl Style {
             Style::Simple => "simple",
             Style::Trl => "trl",
             Style::Verl => "verl",
+            Style::Verifiers => "verifiers",
         }
     }
 
@@ -46,6 +51,7 @@ impl Style {
             "simple" => Style::Simple,
             "trl" => Style::Trl,
             "verl" => Style::Verl,
+            "verifiers" => Style::Verifiers,
             _ => return None,
         })
     }
@@ -184,7 +190,13 @@ pub struct EvaluatorSpec {
     pub batch_size: usize,
     /// veRL only: what `solution_str` holds.
     pub solution_str: SolutionStr,
+    /// Evaluations kept in flight per worker (`concurrency = N`, `--concurrency N`;
+    /// 1: one at a time). Pointwise styles only; not part of the cache key.
+    pub concurrency: usize,
 }
+
+/// The most evaluations one worker keeps in flight (the slots of its mark page).
+pub const MAX_CONCURRENCY: usize = 256;
 
 /// One component metric of a result.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -75,13 +75,9 @@ pub async fn drain(
 /// The queue's samples one by one (a batch formed by the feed is taken apart: an
 /// endpoint scores one sample per request).
 fn jobs(queue: flume::Receiver<PoolWork>) -> impl futures::Stream<Item = PoolJob> {
-    queue.into_stream().flat_map(|work| {
-        let jobs = match work {
-            PoolWork::One(job) => vec![job],
-            PoolWork::Batch(jobs) => jobs,
-        };
-        futures::stream::iter(jobs)
-    })
+    queue
+        .into_stream()
+        .flat_map(|work| futures::stream::iter(work.into_jobs()))
 }
 
 /// Gives every sample of the queue the same error (an endpoint that cannot be used).

@@ -113,7 +113,12 @@ impl Runner {
 
     /// Where `spec` runs in this runner's runs: local workers, or elsewhere.
     pub fn placement(&self, spec: &EvaluatorSpec) -> crate::model::Placement {
-        remote::placement(spec, self.pool.jobs())
+        match self.pool.engine().cluster() {
+            Some(cluster) if !spec.source.is_remote() => crate::model::Placement::Ray {
+                nodes: cluster.nodes,
+            },
+            _ => remote::placement(spec, self.pool.jobs()),
+        }
     }
 
     /// Finds the evaluator's code key: from the import memo when none of the files it

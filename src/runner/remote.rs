@@ -20,9 +20,14 @@ pub(super) fn prepared(spec: Arc<EvaluatorSpec>) -> Prepared {
     }
 }
 
-/// Requests in flight for a remote evaluator.
-fn concurrency(_spec: &EvaluatorSpec) -> usize {
-    crate::remote::DEFAULT_CONCURRENCY
+/// Requests in flight for a remote evaluator: its `concurrency` when it asks for more
+/// than one, else the default (a remote call is mostly waiting).
+fn concurrency(spec: &EvaluatorSpec) -> usize {
+    if spec.concurrency > 1 {
+        spec.concurrency
+    } else {
+        crate::remote::DEFAULT_CONCURRENCY
+    }
 }
 
 /// The task that scores a remote evaluator's queue.
@@ -33,5 +38,5 @@ pub(super) async fn drain(spec: Arc<EvaluatorSpec>, queue: flume::Receiver<PoolW
 
 /// Where `spec` runs with `workers` local slots (see [`Placement`]).
 pub fn placement(spec: &EvaluatorSpec, workers: usize) -> Placement {
-    Placement::of(spec, workers, None)
+    Placement::of(spec, workers, Some(spec.concurrency))
 }

@@ -55,6 +55,8 @@ pub struct EvaluatorConfig {
     pub batch_size: Option<usize>,
     /// veRL: `"response"` (default) or `"prompt+response"` as `solution_str`.
     pub solution_str: Option<String>,
+    /// Evaluations in flight per worker (1 to 256; default 1).
+    pub concurrency: Option<i64>,
     /// Weight in the combined reward.
     pub weight: Option<f64>,
     /// The evaluator `POST /evaluate` serves.

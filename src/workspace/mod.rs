@@ -13,7 +13,7 @@ pub use config::{Config, EvaluatorConfig};
 pub use samples::{check_sample, hash_line, holds_no_sample, LineFiles, SampleLine, SamplesReader};
 pub use watcher::{relevant, Watcher};
 
-use crate::model::{EvaluatorSpec, SolutionStr, Source, Style};
+use crate::model::{EvaluatorSpec, SolutionStr, Source, Style, MAX_CONCURRENCY};
 use serde_json::Map;
 use std::path::{Path, PathBuf};
 
@@ -47,6 +47,8 @@ pub struct Overrides {
     pub samples: Vec<String>,
     pub python: Option<PathBuf>,
     pub timeout: Option<f64>,
+    /// `--concurrency N`: evaluations in flight per worker, for every evaluator.
+    pub concurrency: Option<usize>,
 }
 
 /// One samples file: where it is and how results name it.
@@ -143,6 +145,17 @@ pub fn timeout_secs(secs: f64) -> Result<f64, String> {
         return Err(TIMEOUT_HINT.to_string());
     }
     Ok(secs.min(MAX_TIMEOUT))
+}
+
+/// A concurrency as rwb takes it: a whole number from 1 to [`MAX_CONCURRENCY`]; the
+/// error says what to give.
+pub fn checked_concurrency(n: i64) -> Result<usize, String> {
+    match usize::try_from(n) {
+        Ok(n) if (1..=MAX_CONCURRENCY).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "give a whole number from 1 (one evaluation at a time, the default) to {MAX_CONCURRENCY} (evaluations in flight per worker)"
+        )),
+    }
 }
 
 /// Every timeout that applies, checked: the flag's, rwb.toml's, then per evaluator.
@@ -278,6 +291,7 @@ fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
         kwargs: Map::new(),
         batch_size: DEFAULT_BATCH_SIZE,
         solution_str: SolutionStr::Response,
+        concurrency: 1,
     }
 }
 
@@ -347,11 +361,14 @@ fn resolve_evaluators(
     };
     for spec in &mut specs {
         spec.timeout = timeout;
+        if let Some(n) = overrides.concurrency {
+            spec.concurrency = n;
+        }
         if let Some(entry) = config.evaluators.get(&spec.name) {
             if let Some(style) = &entry.style {
                 spec.style = Some(Style::parse(style).ok_or_else(|| {
                     WorkspaceError(format!(
-                        "rwb.toml: [evaluators.{}] style = \"{style}\" is not one of reward-kit, batch, simple, trl, verl",
+                        "rwb.toml: [evaluators.{}] style = \"{style}\" is not one of reward-kit, batch, simple, trl, verl, verifiers",
                         spec.name
                     ))
                 })?);
@@ -368,6 +385,17 @@ fn resolve_evaluators(
             }
             if let Some(b) = entry.batch_size {
                 spec.batch_size = b.max(1);
+            }
+            if let Some(n) = entry.concurrency {
+                let n = checked_concurrency(n).map_err(|hint| {
+                    WorkspaceError(format!(
+                        "rwb.toml: [evaluators.{}] concurrency = {n}: {hint}",
+                        spec.name
+                    ))
+                })?;
+                if overrides.concurrency.is_none() {
+                    spec.concurrency = n;
+                }
             }
             if let Some(mode) = &entry.solution_str {
                 spec.solution_str = SolutionStr::parse(mode).ok_or_else(|| {

@@ -8,8 +8,10 @@ without rwb: the reference tests/corpus.rs compares rwb's rows with.
 that are not samples (no list `messages`) are skipped, as no trainer would see them.
 """
 
+import asyncio
 import importlib
 import importlib.util
+import inspect
 import json
 import math
 import os
@@ -28,6 +30,8 @@ TRAINER = {
     "countdown": "verl",
     "rk_math": "reward-kit",
     "lazy": "reward-kit",
+    "vf_answer": "verifiers",
+    "vf_format": "verifiers",
 }
 
 
@@ -107,6 +111,26 @@ def verl_score(fn, sample, with_prompt):
     return value["score"] if isinstance(value, dict) else float(value)
 
 
+def verifiers_score(fn, sample):
+    """A verifiers Rubric: the prompt messages and the completion messages, the answer,
+    a state, task "default" and info {} by keyword, only those the function declares
+    unless it takes **kwargs; the value awaited if it is a coroutine, read with
+    float(); an Exception counts as 0.0."""
+    messages = sample["messages"]
+    given = dict(prompt=messages[:-1], completion=messages[-1:], answer=sample.get("ground_truth"),
+                 state={}, task="default", info={})
+    params = inspect.signature(fn).parameters
+    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        given = {k: v for k, v in given.items() if k in params}
+    try:
+        value = fn(**given)
+        if inspect.isawaitable(value):
+            value = asyncio.run(value)
+        return float(value)
+    except Exception:
+        return 0.0
+
+
 def reward_kit_score(fn, sample):
     """reward-kit: messages and ground_truth by keyword, every other key as well."""
     kwargs = {k: v for k, v in sample.items() if k not in ("messages", "ground_truth")}
@@ -136,6 +160,8 @@ def main(root):
         elif trainer == "verl":
             with_prompt = entry.get("solution_str") == "prompt+response"
             scores = [(i, verl_score(fn, s, with_prompt)) for i, s in data]
+        elif trainer == "verifiers":
+            scores = [(i, verifiers_score(fn, s)) for i, s in data]
         else:
             scores = [(i, reward_kit_score(fn, s)) for i, s in data]
         for i, score in scores:

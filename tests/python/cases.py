@@ -1205,6 +1205,150 @@ def step_output_index_coercion():
 
 
 # ----------------------------------------------------------------------------------
+# RewardFunction: local by func_path, remote against a loopback endpoint, TRL adapter
+# ----------------------------------------------------------------------------------
+
+
+class Endpoint:
+    """A loopback HTTP server for one case: answers every POST with `status` and the
+    JSON `reply`, and records what it received (path, auth and content-type headers,
+    JSON body)."""
+
+    def __init__(self, status, reply):
+        import http.server
+        import threading
+
+        seen = self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                seen.append(
+                    {
+                        "path": self.path,
+                        "authorization": self.headers.get("Authorization"),
+                        "content_type": self.headers.get("Content-Type"),
+                        "body": json.loads(body),
+                    }
+                )
+                data = json.dumps(reply).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+        self.url = "http://127.0.0.1:%d" % self.server.server_port
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def call(self, key, thunk):
+        """thunk() with FIREWORKS_API_KEY set to `key` (None: unset); the outcome with
+        this server's address written as URL, and what the server received."""
+        import os
+
+        saved = os.environ.pop("FIREWORKS_API_KEY", None)
+        if key is not None:
+            os.environ["FIREWORKS_API_KEY"] = key
+        try:
+            out = attempt(thunk)
+        finally:
+            os.environ.pop("FIREWORKS_API_KEY", None)
+            if saved is not None:
+                os.environ["FIREWORKS_API_KEY"] = saved
+            self.server.shutdown()
+            self.server.server_close()
+        if "message" in out:
+            out["message"] = out["message"].replace(self.url, "URL")
+        out["received"] = self.seen
+        return out
+
+
+def _remote(status, reply, key, **call):
+    ep = Endpoint(status, reply)
+    rf = reward_kit.RewardFunction(mode="remote", endpoint=ep.url + "/evaluate", temperature=0)
+    return ep.call(key, lambda: rf(MSGS, **call))
+
+
+@case
+def reward_function_remote():
+    reply = {
+        "score": 0.7,
+        "reason": "fine",
+        "metrics": {"a": {"score": 0.5, "reason": "r", "success": False}, "b": 0.25, "c": {"score": 1.0}},
+        "extra": 1,
+    }
+    return {
+        "flat_kwargs_with_key": _remote(200, reply, "fw-key", ground_truth="g", extra_arg=[1]),
+        "no_key_default_ground_truth": _remote(200, {"score": 1}, None),
+        "server_error": _remote(500, {"detail": "down"}, "k"),
+        "not_found": _remote(404, {"detail": "no"}, "k"),
+        "no_score": _remote(200, {"result": 1}, "k"),
+        "not_a_dict": _remote(200, [0.5], "k"),
+    }
+
+
+@case
+def reward_function_construction():
+    RF = reward_kit.RewardFunction
+    named = RF(mode="remote", name="my-eval")
+    return {
+        "name_endpoint": named.endpoint,
+        "hosted_endpoint": RF(mode="fireworks_hosted", model_id="m1").endpoint,
+        "kept": [named.mode, named.name, named.func, named.kwargs],
+        "local_without_func": attempt(lambda: RF()),
+        "remote_without_endpoint": attempt(lambda: RF(mode="remote")),
+        "hosted_without_model": attempt(lambda: RF(mode="fireworks_hosted")),
+        "bad_mode": attempt(lambda: RF(mode="cloud")),
+        "bad_path": attempt(lambda: RF(func_path="nodots")),
+        "missing_module": attempt(lambda: RF(func_path="no_such_module_rwb:f")),
+        "missing_function": attempt(lambda: RF(func_path="rf_helpers.nothing")),
+    }
+
+
+@case
+def reward_function_local():
+    RF = reward_kit.RewardFunction
+
+    def run(path, **call):
+        return attempt(lambda: RF(func_path=path, bonus=1)(MSGS, **call))
+
+    return {
+        "dict_colon": run("rf_helpers:as_dict", ground_truth="g", other=2),
+        "dict_dots_default_ground_truth": run("rf_helpers.as_dict"),
+        "tuple": run("rf_helpers.as_tuple"),
+        "result": run("rf_helpers:as_result", ground_truth="hello"),
+        "number": run("rf_helpers:as_number"),
+        "raising": run("rf_helpers:raising"),
+        "func": attempt(lambda: RF(func=lambda messages, ground_truth, **kw: (1.0, {}))(MSGS)),
+    }
+
+
+@case
+def reward_function_trl_adapter():
+    adapter = reward_kit.RewardFunction(func_path="rf_helpers:as_result").get_trl_adapter()
+    prompts = [[{"role": "user", "content": "q%d" % i}] for i in range(5)]
+    completions = [
+        [{"role": "assistant", "content": "4"}],
+        "4",
+        [{"role": "user", "content": "4"}],
+        [],
+        {"content": "4"},
+    ]
+    failing = reward_kit.RewardFunction(func_path="rf_helpers:raising").get_trl_adapter()
+    return {
+        "scores": attempt(lambda: adapter(prompts, completions, solution=["4", ["4"], "4", ["x"], 4])),
+        "no_solution": attempt(lambda: adapter(prompts[:2], completions[:2])),
+        "no_completions": attempt(lambda: adapter(prompts[:2])),
+        "shorter_completions": attempt(lambda: adapter(prompts, completions[:2], solution="4")),
+        "raising_scores_zero": attempt(lambda: failing(prompts[:2], completions[:2])),
+    }
+
+
+# ----------------------------------------------------------------------------------
 # Running
 # ----------------------------------------------------------------------------------
 

@@ -25,6 +25,8 @@ Protocol (one JSON object per line unless said otherwise):
                          "third_party": [...], "packages": {"modules": [...], "dists": [...]}}
                         or {"import_error": {"type", "message", "traceback", "file", "line"}}
   rwb -> socket         "B <n>" then n lines "<id> <raw sample JSON>"; "Q" to quit
+                        "B <n> <c>": the same with up to c evaluations in flight (see
+                        Concurrent); "B <n>" keeps one at a time, as before
   worker -> socket      {"i": id, "ms": f, "ok": {...result...}, "out": "..."}
                         {"i": id, "ms": f, "err": {...}, "out": "..."}
                         {"done": n, "files": [...]?, "packages": {...}?} after each batch
@@ -40,6 +42,7 @@ that signals the main thread (see Evaluation); rwb kills a worker whose evaluati
 overruns it by more than a short grace.
 """
 
+import contextvars
 import decimal
 import inspect
 import io
@@ -47,6 +50,7 @@ import json
 import math
 import numbers
 import os
+import queue
 import signal
 import mmap
 import socket
@@ -67,6 +71,11 @@ OUTPUT_LIMIT = 64 * 1024
 FLUSH_COUNT = 64
 FLUSH_SECONDS = 0.001
 _SITE_MARKERS = (os.sep + "site-packages" + os.sep, os.sep + "dist-packages" + os.sep)
+# The shared mark page: slot 0 is the sample a one-at-a-time evaluation is on; slots
+# 1..MARK_SLOTS the samples evaluations in flight together are on (-1: free). rwb
+# reads it when the worker dies (src/engine/worker.rs) and caps concurrency at
+# MARK_SLOTS.
+MARK_SLOTS = 256
 
 
 # --------------------------------------------------------------------------------------
@@ -219,6 +228,32 @@ class Capture(io.TextIOBase):
         self._parts = []
         self._size = 0
         return text
+
+
+# The capture of the evaluation running in this thread or asyncio task while several
+# are in flight (None: the worker's own capture). A context variable: each thread and
+# each asyncio task sees its own value.
+_OUTPUT = contextvars.ContextVar("rwb_output", default=None)
+
+
+class RoutedOutput(io.TextIOBase):
+    """sys.stdout and sys.stderr once evaluations run together: each write goes to
+    the capture of the evaluation that made it, else to the worker's capture."""
+
+    def __init__(self, default):
+        self.default = default
+
+    def writable(self):
+        return True
+
+    def write(self, text):
+        return (_OUTPUT.get() or self.default).write(text)
+
+    def flush(self):
+        pass
+
+    def isatty(self):
+        return False
 
 
 def _is_project_file(path, roots):
@@ -738,6 +773,9 @@ def choose_style(fn):
         return "trl", "%s %s (TRL's reward function signature)" % (what, declared)
     if "solution_str" in names:
         return "verl", "%s solution_str (veRL's compute_score signature)" % what
+    if "completion" in names and "messages" not in names and names <= VERIFIERS_NAMES:
+        declared = ", ".join(sorted(names)) + (", **kwargs" if var_kw else "")
+        return "verifiers", "%s %s (a verifiers Rubric reward function)" % (what, declared)
     if "rollouts_messages" in names:
         return "batch", "%s rollouts_messages (reward-kit batch mode)" % what
     decorated = is_decorated(fn)
@@ -756,6 +794,11 @@ def choose_style(fn):
     return "reward-kit", "%s only **kwargs; called reward-kit style" % what
 
 
+# What a verifiers Rubric passes a reward function, by keyword, filtered to what it
+# declares (verifiers.rubrics.Rubric.call_reward_func).
+VERIFIERS_NAMES = frozenset(("prompt", "completion", "answer", "state", "task", "info", "parser"))
+
+
 def _last(messages, role):
     for message in reversed(messages):
         if isinstance(message, dict) and message.get("role") == role:
@@ -770,15 +813,17 @@ def _last(messages, role):
 
 
 class Pointwise:
-    """reward-kit, simple and verl: one call per sample."""
+    """reward-kit, simple, verl and verifiers: one call per sample."""
 
     batched = False
 
     def __init__(self, fn, style, extra_kwargs, solution_str="response"):
-        self.fn = fn
+        self.fn = _verifiers_call(fn) if style == "verifiers" else fn
         self.style = style
         self.extra = extra_kwargs
         self.accepted = _accepts(fn)
+        if style == "verifiers" and "parser" in self.accepted[0] and "parser" not in extra_kwargs:
+            self.extra = _with_verifiers_parser(extra_kwargs)
         self.strict = style == "reward-kit" and is_decorated(fn)
         # veRL: "response", or "prompt+response" as older veRL (TinyZero) decodes it
         self.with_prompt = solution_str == "prompt+response"
@@ -791,6 +836,8 @@ class Pointwise:
             kwargs["ground_truth"] = sample.get("ground_truth")
             return _filter_kwargs(kwargs, self.accepted)
         messages = sample["messages"]
+        if self.style == "verifiers":
+            return _filter_kwargs(_verifiers_arguments(sample, messages, self.extra), self.accepted)
         if self.style == "simple":
             kwargs = dict(self.extra)
             kwargs.update({k: v for k, v in sample.items() if k != "messages"})
@@ -817,10 +864,130 @@ class Pointwise:
         return _filter_kwargs(kwargs, self.accepted)
 
     def result(self, value):
+        if type(value) is Swallowed:
+            return value.result()
         if self.style == "verl" and isinstance(value, dict):
             metrics = {k: _verl_metric(k, v) for k, v in value.items() if k != "score"}
             value = {"score": value.get("score"), "metrics": metrics}
         return _as_result(value, self.strict)
+
+
+def _verifiers_arguments(sample, messages, extra):
+    """A sample as a verifiers Rubric passes it: `prompt` and `completion` as messages
+    (chat), or as strings when the sample's `prompt` is a string (completion format);
+    `answer` the sample's `answer`, else its `ground_truth`, else ""; `state`, `task`
+    ("default") and `info` ({}) from the sample's fields of those names."""
+    prompt = sample.get("prompt")
+    completion = sample.get("completion")
+    if isinstance(prompt, str):
+        if completion is None:
+            completion = _last(messages, "assistant")
+    else:
+        prompt_messages = _prompt_messages(messages)
+        if not isinstance(prompt, list):
+            prompt = prompt_messages
+        if completion is None:
+            completion = messages[len(prompt_messages) :]
+    answer = sample.get("answer", sample.get("ground_truth"))
+    state = sample.get("state")
+    info = sample.get("info")
+    kwargs = dict(extra)
+    kwargs.update(
+        prompt=prompt,
+        completion=completion,
+        answer="" if answer is None else answer,
+        state=state if isinstance(state, dict) else {},
+        task=sample.get("task") or "default",
+        info=info if isinstance(info, dict) else {},
+    )
+    return kwargs
+
+
+def _with_verifiers_parser(extra):
+    """A function that declares `parser` gets the Rubric's default, `verifiers.Parser()`,
+    when verifiers is installed; else nothing, and the call's TypeError names it."""
+    try:
+        import verifiers
+
+        return dict(extra, parser=verifiers.Parser())
+    except Exception:
+        return extra
+
+
+class Swallowed:
+    """What a verifiers Rubric makes of a reward function that raised: a score of 0.0,
+    the error logged. The row keeps the score and shows the log line as its reason
+    and the exception as its error."""
+
+    __slots__ = ("name", "exc")
+
+    def __init__(self, name, exc):
+        self.name = name
+        self.exc = exc
+
+    def result(self):
+        exc = self.exc
+        return {
+            "score": 0.0,
+            "is_score_valid": True,
+            "reason": "Error calling reward function %s: %s" % (self.name, exc),
+            "metrics": {},
+            "step_outputs": None,
+            "error": "".join(traceback.format_exception_only(type(exc), exc)).strip(),
+        }
+
+
+def _verifiers_call(fn):
+    """`fn` called as a verifiers Rubric calls it: its return read with float(), and an
+    Exception (not a timeout, which is a BaseException) scored 0.0 and kept."""
+    name = getattr(fn, "__name__", type(fn).__name__)
+    if _is_async(fn):
+
+        async def call_async(**kwargs):
+            try:
+                return float(await fn(**kwargs))
+            except Exception as exc:
+                return Swallowed(name, exc)
+
+        return call_async
+
+    def call(**kwargs):
+        try:
+            return float(fn(**kwargs))
+        except Exception as exc:
+            return Swallowed(name, exc)
+
+    return call
+
+
+def _is_async(fn):
+    """Whether calling `fn` gives a coroutine to await: an `async def` function, or an
+    object whose `__call__` is one."""
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(type(fn), "__call__", None))
+
+
+_LOOP = None
+
+
+def _event_loop():
+    """The worker's one asyncio event loop, made on first use."""
+    global _LOOP
+    if _LOOP is None:
+        import asyncio
+
+        _LOOP = asyncio.new_event_loop()
+        asyncio.set_event_loop(_LOOP)
+    return _LOOP
+
+
+def _awaited(fn):
+    """A plain function that runs `async def` `fn` to its end on the worker's event
+    loop: one evaluation at a time, under the same timeout as a plain function."""
+
+    def call(**kwargs):
+        return _event_loop().run_until_complete(fn(**kwargs))
+
+    return call
 
 
 def _prompt_text(sample):
@@ -937,16 +1104,18 @@ class Worker:
         self.last_flush = time.perf_counter()
         self.mark = None
         self.retiring = False
+        self._concurrent = None
 
     def open_mark(self, path):
         """An 8-byte shared page holding the id of the sample being evaluated: if this
         process dies, rwb reads it to know which sample killed it, exactly, even though
         results computed just before were still in the send buffer."""
+        size = 8 * (1 + MARK_SLOTS)
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
-        os.ftruncate(fd, 8)
-        self.mark = mmap.mmap(fd, 8)
+        os.ftruncate(fd, size)
+        self.mark = mmap.mmap(fd, size)
         os.close(fd)
-        struct.pack_into("<q", self.mark, 0, -1)
+        struct.pack_into("<%dq" % (1 + MARK_SLOTS), self.mark, 0, *([-1] * (1 + MARK_SLOTS)))
 
     def send(self, obj):
         self.sock.sendall(_dumps(obj))
@@ -985,6 +1154,11 @@ class Worker:
             self.caller = Batched(fn, style, extra)
         else:
             self.caller = Pointwise(fn, style, extra, self.spec.get("solution_str") or "response")
+        # an `async def` evaluator (any style): awaited one at a time by the plain
+        # path, or many at once on one event loop by Concurrent
+        self.caller.async_fn = self.caller.fn if _is_async(self.caller.fn) else None
+        if self.caller.async_fn is not None:
+            self.caller.fn = _awaited(self.caller.async_fn)
         third_party = sorted(
             {
                 m.split(".")[0]
@@ -1044,7 +1218,9 @@ class Worker:
             if not header or header.startswith(b"Q"):
                 return
             checking = header.startswith(b"C")
-            count = int(header[2:])
+            fields = header.split()
+            count = int(fields[1])
+            limit = int(fields[2]) if len(fields) > 2 else 1
             batch = []
             for _ in range(count):
                 line = self.rfile.readline()
@@ -1054,6 +1230,8 @@ class Worker:
                 self.run_checks(batch)
             elif self.caller.batched:
                 self.run_batched(batch)
+            elif limit > 1:
+                self.concurrent().run(batch, limit)
             else:
                 self.run_pointwise(batch)
             if self.retiring:
@@ -1068,6 +1246,14 @@ class Worker:
             self._imports_report(done)
             self.pending.append(_dumps(done))
             self.flush()
+
+    def concurrent(self):
+        """The runner of evaluations in flight together, made on first use; from then
+        on what user code prints is routed to the evaluation that printed it."""
+        if self._concurrent is None:
+            self._concurrent = Concurrent(self)
+            sys.stdout = sys.stderr = RoutedOutput(self.capture)
+        return self._concurrent
 
     def run_pointwise(self, batch):
         caller = self.caller
@@ -1259,6 +1445,199 @@ class Worker:
             self.sock.sendall(b"".join(self.pending))
             self.pending = []
         self.last_flush = now if now is not None else time.perf_counter()
+
+
+class InOrder:
+    """Sends the rows of one batch in sample order, each as soon as the rows before
+    it are sent."""
+
+    def __init__(self, send, count):
+        self.send = send
+        self.rows = [None] * count
+        self.next = 0
+
+    def put(self, index, message):
+        rows = self.rows
+        rows[index] = message
+        while self.next < len(rows) and rows[self.next] is not None:
+            self.send(rows[self.next])
+            self.next += 1
+
+    def rest(self):
+        """Sends the rows left behind a gap (samples a retiring worker never started)."""
+        for message in self.rows[self.next :]:
+            if message is not None:
+                self.send(message)
+        self.next = len(self.rows)
+
+
+class Concurrent:
+    """Up to `limit` evaluations of a batch in flight at once (`concurrency = N`), for
+    evaluators that wait on the network: threads for a plain function, the worker's
+    one asyncio event loop for an `async def` one.
+
+    Each evaluation keeps what a one-at-a-time evaluation has: its own deadline (a
+    thread past it gets its Timeout row and is left behind; an asyncio task is
+    cancelled), its own captured output (RoutedOutput), and a slot in the mark page
+    holding its sample id while it runs, so that rwb knows which samples were running
+    if the worker dies. Rows go out in sample order. After a timeout no evaluation
+    starts; those in flight finish and the worker retires after the batch, as after a
+    timeout of the plain path (rwb runs the samples not started on a fresh worker)."""
+
+    def __init__(self, worker):
+        self.worker = worker
+        self.todo = queue.SimpleQueue()
+        self.finished = queue.SimpleQueue()
+        self.live = 0  # threads not left behind
+        self.made = 0  # threads made: thread k writes mark slot k
+
+    def run(self, batch, limit):
+        worker = self.worker
+        rows = InOrder(worker.send_result, len(batch))
+        calls = []
+        for index, (ident, raw) in enumerate(batch):
+            try:
+                calls.append((index, ident, worker.caller.arguments(json.loads(raw))))
+            except BaseException as exc:
+                rows.put(index, self.row(ident, (False, exc), 0.0, None))
+        if worker.caller.async_fn is not None:
+            _event_loop().run_until_complete(self.run_tasks(calls, limit, rows))
+        else:
+            self.run_threads(calls, limit, rows)
+        rows.rest()
+
+    def row(self, ident, outcome, ms, out):
+        """The result line of one evaluation, as run_pointwise writes it."""
+        done, value = outcome
+        try:
+            if not done:
+                raise value
+            message = {"i": ident, "ms": ms, "ok": self.worker.caller.result(value)}
+        except InvalidResult as exc:
+            message = {"i": ident, "ms": ms, "err": {"type": "InvalidResult", "message": str(exc)}}
+        except BaseException as exc:
+            message = {"i": ident, "ms": ms, "err": _error_info(exc, self.worker.roots, skip_frames=1)}
+        if out is not None:
+            message["out"] = out
+        return message
+
+    # threads ----------------------------------------------------------------------
+
+    def run_threads(self, calls, limit, rows):
+        worker = self.worker
+        while self.live < limit:
+            self.made += 1
+            self.live += 1
+            threading.Thread(target=self.thread, args=(self.made,), name="rwb-eval", daemon=True).start()
+        timeout = worker.evaluation.timeout
+        batch = object()  # a late answer from a thread left behind is not this batch's
+        starts, flying = {}, {}
+        fn = worker.caller.fn
+        position = 0
+        while True:
+            while not worker.retiring and position < len(calls) and len(flying) < limit:
+                index, ident, kwargs = calls[position]
+                position += 1
+                flying[index] = ident
+                self.todo.put((batch, index, ident, fn, kwargs, starts))
+            if not flying:
+                return
+            try:
+                answer = self.finished.get(timeout=self.wait(flying, starts, timeout))
+            except queue.Empty:
+                self.expire(flying, starts, timeout, rows)
+                continue
+            tag, index, outcome, ms, out = answer
+            ident = flying.pop(index, None) if tag is batch else None
+            if ident is not None:
+                rows.put(index, self.row(ident, outcome, ms, out))
+
+    @staticmethod
+    def wait(flying, starts, timeout):
+        """Seconds until the first deadline of the evaluations in flight (None: none)."""
+        if not timeout:
+            return None
+        now = time.perf_counter()
+        due = min((starts[i] + timeout for i in flying if i in starts), default=now + timeout)
+        return max(0.0, due - now)
+
+    def expire(self, flying, starts, timeout, rows):
+        """Timeout rows for the evaluations past their deadline; their threads are left
+        behind (they die with the worker, which retires after this batch)."""
+        now = time.perf_counter()
+        for index in [i for i in flying if i in starts and now >= starts[i] + timeout]:
+            ident = flying.pop(index)
+            rows.put(index, self.worker._timeout(ident, starts[index]))
+            self.live -= 1
+            self.worker.retiring = True
+
+    def thread(self, slot):
+        mark = self.worker.mark if slot <= MARK_SLOTS else None
+        clock = time.perf_counter
+        while True:
+            batch, index, ident, fn, kwargs, starts = self.todo.get()
+            capture = Capture()
+            _OUTPUT.set(capture)
+            if mark is not None:
+                struct.pack_into("<q", mark, 8 * slot, ident)
+            t0 = starts[index] = clock()
+            try:
+                outcome = (True, fn(**kwargs))
+            except BaseException as exc:
+                outcome = (False, exc)
+            ms = (clock() - t0) * 1000.0
+            if mark is not None:
+                struct.pack_into("<q", mark, 8 * slot, -1)
+            _OUTPUT.set(None)
+            self.finished.put((batch, index, outcome, ms, capture.take()))
+
+    # asyncio ----------------------------------------------------------------------
+
+    async def run_tasks(self, calls, limit, rows):
+        import asyncio
+
+        gate = asyncio.Semaphore(limit)
+        free = list(range(min(limit, MARK_SLOTS), 0, -1))
+
+        async def one(index, ident, kwargs):
+            async with gate:
+                if self.worker.retiring:
+                    return  # not started: rwb runs it on a fresh worker
+                slot = free.pop()
+                rows.put(index, await self.task(ident, kwargs, slot))
+                free.append(slot)
+
+        await asyncio.gather(*(one(*call) for call in calls))
+
+    async def task(self, ident, kwargs, slot):
+        """One evaluation as an asyncio task with its own capture, cancelled at its
+        deadline."""
+        import asyncio
+
+        worker = self.worker
+        capture = Capture()
+        _OUTPUT.set(capture)  # this task's context; the evaluation's task copies it
+        struct.pack_into("<q", worker.mark, 8 * slot, ident)
+        t0 = time.perf_counter()
+        try:
+            running = asyncio.ensure_future(worker.caller.async_fn(**kwargs))
+            finished, _ = await asyncio.wait({running}, timeout=worker.evaluation.timeout or None)
+            if running in finished:
+                outcome = (True, running.result())
+            else:
+                running.cancel()
+                outcome = None
+        except BaseException as exc:
+            outcome = (False, exc)
+        struct.pack_into("<q", worker.mark, 8 * slot, -1)
+        if outcome is None:
+            worker.retiring = True
+            message = worker._timeout(ident, t0)
+            out = capture.take()
+            if out is not None:
+                message["out"] = out
+            return message
+        return self.row(ident, outcome, (time.perf_counter() - t0) * 1000.0, capture.take())
 
 
 def _comparable(caller, value):

@@ -227,6 +227,7 @@ mod tests {
             kwargs: Map::new(),
             batch_size: 16,
             solution_str: Default::default(),
+            concurrency: 1,
         }
     }
 

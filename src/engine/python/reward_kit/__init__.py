@@ -2,8 +2,9 @@
 
 rwb puts this package on sys.path only when the interpreter cannot import the real
 reward-kit, so reward-kit-style evaluators run with no install. It provides the
-decorator and the models; the built-in reward functions (`reward_kit.rewards`) are
-not bundled: install reward-kit in the interpreter to use them.
+decorator, the models and RewardFunction (local and remote); the built-in reward
+functions (`reward_kit.rewards`) are not bundled: install reward-kit in the
+interpreter to use them.
 """
 
 from .models import (
@@ -14,6 +15,7 @@ from .models import (
     RewardOutput,
     StepOutput,
 )
+from .reward_function import RewardFunction
 from .typed_interface import reward_function
 
 __version__ = "0.4.1+rwb-bundled"
@@ -25,6 +27,7 @@ __all__ = [
     "EvaluateResult",
     "StepOutput",
     "reward_function",
+    "RewardFunction",
     "RewardOutput",
     "MetricRewardOutput",
 ]
