@@ -4,5 +4,6 @@
 pub mod app;
 pub mod highlight;
 pub mod keymap;
+pub mod layout;
 pub mod theme;
 pub mod view;

@@ -5,6 +5,7 @@
 use super::*;
 use crate::ui::app::RunState;
 use crate::ui::keymap::Keymap;
+use std::path::Path;
 
 /// Each sample's answer is its number; the evaluator scores n / 1e6 plus the `bump`
 /// it reads from bump.txt when it is imported (not code: the cache key ignores it,
@@ -73,10 +74,11 @@ async fn settle_in_order(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -
                     if landed.0 != generation {
                         landed = (generation, Vec::new());
                     }
-                    if let RunMsg::Result { index, hash, .. } = &msg {
-                        let row = live.app.samples.get(*index);
+                    if let RunMsg::Result(event) = &msg {
+                        let crate::runner::Event::Result { at, hash, .. } = &**event;
+                        let row = live.app.samples.get(at.index);
                         if row.is_some_and(|s| s.hash == *hash) {
-                            landed.1.push(*index);
+                            landed.1.push(at.index);
                         }
                     }
                 }
