@@ -6,6 +6,7 @@
 //! cargo bench --bench insight
 
 use reward_workbench::model::{Outcome, SampleRef};
+use reward_workbench::runner::Event;
 use reward_workbench::ui::app::{App, EvaluatorInfo, MemoryLines, Msg, RunState, Sample};
 use reward_workbench::ui::keymap::Keymap;
 use serde_json::{json, Map};
@@ -36,6 +37,21 @@ fn outcome(score: f64, fmt: f64) -> Box<Outcome> {
         duration_ms: 0.1,
         ..Outcome::scored(score, metrics)
     })
+}
+
+/// A result as the runner reports it (the live loop hands them to the app in bursts).
+fn result(evaluator: usize, sample: usize, outcome: Box<Outcome>) -> Event {
+    Event::Result {
+        evaluator,
+        at: SampleRef {
+            index: sample,
+            file: 0,
+            line: sample + 1,
+        },
+        hash: [0; 16],
+        outcome: *outcome,
+        cached: false,
+    }
 }
 
 fn main() {
@@ -76,27 +92,23 @@ fn main() {
         .collect();
     app.update(Msg::Samples(samples));
     let score = |i: usize, e: usize| ((i * 7 + e * 13) % 100) as f64 / 100.0;
+    let mut burst = Vec::new();
     for i in 0..SAMPLES {
         for e in 0..EVALUATORS {
-            app.update(Msg::Result {
-                evaluator: e,
-                sample: i,
-                outcome: outcome(score(i, e), 1.0),
-            });
+            burst.push(result(e, i, outcome(score(i, e), 1.0)));
         }
     }
+    app.update(Msg::Results(burst));
     app.update(Msg::Key(crossterm::event::KeyEvent::new(
         crossterm::event::KeyCode::Char('b'),
         crossterm::event::KeyModifiers::NONE,
     )));
     // a rerun that changed `format` on every tenth sample of the first evaluator
-    for i in (0..SAMPLES).step_by(10) {
-        app.update(Msg::Result {
-            evaluator: 0,
-            sample: i,
-            outcome: outcome(score(i, 0) * 0.5, 0.0),
-        });
-    }
+    let burst = (0..SAMPLES)
+        .step_by(10)
+        .map(|i| result(0, i, outcome(score(i, 0) * 0.5, 0.0)))
+        .collect();
+    app.update(Msg::Results(burst));
     let mut keys = Vec::with_capacity(SAMPLES);
     for i in 0..SAMPLES {
         let mut k = [0u8; 16];

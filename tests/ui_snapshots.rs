@@ -6,13 +6,16 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use reward_workbench::model::{EvalError, Outcome, SampleRef};
-use reward_workbench::ui::app::{App, EvaluatorInfo, MemoryLines, Msg, RunState, Sample};
+use reward_workbench::ui::app::{
+    App, EvaluatorInfo, Lines, MemoryLines, Msg, RunState, Sample, ScrollLimits, Source,
+};
 use reward_workbench::ui::highlight::Highlighter;
 use reward_workbench::ui::keymap::Keymap;
 use reward_workbench::ui::theme::Theme;
 use reward_workbench::ui::view::{buffer_text, draw, Ctx};
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 const SOURCE: &str = "from reward_kit import reward_function, EvaluateResult\n\n@reward_function\ndef evaluate(messages, ground_truth=None, **kwargs):\n    answer = messages[-1][\"content\"]\n    total = int(answer.split()[-1])\n    return EvaluateResult(score=total / 10, reason=\"ok\")\n";
@@ -34,6 +37,21 @@ fn outcome(score: f64, reason: &str, metrics: serde_json::Value) -> Box<Outcome>
         duration_ms: 1.25,
         ..Outcome::scored(score, metrics.as_object().cloned().unwrap_or_default())
     })
+}
+
+/// A result as the live loop hands it over: the runner's event, in a burst of one.
+fn result(evaluator: usize, sample: usize, outcome: Box<Outcome>) -> Msg {
+    Msg::Results(vec![reward_workbench::runner::Event::Result {
+        evaluator,
+        at: SampleRef {
+            index: sample,
+            file: 0,
+            line: sample + 1,
+        },
+        hash: [0; 16],
+        outcome: *outcome,
+        cached: false,
+    }])
 }
 
 fn app() -> App {
@@ -86,11 +104,11 @@ fn app() -> App {
             "keyword_coverage": {"score": s, "is_score_valid": true, "reason": format!("{} of 4 question words answered", (s * 4.0) as i32)},
             "direct_answer": {"score": 1.0, "is_score_valid": true, "reason": "answers in the first sentence"}
         });
-        app.update(Msg::Result {
-            evaluator: 0,
-            sample: i,
-            outcome: outcome(s, &format!("relevance {s:.2}"), metrics),
-        });
+        app.update(result(
+            0,
+            i,
+            outcome(s, &format!("relevance {s:.2}"), metrics),
+        ));
     }
     let mut error = EvalError::new(
         "ValueError",
@@ -99,30 +117,32 @@ fn app() -> App {
     error.traceback = Some("Traceback (most recent call last):\n  File \"/ws/metrics/math/main.py\", line 6, in evaluate\n    total = int(answer.split()[-1])\nValueError: invalid literal for int() with base 10: 'degrees'\n".into());
     error.file = Some("metrics/math/main.py".into());
     error.line = Some(6);
-    app.update(Msg::Result {
-        evaluator: 1,
-        sample: 0,
-        outcome: Box::new(Outcome::failed(error)),
-    });
-    app.update(Msg::Result {
-        evaluator: 1,
-        sample: 1,
-        outcome: outcome(0.2, "42 matches", json!({})),
-    });
+    app.update(result(1, 0, Box::new(Outcome::failed(error))));
+    app.update(result(1, 1, outcome(0.2, "42 matches", json!({}))));
     app
+}
+
+/// Draws a frame as the live loop does: the app learns the screen's size, the
+/// source beside an error is read (here: SOURCE) and highlighted for it once, then
+/// drawing reads only the app, and the app learns how far the panes scroll.
+fn frame(app: &mut App, width: u16, height: u16, theme: &Theme) -> Terminal<TestBackend> {
+    app.update(Msg::Resized(width, height));
+    if let Some((path, line)) = app.wanted_source() {
+        let code = Some(Highlighter::new().python(SOURCE, theme, line));
+        app.update(Msg::Source(Source { path, line, code }));
+    }
+    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
+    let mut limits = ScrollLimits::default();
+    terminal
+        .draw(|f| limits = draw(f, app, &Ctx { theme }))
+        .unwrap();
+    app.update(Msg::Drawn(limits));
+    terminal
 }
 
 fn render(app: &mut App, width: u16, height: u16) -> String {
     let theme = Theme::monochrome();
-    let highlighter = Highlighter::new();
-    let source = |_: &Path| Some(SOURCE.to_string());
-    let ctx = Ctx {
-        theme: &theme,
-        highlighter: &highlighter,
-        source: &source,
-    };
-    let mut terminal = Terminal::new(TestBackend::new(width, height)).unwrap();
-    terminal.draw(|f| draw(f, app, &ctx)).unwrap();
+    let terminal = frame(app, width, height, &theme);
     buffer_text(terminal.backend().buffer())
 }
 
@@ -137,15 +157,7 @@ fn without_colour_the_selected_row_is_reversed() {
     let mut app = app();
     app.update(key('j'));
     let theme = Theme::monochrome();
-    let highlighter = Highlighter::new();
-    let source = |_: &Path| Some(SOURCE.to_string());
-    let ctx = Ctx {
-        theme: &theme,
-        highlighter: &highlighter,
-        source: &source,
-    };
-    let mut terminal = Terminal::new(TestBackend::new(100, 30)).unwrap();
-    terminal.draw(|f| draw(f, &mut app, &ctx)).unwrap();
+    let terminal = frame(&mut app, 100, 30, &theme);
     let buffer = terminal.backend().buffer();
     let row = |y: u16| -> (String, bool) {
         let text = (1..40).map(|x| buffer[(x, y)].symbol()).collect();
@@ -225,11 +237,7 @@ fn stats_show_distribution_and_warnings() {
 fn the_filter_line_and_baseline_delta() {
     let mut app = app();
     app.update(key('b'));
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 1,
-        outcome: outcome(0.75, "better", json!({})),
-    });
+    app.update(result(0, 1, outcome(0.75, "better", json!({}))));
     app.update(key('/'));
     for c in "score>0.6".chars() {
         app.update(key(c));
@@ -249,11 +257,7 @@ fn a_pinned_baseline_shows_what_moved_and_the_old_reason_beside_the_new() {
         "keyword_coverage": {"score": 0.5, "is_score_valid": true, "reason": "2 of 4 question words answered"},
         "direct_answer": {"score": 1.0, "is_score_valid": true, "reason": "answers in the first sentence"}
     });
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 0,
-        outcome: outcome(0.4, "stricter now", metrics),
-    });
+    app.update(result(0, 0, outcome(0.4, "stricter now", metrics)));
     app.update(Msg::RunFinished);
     app.update(key('k')); // any key clears the "baseline pinned" notice
     let screen = render(&mut app, 140, 36);
@@ -333,8 +337,8 @@ fn history_lists_versions_and_diffs_the_selected_one_with_the_one_before() {
 }
 
 #[test]
-fn any_terminal_size_renders_without_panicking() {
-    for (w, h) in [
+fn any_terminal_size_renders_exactly_its_size() {
+    let sizes = [
         (1, 1),
         (2, 2),
         (5, 3),
@@ -346,16 +350,34 @@ fn any_terminal_size_renders_without_panicking() {
         (159, 40),
         (160, 40),
         (300, 100),
-    ] {
-        for overlay in ['?', 'v', 'j'] {
+    ];
+    let fits = |screen: &str, (w, h): (u16, u16)| {
+        use unicode_width::UnicodeWidthStr;
+        assert_eq!(screen.lines().count(), h as usize, "{w}x{h}:\n{screen}");
+        let widest = screen.lines().map(|l| l.width()).max().unwrap_or(0);
+        assert!(
+            widest <= w as usize,
+            "{w}x{h}: a line {widest} wide:\n{screen}"
+        );
+    };
+    for (w, h) in sizes {
+        for (overlay, name) in [('?', "help"), ('v', "stats"), ('j', "next_row")] {
             let mut app = app();
             app.update(key('l'));
             app.update(key(overlay));
-            let _ = render(&mut app, w, h);
+            let screen = render(&mut app, w, h);
+            fits(&screen, (w, h));
+            if (w, h) == (80, 24) {
+                insta::assert_snapshot!(format!("80x24_math_{name}"), screen);
+            }
         }
         let mut detail = app();
         detail.update(Msg::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
-        let _ = render(&mut detail, w, h);
+        let screen = render(&mut detail, w, h);
+        fits(&screen, (w, h));
+        if (w, h) == (80, 24) {
+            insta::assert_snapshot!("80x24_detail", screen);
+        }
     }
 }
 
@@ -389,11 +411,7 @@ fn the_status_line_says_where_each_evaluator_runs() {
         evaluators: vec![1],
         stale: vec![],
     });
-    app.update(Msg::Result {
-        evaluator: 1,
-        sample: 0,
-        outcome: outcome(0.5, "remote", json!({})),
-    });
+    app.update(result(1, 0, outcome(0.5, "remote", json!({}))));
     let wide = render(&mut app, 200, 12);
     let narrow = render(&mut app, 100, 12);
     let status = |screen: &str| {
@@ -406,4 +424,80 @@ fn the_status_line_says_where_each_evaluator_runs() {
             .to_string()
     };
     insta::assert_snapshot!(format!("{}\n{}", status(&wide), status(&narrow)));
+}
+
+/// Counts the sample lines read through it.
+struct Counting {
+    inner: Arc<dyn Lines>,
+    reads: Arc<AtomicUsize>,
+}
+
+impl Lines for Counting {
+    fn line(&self, file: usize, offset: u64, len: u32) -> Option<String> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.line(file, offset, len)
+    }
+}
+
+#[test]
+fn frames_read_no_sample_line_and_a_new_selection_reads_its_own_once() {
+    let mut app = app();
+    let reads = Arc::new(AtomicUsize::new(0));
+    let inner = app.lines.clone();
+    app.update(Msg::Lines {
+        lines: Arc::new(Counting {
+            inner,
+            reads: reads.clone(),
+        }),
+        labels: vec!["conversations.jsonl".into()],
+    });
+    // read again from the new source: the titles of the 4 rows, the selected line
+    assert_eq!(reads.load(Ordering::SeqCst), 5);
+    let first = render(&mut app, 100, 30);
+    assert!(first.contains("0 What causes the season…"), "{first}");
+    for _ in 0..3 {
+        assert_eq!(render(&mut app, 100, 30), first);
+    }
+    assert_eq!(reads.load(Ordering::SeqCst), 5, "frames read no line");
+    app.update(key('j'));
+    assert_eq!(reads.load(Ordering::SeqCst), 6, "the new selection's line");
+    let moved = render(&mut app, 100, 30);
+    assert!(moved.contains("6 times 7 is 42"), "{moved}");
+    assert_eq!(reads.load(Ordering::SeqCst), 6);
+}
+
+#[test]
+fn the_source_beside_an_error_is_wanted_once_per_file_and_failing_line() {
+    let mut app = app();
+    assert_eq!(app.wanted_source(), None, "relevance did not fail");
+    app.update(key('l')); // the math evaluator, which failed on sample 0 at line 6
+    let path = PathBuf::from("/ws/metrics/math/main.py");
+    assert_eq!(app.wanted_source(), Some((path.clone(), Some(6))));
+    let screen = render(&mut app, 140, 36); // answers it with Msg::Source
+    assert!(screen.contains("▶6     total = int("), "{screen}");
+    assert_eq!(app.wanted_source(), None, "held: not read again per frame");
+    assert_eq!(render(&mut app, 140, 36), screen);
+    // the same file failing at another line is highlighted again for that line
+    let mut error = EvalError::new("KeyError", "'content'");
+    error.file = Some("metrics/math/main.py".into());
+    error.line = Some(5);
+    app.update(result(1, 0, Box::new(Outcome::failed(error))));
+    assert_eq!(app.wanted_source(), Some((path, Some(5))));
+    let screen = render(&mut app, 140, 36);
+    assert!(screen.contains("▶5     answer = messages"), "{screen}");
+}
+
+#[test]
+fn a_pane_scrolled_past_its_end_stops_there_and_scrolls_back_at_once() {
+    let mut app = app();
+    app.update(Msg::Key(KeyEvent::new(KeyCode::Tab, KeyModifiers::NONE)));
+    app.update(Msg::Key(KeyEvent::new(KeyCode::End, KeyModifiers::NONE)));
+    assert_eq!(app.conversation_scroll, u16::MAX / 2);
+    let bottom = render(&mut app, 60, 14);
+    // the frame's conversation pane ends there: the app keeps the deepest scroll
+    // 9 lines (two turns, the answer wrapped to three) in a pane 4 high: 5
+    assert_eq!(app.conversation_scroll, 5, "{bottom}");
+    assert!(bottom.contains("distance from the sun."), "{bottom}");
+    app.update(key('k'));
+    assert_eq!(app.conversation_scroll, 4);
 }

@@ -6,5 +6,6 @@ pub mod deploy_target;
 pub mod highlight;
 pub mod keymap;
 pub mod placement;
+pub mod layout;
 pub mod theme;
 pub mod view;

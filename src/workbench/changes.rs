@@ -118,6 +118,7 @@ impl Live {
         let any_py = paths
             .iter()
             .any(|p| p.extension().is_some_and(|e| e == "py"));
+        self.source_stale |= any_py;
         if samples_changed || config_changed {
             self.reload_samples(stale);
         } else if any_py {
@@ -194,13 +195,7 @@ impl Live {
             })
             .collect();
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
-        self.app.weights = self.session.workspace.weights();
-        self.app.threshold = self.session.workspace.config.threshold();
-        let group_by = self.session.workspace.config.group_by();
-        if group_by != self.app.group_by {
-            self.app.group_by = group_by;
-            self.app.group_keys = None; // found again with the new key
-        }
+        self.app.update(Msg::Config(self.settings()));
         self.show_warnings(&old_warnings);
         rewatch
     }

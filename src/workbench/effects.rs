@@ -32,7 +32,9 @@ impl Live {
                             self.app.update(Msg::Notice(e));
                         }
                     }
-                    self.app.dirty = true;
+                    // the screen was the editor's: draw it whole again
+                    let (width, height) = term.size();
+                    self.app.update(Msg::Resized(width, height));
                 }
                 Effect::ToggleServe => self
                     .ship
@@ -51,7 +53,6 @@ impl Live {
                     self.ship.deploy_target(&self.session.workspace, request)
                 }
                 Effect::CompareRemote => {
-                    self.app.overlay = crate::ui::app::Overlay::Ship;
                     self.ship.compare(
                         &self.session.workspace,
                         &self.app.samples,

@@ -40,6 +40,12 @@ pub(super) struct PendingRun {
 impl Live {
     /// Indexes the samples files off the UI thread, then runs (`stale` evaluators
     /// changed code). Runs wait for the index so results land on the right lines.
+    /// The samples files' labels, as the list's panes name them.
+    fn samples_labels(&self) -> Vec<String> {
+        let files = &self.session.workspace.samples;
+        files.iter().map(|f| f.label.clone()).collect()
+    }
+
     pub(super) fn reload_samples(&mut self, stale: Vec<usize>) {
         self.pending_run
             .get_or_insert_with(PendingRun::default)
@@ -65,19 +71,18 @@ impl Live {
         match indexed {
             Indexed::First(samples) => {
                 if let Ok(lines) = LineFiles::open(&self.session.workspace.samples) {
-                    self.app.lines = Arc::new(lines);
+                    self.app.update(Msg::Lines {
+                        lines: Arc::new(lines),
+                        labels: self.samples_labels(),
+                    });
                 }
                 self.app.update(Msg::Samples(samples));
             }
             Indexed::Done(samples, lines) => {
-                self.app.samples_labels = self
-                    .session
-                    .workspace
-                    .samples
-                    .iter()
-                    .map(|f| f.label.clone())
-                    .collect();
-                self.app.lines = Arc::new(lines);
+                self.app.update(Msg::Lines {
+                    lines: Arc::new(lines),
+                    labels: self.samples_labels(),
+                });
                 self.app.update(Msg::Samples(samples));
                 if let Some(pending) = self.pending_run.take() {
                     // the index may hold new lines: every evaluator runs on it

@@ -25,7 +25,7 @@ mod user_config;
 use crate::runner::Prepared;
 use crate::session::{Fail, OpenOptions, Session};
 use crate::store::CodeKey;
-use crate::ui::app::{App, MemoryLines, Msg, ShipMsg};
+use crate::ui::app::{App, MemoryLines, Msg, ScrollLimits, Settings, ShipMsg, Source};
 use crate::ui::highlight::Highlighter;
 use crate::ui::keymap::Keymap;
 use crate::ui::theme::Theme;
@@ -38,7 +38,7 @@ use indexing::{Indexed, PendingRun};
 use runs::{RunMsg, Runs};
 use ship::{ShipControl, ShipEvent};
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -102,6 +102,8 @@ struct Live {
     /// Each evaluator's code key before its current one, by name: cells not rerun
     /// yet show outcomes stored under it.
     old_keys: HashMap<String, CodeKey>,
+    /// An evaluator's code was saved: the source beside an error is read again.
+    source_stale: bool,
 }
 
 impl Live {
@@ -112,13 +114,12 @@ impl Live {
             .iter()
             .map(|f| f.label.clone())
             .collect();
-        let mut app = App::new(
+        let app = App::new(
             session.workspace.root.clone(),
             labels,
             keymap,
             Arc::new(MemoryLines::default()),
         );
-        app.store_details = session.runner.store().is_some();
         let (tx, rx) = mpsc::unbounded_channel();
         let (index_tx, index_rx) = mpsc::unbounded_channel();
         let runs = Runs::new(tx);
@@ -141,6 +142,7 @@ impl Live {
             ship: ShipControl::new(ship_tx),
             ship_rx,
             old_keys: HashMap::new(),
+            source_stale: false,
         }
     }
 
@@ -152,8 +154,10 @@ impl Live {
     ) -> Result<(), Fail> {
         let (watch_tx, mut watch_rx) = mpsc::unbounded_channel();
         let mut watcher = self.start_watcher(watch_tx.clone());
+        let (width, height) = term.size();
+        self.app.update(Msg::Resized(width, height));
         self.show_workspace();
-        self.draw(term, theme, highlighter);
+        self.draw(term, theme);
         self.reload_samples(Vec::new());
         let result = self
             .event_loop(
@@ -172,11 +176,8 @@ impl Live {
     /// Hands the app what the workspace says before the first frame: evaluators,
     /// settings and warnings.
     fn show_workspace(&mut self) {
+        self.app.update(Msg::Config(self.settings()));
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
-        self.app.ship.default_id = default_deploy_id(&self.session.workspace);
-        self.app.threshold = self.session.workspace.config.threshold();
-        self.app.weights = self.session.workspace.weights();
-        self.app.group_by = self.session.workspace.config.group_by();
         self.show_warnings(&[]);
     }
 
@@ -204,7 +205,9 @@ impl Live {
                             return Ok(());
                         }
                     }
-                    Some(Ok(TermEvent::Resize(_, _))) => { self.app.update(Msg::Resized); }
+                    Some(Ok(TermEvent::Resize(width, height))) => {
+                        self.app.update(Msg::Resized(width, height));
+                    }
                     Some(Ok(_)) => {}
                     Some(Err(_)) | None => return Ok(()),
                 },
@@ -235,38 +238,67 @@ impl Live {
                         self.on_indexed(indexed);
                     }
                 }
-                Some((generation, msg)) = self.run_rx.recv() => {
-                    self.on_run(generation, msg);
+                Some(first) = self.run_rx.recv() => {
                     // take every result already waiting before the next frame
+                    let mut burst = vec![first];
                     let started = Instant::now();
                     while started.elapsed() < FRAME_BUDGET {
                         match self.run_rx.try_recv() {
-                            Ok((g, m)) => self.on_run(g, m),
+                            Ok(m) => burst.push(m),
                             Err(_) => break,
                         }
                     }
+                    self.on_runs(burst);
                 }
             }
             self.read_detail();
+            self.read_source(theme, highlighter);
             if self.app.dirty {
-                self.draw(term, theme, highlighter);
+                self.draw(term, theme);
             }
         }
     }
 
-    fn draw(&mut self, term: &mut terminal::Terminal, theme: &Theme, highlighter: &Highlighter) {
-        let read = |p: &Path| std::fs::read_to_string(p).ok();
-        let ctx = Ctx {
-            theme,
-            highlighter,
-            source: &read,
-        };
-        let app = &mut self.app;
+    /// Draws a frame (drawing only reads the app) and hands back how far its panes
+    /// scroll.
+    fn draw(&mut self, term: &mut terminal::Terminal, theme: &Theme) {
+        let ctx = Ctx { theme };
+        let app = &self.app;
         let started = Instant::now();
-        term.draw(|frame| view::draw(frame, app, &ctx));
-        self.app.dirty = false;
+        let mut limits = ScrollLimits::default();
+        term.draw(|frame| limits = view::draw(frame, app, &ctx));
+        self.app.update(Msg::Drawn(limits));
         if std::env::var_os("RWB_TRACE_FRAMES").is_some() {
             trace_frame(&self.app, started.elapsed());
         }
+    }
+
+    /// The workspace's settings, as the app takes them.
+    fn settings(&self) -> Settings {
+        let ws = &self.session.workspace;
+        Settings {
+            threshold: ws.config.threshold(),
+            weights: ws.weights(),
+            group_by: ws.config.group_by(),
+            deploy_id: default_deploy_id(ws),
+            store_details: self.session.runner.store().is_some(),
+        }
+    }
+
+    /// Reads and highlights the source beside the shown error when the app wants it,
+    /// or again after evaluator code was saved: once per change, never per frame.
+    fn read_source(&mut self, theme: &Theme, highlighter: &Highlighter) {
+        let wanted = if std::mem::take(&mut self.source_stale) {
+            self.app.error_source()
+        } else {
+            self.app.wanted_source()
+        };
+        let Some((path, line)) = wanted else {
+            return;
+        };
+        let code = std::fs::read_to_string(&path)
+            .ok()
+            .map(|text| highlighter.python(&text, theme, line));
+        self.app.update(Msg::Source(Source { path, line, code }));
     }
 }

@@ -4,9 +4,11 @@
 use super::runs::RunMsg;
 use super::{first, Live};
 use crate::model::Outcome;
+use crate::runner::Event;
 use crate::runner::Prepared;
+use crate::store::CodeKey;
 use crate::store::{SampleHash, Store};
-use crate::ui::app::{Detail, Msg};
+use crate::ui::app::{Detail, Msg, PreparedInfo};
 use std::sync::Arc;
 
 impl Live {
@@ -52,43 +54,64 @@ impl Live {
         }
     }
 
+    /// A burst of run messages: its results reach the app as one update.
+    pub(super) fn on_runs(&mut self, burst: Vec<(u64, RunMsg)>) {
+        let mut results = Vec::new();
+        for (generation, msg) in burst {
+            match msg {
+                RunMsg::Result(event) if generation == self.runs.generation() => {
+                    results.extend(self.landed(*event));
+                }
+                other => {
+                    self.show_results(&mut results);
+                    self.on_run(generation, other);
+                }
+            }
+        }
+        self.show_results(&mut results);
+    }
+
+    fn show_results(&mut self, results: &mut Vec<Event>) {
+        if !results.is_empty() {
+            self.app.update(Msg::Results(std::mem::take(results)));
+        }
+    }
+
+    /// The result when it is for the line the app holds at its place; else the
+    /// samples files changed behind the index, which is read again.
+    fn landed(&mut self, event: Event) -> Option<Event> {
+        let Event::Result { at, hash, .. } = &event;
+        let matches = self
+            .app
+            .samples
+            .get(at.index)
+            .is_some_and(|s| s.hash == *hash);
+        if !matches {
+            self.resync();
+        }
+        matches.then_some(event)
+    }
+
     pub(super) fn on_run(&mut self, generation: u64, msg: RunMsg) {
         if generation != self.runs.generation() {
             return; // a result of an aborted run
         }
         match msg {
             RunMsg::Prepared(index, prepared) => {
-                let error = prepared.failure.clone();
-                self.learn_key(&prepared);
+                let info = PreparedInfo {
+                    evaluator: index,
+                    error: prepared.failure.clone(),
+                    style: prepared.style,
+                    key: self.learn_key(&prepared),
+                };
                 if let Some(slot) = self.prepared.get_mut(index) {
                     *slot = Some(*prepared);
                 }
-                self.app.update(Msg::ImportState {
-                    evaluator: index,
-                    error,
-                });
-                if let (Some(info), Some(p)) = (
-                    self.app.evaluators.get_mut(index),
-                    self.prepared[index].as_ref(),
-                ) {
-                    info.style = p.style.or(info.style);
-                }
+                self.app.update(Msg::Prepared(info));
             }
-            RunMsg::Result {
-                evaluator,
-                index,
-                hash,
-                outcome,
-            } => {
-                let matches = self.app.samples.get(index).is_some_and(|s| s.hash == hash);
-                if matches {
-                    self.app.update(Msg::Result {
-                        evaluator,
-                        sample: index,
-                        outcome,
-                    });
-                } else {
-                    self.resync();
+            RunMsg::Result(event) => {
+                if let Some(event) = self.landed(*event) {
+                    self.app.update(Msg::Results(vec![event]));
                 }
             }
             RunMsg::Finished => {
@@ -117,17 +140,18 @@ impl Live {
     }
 
     /// Notes an evaluator's code key (where its outcomes are stored), keeping the one
-    /// before for the cells not rerun yet.
-    pub(super) fn learn_key(&mut self, prepared: &Prepared) {
+    /// before for the cells not rerun yet; returns it for the app.
+    pub(super) fn learn_key(&mut self, prepared: &Prepared) -> Option<(String, CodeKey)> {
         if prepared.failure.is_some() {
-            return;
+            return None;
         }
         let name = prepared.spec.name.clone();
-        if let Some(old) = self.app.code_keys.insert(name.clone(), prepared.key) {
-            if old != prepared.key {
-                self.old_keys.insert(name, old);
+        if let Some(old) = self.app.code_keys.get(&name) {
+            if *old != prepared.key {
+                self.old_keys.insert(name.clone(), *old);
             }
         }
+        Some((name, prepared.key))
     }
 
     /// An evaluator's stored outcome of a sample, under its current code key or the

@@ -1,9 +1,8 @@
 //! The run in flight: one tokio task per run, tagged with a generation. Starting a new
 //! run aborts the old one; messages of older generations are dropped by the loop.
 
-use crate::model::{EvaluatorSpec, Outcome};
+use crate::model::EvaluatorSpec;
 use crate::runner::{Event, Prepared, Priority, Runner};
-use crate::store::SampleHash;
 use crate::workspace::SamplesFile;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -13,12 +12,8 @@ use tokio::task::JoinHandle;
 pub enum RunMsg {
     /// An evaluator's code key, style and imports are known (or its import failed).
     Prepared(usize, Box<Prepared>),
-    Result {
-        evaluator: usize,
-        index: usize,
-        hash: SampleHash,
-        outcome: Box<Outcome>,
-    },
+    /// A result as the runner reports it, its evaluator numbered as in the workspace.
+    Result(Box<Event>),
     Finished,
     /// The run could not start (the interpreter is missing, a file vanished).
     Failed(String),
@@ -119,15 +114,16 @@ async fn run_group(
             at,
             hash,
             outcome,
-            ..
+            cached,
         }) = erx.recv().await
         {
-            send(RunMsg::Result {
+            send(RunMsg::Result(Box::new(Event::Result {
                 evaluator: numbers[evaluator],
-                index: at.index,
+                at,
                 hash,
-                outcome: Box::new(outcome),
-            });
+                outcome,
+                cached,
+            })));
         }
     };
     let run = runner.run_first(&ready, files, None, read_cache, etx, Some(priority));

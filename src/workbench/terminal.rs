@@ -22,6 +22,14 @@ impl Terminal {
         let _ = self.inner.draw(render);
     }
 
+    /// The terminal's (width, height); 80×24 when it cannot tell.
+    pub fn size(&self) -> (u16, u16) {
+        self.inner
+            .size()
+            .map(|s| (s.width, s.height))
+            .unwrap_or((80, 24))
+    }
+
     /// Gives the terminal to `f` (an editor), then takes it back.
     pub fn suspend<T>(&mut self, f: impl FnOnce() -> T) -> T {
         let _ = ratatui::try_restore();

@@ -5,6 +5,7 @@
 use super::*;
 use crate::ui::app::RunState;
 use crate::ui::keymap::Keymap;
+use std::path::Path;
 
 /// Each sample's answer is its number; the evaluator scores n / 1e6 plus the `bump`
 /// it reads from bump.txt when it is imported (not code: the cache key ignores it,
@@ -73,10 +74,11 @@ async fn settle_in_order(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -
                     if landed.0 != generation {
                         landed = (generation, Vec::new());
                     }
-                    if let RunMsg::Result { index, hash, .. } = &msg {
-                        let row = live.app.samples.get(*index);
+                    if let RunMsg::Result(event) = &msg {
+                        let crate::runner::Event::Result { at, hash, .. } = &**event;
+                        let row = live.app.samples.get(at.index);
                         if row.is_some_and(|s| s.hash == *hash) {
-                            landed.1.push(*index);
+                            landed.1.push(at.index);
                         }
                     }
                 }
@@ -310,4 +312,43 @@ async fn the_selected_reason_is_read_from_the_store_and_no_other_is_kept() {
         rows.iter().all(|r| r["reason"] == "n"),
         "the export has every reason"
     );
+}
+
+/// Raises on every sample, at line 5 of its file.
+const RAISES: &str = "from reward_kit import reward_function
+
+@reward_function
+def evaluate(messages, **kwargs):
+    raise ValueError('never scores')
+";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_source_beside_an_error_is_read_once_and_again_after_a_save() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("metrics/n")).unwrap();
+    let main = dir.path().join("metrics/n/main.py");
+    std::fs::write(&main, RAISES).unwrap();
+    std::fs::write(dir.path().join("samples.jsonl"), sample_line(1)).unwrap();
+    let mut live = open(dir.path());
+    settle(&mut live, |_| {}).await;
+    let (theme, highlighter) = (crate::ui::theme::Theme::monochrome(), Highlighter::new());
+    let (path, line) = live.app.wanted_source().expect("the error names its file");
+    assert!(super::changes::same_file(&path, &main), "{path:?}");
+    assert_eq!(line, Some(5));
+    live.read_source(&theme, &highlighter);
+    let text = |live: &Live| -> Vec<String> {
+        let code = live.app.source_code(&path, line).expect("read");
+        code.iter().map(|l| l.to_string()).collect()
+    };
+    assert_eq!(text(&live)[4], "▶5     raise ValueError('never scores')");
+    assert_eq!(live.app.wanted_source(), None);
+    // changed on disk but not saved through the watcher: frames do not read it
+    let edited = RAISES.replace("never scores", "still never");
+    std::fs::write(&main, &edited).unwrap();
+    live.read_source(&theme, &highlighter);
+    assert_eq!(text(&live)[4], "▶5     raise ValueError('never scores')");
+    // a save: read and highlighted again
+    live.on_change(vec![main.clone()]);
+    live.read_source(&theme, &highlighter);
+    assert_eq!(text(&live)[4], "▶5     raise ValueError('still never')");
 }

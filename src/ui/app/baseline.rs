@@ -134,6 +134,15 @@ impl App {
         v
     }
 
+    /// The rank change [`App::settle`] found for the selected sample, when it is of
+    /// `sample` and the scores did not change since.
+    pub fn known_rank_change(&self, sample: usize, evaluator: usize) -> Option<(usize, usize)> {
+        let (key, value) = self.rank_memo?;
+        (key == (sample, evaluator, self.revision))
+            .then_some(value)
+            .flatten()
+    }
+
     /// Counts the better scores: one pass over the samples.
     pub(super) fn count_rank_change(
         &self,

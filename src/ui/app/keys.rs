@@ -211,7 +211,10 @@ impl App {
                 });
                 Vec::new()
             }
-            Action::CompareRemote => vec![Effect::CompareRemote],
+            Action::CompareRemote => {
+                self.overlay = Overlay::Ship;
+                vec![Effect::CompareRemote]
+            }
             Action::CopyUrl => self.copy_url(),
             _ => Vec::new(),
         }

@@ -10,6 +10,7 @@ mod keys;
 mod overlays;
 mod results;
 mod samples;
+mod screen;
 mod ship;
 mod stats;
 
@@ -18,10 +19,12 @@ pub use filter::{parse_filter, Cond, Op};
 pub use overlays::{DeployForm, History, Overlay};
 pub use results::Detail;
 pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sample};
+pub use screen::{content_text, ScrollLimits, Shown, Source};
 pub use ship::{Ship, ShipMsg, TunnelKey};
 
 use super::keymap::{Action, Keymap};
 use crate::model::{EvalError, Outcome};
+use crate::runner::Event;
 use baseline::RankMemo;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use overlays::deploy_form_key;
@@ -78,7 +81,15 @@ pub enum Effect {
 #[derive(Debug)]
 pub enum Msg {
     Key(KeyEvent),
-    Resized,
+    /// The terminal's size (at start and when it changes).
+    Resized(u16, u16),
+    /// The workspace's settings (at start and after `rwb.toml` changed).
+    Config(Settings),
+    /// Where the samples lines are read from, and the samples files' labels.
+    Lines {
+        lines: Arc<dyn Lines>,
+        labels: Vec<String>,
+    },
     /// The samples files were (re)read. Outcomes move with their sample's content.
     Samples(Vec<Sample>),
     /// The evaluators (at start and after `rwb.toml` changed). Outcomes move by name.
@@ -88,16 +99,11 @@ pub enum Msg {
         evaluators: Vec<usize>,
         stale: Vec<usize>,
     },
-    Result {
-        evaluator: usize,
-        sample: usize,
-        outcome: Box<Outcome>,
-    },
-    /// The evaluator's module failed to import (or imports again: `None`).
-    ImportState {
-        evaluator: usize,
-        error: Option<EvalError>,
-    },
+    /// Results as the runner reports them (evaluators numbered as in the workspace,
+    /// samples by `at.index`), a burst at a time.
+    Results(Vec<Event>),
+    /// An evaluator's module imports (or fails to), its style and code key.
+    Prepared(PreparedInfo),
     RunFinished,
     /// `rwb.toml` is broken (the last good configuration stays), or fixed (`None`).
     ConfigError(Option<String>),
@@ -109,6 +115,44 @@ pub enum Msg {
     Report(String, Vec<String>),
     /// The selected cell's whole outcome, read from the store (see `wanted_detail`).
     Detail(Detail),
+    /// The highlighted source beside the shown error (see `wanted_source`).
+    Source(Source),
+    /// A frame was drawn; how far its panes scroll.
+    Drawn(ScrollLimits),
+}
+
+impl Msg {
+    /// Whether the message may change scores (what derived views such as the rank
+    /// change key on; pinning a baseline counts too, see `pin_baseline`).
+    fn changes_scores(&self) -> bool {
+        matches!(self, Msg::Samples(_) | Msg::Evaluators(_) | Msg::Results(_))
+    }
+}
+
+/// The workspace's settings the app uses (`Msg::Config`).
+#[derive(Clone, Debug, Default)]
+pub struct Settings {
+    /// Pass threshold for flips (`[insight] threshold`).
+    pub threshold: f64,
+    /// Weights for the combined reward, when rwb.toml gives any.
+    pub weights: Option<Vec<f64>>,
+    /// What groups rollouts (`[insight] group_by`).
+    pub group_by: Option<String>,
+    /// The id the deploy dialog proposes.
+    pub deploy_id: String,
+    /// Outcomes can be read back from a store (see `App::store_details`).
+    pub store_details: bool,
+}
+
+/// What preparing an evaluator found (`Msg::Prepared`).
+#[derive(Clone, Debug, Default)]
+pub struct PreparedInfo {
+    pub evaluator: usize,
+    /// Its module failed to import (`None`: it imports).
+    pub error: Option<EvalError>,
+    pub style: Option<crate::model::Style>,
+    /// (its name, its code key): where its outcomes are stored.
+    pub key: Option<(String, [u8; 32])>,
 }
 
 pub struct App {
@@ -121,7 +165,7 @@ pub struct App {
     pub view: Vec<usize>,
     /// Position in `view`.
     pub cursor: usize,
-    /// First row of the list on screen (kept by the renderer).
+    /// First row of the list on screen (follows the cursor, see `settle`).
     pub list_offset: usize,
     pub list_height: usize,
     pub focus: Focus,
@@ -180,6 +224,12 @@ pub struct App {
     /// Per evaluator, the last error kept: an identical one shares it (a failed
     /// import fails every sample the same way).
     last_error: Vec<Option<Arc<Outcome>>>,
+    /// The terminal's size, once known.
+    size: Option<(u16, u16)>,
+    /// What drawing reads of the samples lines (see [`App::settle`]).
+    shown: Shown,
+    /// The highlighted source beside the shown error.
+    pub source: Option<Source>,
 }
 
 impl App {
@@ -235,6 +285,9 @@ impl App {
             code_keys: HashMap::new(),
             fresh: 0,
             last_error: Vec::new(),
+            size: None,
+            shown: Shown::default(),
+            source: None,
         }
     }
 
@@ -260,82 +313,99 @@ impl App {
     }
 
     pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        if let Msg::Drawn(limits) = msg {
+            self.drawn(limits);
+            return Vec::new();
+        }
         self.dirty = true;
-        if !matches!(msg, Msg::Key(_) | Msg::Resized | Msg::Detail(_)) {
+        if msg.changes_scores() {
             self.revision += 1;
         }
         let effects = match msg {
             Msg::Key(key) => self.on_key(key),
-            Msg::Resized => Vec::new(),
-            Msg::Samples(samples) => {
-                self.replace_samples(samples);
-                Vec::new()
-            }
-            Msg::Evaluators(evaluators) => {
-                self.replace_evaluators(evaluators);
-                Vec::new()
-            }
-            Msg::RunStarted { evaluators, stale } => {
-                self.run_started(&evaluators, &stale);
-                Vec::new()
-            }
-            Msg::Result {
-                evaluator,
-                sample,
-                outcome,
-            } => {
-                self.on_result(evaluator, sample, *outcome);
-                Vec::new()
-            }
-            Msg::ImportState { evaluator, error } => {
-                if let Some(info) = self.evaluators.get_mut(evaluator) {
-                    info.import_error = error;
-                }
-                Vec::new()
-            }
-            Msg::RunFinished => {
-                self.running = false;
-                for info in &mut self.evaluators {
-                    info.state = RunState::Idle;
-                }
-                self.attribute();
-                Vec::new()
-            }
-            Msg::ConfigError(e) => {
-                self.config_error = e;
-                Vec::new()
-            }
-            Msg::Notice(text) => {
-                self.notice = Some(text);
-                Vec::new()
-            }
-            Msg::Watching(paths) => {
-                self.watching = paths;
-                Vec::new()
-            }
-            Msg::Ship(m) => {
-                self.on_ship(m);
-                Vec::new()
-            }
-            Msg::History(h) => {
-                self.history = Some(h);
-                self.overlay = Overlay::History;
-                Vec::new()
-            }
-            Msg::Report(title, lines) => {
-                self.report = Some((title, lines));
-                self.overlay = Overlay::Report;
-                Vec::new()
-            }
-            Msg::Detail(detail) => {
-                self.take_detail(detail);
+            other => {
+                self.take(other);
                 Vec::new()
             }
         };
         if self.view_stale {
             self.refresh_view();
         }
+        self.settle();
         effects
+    }
+
+    /// Takes every message but keys.
+    fn take(&mut self, msg: Msg) {
+        match msg {
+            Msg::Key(_) | Msg::Drawn(_) => {}
+            Msg::Resized(width, height) => self.size = Some((width, height)),
+            Msg::Config(settings) => self.configure(settings),
+            Msg::Lines { lines, labels } => {
+                self.lines = lines;
+                self.samples_labels = labels;
+                self.forget_shown();
+            }
+            Msg::Samples(samples) => self.replace_samples(samples),
+            Msg::Evaluators(evaluators) => self.replace_evaluators(evaluators),
+            Msg::RunStarted { evaluators, stale } => self.run_started(&evaluators, &stale),
+            Msg::Results(events) => {
+                for crate::runner::Event::Result {
+                    evaluator,
+                    at,
+                    outcome,
+                    ..
+                } in events
+                {
+                    self.on_result(evaluator, at.index, outcome);
+                }
+            }
+            Msg::Prepared(prepared) => self.prepared(prepared),
+            Msg::RunFinished => {
+                self.running = false;
+                for info in &mut self.evaluators {
+                    info.state = RunState::Idle;
+                }
+                self.attribute();
+            }
+            Msg::ConfigError(e) => self.config_error = e,
+            Msg::Notice(text) => self.notice = Some(text),
+            Msg::Watching(paths) => self.watching = paths,
+            Msg::Ship(m) => self.on_ship(m),
+            Msg::History(h) => {
+                self.history = Some(h);
+                self.overlay = Overlay::History;
+            }
+            Msg::Report(title, lines) => {
+                self.report = Some((title, lines));
+                self.overlay = Overlay::Report;
+            }
+            Msg::Detail(detail) => self.take_detail(detail),
+            Msg::Source(source) => self.source = Some(source),
+        }
+    }
+
+    /// The workspace's settings (at start and after `rwb.toml` changed).
+    fn configure(&mut self, settings: Settings) {
+        self.threshold = settings.threshold;
+        self.weights = settings.weights;
+        self.ship.default_id = settings.deploy_id;
+        self.store_details = settings.store_details;
+        if settings.group_by != self.group_by {
+            self.group_by = settings.group_by;
+            self.group_keys = None; // found again with the new key
+        }
+    }
+
+    /// An evaluator was prepared: whether it imports, its style and code key.
+    fn prepared(&mut self, prepared: PreparedInfo) {
+        if let Some(info) = self.evaluators.get_mut(prepared.evaluator) {
+            info.import_error = prepared.error;
+            info.style = prepared.style.or(info.style);
+        }
+        if let Some((name, key)) = prepared.key {
+            self.code_keys.insert(name, key);
+        }
     }
 }
 

@@ -81,6 +81,13 @@ pub trait Lines: Send + Sync {
     fn line(&self, file: usize, offset: u64, len: u32) -> Option<String>;
 }
 
+/// The lines' source shows as its kind only (for `Msg`'s `Debug`).
+impl std::fmt::Debug for dyn Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("Lines")
+    }
+}
+
 /// Lines kept in memory, by (file, offset): for tests and small inputs.
 #[derive(Default)]
 pub struct MemoryLines(pub HashMap<(usize, u64), String>);
@@ -143,6 +150,7 @@ impl App {
             s.cells.resize(n, Cell::default());
         }
         self.samples = samples;
+        self.forget_shown(); // the titles and text were of the old rows
         self.group_keys = None;
         if self.samples.len() <= EAGER_GROUPS {
             self.compute_group_keys();

@@ -4,6 +4,21 @@ use super::*;
 use crate::model::{EvalError, Outcome, SampleRef, Style};
 use serde_json::Map;
 
+/// A result as the live loop hands it over: the runner's event, in a burst of one.
+fn result(evaluator: usize, sample: usize, outcome: Box<Outcome>) -> Msg {
+    Msg::Results(vec![crate::runner::Event::Result {
+        evaluator,
+        at: SampleRef {
+            index: sample,
+            file: 0,
+            line: sample + 1,
+        },
+        hash: [0; 16],
+        outcome: *outcome,
+        cached: false,
+    }])
+}
+
 fn key(c: char) -> Msg {
     Msg::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::NONE))
 }
@@ -81,16 +96,8 @@ fn app() -> App {
             .collect(),
     ));
     for i in 0..5 {
-        app.update(Msg::Result {
-            evaluator: 0,
-            sample: i,
-            outcome: scored(i as f64 / 10.0),
-        });
-        app.update(Msg::Result {
-            evaluator: 1,
-            sample: i,
-            outcome: scored(1.0 - i as f64 / 10.0),
-        });
+        app.update(result(0, i, scored(i as f64 / 10.0)));
+        app.update(result(1, i, scored(1.0 - i as f64 / 10.0)));
     }
     app
 }
@@ -144,11 +151,7 @@ fn edit_opens_the_failing_line_of_the_selected_sample() {
     let mut error = EvalError::new("KeyError", "'x'");
     error.file = Some("metrics/a/main.py".into());
     error.line = Some(12);
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 0,
-        outcome: Box::new(Outcome::failed(error)),
-    });
+    app.update(result(0, 0, Box::new(Outcome::failed(error))));
     assert_eq!(
         app.update(key('e')),
         vec![Effect::Edit {
@@ -179,27 +182,23 @@ fn filter_by_text_score_and_error() {
     assert_eq!(app.view, vec![2]);
     app.update(code(KeyCode::Esc));
     assert_eq!(app.view.len(), 5, "Esc clears the filter");
-    app.update(Msg::Result {
-        evaluator: 1,
-        sample: 3,
-        outcome: Box::new(Outcome::failed(EvalError::new("ValueError", "x"))),
-    });
+    app.update(result(
+        1,
+        3,
+        Box::new(Outcome::failed(EvalError::new("ValueError", "x"))),
+    ));
     assert_eq!(
         app.error_counts,
         vec![0, 1],
         "the status line's counts follow results"
     );
-    app.update(Msg::Result {
-        evaluator: 1,
-        sample: 3,
-        outcome: scored(0.5),
-    });
+    app.update(result(1, 3, scored(0.5)));
     assert_eq!(app.error_counts, vec![0, 0]);
-    app.update(Msg::Result {
-        evaluator: 1,
-        sample: 3,
-        outcome: Box::new(Outcome::failed(EvalError::new("ValueError", "x"))),
-    });
+    app.update(result(
+        1,
+        3,
+        Box::new(Outcome::failed(EvalError::new("ValueError", "x"))),
+    ));
     app.set_filter("error".into());
     assert_eq!(app.view, vec![3]);
     app.set_filter("score<0.2".into());
@@ -230,11 +229,7 @@ fn baseline_deltas_and_changed_only() {
     let mut app = app();
     app.update(key('b'));
     assert_eq!(app.delta(&app.samples[2].clone(), 0), Some(0.0));
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 2,
-        outcome: scored(0.9),
-    });
+    app.update(result(0, 2, scored(0.9)));
     let d = app.delta(&app.samples[2].clone(), 0).unwrap();
     assert!((d - 0.7).abs() < 1e-12);
     app.update(key('c'));
@@ -263,11 +258,7 @@ fn a_code_change_marks_old_scores_stale_until_they_are_rerun() {
         Some(0.0),
         "the old score stays visible"
     );
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 0,
-        outcome: scored(0.5),
-    });
+    app.update(result(0, 0, scored(0.5)));
     assert!(!app.samples[0].cells[0].stale);
     assert!(app.samples[1].cells[0].stale);
     assert_eq!(
@@ -476,22 +467,14 @@ fn a_pinned_baseline_attributes_changes_to_the_component_that_moved() {
         Box::new(o)
     };
     for i in 0..5 {
-        app.update(Msg::Result {
-            evaluator: 0,
-            sample: i,
-            outcome: with(0.4, 0.4),
-        });
+        app.update(result(0, i, with(0.4, 0.4)));
     }
     app.update(key('b'));
     app.update(Msg::RunStarted {
         evaluators: vec![0],
         stale: vec![0],
     });
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 3,
-        outcome: with(0.6, 0.6),
-    });
+    app.update(result(0, 3, with(0.6, 0.6)));
     app.update(Msg::RunFinished);
     let b = app.baseline.as_ref().unwrap();
     assert_eq!(
@@ -507,11 +490,7 @@ fn stats_find_groups_with_identical_rewards() {
     app.update(key('v'));
     assert_eq!(app.group_summary(0), Some((0, 0)));
     // samples 1 and 2 share a prompt (scores 0.1, 0.2); 3 and 4 share one and score the same
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 4,
-        outcome: scored(0.3),
-    });
+    app.update(result(0, 4, scored(0.3)));
     let (g1, g2) = (Some([1u8; 16]), Some([2u8; 16]));
     app.group_keys = Some(vec![None, g1, g1, g2, g2]);
     assert_eq!(
@@ -538,11 +517,11 @@ fn the_combined_reward_is_the_weighted_sum_of_scores() {
     // a = 0.2, b = 0.8 for sample 2
     let c = app.combined(&app.samples[2].clone()).unwrap();
     assert!((c - (2.0 * 0.2 + 0.8)).abs() < 1e-12);
-    app.update(Msg::Result {
-        evaluator: 1,
-        sample: 2,
-        outcome: Box::new(Outcome::failed(EvalError::new("X", "y"))),
-    });
+    app.update(result(
+        1,
+        2,
+        Box::new(Outcome::failed(EvalError::new("X", "y"))),
+    ));
     assert_eq!(
         app.combined(&app.samples[2].clone()),
         None,
@@ -555,19 +534,11 @@ fn ranks_against_the_baseline_and_the_rollout_group_of_a_sample() {
     let mut app = app();
     app.update(key('b'));
     // sample 0 goes from last (0.0) to first (0.95) on evaluator a
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 0,
-        outcome: scored(0.95),
-    });
+    app.update(result(0, 0, scored(0.95)));
     app.update(Msg::RunFinished);
     assert_eq!(app.rank_change(0, 0), Some((5, 1)));
     assert_eq!(app.rank_change(4, 0), Some((1, 2)));
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 0,
-        outcome: scored(0.05),
-    });
+    app.update(result(0, 0, scored(0.05)));
     assert_eq!(
         app.rank_change(0, 0),
         Some((5, 5)),
@@ -618,11 +589,7 @@ fn constant_metrics_are_found() {
             "len".into(),
             serde_json::json!({"score": i as f64 / 5.0, "is_score_valid": true, "reason": "ok"}),
         );
-        app.update(Msg::Result {
-            evaluator: 0,
-            sample: i,
-            outcome: Box::new(o),
-        });
+        app.update(result(0, i, Box::new(o)));
     }
     assert_eq!(app.constant_metrics(0), vec![("fmt".to_string(), 1.0)]);
 }
@@ -652,17 +619,9 @@ fn stored_app() -> App {
 fn with_a_store_only_the_selected_cell_holds_its_reason_and_errors_are_shared() {
     let mut app = stored_app();
     for i in 0..5 {
-        app.update(Msg::Result {
-            evaluator: 0,
-            sample: i,
-            outcome: scored(i as f64 / 10.0),
-        });
+        app.update(result(0, i, scored(i as f64 / 10.0)));
         let failed = Outcome::failed(EvalError::new("ImportFailed", "no module named x"));
-        app.update(Msg::Result {
-            evaluator: 1,
-            sample: i,
-            outcome: Box::new(failed),
-        });
+        app.update(result(1, i, Box::new(failed)));
     }
     // every cell has its score; no cell keeps a reason, the selected one is the detail
     for (i, s) in app.samples.iter().enumerate() {
@@ -723,20 +682,12 @@ fn with_a_store_the_baseline_reason_is_read_and_not_guessed() {
     let mut app = stored_app();
     app.code_keys.insert("a".into(), [7; 32]);
     for i in 0..5 {
-        app.update(Msg::Result {
-            evaluator: 0,
-            sample: i,
-            outcome: scored(0.5),
-        });
+        app.update(result(0, i, scored(0.5)));
     }
     app.update(key('j'));
     app.update(key('b'));
     assert_eq!(app.baseline.as_ref().unwrap().keys.get("a"), Some(&[7; 32]));
-    app.update(Msg::Result {
-        evaluator: 0,
-        sample: 1,
-        outcome: scored(0.75),
-    });
+    app.update(result(0, 1, scored(0.75)));
     // the pinned reason is not kept: until it is read, the old outcome has the
     // pinned score and today's reason (no change of reason is shown)
     assert_eq!(app.wanted_detail(), Some((1, 0)));
@@ -842,11 +793,7 @@ fn a_remote_evaluator_has_no_file_to_edit_and_keeps_its_outcomes_whole() {
         placed("b", Placement::Remote { url: url.into() }),
     ]));
     for evaluator in 0..2 {
-        app.update(Msg::Result {
-            evaluator,
-            sample: 3,
-            outcome: Box::new(Outcome::scored(0.5, Map::new())),
-        });
+        app.update(result(evaluator, 3, Box::new(Outcome::scored(0.5, Map::new()))));
     }
     let whole = |app: &App, e: usize| {
         app.samples[3].cells[e]
@@ -873,4 +820,34 @@ fn a_remote_evaluator_has_no_file_to_edit_and_keeps_its_outcomes_whole() {
             line: None
         }]
     );
+}
+
+#[test]
+fn settings_arrive_as_a_message_and_a_new_group_by_forgets_the_groups() {
+    let mut app = app();
+    assert!(app.group_keys.is_some(), "few samples: grouped at once");
+    let settings = Settings {
+        threshold: 0.7,
+        weights: Some(vec![2.0, 1.0]),
+        group_by: None,
+        deploy_id: "my-rewards".into(),
+        store_details: true,
+    };
+    app.update(Msg::Config(settings.clone()));
+    assert_eq!(app.threshold, 0.7);
+    assert_eq!(app.weights, Some(vec![2.0, 1.0]));
+    assert_eq!(app.ship.default_id, "my-rewards");
+    assert!(app.store_details);
+    assert!(
+        app.group_keys.is_some(),
+        "the same grouping keeps its groups"
+    );
+    let combined = app.combined(&app.samples[1]).unwrap();
+    assert!((combined - (2.0 * 0.1 + 0.9)).abs() < 1e-12, "{combined}");
+    app.update(Msg::Config(Settings {
+        group_by: Some("prompt_id".into()),
+        ..settings
+    }));
+    assert_eq!(app.group_by.as_deref(), Some("prompt_id"));
+    assert_eq!(app.group_keys, None, "found again with the new key");
 }

@@ -11,14 +11,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-pub(super) fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
+pub(super) fn draw_breakdown(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) -> Option<u16> {
     let p = &ctx.theme.palette;
     let Some(info) = app.evaluators.get(app.evaluator).cloned() else {
         frame.render_widget(
             Paragraph::new("no evaluators").block(pane(Line::raw(" Breakdown "), false, ctx)),
             area,
         );
-        return;
+        return None;
     };
     let cell = app.selected_cell().cloned().unwrap_or_default();
     let outcome = app.selected_outcome();
@@ -51,7 +51,7 @@ pub(super) fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: 
         .or_else(|| info.import_error.clone());
     if let Some(error) = error {
         draw_error(frame, app, ctx, area, block, &error, outcome.as_deref());
-        return;
+        return None;
     }
     let mut lines: Vec<Line> = Vec::new();
     match &outcome {
@@ -67,12 +67,12 @@ pub(super) fn draw_breakdown(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: 
             breakdown_lines(o, ctx, block.inner(area).width as usize, &mut lines)
         }
     }
-    scrolled(frame, lines, block, area, &mut app.breakdown_scroll);
+    Some(scrolled(frame, lines, block, area, app.breakdown_scroll))
 }
 
 /// What puts the outcome in context: the change since the baseline (and the rank it
 /// moved to) and the sample's rollout group.
-fn context_lines(app: &mut App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
+fn context_lines(app: &App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
     let p = &ctx.theme.palette;
     if let Some(before) = app
         .selected()
@@ -81,7 +81,7 @@ fn context_lines(app: &mut App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'st
         baseline_lines(&before, o, app.threshold, ctx, lines);
         if let Some((was, now)) = app
             .selected()
-            .and_then(|i| app.rank_change(i, app.evaluator))
+            .and_then(|i| app.known_rank_change(i, app.evaluator))
         {
             if was != now {
                 let last = lines.pop();

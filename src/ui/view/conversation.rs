@@ -1,7 +1,7 @@
 //! The conversation: the selected sample's messages, tool calls and other fields.
 
 use super::{clip, pane, scrolled, title_span, Ctx};
-use crate::ui::app::{App, Focus};
+use crate::ui::app::{content_text, App, Focus};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -9,7 +9,12 @@ use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 use serde_json::Value;
 
-pub(super) fn draw_conversation(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
+pub(super) fn draw_conversation(
+    frame: &mut Frame,
+    app: &App,
+    ctx: &Ctx,
+    area: Rect,
+) -> Option<u16> {
     let p = &ctx.theme.palette;
     let Some(sample) = app.selected_sample() else {
         let block = pane(
@@ -18,7 +23,7 @@ pub(super) fn draw_conversation(frame: &mut Frame, app: &mut App, ctx: &Ctx, are
             ctx,
         );
         frame.render_widget(Paragraph::new("").block(block), area);
-        return;
+        return None;
     };
     let label = app
         .samples_labels
@@ -34,9 +39,8 @@ pub(super) fn draw_conversation(frame: &mut Frame, app: &mut App, ctx: &Ctx, are
     ]);
     let block = pane(title, app.focus == Focus::Conversation, ctx);
     let inner_w = block.inner(area).width.max(1) as usize;
-    let raw = app.text(sample);
-    let lines = sample_lines(&raw, sample.bad.as_deref(), ctx, inner_w);
-    scrolled(frame, lines, block, area, &mut app.conversation_scroll);
+    let lines = sample_lines(app.selected_text(), sample.bad.as_deref(), ctx, inner_w);
+    Some(scrolled(frame, lines, block, area, app.conversation_scroll))
 }
 
 /// The sample's lines: its messages and other fields, or why it is bad and its text.
@@ -129,19 +133,6 @@ fn message_lines(m: &Value, ctx: &Ctx, inner_w: usize, lines: &mut Vec<Line<'sta
         ]));
     }
     lines.push(Line::raw(""));
-}
-
-pub(super) fn content_text(content: &Value) -> String {
-    match content {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        Value::Array(parts) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(|t| t.as_str()))
-            .collect::<Vec<_>>()
-            .join(" "),
-        other => other.to_string(),
-    }
 }
 
 /// Word-wraps text to `width` columns (long words are cut), keeping blank lines.

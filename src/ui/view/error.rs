@@ -10,11 +10,10 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph, Wrap};
 use ratatui::Frame;
-use std::path::Path;
 
 pub(super) fn draw_error(
     frame: &mut Frame,
-    app: &mut App,
+    app: &App,
     ctx: &Ctx,
     area: Rect,
     block: Block,
@@ -43,16 +42,12 @@ pub(super) fn draw_error(
         top.push(Line::styled("printed:", Style::default().fg(p.accent)));
         top.extend(out.lines().map(|l| Line::raw(format!("  {l}"))));
     }
-    let file = error.file.as_ref().map(|f| {
-        let path = Path::new(f);
-        if path.is_relative() {
-            app.root.join(path)
-        } else {
-            path.to_path_buf()
-        }
-    });
-    let source = file.as_ref().and_then(|f| (ctx.source)(f));
-    let Some(source) = source else {
+    let line = error.line.map(|l| l as usize);
+    // read and highlighted by the live loop when this error was first shown
+    let code = app
+        .error_source()
+        .and_then(|(path, l)| app.source_code(&path, l));
+    let Some(code) = code else {
         frame.render_widget(
             Paragraph::new(top)
                 .wrap(Wrap { trim: false })
@@ -68,8 +63,6 @@ pub(super) fn draw_error(
             .scroll((app.breakdown_scroll, 0)),
         parts[0],
     );
-    let line = error.line.map(|l| l as usize);
-    let code = ctx.highlighter.python(&source, ctx.theme, line);
     let height = parts[1].height.saturating_sub(1) as usize;
     // keep the failing line in view, a third of the way down
     let start = line
@@ -86,6 +79,6 @@ pub(super) fn draw_error(
             .fg(p.muted)
             .add_modifier(Modifier::UNDERLINED),
     )];
-    lines.extend(code.into_iter().skip(start).take(height));
+    lines.extend(code.iter().skip(start).take(height).cloned());
     frame.render_widget(Paragraph::new(lines), parts[1]);
 }

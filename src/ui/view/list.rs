@@ -1,16 +1,15 @@
 //! The sample list: one row per sample, a score column per evaluator.
 
-use super::conversation::content_text;
 use super::{clip, pane, title_span, Ctx};
-use crate::ui::app::{App, Cell, Focus, Sample};
+use crate::ui::app::{App, Cell, Focus};
+use crate::ui::layout::first_row;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
-use serde_json::Value;
 
-pub(super) fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
+pub(super) fn draw_list(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     let block = pane(list_title(app, ctx), app.focus == Focus::List, ctx);
     let inner = block.inner(area);
     frame.render_widget(block, area);
@@ -18,18 +17,14 @@ pub(super) fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect)
         return;
     }
     let height = inner.height as usize - 1;
-    app.list_height = height;
-    if app.cursor < app.list_offset {
-        app.list_offset = app.cursor;
-    } else if app.cursor >= app.list_offset + height {
-        app.list_offset = app.cursor + 1 - height;
-    }
-    app.list_offset = app.list_offset.min(app.view.len().saturating_sub(height));
+    // the app keeps the offset for this height (see `App::settle`); the rule again
+    // keeps the cursor on screen should the app not know the screen's size yet
+    let first = first_row(app.list_offset, app.cursor, height, app.view.len());
 
     let columns = Columns::new(app, inner.width as usize);
     let mut lines = vec![list_header(app, ctx, &columns)];
-    let end = (app.list_offset + height).min(app.view.len());
-    for pos in app.list_offset..end {
+    let end = (first + height).min(app.view.len());
+    for pos in first..end {
         lines.push(list_row(app, ctx, &columns, pos));
     }
     if app.view.is_empty() {
@@ -153,8 +148,8 @@ fn list_row(app: &App, ctx: &Ctx, columns: &Columns, pos: usize) -> Line<'static
         format!("{:>index_w$} ", sample.at.index),
         Style::default().fg(p.muted),
     )];
-    let title = sample_title(&app.text(sample), sample);
-    spans.push(Span::raw(format!("{:<text_w$}", clip(&title, text_w))));
+    let title = app.title(app.view[pos]);
+    spans.push(Span::raw(format!("{:<text_w$}", clip(title, text_w))));
     for (e, cell) in sample.cells.iter().enumerate() {
         spans.push(Span::raw(" "));
         let differs = app.remote_differs(sample, e) == Some(true);
@@ -254,23 +249,4 @@ pub(super) fn short_kind(kind: &str) -> &str {
             .filter(|s| !s.is_empty())
             .unwrap_or(other),
     }
-}
-
-/// A one-line title for the list: the last user turn, flattened.
-pub(super) fn sample_title(raw: &str, sample: &Sample) -> String {
-    if let Some(bad) = &sample.bad {
-        return format!("✗ {bad}");
-    }
-    let parsed: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
-    let messages = parsed.get("messages").and_then(|m| m.as_array());
-    let text = messages
-        .and_then(|ms| {
-            ms.iter()
-                .rev()
-                .find(|m| m.get("role").and_then(|r| r.as_str()) == Some("user"))
-                .and_then(|m| m.get("content"))
-                .map(content_text)
-        })
-        .unwrap_or_default();
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

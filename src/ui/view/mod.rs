@@ -12,8 +12,8 @@ mod overlays;
 mod stats;
 mod status;
 
-use super::highlight::Highlighter;
-use crate::ui::app::{App, Overlay};
+use crate::ui::app::{App, Overlay, ScrollLimits};
+use crate::ui::layout::screen;
 use crate::ui::theme::Theme;
 use breakdown::draw_breakdown;
 use conversation::draw_conversation;
@@ -27,17 +27,16 @@ use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 use stats::draw_stats;
 use status::{draw_status, message_line};
-use std::path::Path;
 
-/// What drawing needs besides the app state: colours, the highlighter, and a way to
-/// read an evaluator's source (the live loop owns the files).
+/// What drawing needs besides the app state: colours.
 pub struct Ctx<'a> {
     pub theme: &'a Theme,
-    pub highlighter: &'a Highlighter,
-    pub source: &'a dyn Fn(&Path) -> Option<String>,
 }
 
-pub fn draw(frame: &mut Frame, app: &mut App, ctx: &Ctx) {
+/// Draws the app: a pure function of `&App` (what it shows was read and computed
+/// when the messages that changed it arrived). Returns how far the panes scroll,
+/// for the live loop to hand back with `Msg::Drawn`.
+pub fn draw(frame: &mut Frame, app: &App, ctx: &Ctx) -> ScrollLimits {
     let area = frame.area();
     let p = &ctx.theme.palette;
     frame.render_widget(
@@ -45,19 +44,13 @@ pub fn draw(frame: &mut Frame, app: &mut App, ctx: &Ctx) {
         area,
     );
     let message = message_line(app, ctx);
-    let rows = Layout::default()
-        .direction(Direction::Vertical)
-        .constraints([
-            Constraint::Min(3),
-            Constraint::Length(u16::from(message.is_some())),
-            Constraint::Length(1),
-        ])
-        .split(area);
+    let rows = screen(area, message.is_some());
     let main = rows[0];
+    let mut limits = ScrollLimits::default();
     if app.detail {
         let parts = split(main, main.width >= 120, [50, 50]);
-        draw_conversation(frame, app, ctx, parts[0]);
-        draw_breakdown(frame, app, ctx, parts[1]);
+        limits.conversation = draw_conversation(frame, app, ctx, parts[0]);
+        limits.breakdown = draw_breakdown(frame, app, ctx, parts[1]);
     } else if main.width >= 160 {
         let cols = Layout::default()
             .direction(Direction::Horizontal)
@@ -68,8 +61,8 @@ pub fn draw(frame: &mut Frame, app: &mut App, ctx: &Ctx) {
             ])
             .split(main);
         draw_list(frame, app, ctx, cols[0]);
-        draw_conversation(frame, app, ctx, cols[1]);
-        draw_breakdown(frame, app, ctx, cols[2]);
+        limits.conversation = draw_conversation(frame, app, ctx, cols[1]);
+        limits.breakdown = draw_breakdown(frame, app, ctx, cols[2]);
     } else {
         let cols = Layout::default()
             .direction(Direction::Horizontal)
@@ -80,8 +73,8 @@ pub fn draw(frame: &mut Frame, app: &mut App, ctx: &Ctx) {
             .direction(Direction::Vertical)
             .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
             .split(cols[1]);
-        draw_conversation(frame, app, ctx, right[0]);
-        draw_breakdown(frame, app, ctx, right[1]);
+        limits.conversation = draw_conversation(frame, app, ctx, right[0]);
+        limits.breakdown = draw_breakdown(frame, app, ctx, right[1]);
     }
     if let Some(line) = message {
         frame.render_widget(Paragraph::new(line), rows[1]);
@@ -96,6 +89,7 @@ pub fn draw(frame: &mut Frame, app: &mut App, ctx: &Ctx) {
         Overlay::History => draw_history(frame, app, ctx, area),
         Overlay::Report => draw_report(frame, app, ctx, area),
     }
+    limits
 }
 
 fn split(area: Rect, horizontal: bool, pct: [u16; 2]) -> std::rc::Rc<[Rect]> {
@@ -147,19 +141,20 @@ fn wrapped_height(lines: &[Line], width: usize) -> usize {
     lines.iter().map(|l| l.width().max(1).div_ceil(width)).sum()
 }
 
-/// Renders wrapped lines in `block`, scrolled by `scroll`, which is first clamped so
-/// the last line can reach the bottom but no further.
-fn scrolled(frame: &mut Frame, lines: Vec<Line>, block: Block, area: Rect, scroll: &mut u16) {
+/// Renders wrapped lines in `block`, scrolled by `scroll` but no further than lets the
+/// last line reach the bottom; returns that deepest scroll.
+fn scrolled(frame: &mut Frame, lines: Vec<Line>, block: Block, area: Rect, scroll: u16) -> u16 {
     let inner = block.inner(area);
     let total = wrapped_height(&lines, inner.width.max(1) as usize);
-    *scroll = (*scroll).min(total.saturating_sub(inner.height as usize) as u16);
+    let deepest = total.saturating_sub(inner.height as usize) as u16;
     frame.render_widget(
         Paragraph::new(lines)
             .block(block)
             .wrap(Wrap { trim: false })
-            .scroll((*scroll, 0)),
+            .scroll((scroll.min(deepest), 0)),
         area,
     );
+    deepest
 }
 
 /// Draws `lines` in a centred, titled box `width` wide and as tall as they need once
