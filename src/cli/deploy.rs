@@ -60,7 +60,7 @@ pub(super) async fn deploy(args: DeployArgs) -> Result<ExitCode, Fail> {
                 api_key,
             }
         }
-        None => Code::Evaluators(load_evaluators(&dir, &args)?),
+        None => load_evaluators(&dir, &args)?,
     };
     let request = DeployRequest {
         id,
@@ -91,12 +91,10 @@ fn usage(e: FireworksError) -> Fail {
     Fail::Usage(e.to_string())
 }
 
-/// The workspace's evaluators. Deploying needs no samples, so a workspace without
-/// any still deploys: the samples check is satisfied with a placeholder file.
-pub(super) fn load_evaluators(
-    dir: &Path,
-    args: &DeployArgs,
-) -> Result<Vec<crate::model::EvaluatorSpec>, Fail> {
+/// The workspace's evaluators and interpreter. Deploying needs no samples, so a
+/// workspace without any still deploys: the samples check is satisfied with a
+/// placeholder file.
+pub(super) fn load_evaluators(dir: &Path, args: &DeployArgs) -> Result<Code, Fail> {
     let mut overrides = args.shared.overrides();
     let placeholder;
     if overrides.samples.is_empty() {
@@ -105,5 +103,8 @@ pub(super) fn load_evaluators(
         overrides.samples = vec![placeholder.path().to_string_lossy().into_owned()];
     }
     let workspace = Workspace::load(dir, &overrides)?;
-    Ok(workspace.evaluators)
+    Ok(Code::Evaluators {
+        specs: workspace.evaluators,
+        python: workspace.python,
+    })
 }

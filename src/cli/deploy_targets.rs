@@ -72,7 +72,13 @@ pub(super) async fn deploy(args: DeployArgs) -> Result<ExitCode, Fail> {
         )
     })?;
     let key = ServiceKey::choose(args.remote_key.clone(), t.no_auth).map_err(usage)?;
-    let evaluators = super::deploy::load_evaluators(&dir, &args)?;
+    let crate::ship::fireworks::Code::Evaluators {
+        specs: evaluators,
+        python,
+    } = super::deploy::load_evaluators(&dir, &args)?
+    else {
+        unreachable!("the workspace's evaluators are code");
+    };
     let mut progress = |line: &str| eprintln!("rwb deploy: {line}");
     let result = match t.target {
         TargetName::CloudRun => {
@@ -86,7 +92,7 @@ pub(super) async fn deploy(args: DeployArgs) -> Result<ExitCode, Fail> {
                 register: t.register.then_some(args.force),
                 rwb_binary: t.rwb_binary.clone(),
             };
-            targets::cloud_run(&dir, &evaluators, &options, &mut progress).await
+            targets::cloud_run(&dir, &evaluators, &python, &options, &mut progress).await
         }
         _ => {
             let options = K8sOptions {
@@ -98,7 +104,7 @@ pub(super) async fn deploy(args: DeployArgs) -> Result<ExitCode, Fail> {
                 key,
                 rwb_binary: t.rwb_binary.clone(),
             };
-            targets::kubernetes(&dir, &evaluators, &options, &mut progress).await
+            targets::kubernetes(&dir, &evaluators, &python, &options, &mut progress).await
         }
     };
     finish(result)

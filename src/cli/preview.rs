@@ -171,8 +171,9 @@ struct RemoteSetup {
 
 fn remote_setup(session: &Session, max_samples: usize) -> Result<RemoteSetup, Fail> {
     let creds = Credentials::load().map_err(|e| Fail::Usage(e.to_string()))?;
-    let payload = EvaluatorPayload::from_evaluators(&session.workspace.evaluators)
-        .map_err(|e| Fail::Usage(e.to_string()))?;
+    let payload =
+        EvaluatorPayload::from_evaluators(&session.workspace.evaluators, &session.workspace.python)
+            .map_err(|e| Fail::Usage(e.to_string()))?;
     let mut sent = Vec::new();
     let mut lines = Vec::new();
     for line in SamplesReader::new(&session.workspace.samples).take(max_samples) {

@@ -523,12 +523,12 @@ pub(crate) fn absolute(path: &Path) -> PathBuf {
 /// evaluations started. A worker that could not lead a group of its own is killed
 /// alone.
 pub(crate) fn kill_group(pid: i32) {
-    if pid > 0 {
-        // SAFETY: kill(2) has no memory-safety preconditions.
-        unsafe {
-            if libc::kill(-pid, libc::SIGKILL) != 0 {
-                libc::kill(pid, libc::SIGKILL);
-            }
-        }
+    use rustix::process::{kill_process, kill_process_group, Pid, Signal};
+    // never 0 or below: kill(0, ..) and kill(-1, ..) would reach far more than a worker
+    let Some(pid) = (pid > 0).then(|| Pid::from_raw(pid)).flatten() else {
+        return;
+    };
+    if kill_process_group(pid, Signal::KILL).is_err() {
+        let _ = kill_process(pid, Signal::KILL);
     }
 }

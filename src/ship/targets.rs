@@ -118,10 +118,11 @@ fn build_context(
     dir: &Path,
     id: &str,
     evaluators: &[EvaluatorSpec],
+    python: &Path,
     rwb_binary: Option<&Path>,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<PathBuf, TargetError> {
-    let payload = EvaluatorPayload::from_evaluators(evaluators)
+    let payload = EvaluatorPayload::from_evaluators(evaluators, python)
         .map_err(|e| TargetError::Usage(e.to_string()))?;
     let rwb = container::rwb_binary(rwb_binary).map_err(TargetError::Usage)?;
     let context =
@@ -141,6 +142,7 @@ fn build_context(
 pub async fn cloud_run(
     dir: &Path,
     evaluators: &[EvaluatorSpec],
+    python: &Path,
     options: &CloudRunOptions,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Deployed, TargetError> {
@@ -165,6 +167,7 @@ pub async fn cloud_run(
         dir,
         &options.id,
         evaluators,
+        python,
         options.rwb_binary.as_deref(),
         progress,
     )?;
@@ -226,6 +229,7 @@ pub const NO_AUTH_WARNING: &str = "warning: the service runs without a key: anyo
 pub async fn kubernetes(
     dir: &Path,
     evaluators: &[EvaluatorSpec],
+    python: &Path,
     options: &K8sOptions,
     progress: &mut (dyn FnMut(&str) + Send),
 ) -> Result<Deployed, TargetError> {
@@ -238,6 +242,7 @@ pub async fn kubernetes(
                 dir,
                 &options.id,
                 evaluators,
+                python,
                 options.rwb_binary.as_deref(),
                 progress,
             )?;

@@ -14,6 +14,7 @@ use tokio::sync::mpsc::UnboundedSender;
 pub(super) fn spawn(tx: UnboundedSender<ShipEvent>, workspace: &Workspace, request: TargetRequest) {
     let dir = workspace.root.clone();
     let evaluators = workspace.evaluators.clone();
+    let python = workspace.python.clone();
     tokio::spawn(async move {
         let log = |line: String| {
             let _ = tx.send(ShipEvent::Msg(ShipMsg::Log(line)));
@@ -25,7 +26,7 @@ pub(super) fn spawn(tx: UnboundedSender<ShipEvent>, workspace: &Workspace, reque
         let key = ServiceKey::choose(guard::env_key(), false);
         let result = match key {
             Err(e) => Err(e),
-            Ok(key) => run(&dir, &evaluators, &request, key.clone(), &mut progress)
+            Ok(key) => run(&dir, &evaluators, &python, &request, key.clone(), &mut progress)
                 .await
                 .map(|deployed| (deployed, key)),
         };
@@ -57,6 +58,7 @@ pub(super) fn spawn(tx: UnboundedSender<ShipEvent>, workspace: &Workspace, reque
 async fn run(
     dir: &std::path::Path,
     evaluators: &[crate::model::EvaluatorSpec],
+    python: &std::path::Path,
     request: &TargetRequest,
     key: ServiceKey,
     progress: &mut (dyn FnMut(&str) + Send),
@@ -72,7 +74,7 @@ async fn run(
                 register: request.register.then_some(false),
                 rwb_binary: None,
             };
-            targets::cloud_run(dir, evaluators, &options, progress).await
+            targets::cloud_run(dir, evaluators, python, &options, progress).await
         }
         _ => {
             let options = K8sOptions {
@@ -83,7 +85,7 @@ async fn run(
                 key,
                 rwb_binary: None,
             };
-            targets::kubernetes(dir, evaluators, &options, progress).await
+            targets::kubernetes(dir, evaluators, python, &options, progress).await
         }
     }
 }

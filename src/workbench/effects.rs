@@ -167,12 +167,15 @@ pub(super) fn effect_is_probes(effect: &Effect) -> bool {
 /// Puts text on the terminal's clipboard with the OSC 52 escape (terminals and tmux
 /// with set-clipboard on honour it; others ignore it).
 pub(super) fn copy_to_clipboard(text: &str) {
-    use base64::Engine;
-    use std::io::Write;
-    let encoded = base64::engine::general_purpose::STANDARD.encode(text);
-    let mut out = std::io::stdout();
-    let _ = write!(out, "\x1b]52;c;{encoded}\x07");
-    let _ = out.flush();
+    let _ = write_clipboard(&mut std::io::stdout(), text);
+}
+
+/// Writes crossterm's OSC 52 sequence for `text` to `out`.
+fn write_clipboard(out: &mut impl std::io::Write, text: &str) -> std::io::Result<()> {
+    crossterm::execute!(
+        out,
+        crossterm::clipboard::CopyToClipboard::to_clipboard_from(text)
+    )
 }
 
 /// The id the deploy dialog proposes: `[deploy] id` in rwb.toml, else the workspace
@@ -197,4 +200,19 @@ pub(super) fn default_deploy_id(workspace: &Workspace) -> String {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     id.trim_matches('-').to_string()
+}
+
+#[cfg(test)]
+mod clipboard_tests {
+    use super::write_clipboard;
+
+    #[test]
+    fn the_clipboard_gets_an_osc_52_sequence_with_base64_text() {
+        let mut out = Vec::new();
+        write_clipboard(&mut out, "https://x.serveo.net/evaluate?k=ü").unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "\u{1b}]52;c;aHR0cHM6Ly94LnNlcnZlby5uZXQvZXZhbHVhdGU/az3DvA==\u{1b}\\"
+        );
+    }
 }

@@ -290,7 +290,10 @@ impl ShipControl {
             display_name: (!display_name.is_empty()).then_some(display_name),
             description: None,
             force,
-            code: Code::Evaluators(workspace.evaluators.clone()),
+            code: Code::Evaluators {
+                specs: workspace.evaluators.clone(),
+                python: workspace.python.clone(),
+            },
         };
         let tx = self.tx.clone();
         self.target = Some(Target::Fireworks(id));
@@ -478,8 +481,8 @@ async fn preview_fireworks(
     samples: &[(Sample, String)],
 ) -> Result<Scores, String> {
     let creds = Credentials::load().map_err(|e| e.to_string())?;
-    let payload =
-        EvaluatorPayload::from_evaluators(&workspace.evaluators).map_err(|e| e.to_string())?;
+    let payload = EvaluatorPayload::from_evaluators(&workspace.evaluators, &workspace.python)
+        .map_err(|e| e.to_string())?;
     let chosen: Vec<&(Sample, String)> = samples.iter().take(MAX_PREVIEW).collect();
     let lines: Vec<String> = chosen.iter().map(|(_, raw)| raw.clone()).collect();
     let preview = fireworks::preview(&creds, &payload, lines, chosen.len())

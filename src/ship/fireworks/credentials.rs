@@ -53,20 +53,25 @@ impl Credentials {
         let ini = home
             .map(|h| h.join(".fireworks").join("auth.ini"))
             .and_then(|p| std::fs::read_to_string(p).ok())
-            .map(|text| parse_auth_ini(&text))
-            .unwrap_or_default();
+            .map_or_else(|| Ok(BTreeMap::new()), |text| parse_auth_ini(&text));
+        // a broken auth.ini matters only when the environment does not say it
+        let from_ini = |key: &str| ini.as_ref().ok().and_then(|m| m.get(key).cloned());
+        let broken = match &ini {
+            Ok(_) => String::new(),
+            Err(why) => format!("; {AUTH_INI} does not parse at {why}"),
+        };
         let api_key = env("FIREWORKS_API_KEY")
-            .or_else(|| ini.get("api_key").cloned())
+            .or_else(|| from_ini("api_key"))
             .ok_or_else(|| {
                 FireworksError::Credentials(format!(
-                    "no Fireworks API key: set FIREWORKS_API_KEY (or api_key in {AUTH_INI})"
+                    "no Fireworks API key: set FIREWORKS_API_KEY (or api_key in {AUTH_INI}){broken}"
                 ))
             })?;
         let account_id = env("FIREWORKS_ACCOUNT_ID")
-            .or_else(|| ini.get("account_id").cloned())
+            .or_else(|| from_ini("account_id"))
             .ok_or_else(|| {
                 FireworksError::Credentials(format!(
-                    "no Fireworks account: set FIREWORKS_ACCOUNT_ID (or account_id in {AUTH_INI})"
+                    "no Fireworks account: set FIREWORKS_ACCOUNT_ID (or account_id in {AUTH_INI}){broken}"
                 ))
             })?;
         if account_id.contains(['/', '?', '#', ' ']) {
@@ -116,42 +121,46 @@ fn check_api_base(api_base: &str) -> Result<(), FireworksError> {
     }
 }
 
-/// Reads `key=value` (or `key: value`) lines; values under `[fireworks]` win over
-/// those outside any section; other sections are ignored.
-fn parse_auth_ini(text: &str) -> BTreeMap<String, String> {
-    let mut top = BTreeMap::new();
-    let mut fireworks = BTreeMap::new();
-    let mut section: Option<String> = None;
-    for line in text.lines() {
-        let line = line.trim().trim_start_matches('\u{feff}');
-        if line.is_empty() || line.starts_with('#') || line.starts_with(';') {
-            continue;
-        }
-        if line.starts_with('[') && line.ends_with(']') {
-            section = Some(line[1..line.len() - 1].trim().to_ascii_lowercase());
-            continue;
-        }
-        let Some(split) = line.find(['=', ':']) else {
-            continue;
+/// The section name top-level settings are kept under while parsing (`[` and `]`
+/// cannot be in a section's name, so no real section is called this).
+const TOP_LEVEL: &str = "[top]";
+
+/// The settings of an `auth.ini` (read with `configparser`): `key = value` or
+/// `key: value` lines, `#`/`;` comment lines, quotes around values dropped; values
+/// under `[fireworks]` win over those outside any section; other sections are
+/// ignored; keys and sections are case-insensitive; empty values count as unset. A
+/// file that does not parse is an error naming the line.
+fn parse_auth_ini(text: &str) -> Result<BTreeMap<String, String>, String> {
+    let mut defaults = configparser::ini::IniDefault::default();
+    defaults.default_section = TOP_LEVEL.to_string();
+    // a `#` inside a value (an id, a key) is part of it
+    defaults.enable_inline_comments = false;
+    let sections = configparser::ini::Ini::new_from_defaults(defaults)
+        .read(text.trim_start_matches('\u{feff}').to_string())?;
+    let pick = |section: &str| -> BTreeMap<String, String> {
+        let Some(values) = sections.get(section) else {
+            return BTreeMap::new();
         };
-        let key = line[..split].trim().to_ascii_lowercase();
-        let mut value = line[split + 1..].trim();
-        for quote in ['"', '\''] {
-            if value.len() >= 2 && value.starts_with(quote) && value.ends_with(quote) {
-                value = &value[1..value.len() - 1];
-            }
+        values
+            .iter()
+            .filter_map(|(key, value)| Some((key.clone(), unquote(value.as_deref()?))))
+            .filter(|(_, value)| !value.is_empty())
+            .collect()
+    };
+    let mut found = pick(TOP_LEVEL);
+    found.extend(pick("fireworks"));
+    Ok(found)
+}
+
+/// A value without the one pair of quotes around it.
+fn unquote(value: &str) -> String {
+    let value = value.trim();
+    for quote in ['"', '\''] {
+        if value.len() >= 2 && value.starts_with(quote) && value.ends_with(quote) {
+            return value[1..value.len() - 1].to_string();
         }
-        if value.is_empty() {
-            continue;
-        }
-        match section.as_deref() {
-            None => top.insert(key, value.to_string()),
-            Some("fireworks") => fireworks.insert(key, value.to_string()),
-            Some(_) => None,
-        };
     }
-    top.extend(fireworks);
-    top
+    value.to_string()
 }
 
 #[cfg(test)]
@@ -214,6 +223,46 @@ mod tests {
             (c.api_key.as_str(), c.account_id.as_str()),
             ("sect-key", "env-acct")
         );
+    }
+
+    #[test]
+    fn auth_ini_reads_as_before_and_a_broken_one_is_named() {
+        let read = |text: &str| parse_auth_ini(text).unwrap();
+        let got = read("\u{feff}; firectl\nAPI_KEY = 'k1'\n[Fireworks]\naccount_id: a1\nempty =\nno separator here\nid = a#1\n[x]\napi_key = no\n");
+        assert_eq!(
+            got.into_iter().collect::<Vec<_>>(),
+            [
+                ("account_id".into(), "a1".into()),
+                ("api_key".into(), "k1".into()),
+                ("id".into(), "a#1".into())
+            ]
+        );
+        assert_eq!(
+            read("api_key = C:\\no\\escape\n")["api_key"],
+            "C:\\no\\escape"
+        );
+
+        let home = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(home.path().join(".fireworks")).unwrap();
+        std::fs::write(
+            home.path().join(".fireworks/auth.ini"),
+            "api_key = k\n[fireworks\n",
+        )
+        .unwrap();
+        let e = Credentials::resolve(env_of(&[]), Some(home.path())).unwrap_err();
+        assert!(e.is_usage());
+        assert_eq!(
+            e.to_string(),
+            "no Fireworks API key: set FIREWORKS_API_KEY (or api_key in ~/.fireworks/auth.ini); ~/.fireworks/auth.ini does not parse at line 2: Found opening bracket for section name but no closing bracket",
+            "{e}"
+        );
+        // the environment says it all: the broken file does not matter
+        let c = Credentials::resolve(
+            env_of(&[("FIREWORKS_API_KEY", "k"), ("FIREWORKS_ACCOUNT_ID", "a")]),
+            Some(home.path()),
+        )
+        .unwrap();
+        assert_eq!((c.api_key.as_str(), c.account_id.as_str()), ("k", "a"));
     }
 
     #[test]

@@ -1,168 +1,87 @@
-//! What a metric's `@reward_function(...)` decorator declares (its requirements).
+//! What a metric's `@reward_function(...)` decorators declare (their requirements),
+//! asked of Python itself: `decorators.py` reads the source with `ast` in the
+//! workspace's interpreter and answers in JSON.
 
-/// A token of Python source, just enough to read decorator arguments.
-#[derive(Clone, Debug, PartialEq)]
-enum Tok {
-    Name(String),
-    Str(String),
-    Punct(char),
-}
+use super::FireworksError;
+use serde::Deserialize;
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
 
-fn tokenize_python(source: &str) -> Vec<Tok> {
-    let chars: Vec<char> = source.chars().collect();
-    let mut toks = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '#' {
-            while i < chars.len() && chars[i] != '\n' {
-                i += 1;
-            }
-        } else if c.is_whitespace() || c == '\\' {
-            i += 1;
-        } else if c == '"' || c == '\'' {
-            let (text, next) = read_string(&chars, i, false);
-            toks.push(Tok::Str(text));
-            i = next;
-        } else if c.is_alphanumeric() || c == '_' {
-            let start = i;
-            while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
-                i += 1;
-            }
-            let word: String = chars[start..i].iter().collect();
-            let is_prefix = word.len() <= 2
-                && word.chars().all(|ch| "rRbBuUfF".contains(ch))
-                && matches!(chars.get(i), Some('"' | '\''));
-            if is_prefix {
-                let raw = word.contains(['r', 'R']);
-                let (text, next) = read_string(&chars, i, raw);
-                toks.push(Tok::Str(text));
-                i = next;
-            } else {
-                toks.push(Tok::Name(word));
-            }
-        } else {
-            toks.push(Tok::Punct(c));
-            i += 1;
-        }
-    }
-    toks
-}
+/// The script run with `python -I -c`: source on stdin, JSON on stdout.
+const SCRIPT: &str = include_str!("decorators.py");
 
-/// Reads the string literal opening at `start`; returns its text and the index after it.
-fn read_string(chars: &[char], start: usize, raw: bool) -> (String, usize) {
-    let quote = chars[start];
-    let triple = chars.get(start + 1) == Some(&quote) && chars.get(start + 2) == Some(&quote);
-    let mut i = start + if triple { 3 } else { 1 };
-    let mut text = String::new();
-    while i < chars.len() {
-        let c = chars[i];
-        if c == '\\' && i + 1 < chars.len() {
-            let next = chars[i + 1];
-            if raw {
-                text.push(c);
-                text.push(next);
-            } else {
-                text.push(match next {
-                    'n' => '\n',
-                    't' => '\t',
-                    other => other,
-                });
-            }
-            i += 2;
-            continue;
-        }
-        if c == quote {
-            if !triple {
-                return (text, i + 1);
-            }
-            if chars.get(i + 1) == Some(&quote) && chars.get(i + 2) == Some(&quote) {
-                return (text, i + 3);
-            }
-        }
-        if c == '\n' && !triple {
-            return (text, i);
-        }
-        text.push(c);
-        i += 1;
-    }
-    (text, i)
+/// What `decorators.py` answers.
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum Answer {
+    Requirements(Vec<String>),
+    SyntaxError { line: u64, message: String },
 }
 
 /// The string items of `requirements=[...]` in every `@reward_function(...)` (or
-/// `@reward_kit.reward_function(...)`) decorator of `source`.
-pub fn decorator_requirements(source: &str) -> Vec<String> {
-    let toks = tokenize_python(source);
-    let mut out: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < toks.len() {
-        if toks[i] != Tok::Punct('@') {
-            i += 1;
-            continue;
-        }
-        // @a.b.reward_function(
-        let mut j = i + 1;
-        let mut last = None;
-        while let Some(Tok::Name(n)) = toks.get(j) {
-            last = Some(n.as_str());
-            if toks.get(j + 1) == Some(&Tok::Punct('.')) {
-                j += 2;
-            } else {
-                j += 1;
-                break;
-            }
-        }
-        if last != Some("reward_function") || toks.get(j) != Some(&Tok::Punct('(')) {
-            i += 1;
-            continue;
-        }
-        let mut depth = 0usize;
-        let mut k = j;
-        while k < toks.len() {
-            match &toks[k] {
-                Tok::Punct('(' | '[' | '{') => depth += 1,
-                Tok::Punct(')' | ']' | '}') => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                Tok::Name(n)
-                    if depth == 1
-                        && n == "requirements"
-                        && toks.get(k + 1) == Some(&Tok::Punct('='))
-                        && toks.get(k + 2) != Some(&Tok::Punct('=')) =>
-                {
-                    if let Some(Tok::Punct(open @ ('[' | '('))) = toks.get(k + 2) {
-                        let close = if *open == '[' { ']' } else { ')' };
-                        let mut m = k + 3;
-                        while let Some(t) = toks.get(m) {
-                            match t {
-                                Tok::Punct(c) if *c == close => break,
-                                Tok::Str(s) => {
-                                    let s = s.trim().to_string();
-                                    if !s.is_empty() && !out.contains(&s) {
-                                        out.push(s);
-                                    }
-                                }
-                                _ => {}
-                            }
-                            m += 1;
-                        }
-                    }
-                }
-                _ => {}
-            }
-            k += 1;
-        }
-        i = k.max(i + 1);
+/// `@reward_kit.reward_function(...)`) decorator of `source` (the text of `file`),
+/// read by `python`; in source order, without repeats. A file that does not parse
+/// or an interpreter that does not run is an error naming the file and what to do.
+pub fn decorator_requirements(
+    python: &Path,
+    file: &Path,
+    source: &str,
+) -> Result<Vec<String>, FireworksError> {
+    // no decorator to read: no need to start Python
+    if !source.contains("reward_function") {
+        return Ok(Vec::new());
     }
-    out
+    let cannot = |why: String| {
+        FireworksError::Local(format!(
+            "cannot read the @reward_function requirements of {} with {}: {why}",
+            file.display(),
+            python.display()
+        ))
+    };
+    let mut child = Command::new(python)
+        .args(["-I", "-c", SCRIPT])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| {
+            cannot(format!(
+                "{e} (set `python` in rwb.toml, give --python, or add a requirements.txt beside it)"
+            ))
+        })?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // a failed write shows in the exit status and stderr below
+        let _ = stdin.write_all(source.as_bytes());
+    }
+    let output = child
+        .wait_with_output()
+        .map_err(|e| cannot(e.to_string()))?;
+    let answer: Answer = serde_json::from_slice(&output.stdout).map_err(|_| {
+        let said = String::from_utf8_lossy(&output.stderr);
+        let last = said.lines().rev().find(|l| !l.trim().is_empty());
+        cannot(format!(
+            "it ended with {} ({})",
+            output.status,
+            last.unwrap_or("no message").trim()
+        ))
+    })?;
+    match answer {
+        Answer::Requirements(found) => Ok(found),
+        Answer::SyntaxError { line, message } => Err(FireworksError::Local(format!(
+            "cannot send {}: line {line}: {message} (fix the file: Python cannot parse it)",
+            file.display()
+        ))),
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn read(source: &str) -> Result<Vec<String>, FireworksError> {
+        decorator_requirements(Path::new("python3"), Path::new("m/main.py"), source)
+    }
 
     #[test]
     fn decorator_requirements_are_read() {
@@ -184,10 +103,63 @@ def other(messages, **kwargs):
 def third(messages, **kwargs):
     requirements = ["not", "these"]
 "#;
-        assert_eq!(
-            decorator_requirements(src),
-            ["numpy>=1.0", "scipy", "regex"]
+        assert_eq!(read(src).unwrap(), ["numpy>=1.0", "scipy", "regex"]);
+        assert!(read("def f(): pass").unwrap().is_empty());
+    }
+
+    /// The hand-written tokenizer read adjacent strings as two requirements and
+    /// stopped a tuple at the first `)` of a call inside it; Python does neither.
+    #[test]
+    fn requirements_are_read_as_python_reads_them() {
+        let src = r#"
+@reward_function(
+    id="f(x) = (1",  # a ( in a string, and one ) in a comment
+    requirements=(
+        pin("ignored"),
+        "scikit-learn"  # the version on the next line joins this string
+        ">=1.3",
+        'pandas',
+    ),
+)
+def evaluate(messages, **kwargs):
+    return 1.0
+"#;
+        assert_eq!(read(src).unwrap(), ["scikit-learn>=1.3", "pandas"]);
+    }
+
+    #[test]
+    fn a_file_python_cannot_parse_is_named_with_its_line() {
+        let e = read("@reward_function(requirements=['a'])\ndef evaluate(:\n").unwrap_err();
+        assert!(e.is_usage());
+        let text = e.to_string();
+        assert!(
+            text.starts_with("cannot send m/main.py: line 2: "),
+            "{text}"
         );
-        assert!(decorator_requirements("def f(): pass").is_empty());
+        assert!(
+            text.ends_with(" (fix the file: Python cannot parse it)"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_missing_interpreter_says_what_to_set() {
+        let e = decorator_requirements(
+            Path::new("/nonexistent/rwb-python"),
+            Path::new("m/main.py"),
+            "@reward_function(requirements=['a'])\ndef f(): pass\n",
+        )
+        .unwrap_err();
+        let text = e.to_string();
+        assert!(
+            text.starts_with("cannot read the @reward_function requirements of m/main.py with /nonexistent/rwb-python: "),
+            "{text}"
+        );
+        assert!(
+            text.ends_with(
+                "(set `python` in rwb.toml, give --python, or add a requirements.txt beside it)"
+            ),
+            "{text}"
+        );
     }
 }

@@ -6,12 +6,17 @@ use super::proxy::{remote_proxy_source, REMOTE_PROXY_NAME};
 use super::FireworksError;
 use crate::model::{EvaluatorSpec, Source};
 use serde_json::{json, Map, Value};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What to deploy or preview: the workspace's evaluators, or a proxy to a URL.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Code {
-    Evaluators(Vec<EvaluatorSpec>),
+    /// The workspace's evaluators; `python` (the workspace's interpreter) reads what
+    /// their decorators declare.
+    Evaluators {
+        specs: Vec<EvaluatorSpec>,
+        python: PathBuf,
+    },
     /// `--remote-url`: one `remote_eval_proxy` criterion forwarding to `url`, sending
     /// `api_key` (if any) as `X-Api-Key`.
     RemoteUrl {
@@ -40,7 +45,7 @@ pub struct EvaluatorPayload {
 impl EvaluatorPayload {
     pub fn from_code(code: &Code) -> Result<EvaluatorPayload, FireworksError> {
         match code {
-            Code::Evaluators(specs) => EvaluatorPayload::from_evaluators(specs),
+            Code::Evaluators { specs, python } => EvaluatorPayload::from_evaluators(specs, python),
             Code::RemoteUrl { url, api_key } => {
                 EvaluatorPayload::remote_proxy(url, api_key.as_deref())
             }
@@ -48,8 +53,12 @@ impl EvaluatorPayload {
     }
 
     /// One criterion per evaluator: a metric folder sends `main.py` and every other
-    /// `.py` file in it; a `FILE.py::FUNC` evaluator sends FILE as `main.py`.
-    pub fn from_evaluators(specs: &[EvaluatorSpec]) -> Result<EvaluatorPayload, FireworksError> {
+    /// `.py` file in it; a `FILE.py::FUNC` evaluator sends FILE as `main.py`. Without a
+    /// `requirements.txt`, `python` reads the requirements its decorator declares.
+    pub fn from_evaluators(
+        specs: &[EvaluatorSpec],
+        python: &Path,
+    ) -> Result<EvaluatorPayload, FireworksError> {
         if specs.is_empty() {
             return Err(FireworksError::Local(
                 "no evaluators to send: add metrics/NAME/main.py, or give -m NAME=PATH".into(),
@@ -59,7 +68,7 @@ impl EvaluatorPayload {
         let mut requirements = Vec::new();
         let mut budget = Budget::default();
         for spec in specs {
-            let (criterion, reqs) = criterion_for(spec, &mut budget)?;
+            let (criterion, reqs) = criterion_for(spec, python, &mut budget)?;
             criteria.push(criterion);
             for r in reqs {
                 if !requirements.contains(&r) {
@@ -120,37 +129,11 @@ impl EvaluatorPayload {
 
 fn criterion_for(
     spec: &EvaluatorSpec,
+    python: &Path,
     budget: &mut Budget,
 ) -> Result<(Criterion, Vec<String>), FireworksError> {
     match &spec.source {
-        Source::Folder(dir) => {
-            let main = read_sendable(dir, &dir.join("main.py"), budget)?;
-            let mut files = vec![("main.py".to_string(), main.clone())];
-            let mut helpers = Vec::new();
-            collect_python_files(dir, dir, &mut helpers)?;
-            helpers.sort();
-            for rel in helpers {
-                if rel == "main.py" {
-                    continue;
-                }
-                let text = read_sendable(dir, &dir.join(&rel), budget)?;
-                files.push((rel, text));
-            }
-            let requirements_txt = dir.join("requirements.txt");
-            let reqs = if requirements_txt.is_file() {
-                parse_requirements_txt(&read_sendable(dir, &requirements_txt, budget)?)
-            } else {
-                decorator_requirements(&main)
-            };
-            Ok((
-                Criterion {
-                    name: spec.name.clone(),
-                    description: format!("Metric: {}", spec.name),
-                    files,
-                },
-                reqs,
-            ))
-        }
+        Source::Folder(dir) => folder_criterion(&spec.name, dir, python, budget),
         Source::Remote { .. } | Source::Fireworks { .. } => Err(FireworksError::Local(format!(
             "'{}' runs at {}: it has no code here to deploy (deploy it from its own workspace, or give --remote-url URL to register the endpoint)",
             spec.name,
@@ -163,41 +146,82 @@ fn criterion_for(
             spec.name
         ))),
         Source::Function { file, function } => {
-            let folder = file
-                .parent()
-                .filter(|p| !p.as_os_str().is_empty())
-                .unwrap_or(Path::new("."));
-            let mut main = read_sendable(folder, file, budget)?;
-            let shown = file
-                .file_name()
-                .map(|n| n.to_string_lossy().into_owned())
-                .unwrap_or_else(|| file.display().to_string());
-            let mut description = format!(
-                "Metric: {} (function {function} of {shown}, sent as main.py)",
-                spec.name
-            );
-            // Fireworks calls `evaluate` in main.py: name the function so when the file
-            // has no `evaluate` of its own.
-            if function != "evaluate" && !defines_top_level(&main, "evaluate") {
-                if !main.ends_with('\n') {
-                    main.push('\n');
-                }
-                main.push_str(&format!(
-                    "\n\n# Added by rwb deploy: Fireworks calls `evaluate` in main.py.\nevaluate = {function}\n"
-                ));
-                description.push_str(&format!("; evaluate = {function} appended"));
-            }
-            let reqs = decorator_requirements(&main);
-            Ok((
-                Criterion {
-                    name: spec.name.clone(),
-                    description,
-                    files: vec![("main.py".into(), main)],
-                },
-                reqs,
-            ))
+            function_criterion(&spec.name, file, function, python, budget)
         }
     }
+}
+
+/// A metric folder: `main.py` first, then its other `.py` files; the requirements of
+/// its `requirements.txt`, else of `main.py`'s decorator.
+fn folder_criterion(
+    name: &str,
+    dir: &Path,
+    python: &Path,
+    budget: &mut Budget,
+) -> Result<(Criterion, Vec<String>), FireworksError> {
+    let main_py = dir.join("main.py");
+    let main = read_sendable(dir, &main_py, budget)?;
+    let mut files = vec![("main.py".to_string(), main.clone())];
+    let mut helpers = Vec::new();
+    collect_python_files(dir, dir, &mut helpers)?;
+    helpers.sort();
+    for rel in helpers {
+        if rel == "main.py" {
+            continue;
+        }
+        let text = read_sendable(dir, &dir.join(&rel), budget)?;
+        files.push((rel, text));
+    }
+    let requirements_txt = dir.join("requirements.txt");
+    let reqs = if requirements_txt.is_file() {
+        parse_requirements_txt(&read_sendable(dir, &requirements_txt, budget)?)
+    } else {
+        decorator_requirements(python, &main_py, &main)?
+    };
+    let criterion = Criterion {
+        name: name.to_string(),
+        description: format!("Metric: {name}"),
+        files,
+    };
+    Ok((criterion, reqs))
+}
+
+/// A `FILE.py::FUNC` evaluator: FILE as `main.py`, with `evaluate = FUNC` appended
+/// when it has no `evaluate` of its own (Fireworks calls `evaluate`).
+fn function_criterion(
+    name: &str,
+    file: &Path,
+    function: &str,
+    python: &Path,
+    budget: &mut Budget,
+) -> Result<(Criterion, Vec<String>), FireworksError> {
+    let folder = file
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut main = read_sendable(folder, file, budget)?;
+    let shown = file
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| file.display().to_string());
+    let mut description =
+        format!("Metric: {name} (function {function} of {shown}, sent as main.py)");
+    if function != "evaluate" && !defines_top_level(&main, "evaluate") {
+        if !main.ends_with('\n') {
+            main.push('\n');
+        }
+        main.push_str(&format!(
+            "\n\n# Added by rwb deploy: Fireworks calls `evaluate` in main.py.\nevaluate = {function}\n"
+        ));
+        description.push_str(&format!("; evaluate = {function} appended"));
+    }
+    let reqs = decorator_requirements(python, file, &main)?;
+    let criterion = Criterion {
+        name: name.to_string(),
+        description,
+        files: vec![("main.py".into(), main)],
+    };
+    Ok((criterion, reqs))
 }
 
 /// True when `source` has a top-level `def NAME(` (or `async def`).
@@ -258,17 +282,20 @@ mod tests {
         let rewards = dir.path().join("rewards.py");
         std::fs::write(&rewards, "def my_reward(messages, **kw):\n    return 1.0").unwrap();
 
-        let payload = EvaluatorPayload::from_evaluators(&[
-            spec("alpha", Source::Folder(a)),
-            spec("beta", Source::Folder(b)),
-            spec(
-                "gamma",
-                Source::Function {
-                    file: rewards,
-                    function: "my_reward".into(),
-                },
-            ),
-        ])
+        let payload = EvaluatorPayload::from_evaluators(
+            &[
+                spec("alpha", Source::Folder(a)),
+                spec("beta", Source::Folder(b)),
+                spec(
+                    "gamma",
+                    Source::Function {
+                        file: rewards,
+                        function: "my_reward".into(),
+                    },
+                ),
+            ],
+            Path::new("python3"),
+        )
         .unwrap();
         let files: Vec<&str> = payload.criteria[0]
             .files

@@ -4,6 +4,7 @@
 use super::error::clip;
 use super::find_url::strip_ansi;
 use super::TunnelError;
+use rustix::process::Signal;
 use std::collections::VecDeque;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -24,17 +25,16 @@ pub(super) const TERM_GRACE: Duration = Duration::from_secs(3);
 /// spawning happens on a runtime thread, which lives as long as the runtime.)
 #[cfg(target_os = "linux")]
 fn end_with_parent(command: &mut Command) {
-    let parent = std::process::id() as libc::pid_t;
-    // SAFETY: between fork and exec the closure calls only prctl and getppid, which are
-    // async-signal-safe, and allocates nothing.
+    use rustix::process::{getppid, set_parent_process_death_signal, Pid};
+    let parent = Pid::from_raw(std::process::id() as i32);
+    // SAFETY: between fork and exec the closure makes only the prctl and getppid system
+    // calls, which are async-signal-safe, and allocates nothing.
     unsafe {
         command.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM) != 0 {
-                return Err(std::io::Error::last_os_error());
-            }
+            set_parent_process_death_signal(Some(Signal::TERM))?;
             // rwb died before prctl took effect (no allocation here: ESRCH as is)
-            if libc::getppid() != parent {
-                return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+            if getppid() != parent {
+                return Err(rustix::io::Errno::SRCH.into());
             }
             Ok(())
         });
@@ -124,12 +124,12 @@ impl Process {
         Ok((process, output, rx))
     }
 
-    fn signal_group(&self, signal: libc::c_int) {
+    fn signal_group(&self, signal: Signal) {
         // never 0 or 1: kill(0, ..) and kill(-1, ..) would reach far more than the provider
         if self.pgid > 1 {
-            // SAFETY: kill(2) has no memory-safety preconditions.
-            unsafe {
-                libc::kill(-self.pgid, signal);
+            if let Some(group) = rustix::process::Pid::from_raw(self.pgid) {
+                // it may have ended already: nothing to do then
+                let _ = rustix::process::kill_process_group(group, signal);
             }
         }
     }
@@ -154,18 +154,18 @@ impl Process {
             return;
         }
         if !self.exited {
-            self.signal_group(libc::SIGTERM);
+            self.signal_group(Signal::TERM);
             if tokio::time::timeout(TERM_GRACE, self.child.wait())
                 .await
                 .is_err()
             {
-                self.signal_group(libc::SIGKILL);
+                self.signal_group(Signal::KILL);
                 let _ = self.child.wait().await;
             }
             self.exited = true;
         }
         // whatever else it started in its group
-        self.signal_group(libc::SIGKILL);
+        self.signal_group(Signal::KILL);
         self.stopped = true;
     }
 }
@@ -175,7 +175,7 @@ impl Drop for Process {
         if self.stopped {
             return;
         }
-        self.signal_group(libc::SIGKILL);
+        self.signal_group(Signal::KILL);
         if !self.exited {
             // SIGKILL is quick: reap it here so no zombie is left (tokio reaps it later
             // otherwise)
