@@ -37,6 +37,11 @@ What it does:
        W  an evaluator that waits 100 ms (sleeps, as an LLM judge waits on the network),
           1,000 samples: rwb run --no-cache --concurrency 32 vs --concurrency 1 in the
           same invocation, rows identical                    (target <= 5 s, ~50 s at 1)
+       I  the slow evaluator made ~1.5 ms per call, N samples: rwb run --no-cache vs loop
+                                                         (target <= 0.55)
+       M  rwb run on 100*N samples (1,000,000) of which 61.8% are cached: the cache is
+          filled by a run over the first 618 of every 1,000 lines, then the whole file
+          is run with the cache on; its peak RSS                  (target <= 64 MB)
      Every rwb run must exit 0 and produce exactly the expected rows without errors,
      so a broken run cannot look fast.
   5. Prints a table: scenario, rwb s, baseline s, ratio, target, PASS/FAIL.
@@ -699,6 +704,7 @@ class Bench:
             folder = root / "metrics" / evaluator
             folder.mkdir(parents=True)
             code = {"slow": SLOW_EVALUATOR.replace("__ROUNDS__", str(self.rounds)),
+                    "slow15": SLOW_EVALUATOR.replace("__ROUNDS__", str(int(round(self.rounds * 1.5)))),
                     "plain": PLAIN_EVALUATOR, "waiting": WAITING_EVALUATOR}.get(evaluator, TRIVIAL_EVALUATOR)
             (folder / "main.py").write_text(code)
         target = root / "samples.jsonl"
@@ -1074,6 +1080,97 @@ def scenario_waiting(bench, n):
             "note": "; ".join(x for x in notes if x)}
 
 
+def scenario_i(bench, n):
+    bench.log("\n[I] slow evaluator at ~%.2f ms/call, %d samples: rwb run --no-cache --jobs %d vs python loop"
+              % (bench.slow_call * 1.5e3, n, bench.jobs))
+    rwb_s, loop_s, ratio, overhead_us, par_s = _versus_loop(bench, "I", "slow15", n, "<= 0.55")
+    notes = ["%d plain loops in parallel: ratio %.3f; rwb overhead %.1f us/evaluation"
+             % (bench.jobs, par_s / loop_s, overhead_us), _disturbed(bench)]
+    return {"scenario": "I slow 1.5 ms %dk --no-cache" % (n // 1000), "rwb": rwb_s, "base": loop_s,
+            "ratio": "%.3f" % ratio, "target": "<= 0.55", "ok": ratio <= 0.55,
+            "note": "; ".join(x for x in notes if x)}
+
+
+def check_rows_streaming(path, evaluator, n, what):
+    """check_rows for one evaluator without holding the rows (a million of them)."""
+    seen = bytearray(n)
+    count = 0
+    with open(path, "rb") as f:
+        for line in f:
+            if not line.strip():
+                continue
+            row = json.loads(line)
+            count += 1
+            if row.get("error") is not None or row.get("score") is None or row.get("evaluator") != evaluator:
+                raise BenchError("%s: sample %s has no score: %s" % (what, row.get("sample"), line[:300]))
+            sample = row.get("sample")
+            if not isinstance(sample, int) or not 0 <= sample < n or seen[sample]:
+                raise BenchError("%s: sample %r is out of range or twice" % (what, sample))
+            seen[sample] = 1
+    if count != n:
+        raise BenchError("%s: %d result rows, expected %d" % (what, count, n))
+
+
+def write_copies(source, path, n):
+    """n samples: those of `source` again and again, each with an id of its own (so
+    every line is a sample of its own to the cache). Much faster than generating."""
+    with open(source, "rb") as f:
+        base = [json.loads(line) for line in f if line.strip()]
+    with open(path, "w", encoding="utf-8") as out:
+        for index in range(n):
+            sample = dict(base[index % len(base)], id="m%07d" % index)
+            out.write(json.dumps(sample, ensure_ascii=False))
+            out.write("\n")
+
+
+def scenario_m(bench, n):
+    """M: the default run on n samples of which 61.8% are in the cache, peak RSS."""
+    cached = n * 618 // 1000
+    bench.log("\n[M] rwb run (cache on) over %d samples, %d of them cached: peak RSS" % (n, cached))
+    path = bench.tmp / "data" / ("samples_%d.jsonl" % n)
+    if not path.exists():
+        t0 = time.perf_counter()
+        write_copies(bench.samples[max(bench.samples)], path, n)
+        bench.log("samples: %s: %d samples, %.1f MB, written in %.1f s"
+                  % (path.name, n, path.stat().st_size / 1e6, time.perf_counter() - t0))
+    root = bench.tmp / ("ws_m_plain_%d" % n)
+    (root / "metrics" / "plain").mkdir(parents=True)
+    (root / "metrics" / "plain" / "main.py").write_text(PLAIN_EVALUATOR)
+    # the cache holds the first 618 of every 1,000 lines: cached and new samples alternate
+    with open(path, "rb") as src, open(root / "samples.jsonl", "wb") as part:
+        for index, line in enumerate(src):
+            if index % 1000 < 618:
+                part.write(line)
+    cmd = [bench.rwb, "run", str(root), "--format", "jsonl", "--jobs", str(bench.jobs), "--python", bench.python]
+    out = bench.out / "rwb_m_fill.jsonl"
+    seconds, err, foreign = bench.timed(cmd, out)
+    fill = parse_summary(err)
+    out.unlink()
+    bench.log("  %-62s %8.3f s  %s%s" % ("rwb run, fills the cache with %d" % cached, seconds,
+                                         _evaluated_text(fill), _noise(foreign)))
+    os.unlink(root / "samples.jsonl")
+    os.link(path, root / "samples.jsonl")
+    out = bench.out / "rwb_m_run.jsonl"
+    seconds, err, foreign = bench.timed(cmd, out)
+    peak = bench.peak_mb
+    summary = parse_summary(err)
+    check_rows_streaming(out, "plain", n, "rwb run on %d, %d cached" % (n, cached))
+    out.unlink()
+    bench.log("  %-62s %8.3f s  %s, peak RSS %s%s" % ("rwb run on all %d" % n, seconds, _evaluated_text(summary),
+                                                     _mb(peak), _noise(foreign)))
+    problems = []
+    _expect_counts(summary, n - cached, cached, "the run", problems)
+    for p in problems:
+        bench.log("  ! " + p)
+    if peak is None:
+        return {"scenario": "M %dk, %dk cached, peak RSS" % (n // 1000, cached // 1000),
+                "error": "no %s to measure memory" % GNU_TIME}
+    notes = ["rwb column: peak RSS in MB; baseline column: the run's seconds"] + problems + [_disturbed(bench)]
+    return {"scenario": "M %dk, %dk cached, peak RSS MB" % (n // 1000, cached // 1000), "rwb": peak,
+            "base": seconds, "ratio": "-", "target": "<= 64 MB", "ok": peak <= 64.0 and not problems,
+            "note": "; ".join(x for x in notes if x)}
+
+
 def _expect_counts(summary, evaluated, cached, what, problems):
     got = (summary or {}).get("plain", {})
     if summary is not None and (got.get("evaluated"), got.get("cached")) != (evaluated, cached):
@@ -1122,8 +1219,9 @@ def main():
                         help="before each timed run, wait up to this many seconds for other processes "
                              "to go quiet (default 300)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (its path is printed)")
-    parser.add_argument("--only", default="ABCDEW",
-                        help="scenarios to run, e.g. AC (default ABCDEW; E runs E-H, the undecorated evaluator)")
+    parser.add_argument("--only", default="ABCDEIMW",
+                        help="scenarios to run, e.g. AC (default ABCDEIMW; E runs E-H, the undecorated evaluator; "
+                             "M generates 1,000,000 samples, about 1 GB)")
     args = parser.parse_args()
     if args.repeat < 1 or args.jobs < 1:
         parser.error("--repeat and --jobs must be at least 1")
@@ -1141,7 +1239,8 @@ def main():
         bench.calibrate()
         scenarios = {"A": (scenario_a, small), "B": (scenario_b, large),
                      "C": (scenario_c, small), "D": (scenario_d, small), "E": (scenario_plain, large),
-                     "W": (scenario_waiting, WAITING_SAMPLES)}
+                     "W": (scenario_waiting, WAITING_SAMPLES),
+                     "I": (scenario_i, small), "M": (scenario_m, 10 * large)}
         for key in args.only.upper():
             if key not in scenarios:
                 parser.error("--only: unknown scenario %r" % key)

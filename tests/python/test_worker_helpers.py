@@ -744,5 +744,103 @@ class ProtocolLineTests(unittest.TestCase):
             W._dumps({"i": 1, "ok": {"step_outputs": [object()]}})
 
 
+class PlainResultTests(unittest.TestCase):
+    """The shortcuts for the common case (a dict with a float score and a reason, read
+    and written directly) give exactly what the general paths give, and leave every
+    other value to them."""
+
+    DICTS = [
+        {"score": 0.5},
+        {"score": 0.5, "reason": "length"},
+        {"score": 1.0, "reason": None, "metrics": {}},
+        {"score": -0.0, "metrics": None},
+        {"score": 1e-300, "reason": "caf\u00e9 \u2713"},
+        # not plain: the general path decides
+        {"score": 1},
+        {"score": True},
+        {"score": NAN},
+        {"score": float("inf"), "reason": "x"},
+        {"score": None},
+        {},
+        {"score": 0.5, "reason": 5},
+        {"score": 0.5, "reason": b"bytes"},
+        {"score": 0.5, "metrics": {"a": 0.25}},
+        {"score": 0.5, "metrics": []},
+        {"score": 0.5, "metrics": "none"},
+        {"score": 0.5, "is_score_valid": False},
+        {"score": 0.5, "error": "a result_error"},
+        {"score": 0.5, "step_outputs": []},
+        {"score": 0.5, "other": 1},
+    ]
+
+    def _read(self, fn, value):
+        try:
+            return ("ok", fn(value, False))
+        except W.InvalidResult as exc:
+            return ("InvalidResult", str(exc))
+
+    def test_a_plain_dict_reads_as_the_general_path_reads_it(self):
+        class Reason(str):
+            pass
+
+        class Score(float):
+            pass
+
+        dicts = self.DICTS + [{"score": 0.5, "reason": Reason("sub")}, {"score": Score(0.5)}]
+        for value in dicts:
+            with self.subTest(value=value):
+                got = self._read(W._as_result, value)
+                self.assertEqual(got, self._read(W._read_result, value))
+                if got[0] == "ok":
+                    self.assertEqual(list(got[1]), list(W._RESULT_FIELDS))
+        self.assertIsNotNone(W._plain_result({"score": 0.5, "reason": "r", "metrics": {}}))
+        self.assertIsNone(W._plain_result({"score": 1}))
+
+    def test_a_result_line_is_what_the_encoder_writes(self):
+        ok = W._as_result({"score": 0.125, "reason": "r"}, False)
+        reasons = ["plain", "", None, "caf\u00e9 \u2713", 'say "hi" \\ back', "two\nlines\ttab", "\x01\x1f\x7f",
+                   "\u2028\u2029", "\U0001F600"]
+        scores = [0.0, -0.0, 1.0, 0.1, 1e-300, 1e300, 1e16, 1e-05, 123456789.125, -2.5]
+        messages = []
+        for n, reason in enumerate(reasons):
+            for score in scores:
+                m = {"i": n * 1000 + 7, "ms": 0.0123 * n, "ok": dict(ok, score=score, reason=reason)}
+                messages.append(m)
+                messages.append(dict(m, out="printed \u00e9\n"))
+        messages += [
+            {"i": 1, "ms": 2.0, "ok": dict(ok, is_score_valid=False)},
+            {"i": 2 ** 70, "ms": 0.5, "ok": ok},
+            {"i": 1, "ms": 0.5, "ok": W.NO_SCORE},
+            {"i": 1, "ms": 0.5, "ok": dict(ok, metrics={"m": {"score": 0.5, "is_score_valid": True, "reason": None}})},
+            {"i": 1, "ms": 0.5, "ok": dict(ok, step_outputs=[{"step": 1}])},
+            {"i": 1, "ms": 0.5, "ok": dict(ok, error="a result_error")},
+            {"i": 1, "ms": 0.5, "err": {"type": "ValueError", "message": "boom"}},
+            {"i": 1, "ms": 0.5, "err": {"type": "ValueError", "message": "boom"}, "out": "x"},
+            {"i": 1, "ms": 0.5, "ok": ok, "out": None},
+            {"done": 3},
+        ]
+        for m in messages:
+            with self.subTest(message=m):
+                self.assertEqual(W._result_line(m), W._dumps(m))
+
+    def test_a_result_line_refuses_what_the_encoder_refuses(self):
+        ok = W._as_result({"score": 0.5}, False)
+        for bad in ({"i": 1, "ms": 0.5, "ok": dict(ok, reason="lone \ud800")},
+                    {"i": 1, "ms": NAN, "ok": ok},
+                    {"i": 1, "ms": 0.5, "ok": dict(ok, score=float("inf"))}):
+            with self.subTest(message=bad):
+                with self.assertRaises(ValueError):
+                    W._dumps(bad)
+                with self.assertRaises(ValueError):
+                    W._result_line(bad)
+
+    def test_a_sample_line_reads_as_json_loads_reads_it(self):
+        for raw in (b'{"messages": [{"role": "user", "content": "caf\xc3\xa9"}], "n": 1.5}\n',
+                    b'  {"messages": [], "x": "\\u00e9 \\ud83d\\ude00"}  ',
+                    b'{"messages": [], "big": 123456789012345678901234567890}'):
+            with self.subTest(raw=raw):
+                self.assertEqual(W._sample(raw), json.loads(raw))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -635,7 +635,39 @@ def _as_metric(name, value):
     }
 
 
+_PLAIN_KEYS = frozenset(("score", "reason", "metrics"))
+
+
 def _as_result(value, strict):
+    """Read what an evaluator returned as rwb's result dict: a plain dict result at
+    once (see _plain_result), anything else by _read_result."""
+    if type(value) is dict:
+        plain = _plain_result(value)
+        if plain is not None:
+            return plain
+    return _read_result(value, strict)
+
+
+def _plain_result(value):
+    """The result of the most common return, a dict holding a finite float `score`
+    and at most a str `reason` and empty `metrics`, or None for any other dict.
+    _read_result gives the same result for it (tests/python pins that); this only
+    skips the checks such a dict passes anyway."""
+    if not _PLAIN_KEYS.issuperset(value):
+        return None
+    score = value.get("score")
+    if type(score) is not float or not math.isfinite(score):
+        return None
+    reason = value.get("reason")
+    if reason is not None and type(reason) is not str:
+        return None
+    metrics = value.get("metrics")
+    if metrics is not None and (type(metrics) is not dict or metrics):
+        return None
+    return {"score": score, "is_score_valid": True, "reason": reason, "metrics": {}, "step_outputs": None, "error": None}
+
+
+def _read_result(value, strict):
     """Read what an evaluator returned as rwb's result dict.
 
     `strict` is for decorated reward-kit functions, whose return the decorator has
@@ -1264,7 +1296,7 @@ class Worker:
             struct.pack_into("<q", mark, 0, ident)
             t0 = clock()
             try:
-                sample = json.loads(raw)
+                sample = _sample(raw)
                 kwargs = caller.arguments(sample)
                 t0 = clock()
                 value = evaluation.call(caller.fn, kwargs)
@@ -1289,7 +1321,7 @@ class Worker:
         idents = [ident for ident, _ in batch]
         struct.pack_into("<q", self.mark, 0, idents[0] if idents else -1)
         try:
-            samples = [json.loads(raw) for _, raw in batch]
+            samples = [_sample(raw) for _, raw in batch]
             kwargs = self.caller.arguments(samples)
             t0 = time.perf_counter()
             value = self.evaluation.call(self.caller.fn, kwargs)
@@ -1426,7 +1458,7 @@ class Worker:
 
     def send_result(self, message):
         try:
-            data = _dumps(message)
+            data = _result_line(message)
         except (TypeError, ValueError) as exc:
             # NaN/inf inside step_outputs, or an object json cannot write
             message = {
@@ -1657,10 +1689,64 @@ def _module_file(module):
 # One encoder for every protocol line: json.dumps builds a new one per call when given
 # options, which costs about a third of writing a result.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+# One decoder for every sample line (json.loads of bytes first guesses their encoding).
+_DECODER = json.JSONDecoder()
+# How _ENCODER writes a string (quoted, escaped, not ASCII-only).
+_quoted = json.encoder.encode_basestring
 
 
 def _dumps(obj):
     return (_ENCODER.encode(obj) + "\n").encode("utf-8")
+
+
+def _sample(raw):
+    """A sample line (UTF-8 bytes rwb checked is a JSON object) as a dict."""
+    return _DECODER.decode(raw.decode("utf-8"))
+
+
+# The protocol line of a plain result: what _dumps writes for it, key for key.
+_PLAIN_LINE = '{"i":%d,"ms":%r,"ok":{"score":%r,"is_score_valid":%s,"reason":%s,"metrics":{},"step_outputs":null,"error":null}%s}\n'
+_RESULT_KEYS = ("i", "ms", "ok")
+_RESULT_KEYS_OUT = ("i", "ms", "ok", "out")
+
+
+def _result_line(message):
+    """A result message as its protocol line: the bytes _dumps(message) gives, written
+    directly when the result is plain (finite float score, str or no reason, nothing
+    else; about a quarter of the encoder's cost), else by _dumps. Raises what _dumps
+    raises (ValueError for text that is not UTF-8, ...)."""
+    keys = tuple(message)
+    ok = message.get("ok")
+    if keys != _RESULT_KEYS and keys != _RESULT_KEYS_OUT or type(ok) is not dict:
+        return _dumps(message)
+    ident, ms, out = message["i"], message["ms"], message.get("out")
+    score, valid, reason = ok.get("score"), ok.get("is_score_valid"), ok.get("reason")
+    plain = (
+        tuple(ok) == _RESULT_FIELDS
+        and type(ident) is int
+        and type(ms) is float
+        and math.isfinite(ms)
+        and type(score) is float
+        and math.isfinite(score)
+        and (valid is True or valid is False)
+        and (reason is None or type(reason) is str)
+        and type(ok["metrics"]) is dict
+        and not ok["metrics"]
+        and ok["step_outputs"] is None
+        and ok["error"] is None
+        and (out is None and len(keys) == 3 or type(out) is str)
+    )
+    if not plain:
+        return _dumps(message)
+    text = _PLAIN_LINE % (
+        ident,
+        ms,
+        score,
+        "true" if valid else "false",
+        "null" if reason is None else _quoted(reason),
+        "" if out is None else ',"out":' + _quoted(out),
+    )
+    return text.encode("utf-8")
 
 
 # --------------------------------------------------------------------------------------
