@@ -7,6 +7,7 @@
 //! and starts a new one through the cache, so only what changed is evaluated.
 
 mod first;
+mod indexing;
 mod runs;
 mod ship;
 mod terminal;
@@ -25,7 +26,7 @@ use crate::ui::highlight::Highlighter;
 use crate::ui::keymap::Keymap;
 use crate::ui::theme::Theme;
 use crate::ui::view::{self, Ctx};
-use crate::workspace::{LineFiles, SamplesFile, SamplesReader, Watcher, Workspace};
+use crate::workspace::{LineFiles, SampleIndex, Watcher, Workspace};
 use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use futures::StreamExt;
 use runs::{RunMsg, Runs};
@@ -39,10 +40,6 @@ use tokio::sync::mpsc;
 
 /// The longest a burst of results may delay a frame.
 const FRAME_BUDGET: Duration = Duration::from_millis(12);
-/// On first open, the list shows after this many samples are indexed; the rest
-/// follows (a million-line file must not hold back the first frame).
-const FIRST_CHUNK: usize = 2000;
-
 impl Lines for LineFiles {
     fn line(&self, file: usize, offset: u64, len: u32) -> Option<String> {
         self.read(file, offset, len)
@@ -57,7 +54,7 @@ const MAX_RESYNCS: u32 = 3;
 enum Indexed {
     /// The first samples of a first load, to show at once.
     First(Vec<Sample>),
-    Done(Vec<Sample>, LineFiles),
+    Done(Vec<Sample>, SampleIndex, LineFiles),
     Failed(String),
 }
 
@@ -149,6 +146,8 @@ struct Live {
     index_tx: mpsc::UnboundedSender<(u64, Indexed)>,
     index_rx: mpsc::UnboundedReceiver<(u64, Indexed)>,
     index_generation: u64,
+    /// The samples as last indexed: what runs are fed from.
+    index: Arc<SampleIndex>,
     /// A run waits for the samples index (`Some` while one is being built).
     pending_run: Option<PendingRun>,
     /// Evaluators the run in flight evaluates without reading the cache.
@@ -194,6 +193,7 @@ impl Live {
             index_tx,
             index_rx,
             index_generation: 0,
+            index: Arc::default(),
             pending_run: None,
             running_fresh: Vec::new(),
             mismatched: false,
@@ -396,8 +396,9 @@ impl Live {
             let send = |m: Indexed| {
                 let _ = tx.send((generation, m));
             };
-            match index_samples(&files, first_load, |first| send(Indexed::First(first))) {
-                Ok((samples, lines)) => send(Indexed::Done(samples, lines)),
+            let first = |first| send(Indexed::First(first));
+            match indexing::index_samples(&files, first_load, first) {
+                Ok((samples, index, lines)) => send(Indexed::Done(samples, index, lines)),
                 Err(e) => send(Indexed::Failed(e.to_string())),
             }
         });
@@ -411,7 +412,8 @@ impl Live {
                 }
                 self.app.update(Msg::Samples(samples));
             }
-            Indexed::Done(samples, lines) => {
+            Indexed::Done(samples, index, lines) => {
+                self.index = Arc::new(index);
                 self.app.samples_labels = self
                     .session
                     .workspace
@@ -438,6 +440,15 @@ impl Live {
     /// evaluators changed code; `fresh` ones are evaluated again without the cache.
     /// Only ever called with a complete index (see `reload_samples`).
     fn start_run(&mut self, stale: Vec<usize>, which: Vec<usize>, fresh: Vec<usize>) {
+        if !self.index.is_current() && self.resyncs < MAX_RESYNCS {
+            // the files changed behind the index (no watcher said so): index them again
+            // and run, as asked, on the new index
+            self.resyncs += 1;
+            self.reload_samples(stale);
+            let pending = self.pending_run.as_mut().expect("set by reload_samples");
+            pending.fresh.extend(fresh);
+            return;
+        }
         // code changed (not only a rerun, which marks its evaluators stale): a
         // running server takes the new code
         if stale.iter().any(|e| !fresh.contains(e)) {
@@ -458,7 +469,7 @@ impl Live {
         self.runs.start(
             self.session.runner.clone(),
             self.session.workspace.evaluators.clone(),
-            self.session.workspace.samples.clone(),
+            self.index.clone(),
             which,
             fresh,
             priority,
@@ -547,6 +558,16 @@ impl Live {
                     })
                     .collect();
                 self.session.runner.record_versions(&prepared, &scored);
+            }
+            RunMsg::Changed => {
+                self.app.update(Msg::RunFinished);
+                self.resync();
+                if self.pending_run.is_none() {
+                    self.app.update(Msg::Notice(
+                        "the samples files keep changing while they are read; press R to run again"
+                            .into(),
+                    ));
+                }
             }
             RunMsg::Failed(message) => {
                 self.app.update(Msg::RunFinished);
@@ -985,35 +1006,6 @@ fn default_deploy_id(workspace: &Workspace) -> String {
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
         .collect();
     id.trim_matches('-').to_string()
-}
-
-/// Reads every samples line into a list of positions and hashes (no text is kept).
-/// On a first load, `first` gets the first few thousand at once.
-fn index_samples(
-    files: &[SamplesFile],
-    first_load: bool,
-    first: impl FnOnce(Vec<Sample>),
-) -> std::io::Result<(Vec<Sample>, LineFiles)> {
-    let lines = LineFiles::open(files)?;
-    let mut samples = Vec::new();
-    let mut first = first_load.then_some(first);
-    for line in SamplesReader::new(files) {
-        let l = line?;
-        samples.push(Sample {
-            at: l.at,
-            offset: l.offset,
-            len: l.raw.len() as u32,
-            hash: l.hash,
-            bad: l.bad,
-            cells: Vec::new(),
-        });
-        if samples.len() == FIRST_CHUNK {
-            if let Some(f) = first.take() {
-                f(samples.clone());
-            }
-        }
-    }
-    Ok((samples, lines))
 }
 
 /// Runs `$VISUAL`/`$EDITOR` (else vi) on the file at the line and waits for it.

@@ -5,10 +5,12 @@
 //! streaming JSONL reader. Must not know the screen, run Python or touch the cache.
 
 mod config;
+mod index;
 mod samples;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
+pub use index::{changed_error, Entry, IndexedLines, SampleIndex};
 pub use samples::{check_sample, hash_line, holds_no_sample, LineFiles, SampleLine, SamplesReader};
 pub use watcher::{relevant, Watcher};
 
