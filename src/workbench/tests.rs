@@ -3,6 +3,7 @@
 //! sample ends scored however indexing, runs and reruns interleave.
 
 use super::*;
+use crate::ui::app::RunState;
 use crate::ui::keymap::Keymap;
 
 /// Each sample's answer is its number; the evaluator scores n / 1e6 plus the `bump`

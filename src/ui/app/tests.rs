@@ -1,7 +1,7 @@
 //! App state driven through `update`, the same entry the live loop uses.
 
 use super::*;
-use crate::model::{EvalError, Outcome};
+use crate::model::{EvalError, Outcome, SampleRef, Style};
 use serde_json::Map;
 
 fn key(c: char) -> Msg {

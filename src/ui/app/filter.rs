@@ -1,0 +1,187 @@
+//! The list's filter (`refund score<0.5 error`) and the filtered, sorted view.
+
+use super::{App, EvaluatorInfo, Sample};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Op {
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    Eq,
+}
+
+impl Op {
+    pub(super) fn test(self, a: f64, b: f64) -> bool {
+        match self {
+            Op::Lt => a < b,
+            Op::Le => a <= b,
+            Op::Gt => a > b,
+            Op::Ge => a >= b,
+            Op::Eq => (a - b).abs() < 1e-12,
+        }
+    }
+}
+
+/// One term of a filter; the terms of a filter must all hold.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Cond {
+    /// Case-insensitive text anywhere in the sample line.
+    Text(String),
+    /// `score<0.5` (the selected evaluator) or `NAME>=0.8`.
+    Score {
+        evaluator: Option<usize>,
+        op: Op,
+        value: f64,
+    },
+    /// Any evaluator failed on the sample.
+    Error,
+    /// A score differs from the baseline (or, without one, is stale).
+    Changed,
+    /// A remote score differs from the local one.
+    Remote,
+}
+
+/// Parses a filter such as `refund score<0.5 error`. Unknown evaluator names are errors.
+pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond>, String> {
+    let mut out = Vec::new();
+    for word in text.split_whitespace() {
+        let lower = word.to_ascii_lowercase();
+        if lower == "error" || lower == "errors" {
+            out.push(Cond::Error);
+            continue;
+        }
+        if lower == "changed" {
+            out.push(Cond::Changed);
+            continue;
+        }
+        if lower == "remote" {
+            out.push(Cond::Remote);
+            continue;
+        }
+        let ops = [
+            ("<=", Op::Le),
+            (">=", Op::Ge),
+            ("<", Op::Lt),
+            (">", Op::Gt),
+            ("==", Op::Eq),
+            ("=", Op::Eq),
+        ];
+        let split = ops
+            .iter()
+            .find_map(|(s, op)| word.find(s).map(|i| (i, s.len(), *op)));
+        if let Some((i, len, op)) = split {
+            let name = &word[..i];
+            let value: f64 = word[i + len..]
+                .parse()
+                .map_err(|_| format!("'{word}': expected a number after the comparison"))?;
+            let evaluator = if name == "score" {
+                None
+            } else {
+                Some(
+                    evaluators
+                        .iter()
+                        .position(|e| e.name == name)
+                        .ok_or_else(|| format!("'{word}': no evaluator named '{name}'"))?,
+                )
+            };
+            out.push(Cond::Score {
+                evaluator,
+                op,
+                value,
+            });
+            continue;
+        }
+        out.push(Cond::Text(lower));
+    }
+    Ok(out)
+}
+
+impl App {
+    pub(super) fn set_filter(&mut self, text: String) {
+        match parse_filter(&text, &self.evaluators) {
+            Ok(conds) => {
+                self.filter = conds;
+                self.filter_error = None;
+            }
+            Err(e) => self.filter_error = Some(e),
+        }
+        self.filter_text = text;
+        self.refresh_view();
+    }
+
+    pub(super) fn changed(&self, sample: &Sample) -> bool {
+        match &self.baseline {
+            Some(baseline) => self.evaluators.iter().enumerate().any(|(e, info)| {
+                let now = sample.cells.get(e).and_then(|c| c.score());
+                match baseline.score(sample, &info.name) {
+                    Some(before) => match (before, now) {
+                        (Some(a), Some(b)) => (a - b).abs() > 1e-12,
+                        (a, b) => a.is_some() != b.is_some(),
+                    },
+                    None => true,
+                }
+            }),
+            None => sample.cells.iter().any(|c| c.stale),
+        }
+    }
+
+    pub(super) fn matches(&self, sample: &Sample) -> bool {
+        if self.changed_only && !self.changed(sample) {
+            return false;
+        }
+        self.filter.iter().all(|cond| match cond {
+            Cond::Text(t) => self.text(sample).to_ascii_lowercase().contains(t.as_str()),
+            Cond::Error => sample.bad.is_some() || sample.cells.iter().any(|c| c.is_error()),
+            Cond::Changed => self.changed(sample),
+            Cond::Remote => {
+                (0..self.evaluators.len()).any(|e| self.remote_differs(sample, e) == Some(true))
+            }
+            Cond::Score {
+                evaluator,
+                op,
+                value,
+            } => {
+                let e = evaluator.unwrap_or(self.evaluator);
+                sample
+                    .cells
+                    .get(e)
+                    .and_then(|c| c.score())
+                    .is_some_and(|s| op.test(s, *value))
+            }
+        })
+    }
+
+    /// Recomputes the filtered, sorted list, keeping the same sample selected.
+    pub fn refresh_view(&mut self) {
+        self.view_stale = false;
+        let keep = self.selected();
+        let mut view: Vec<usize> = (0..self.samples.len())
+            .filter(|&i| self.matches(&self.samples[i]))
+            .collect();
+        if let Some((e, descending)) = self.sort {
+            view.sort_by(|&a, &b| {
+                let sa = self.samples[a].cells.get(e).and_then(|c| c.score());
+                let sb = self.samples[b].cells.get(e).and_then(|c| c.score());
+                match (sa, sb) {
+                    (Some(x), Some(y)) => {
+                        let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);
+                        if descending {
+                            o.reverse()
+                        } else {
+                            o
+                        }
+                    }
+                    (Some(_), None) => std::cmp::Ordering::Less,
+                    (None, Some(_)) => std::cmp::Ordering::Greater,
+                    (None, None) => std::cmp::Ordering::Equal,
+                }
+                .then(a.cmp(&b))
+            });
+        }
+        self.view = view;
+        self.cursor = keep
+            .and_then(|k| self.view.iter().position(|&i| i == k))
+            .unwrap_or_else(|| self.cursor.min(self.view.len().saturating_sub(1)));
+    }
+}

@@ -1,0 +1,341 @@
+//! The workbench's state and the one function that changes it: `update(msg) -> effects`.
+//!
+//! Plain data: no terminal, no processes, no files. Keys and run results come in as
+//! [`Msg`]s; what must happen outside (rerun, open the editor, quit) goes out as
+//! [`Effect`]s for the live loop to carry out. Tests drive it exactly like the loop does.
+
+mod baseline;
+mod filter;
+mod keys;
+mod overlays;
+mod results;
+mod samples;
+mod ship;
+mod stats;
+
+pub use baseline::{Baseline, BaselineOf};
+pub use filter::{parse_filter, Cond, Op};
+pub use overlays::{DeployForm, History, Overlay};
+pub use results::Detail;
+pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sample};
+pub use ship::{Ship, ShipMsg, TunnelKey};
+
+use super::keymap::{Action, Keymap};
+use crate::model::{EvalError, Outcome};
+use baseline::RankMemo;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use overlays::deploy_form_key;
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Focus {
+    List,
+    Conversation,
+    Breakdown,
+}
+
+/// What the live loop must do after an update.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    Quit,
+    /// Evaluate again without the cache: one evaluator, or all.
+    Rerun {
+        evaluator: Option<usize>,
+    },
+    /// Load the selected evaluator's past versions (answered by `Msg::History`).
+    History {
+        evaluator: String,
+    },
+    /// Run the reward-hacking probes (answered by `Msg::Report`).
+    Probes,
+    /// Run the contract check (answered by `Msg::Report`).
+    Check,
+    /// Open `$EDITOR` at this file and line, then come back.
+    Edit {
+        file: PathBuf,
+        line: Option<u32>,
+    },
+    /// Write the current results to a file.
+    Export,
+    ToggleServe,
+    ToggleTunnel,
+    Deploy {
+        id: String,
+        display_name: String,
+        force: bool,
+    },
+    /// Replay the samples on the tunnel or deployment and compare.
+    CompareRemote,
+    /// Put this text on the clipboard (OSC 52).
+    Copy(String),
+}
+
+/// Everything that can happen to the workbench.
+#[derive(Debug)]
+pub enum Msg {
+    Key(KeyEvent),
+    Resized,
+    /// The samples files were (re)read. Outcomes move with their sample's content.
+    Samples(Vec<Sample>),
+    /// The evaluators (at start and after `rwb.toml` changed). Outcomes move by name.
+    Evaluators(Vec<EvaluatorInfo>),
+    /// A run began for these evaluators; `stale` ones changed code.
+    RunStarted {
+        evaluators: Vec<usize>,
+        stale: Vec<usize>,
+    },
+    Result {
+        evaluator: usize,
+        sample: usize,
+        outcome: Box<Outcome>,
+    },
+    /// The evaluator's module failed to import (or imports again: `None`).
+    ImportState {
+        evaluator: usize,
+        error: Option<EvalError>,
+    },
+    RunFinished,
+    /// `rwb.toml` is broken (the last good configuration stays), or fixed (`None`).
+    ConfigError(Option<String>),
+    Notice(String),
+    Watching(Vec<String>),
+    Ship(ShipMsg),
+    History(History),
+    /// A titled report to show (probes, contract check).
+    Report(String, Vec<String>),
+    /// The selected cell's whole outcome, read from the store (see `wanted_detail`).
+    Detail(Detail),
+}
+
+pub struct App {
+    pub root: PathBuf,
+    pub lines: Arc<dyn Lines>,
+    pub samples_labels: Vec<String>,
+    pub evaluators: Vec<EvaluatorInfo>,
+    pub samples: Vec<Sample>,
+    /// Indices into `samples`, filtered and sorted.
+    pub view: Vec<usize>,
+    /// Position in `view`.
+    pub cursor: usize,
+    /// First row of the list on screen (kept by the renderer).
+    pub list_offset: usize,
+    pub list_height: usize,
+    pub focus: Focus,
+    pub evaluator: usize,
+    pub conversation_scroll: u16,
+    pub breakdown_scroll: u16,
+    pub detail: bool,
+    pub overlay: Overlay,
+    /// Some while the filter is being typed.
+    pub filter_input: Option<String>,
+    pub filter_text: String,
+    pub filter: Vec<Cond>,
+    pub filter_error: Option<String>,
+    /// (evaluator, descending)
+    pub sort: Option<(usize, bool)>,
+    pub baseline: Option<Baseline>,
+    pub changed_only: bool,
+    pub notice: Option<String>,
+    pub config_error: Option<String>,
+    pub watching: Vec<String>,
+    pub keymap: Keymap,
+    pub running: bool,
+    pub ship: Ship,
+    /// Pass threshold for flips (`[insight] threshold`).
+    pub threshold: f64,
+    /// Weights for the combined reward (TRL's reward_weights), when rwb.toml gives any.
+    pub weights: Option<Vec<f64>>,
+    pub history: Option<History>,
+    pub report: Option<(String, Vec<String>)>,
+    /// Bumped whenever scores or the baseline change (what derived views key on).
+    revision: u64,
+    /// The last rank change computed: ((sample, evaluator, revision), result).
+    rank_memo: Option<RankMemo>,
+    /// Component names per evaluator, in order of first appearance (cells' `parts`
+    /// follow them).
+    pub components: Vec<Vec<String>>,
+    /// What groups rollouts (`[insight] group_by`): a sample field, or `None` for the prompt.
+    pub group_by: Option<String>,
+    /// Each sample's rollout-group key (its prompt), computed when the stats open.
+    pub group_keys: Option<Vec<Option<[u8; 16]>>>,
+    /// Failed outcomes per evaluator, kept as results arrive (the status line must
+    /// not count a million cells every frame).
+    pub error_counts: Vec<usize>,
+    /// Something changed since the last frame.
+    pub dirty: bool,
+    view_stale: bool,
+    /// The workbench reads outcomes back from the store: cells keep only scores (and
+    /// errors); `false` (no store, tests) keeps every outcome whole.
+    pub store_details: bool,
+    /// The selected cell's whole outcome (see [`Detail`]).
+    pub selected_detail: Option<Detail>,
+    /// Each evaluator's code key, by name (where its outcomes are in the store).
+    pub code_keys: HashMap<String, [u8; 32]>,
+    /// Cells scored and not stale, kept as results arrive (for the frame trace).
+    pub fresh: usize,
+    /// Per evaluator, the last error kept: an identical one shares it (a failed
+    /// import fails every sample the same way).
+    last_error: Vec<Option<Arc<Outcome>>>,
+}
+
+impl App {
+    pub fn new(
+        root: PathBuf,
+        samples_labels: Vec<String>,
+        keymap: Keymap,
+        lines: Arc<dyn Lines>,
+    ) -> App {
+        App {
+            root,
+            lines,
+            samples_labels,
+            evaluators: Vec::new(),
+            samples: Vec::new(),
+            view: Vec::new(),
+            cursor: 0,
+            list_offset: 0,
+            list_height: 20,
+            focus: Focus::List,
+            evaluator: 0,
+            conversation_scroll: 0,
+            breakdown_scroll: 0,
+            detail: false,
+            overlay: Overlay::None,
+            filter_input: None,
+            filter_text: String::new(),
+            filter: Vec::new(),
+            filter_error: None,
+            sort: None,
+            baseline: None,
+            changed_only: false,
+            notice: None,
+            config_error: None,
+            watching: Vec::new(),
+            keymap,
+            running: false,
+            ship: Ship::default(),
+            threshold: crate::insight::DEFAULT_THRESHOLD,
+            weights: None,
+            history: None,
+            report: None,
+            revision: 0,
+            rank_memo: None,
+            group_keys: None,
+            group_by: None,
+            components: Vec::new(),
+            error_counts: Vec::new(),
+            dirty: true,
+            view_stale: true,
+            store_details: false,
+            selected_detail: None,
+            code_keys: HashMap::new(),
+            fresh: 0,
+            last_error: Vec::new(),
+        }
+    }
+
+    /// The text of a sample line.
+    pub fn text(&self, sample: &Sample) -> String {
+        self.lines
+            .line(sample.at.file, sample.offset, sample.len)
+            .unwrap_or_default()
+    }
+
+    /// The selected sample's index into `samples`.
+    pub fn selected(&self) -> Option<usize> {
+        self.view.get(self.cursor).copied()
+    }
+
+    pub fn selected_sample(&self) -> Option<&Sample> {
+        self.selected().map(|i| &self.samples[i])
+    }
+
+    pub fn selected_cell(&self) -> Option<&Cell> {
+        self.selected_sample()
+            .and_then(|s| s.cells.get(self.evaluator))
+    }
+
+    pub fn update(&mut self, msg: Msg) -> Vec<Effect> {
+        self.dirty = true;
+        if !matches!(msg, Msg::Key(_) | Msg::Resized | Msg::Detail(_)) {
+            self.revision += 1;
+        }
+        let effects = match msg {
+            Msg::Key(key) => self.on_key(key),
+            Msg::Resized => Vec::new(),
+            Msg::Samples(samples) => {
+                self.replace_samples(samples);
+                Vec::new()
+            }
+            Msg::Evaluators(evaluators) => {
+                self.replace_evaluators(evaluators);
+                Vec::new()
+            }
+            Msg::RunStarted { evaluators, stale } => {
+                self.run_started(&evaluators, &stale);
+                Vec::new()
+            }
+            Msg::Result {
+                evaluator,
+                sample,
+                outcome,
+            } => {
+                self.on_result(evaluator, sample, *outcome);
+                Vec::new()
+            }
+            Msg::ImportState { evaluator, error } => {
+                if let Some(info) = self.evaluators.get_mut(evaluator) {
+                    info.import_error = error;
+                }
+                Vec::new()
+            }
+            Msg::RunFinished => {
+                self.running = false;
+                for info in &mut self.evaluators {
+                    info.state = RunState::Idle;
+                }
+                self.attribute();
+                Vec::new()
+            }
+            Msg::ConfigError(e) => {
+                self.config_error = e;
+                Vec::new()
+            }
+            Msg::Notice(text) => {
+                self.notice = Some(text);
+                Vec::new()
+            }
+            Msg::Watching(paths) => {
+                self.watching = paths;
+                Vec::new()
+            }
+            Msg::Ship(m) => {
+                self.on_ship(m);
+                Vec::new()
+            }
+            Msg::History(h) => {
+                self.history = Some(h);
+                self.overlay = Overlay::History;
+                Vec::new()
+            }
+            Msg::Report(title, lines) => {
+                self.report = Some((title, lines));
+                self.overlay = Overlay::Report;
+                Vec::new()
+            }
+            Msg::Detail(detail) => {
+                self.take_detail(detail);
+                Vec::new()
+            }
+        };
+        if self.view_stale {
+            self.refresh_view();
+        }
+        effects
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,206 @@
+//! What the list holds: samples, evaluators and their cells, and how new samples or
+//! evaluators are taken in (outcomes follow a line's content and an evaluator's name).
+
+use super::stats::EAGER_GROUPS;
+use super::App;
+use crate::model::{EvalError, Outcome, SampleRef, Style};
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// An evaluator as the workbench shows it.
+#[derive(Clone, Debug)]
+pub struct EvaluatorInfo {
+    pub name: String,
+    /// The file that defines it (main.py), for the source pane and the editor.
+    pub source: PathBuf,
+    pub style: Option<Style>,
+    pub state: RunState,
+    /// Set while its module does not import.
+    pub import_error: Option<EvalError>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RunState {
+    Idle,
+    Running { done: usize, total: usize },
+}
+
+/// One evaluator's latest outcome for one sample, as the list needs it.
+#[derive(Clone, Debug, Default)]
+pub struct Cell {
+    /// `None` until evaluated.
+    pub outcome: Option<Kept>,
+    /// The evaluator changed and this sample has not been rerun yet.
+    pub stale: bool,
+    /// Component scores along the evaluator's component names (NaN: none), for fast
+    /// comparison and statistics over many samples.
+    pub parts: Box<[f64]>,
+}
+
+/// What a cell keeps of an outcome: its score, and the whole outcome only where it
+/// cannot be read back from the store (an error, an evaluator called in batches, a
+/// workbench without a store). A million reasons are not kept for a list that shows
+/// scores: the selected cell's whole outcome is [`App::selected_detail`], read on selection.
+#[derive(Clone, Debug)]
+pub struct Kept {
+    pub score: Option<f64>,
+    pub full: Option<Arc<Outcome>>,
+}
+
+impl Cell {
+    pub fn score(&self) -> Option<f64> {
+        self.outcome.as_ref().and_then(|o| o.score)
+    }
+
+    pub fn is_error(&self) -> bool {
+        self.error().is_some()
+    }
+
+    /// The error instead of a result (errors are always kept whole).
+    pub fn error(&self) -> Option<&EvalError> {
+        self.full()?.error.as_ref()
+    }
+
+    /// The whole outcome, when the cell keeps it.
+    pub fn full(&self) -> Option<&Arc<Outcome>> {
+        self.outcome.as_ref()?.full.as_ref()
+    }
+
+    /// Scored and not stale: what the frame trace counts.
+    pub(super) fn is_fresh(&self) -> bool {
+        self.outcome.is_some() && !self.stale
+    }
+}
+
+/// Where the text of sample lines comes from: the live loop reads them from the
+/// samples files on demand, so a million-line file is not held in memory.
+pub trait Lines: Send + Sync {
+    fn line(&self, file: usize, offset: u64, len: u32) -> Option<String>;
+}
+
+/// Lines kept in memory, by (file, offset): for tests and small inputs.
+#[derive(Default)]
+pub struct MemoryLines(pub HashMap<(usize, u64), String>);
+
+impl Lines for MemoryLines {
+    fn line(&self, file: usize, offset: u64, _len: u32) -> Option<String> {
+        self.0.get(&(file, offset)).cloned()
+    }
+}
+
+/// One sample line and its outcomes.
+#[derive(Clone, Debug)]
+pub struct Sample {
+    pub at: SampleRef,
+    /// Where the line is in its file.
+    pub offset: u64,
+    pub len: u32,
+    pub hash: [u8; 16],
+    pub bad: Option<String>,
+    pub cells: Vec<Cell>,
+}
+
+impl App {
+    pub(super) fn count_fresh(&mut self) {
+        self.fresh = self
+            .samples
+            .iter()
+            .flat_map(|s| s.cells.iter())
+            .filter(|c| c.is_fresh())
+            .count();
+    }
+
+    pub(super) fn count_errors(&mut self) {
+        self.count_fresh();
+        self.error_counts = (0..self.evaluators.len())
+            .map(|e| {
+                self.samples
+                    .iter()
+                    .filter(|s| s.cells.get(e).is_some_and(|c| c.is_error()))
+                    .count()
+            })
+            .collect();
+    }
+
+    pub(super) fn replace_samples(&mut self, mut samples: Vec<Sample>) {
+        let n = self.evaluators.len();
+        let keep = self
+            .selected_sample()
+            .map(|s| (s.at.file, s.hash, s.at.index));
+        // outcomes follow content: the same line, wherever it moved, keeps its scores
+        let mut old: HashMap<[u8; 16], Vec<Cell>> = HashMap::new();
+        for s in self.samples.drain(..) {
+            old.entry(s.hash).or_insert(s.cells);
+        }
+        for s in &mut samples {
+            s.cells = old
+                .get(&s.hash)
+                .cloned()
+                .unwrap_or_else(|| vec![Cell::default(); n]);
+            s.cells.resize(n, Cell::default());
+        }
+        self.samples = samples;
+        self.group_keys = None;
+        if self.samples.len() <= EAGER_GROUPS {
+            self.compute_group_keys();
+        }
+        self.count_errors();
+        self.refresh_view();
+        if let Some((file, hash, index)) = keep {
+            let same = self
+                .view
+                .iter()
+                .position(|&i| self.samples[i].hash == hash && self.samples[i].at.file == file)
+                .or_else(|| {
+                    // the line itself changed: stay at the nearest sample
+                    self.view
+                        .iter()
+                        .position(|&i| self.samples[i].at.index >= index)
+                });
+            if let Some(p) = same {
+                self.cursor = p;
+            } else {
+                self.cursor = self.view.len().saturating_sub(1);
+            }
+        }
+    }
+
+    pub(super) fn replace_evaluators(&mut self, evaluators: Vec<EvaluatorInfo>) {
+        let old_names: Vec<String> = self.evaluators.iter().map(|e| e.name.clone()).collect();
+        let selected_name = old_names.get(self.evaluator).cloned();
+        for s in &mut self.samples {
+            let mut by_name: HashMap<&str, Cell> = old_names
+                .iter()
+                .map(|n| n.as_str())
+                .zip(s.cells.drain(..))
+                .collect();
+            s.cells = evaluators
+                .iter()
+                .map(|e| by_name.remove(e.name.as_str()).unwrap_or_default())
+                .collect();
+        }
+        // component names move with their evaluator, as its cells' parts follow them
+        let mut components: HashMap<&str, Vec<String>> = old_names
+            .iter()
+            .map(|n| n.as_str())
+            .zip(std::mem::take(&mut self.components))
+            .collect();
+        self.components = evaluators
+            .iter()
+            .map(|e| components.remove(e.name.as_str()).unwrap_or_default())
+            .collect();
+        self.evaluators = evaluators;
+        self.count_errors();
+        self.evaluator = selected_name
+            .and_then(|n| self.evaluators.iter().position(|e| e.name == n))
+            .unwrap_or(0);
+        if let Some((e, d)) = self.sort {
+            let name = old_names.get(e);
+            self.sort = name
+                .and_then(|n| self.evaluators.iter().position(|x| &x.name == n))
+                .map(|e| (e, d));
+        }
+        self.refresh_view();
+    }
+}

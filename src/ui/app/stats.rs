@@ -1,0 +1,169 @@
+//! Statistics over every sample: summaries, histograms, rollout groups, component
+//! shares and the combined reward.
+
+use super::{App, Sample};
+use crate::model::{Metric, Outcome, Summary, SummaryBuilder};
+
+/// Up to this many samples, rollout groups are found as soon as the samples load;
+/// beyond, when the statistics open (reading every line takes a while).
+pub(super) const EAGER_GROUPS: usize = 5000;
+
+impl App {
+    /// The selected evaluator's rollout group of a sample (samples sharing its prompt):
+    /// (members, mean, std, this sample's advantage). `None` until the stats computed
+    /// the group keys, or when the sample is alone.
+    pub fn group_of(&self, sample: usize, evaluator: usize) -> Option<(usize, f64, f64, f64)> {
+        let keys = self.group_keys.as_ref()?;
+        let key = (*keys.get(sample)?)?;
+        let scores: Vec<f64> = keys
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| **k == Some(key))
+            .filter_map(|(i, _)| self.samples.get(i)?.cells.get(evaluator)?.score())
+            .collect();
+        if scores.len() < 2 {
+            return None;
+        }
+        let n = scores.len() as f64;
+        let mean = scores.iter().sum::<f64>() / n;
+        let std = (scores.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
+        let own = self.samples.get(sample)?.cells.get(evaluator)?.score()?;
+        Some((scores.len(), mean, std, (own - mean) / (std + 1e-4)))
+    }
+
+    /// The combined reward of a sample: the weighted sum of its evaluators' scores, as
+    /// TRL combines reward functions. `None` when weights are not configured or a score
+    /// is missing.
+    pub fn combined(&self, sample: &Sample) -> Option<f64> {
+        let weights = self.weights.as_ref()?;
+        let mut total = 0.0;
+        for (e, w) in weights.iter().enumerate() {
+            total += w * sample.cells.get(e)?.score()?;
+        }
+        Some(total)
+    }
+
+    /// Each sample's rollout-group key (its prompt), read from the sample lines.
+    pub(super) fn compute_group_keys(&mut self) {
+        if self
+            .group_keys
+            .as_ref()
+            .is_some_and(|k| k.len() == self.samples.len())
+        {
+            return;
+        }
+        let keys = self
+            .samples
+            .iter()
+            .map(|s| {
+                let value: serde_json::Value = serde_json::from_str(&self.text(s)).ok()?;
+                crate::insight::group_key(&value, self.group_by.as_deref())
+            })
+            .collect();
+        self.group_keys = Some(keys);
+    }
+
+    /// Summary of one evaluator over every sample.
+    pub fn summary(&self, evaluator: usize) -> Summary {
+        let mut b = SummaryBuilder::default();
+        for s in &self.samples {
+            let Some(cell) = s.cells.get(evaluator) else {
+                continue;
+            };
+            match (&cell.outcome, cell.full()) {
+                (_, Some(o)) => b.add(o),
+                (Some(kept), None) => b.add(&Outcome {
+                    score: kept.score,
+                    ..Outcome::scored(0.0, Default::default())
+                }),
+                (None, None) => {}
+            }
+        }
+        b.finish()
+    }
+
+    /// Scores of one evaluator (for the histogram).
+    pub fn scores(&self, evaluator: usize) -> Vec<f64> {
+        self.samples
+            .iter()
+            .filter_map(|s| s.cells.get(evaluator).and_then(|c| c.score()))
+            .collect()
+    }
+
+    /// Rollout groups of one evaluator's scores: (groups of two or more, of which with
+    /// zero variance). `None` until the group keys are computed.
+    pub fn group_summary(&self, evaluator: usize) -> Option<(usize, usize)> {
+        let keys = self.group_keys.as_ref()?;
+        let scores: Vec<Option<f64>> = self
+            .samples
+            .iter()
+            .map(|s| s.cells.get(evaluator).and_then(|c| c.score()))
+            .collect();
+        let groups = crate::insight::groups(keys, &scores);
+        Some((
+            groups.len(),
+            groups.iter().filter(|g| g.zero_variance).count(),
+        ))
+    }
+
+    /// Each component's share of how the evaluator's score varies.
+    pub fn variance_shares(&self, evaluator: usize) -> Vec<(String, f64)> {
+        let names = self
+            .components
+            .get(evaluator)
+            .map(|c| c.as_slice())
+            .unwrap_or(&[]);
+        let cells = self
+            .samples
+            .iter()
+            .filter_map(|s| s.cells.get(evaluator).filter(|c| !c.is_error()))
+            .map(|c| (c.score(), &c.parts[..]));
+        crate::insight::variance_shares_compact(cells, names)
+    }
+
+    /// Component metrics whose score is the same on every sample that has them.
+    pub fn constant_metrics(&self, evaluator: usize) -> Vec<(String, f64)> {
+        let mut seen: Vec<(String, Option<f64>, bool)> = Vec::new();
+        let names = self
+            .components
+            .get(evaluator)
+            .map(|c| c.as_slice())
+            .unwrap_or(&[]);
+        for s in &self.samples {
+            let Some(cell) = s.cells.get(evaluator).filter(|c| c.outcome.is_some()) else {
+                continue;
+            };
+            // a kept outcome says which metrics it has; else its component scores do
+            let metrics = match cell.full() {
+                Some(o) => o.metric_list(),
+                None => names
+                    .iter()
+                    .zip(&cell.parts[..])
+                    .filter(|(_, x)| !x.is_nan())
+                    .map(|(n, x)| {
+                        let m = Metric {
+                            score: Some(*x),
+                            is_score_valid: true,
+                            reason: None,
+                        };
+                        (n.clone(), m)
+                    })
+                    .collect(),
+            };
+            for (name, Metric { score, .. }) in metrics {
+                match seen.iter_mut().find(|(n, _, _)| *n == name) {
+                    Some((_, first, varies)) => {
+                        if *first != score {
+                            *varies = true;
+                        }
+                    }
+                    None => seen.push((name, score, false)),
+                }
+            }
+        }
+        seen.into_iter()
+            .filter(|(_, _, varies)| !varies)
+            .filter_map(|(n, s, _)| Some((n, s?)))
+            .collect()
+    }
+}

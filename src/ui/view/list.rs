@@ -1,0 +1,276 @@
+//! The sample list: one row per sample, a score column per evaluator.
+
+use super::conversation::content_text;
+use super::{clip, pane, title_span, Ctx};
+use crate::ui::app::{App, Cell, Focus, Sample};
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Paragraph;
+use ratatui::Frame;
+use serde_json::Value;
+
+pub(super) fn draw_list(frame: &mut Frame, app: &mut App, ctx: &Ctx, area: Rect) {
+    let block = pane(list_title(app, ctx), app.focus == Focus::List, ctx);
+    let inner = block.inner(area);
+    frame.render_widget(block, area);
+    if inner.height < 2 || inner.width < 10 {
+        return;
+    }
+    let height = inner.height as usize - 1;
+    app.list_height = height;
+    if app.cursor < app.list_offset {
+        app.list_offset = app.cursor;
+    } else if app.cursor >= app.list_offset + height {
+        app.list_offset = app.cursor + 1 - height;
+    }
+    app.list_offset = app.list_offset.min(app.view.len().saturating_sub(height));
+
+    let columns = Columns::new(app, inner.width as usize);
+    let mut lines = vec![list_header(app, ctx, &columns)];
+    let end = (app.list_offset + height).min(app.view.len());
+    for pos in app.list_offset..end {
+        lines.push(list_row(app, ctx, &columns, pos));
+    }
+    if app.view.is_empty() {
+        let why = if app.samples.is_empty() {
+            "no samples yet"
+        } else {
+            "no sample matches the filter"
+        };
+        lines.push(Line::styled(
+            format!("  {why}"),
+            Style::default().fg(ctx.theme.palette.muted),
+        ));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// " Samples 3/10 ", the sort and whether only changed samples show.
+fn list_title(app: &App, ctx: &Ctx) -> Line<'static> {
+    let p = &ctx.theme.palette;
+    let mut title = vec![title_span(
+        format!(" Samples {}/{} ", app.view.len(), app.samples.len()),
+        ctx,
+    )];
+    if let Some((e, desc)) = app.sort {
+        if let Some(info) = app.evaluators.get(e) {
+            title.push(Span::styled(
+                format!("sorted by {} {} ", info.name, if desc { "↓" } else { "↑" }),
+                Style::default().fg(p.muted),
+            ));
+        }
+    }
+    if app.changed_only {
+        title.push(Span::styled("changed only ", Style::default().fg(p.accent)));
+    }
+    Line::from(title)
+}
+
+/// The widths of the list's columns.
+struct Columns {
+    index_w: usize,
+    text_w: usize,
+    score_w: Vec<usize>,
+    show_delta: bool,
+    show_combined: bool,
+}
+
+impl Columns {
+    fn new(app: &App, width: usize) -> Columns {
+        let show_delta = app.baseline.is_some();
+        let show_combined = app.weights.is_some();
+        let score_w: Vec<usize> = app
+            .evaluators
+            .iter()
+            .map(|e| e.name.chars().count().clamp(6, 12))
+            .collect();
+        let index_w = app.samples.len().max(1).ilog10() as usize + 1;
+        let fixed: usize = index_w
+            + 1
+            + score_w.iter().map(|w| w + 1).sum::<usize>()
+            + if show_delta { 7 } else { 0 }
+            + if show_combined { 9 } else { 0 };
+        let text_w = width.saturating_sub(fixed + 1).max(4);
+        Columns {
+            index_w,
+            text_w,
+            score_w,
+            show_delta,
+            show_combined,
+        }
+    }
+}
+
+/// The header row: the evaluators' names, the selected one underlined.
+fn list_header(app: &App, ctx: &Ctx, columns: &Columns) -> Line<'static> {
+    let p = &ctx.theme.palette;
+    let Columns {
+        index_w, text_w, ..
+    } = *columns;
+    let score_w = &columns.score_w;
+    let mut header = vec![Span::raw(format!(
+        "{:>index_w$} {:<text_w$}",
+        "#", "sample"
+    ))];
+    for (e, info) in app.evaluators.iter().enumerate() {
+        let style = if e == app.evaluator {
+            Style::default()
+                .fg(p.accent)
+                .add_modifier(Modifier::BOLD | Modifier::UNDERLINED)
+        } else {
+            Style::default().fg(p.muted).add_modifier(Modifier::BOLD)
+        };
+        header.push(Span::raw(" "));
+        header.push(Span::styled(
+            format!("{:>w$}", clip(&info.name, score_w[e]), w = score_w[e]),
+            style,
+        ));
+    }
+    if columns.show_combined {
+        header.push(Span::styled(
+            format!(" {:>8}", "combined"),
+            Style::default().fg(p.muted).add_modifier(Modifier::BOLD),
+        ));
+    }
+    if columns.show_delta {
+        header.push(Span::styled(
+            format!(" {:>6}", "Δ"),
+            Style::default().fg(p.muted).add_modifier(Modifier::BOLD),
+        ));
+    }
+    Line::from(header)
+}
+
+/// The row of the sample at `pos` in the view: number, title, scores, combined, Δ.
+fn list_row(app: &App, ctx: &Ctx, columns: &Columns, pos: usize) -> Line<'static> {
+    let p = &ctx.theme.palette;
+    let Columns {
+        index_w, text_w, ..
+    } = *columns;
+    let sample = &app.samples[app.view[pos]];
+    let mut spans = vec![Span::styled(
+        format!("{:>index_w$} ", sample.at.index),
+        Style::default().fg(p.muted),
+    )];
+    let title = sample_title(&app.text(sample), sample);
+    spans.push(Span::raw(format!("{:<text_w$}", clip(&title, text_w))));
+    for (e, cell) in sample.cells.iter().enumerate() {
+        spans.push(Span::raw(" "));
+        let differs = app.remote_differs(sample, e) == Some(true);
+        spans.push(score_cell(
+            cell,
+            columns.score_w.get(e).copied().unwrap_or(6),
+            ctx,
+            sample.bad.is_some(),
+            differs,
+        ));
+    }
+    if columns.show_combined {
+        let text = app
+            .combined(sample)
+            .map(|c| format!("{c:.3}"))
+            .unwrap_or_else(|| "-".into());
+        spans.push(Span::styled(
+            format!(" {text:>8}"),
+            Style::default().fg(p.title),
+        ));
+    }
+    if columns.show_delta {
+        spans.push(delta_span(app.delta(sample, app.evaluator), ctx));
+    }
+    let line = Line::from(spans);
+    if pos == app.cursor {
+        line.style(ctx.theme.selection_style().add_modifier(Modifier::BOLD))
+    } else {
+        line
+    }
+}
+
+/// The Δ column: the change from the baseline, `·` when none.
+fn delta_span(d: Option<f64>, ctx: &Ctx) -> Span<'static> {
+    let p = &ctx.theme.palette;
+    let (text, color) = match d {
+        Some(d) if d.abs() < 1e-9 => (format!("{:>6}", "·"), p.muted),
+        Some(d) if d > 0.0 => (format!("{:>+6.2}", d), p.good),
+        Some(d) => (format!("{:>+6.2}", d), p.bad),
+        None => (format!("{:>6}", ""), p.muted),
+    };
+    Span::styled(format!(" {text}"), Style::default().fg(color))
+}
+
+pub(super) fn score_cell(
+    cell: &Cell,
+    width: usize,
+    ctx: &Ctx,
+    bad_sample: bool,
+    remote_differs: bool,
+) -> Span<'static> {
+    let p = &ctx.theme.palette;
+    if cell.outcome.is_none() {
+        let text = if bad_sample { "bad" } else { "…" };
+        return Span::styled(format!("{text:>width$}"), Style::default().fg(p.muted));
+    }
+    if let Some(e) = cell.error() {
+        let text = clip(&format!("✗{}", short_kind(&e.kind)), width);
+        return Span::styled(
+            format!("{text:>width$}"),
+            Style::default().fg(p.error).add_modifier(Modifier::BOLD),
+        );
+    }
+    match cell.score() {
+        Some(s) => {
+            let text = if remote_differs {
+                format!("≠{s:.2}")
+            } else if cell.stale {
+                format!("~{s:.2}")
+            } else {
+                format!("{s:.3}")
+            };
+            let mut style = Style::default().fg(ctx.theme.score_color(s));
+            if cell.stale {
+                style = Style::default()
+                    .fg(p.stale)
+                    .add_modifier(Modifier::DIM | Modifier::ITALIC);
+            }
+            if remote_differs {
+                style = style.add_modifier(Modifier::UNDERLINED);
+            }
+            Span::styled(format!("{text:>width$}"), style)
+        }
+        None => Span::styled(format!("{:>width$}", "none"), Style::default().fg(p.muted)),
+    }
+}
+
+pub(super) fn short_kind(kind: &str) -> &str {
+    match kind {
+        "WorkerCrashed" => "crash",
+        "ImportFailed" => "import",
+        "InvalidResult" => "invalid",
+        "BadSample" => "bad",
+        "Timeout" => "timeout",
+        other => other
+            .strip_suffix("Error")
+            .filter(|s| !s.is_empty())
+            .unwrap_or(other),
+    }
+}
+
+/// A one-line title for the list: the last user turn, flattened.
+pub(super) fn sample_title(raw: &str, sample: &Sample) -> String {
+    if let Some(bad) = &sample.bad {
+        return format!("✗ {bad}");
+    }
+    let parsed: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
+    let messages = parsed.get("messages").and_then(|m| m.as_array());
+    let text = messages
+        .and_then(|ms| {
+            ms.iter()
+                .rev()
+                .find(|m| m.get("role").and_then(|r| r.as_str()) == Some("user"))
+                .and_then(|m| m.get("content"))
+                .map(content_text)
+        })
+        .unwrap_or_default();
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}

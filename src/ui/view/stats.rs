@@ -1,0 +1,112 @@
+//! The statistics overlay: per evaluator a summary, a histogram and warnings.
+
+use super::{popup, Ctx};
+use crate::ui::app::App;
+use ratatui::layout::Rect;
+use ratatui::style::{Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::Frame;
+
+pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
+    let mut lines: Vec<Line> = Vec::new();
+    for (e, info) in app.evaluators.iter().enumerate() {
+        evaluator_lines(app, e, &info.name, ctx, &mut lines);
+    }
+    popup(frame, ctx, area, " Statistics ", lines, 90);
+}
+
+/// One evaluator's summary, histogram, rollout groups, component shares and warnings.
+fn evaluator_lines(app: &App, e: usize, name: &str, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
+    let p = &ctx.theme.palette;
+    let s = app.summary(e);
+    let f = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
+    lines.push(Line::from(vec![
+        Span::styled(
+            format!("{name} "),
+            Style::default().fg(p.title).add_modifier(Modifier::BOLD),
+        ),
+        Span::styled(
+            format!(
+                "n={}  mean {}  std {}  min {}  max {}  errors {:.0}%",
+                s.count,
+                f(s.mean),
+                f(s.std),
+                f(s.min),
+                f(s.max),
+                if s.count > 0 {
+                    100.0 * s.errors as f64 / s.count as f64
+                } else {
+                    0.0
+                }
+            ),
+            Style::default().fg(p.fg),
+        ),
+    ]));
+    let scores = app.scores(e);
+    lines.push(histogram(&scores, ctx));
+    let mut warnings = Vec::new();
+    if !scores.is_empty() {
+        if scores.iter().all(|&x| x == 0.0) {
+            warnings.push("always 0: no learning signal".to_string());
+        } else if scores.iter().all(|&x| x == 1.0) {
+            warnings.push("always 1: no learning signal".to_string());
+        } else if s.std.is_some_and(|sd| sd < 0.05) && scores.len() > 1 {
+            warnings.push(format!(
+                "clustered: std {:.3}, the scores barely separate samples",
+                s.std.unwrap_or(0.0)
+            ));
+        }
+    }
+    for (m, v) in app.constant_metrics(e) {
+        warnings.push(format!("component '{m}' never varies (always {v})"));
+    }
+    if let Some((groups, flat)) = app.group_summary(e) {
+        if groups > 0 {
+            let line =
+                format!("  rollout groups (same prompt): {groups}, {flat} with identical rewards");
+            lines.push(Line::styled(line, Style::default().fg(p.muted)));
+        }
+        if flat > 0 {
+            warnings.push(format!(
+                "{flat} of {groups} groups give zero advantage to every member: no learning signal"
+            ));
+        }
+    }
+    let shares = app.variance_shares(e);
+    if shares.len() > 1 {
+        let text: Vec<String> = shares
+            .iter()
+            .map(|(m, s)| format!("{m} {:.0}%", s * 100.0))
+            .collect();
+        lines.push(Line::styled(
+            format!("  share of the score's variation: {}", text.join(" · ")),
+            Style::default().fg(p.muted),
+        ));
+    }
+    for w in warnings {
+        lines.push(Line::styled(format!("  ⚠ {w}"), Style::default().fg(p.bad)));
+    }
+    lines.push(Line::raw(""));
+}
+
+/// Ten bins of scores from 0 to 1 as block characters.
+fn histogram(scores: &[f64], ctx: &Ctx) -> Line<'static> {
+    const BINS: usize = 10;
+    let p = &ctx.theme.palette;
+    let mut bins = [0usize; BINS];
+    for x in scores {
+        bins[((x.clamp(0.0, 1.0) * BINS as f64) as usize).min(BINS - 1)] += 1;
+    }
+    let most = bins.iter().copied().max().unwrap_or(0).max(1);
+    const BLOCKS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let bars: String = bins
+        .iter()
+        .map(|&b| BLOCKS[(b * 8).div_ceil(most).min(8)])
+        .flat_map(|c| [c, c, c])
+        .collect();
+    Line::from(vec![
+        Span::styled("  0 ", Style::default().fg(p.muted)),
+        Span::styled(bars, Style::default().fg(p.accent)),
+        Span::styled(" 1", Style::default().fg(p.muted)),
+    ])
+}

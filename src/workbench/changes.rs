@@ -1,0 +1,211 @@
+//! Reacting to saved files: evaluator code, samples files and `rwb.toml`; and what is
+//! watched.
+
+use super::Live;
+use crate::session::{Fail, Session};
+use crate::ui::app::{EvaluatorInfo, Msg, RunState};
+use crate::workspace::{Watcher, Workspace};
+use std::path::{Path, PathBuf};
+use tokio::sync::mpsc;
+
+impl Live {
+    pub(super) fn start_watcher(
+        &mut self,
+        tx: mpsc::UnboundedSender<Vec<PathBuf>>,
+    ) -> Option<Watcher> {
+        let ws = &self.session.workspace;
+        let mut roots = vec![ws.root.clone()];
+        for spec in &ws.evaluators {
+            roots.push(spec.source.folder());
+        }
+        for f in &ws.samples {
+            if let Some(parent) = f.path.parent() {
+                roots.push(if parent.as_os_str().is_empty() {
+                    PathBuf::from(".")
+                } else {
+                    parent.to_path_buf()
+                });
+            }
+        }
+        match Watcher::start(&roots, tx) {
+            Ok(w) => {
+                let shown = w.roots.iter().map(|r| r.display().to_string()).collect();
+                self.app.update(Msg::Watching(shown));
+                Some(w)
+            }
+            Err(e) => {
+                self.app.update(Msg::Notice(format!(
+                    "cannot watch the workspace ({e}); press R to rerun by hand"
+                )));
+                None
+            }
+        }
+    }
+
+    pub(super) fn evaluator_infos(&self) -> Vec<EvaluatorInfo> {
+        self.session
+            .workspace
+            .evaluators
+            .iter()
+            .enumerate()
+            .map(|(i, spec)| {
+                let p = self.prepared.get(i).and_then(|p| p.as_ref());
+                EvaluatorInfo {
+                    name: spec.name.clone(),
+                    source: std::path::absolute(spec.source.file())
+                        .unwrap_or_else(|_| spec.source.file()),
+                    style: p.and_then(|p| p.style).or(spec.style),
+                    state: RunState::Idle,
+                    import_error: p.and_then(|p| p.failure.clone()),
+                }
+            })
+            .collect()
+    }
+
+    /// Reacts to saved files. Returns true when the watched folders changed.
+    pub(super) fn on_change(&mut self, paths: Vec<PathBuf>) -> bool {
+        let ws = &self.session.workspace;
+        let is = |p: &Path, q: &Path| same_file(p, q);
+        let config_changed = paths.iter().any(|p| is(p, &ws.root.join("rwb.toml")));
+        let is_samples = |p: &Path| ws.samples.iter().any(|f| is(p, &f.path));
+        let mut samples_changed = paths.iter().any(|p| is_samples(p));
+        // another .jsonl: a new samples file, or one that discovery skips (saved output)
+        let other_jsonl = paths
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "jsonl") && !is_samples(p));
+        let before = ws.samples.clone();
+        // a folder created in a watched root (see Watcher::start) is watched from now
+        let mut rewatch = paths.iter().any(|p| p.is_dir());
+        if config_changed || (other_jsonl && self.discovers_samples()) {
+            match Workspace::load(&ws.root, &self.options.overrides) {
+                Ok(new) => {
+                    self.app.update(Msg::ConfigError(None));
+                    rewatch = self.adopt(new);
+                    samples_changed |= self.session.workspace.samples != before;
+                }
+                Err(e) => {
+                    if config_changed {
+                        self.app.update(Msg::ConfigError(Some(e.0)));
+                        return false;
+                    }
+                }
+            }
+        }
+        let ws = &self.session.workspace;
+        let stale: Vec<usize> = ws
+            .evaluators
+            .iter()
+            .enumerate()
+            .filter(|(i, spec)| {
+                let files = self
+                    .prepared
+                    .get(*i)
+                    .and_then(|p| p.as_ref())
+                    .map(|p| p.files.clone())
+                    .unwrap_or_default();
+                paths.iter().any(|p| {
+                    p.extension().is_some_and(|e| e == "py")
+                        && (files.iter().any(|f| is(p, f))
+                            || p.starts_with(spec.source.folder())
+                            || is(p, &spec.source.file()))
+                })
+            })
+            .map(|(i, _)| i)
+            .collect();
+        let any_py = paths
+            .iter()
+            .any(|p| p.extension().is_some_and(|e| e == "py"));
+        if samples_changed || config_changed {
+            self.reload_samples(stale);
+        } else if any_py {
+            if let Some(pending) = self.pending_run.as_mut() {
+                pending.stale.extend(stale); // the run starts when the index is ready
+            } else {
+                let all = (0..self.session.workspace.evaluators.len()).collect();
+                self.start_run(stale, all, Vec::new());
+            }
+        }
+        rewatch
+    }
+
+    pub(super) fn discovers_samples(&self) -> bool {
+        self.options.overrides.samples.is_empty()
+    }
+
+    /// Shows the workspace's warnings (a skipped `.jsonl`) that are not in `before`.
+    pub(super) fn show_warnings(&mut self, before: &[String]) {
+        let new: Vec<&str> = self
+            .session
+            .workspace
+            .warnings
+            .iter()
+            .filter(|w| !before.contains(w))
+            .map(|w| w.as_str())
+            .collect();
+        if !new.is_empty() {
+            self.app.update(Msg::Notice(new.join("; ")));
+        }
+    }
+
+    /// Takes a reloaded workspace. Returns true when what to watch changed.
+    pub(super) fn adopt(&mut self, new: Workspace) -> bool {
+        let old = &self.session.workspace;
+        let old_warnings = old.warnings.clone();
+        let rewatch = new
+            .evaluators
+            .iter()
+            .map(|e| e.source.folder())
+            .ne(old.evaluators.iter().map(|e| e.source.folder()))
+            || new.samples != old.samples;
+        if new.python != old.python {
+            match Session::open(new.root.clone(), &self.options) {
+                Ok(s) => self.session = s,
+                Err(Fail::Usage(e)) => {
+                    self.app.update(Msg::ConfigError(Some(e)));
+                    return false;
+                }
+            }
+        } else {
+            self.session.workspace = new;
+        }
+        let names: Vec<&String> = self
+            .session
+            .workspace
+            .evaluators
+            .iter()
+            .map(|e| &e.name)
+            .collect();
+        let old_prepared = std::mem::take(&mut self.prepared);
+        self.prepared = names
+            .iter()
+            .map(|n| {
+                old_prepared
+                    .iter()
+                    .flatten()
+                    .find(|p| &&p.spec.name == n)
+                    .cloned()
+            })
+            .collect();
+        self.app.update(Msg::Evaluators(self.evaluator_infos()));
+        self.app.weights = self.session.workspace.weights();
+        self.app.threshold = self.session.workspace.config.threshold();
+        let group_by = self.session.workspace.config.group_by();
+        if group_by != self.app.group_by {
+            self.app.group_by = group_by;
+            self.app.group_keys = None; // found again with the new key
+        }
+        self.show_warnings(&old_warnings);
+        rewatch
+    }
+}
+
+pub(super) fn same_file(a: &Path, b: &Path) -> bool {
+    if a == b {
+        return true;
+    }
+    let abs = |p: &Path| std::fs::canonicalize(p).or_else(|_| std::path::absolute(p));
+    match (abs(a), abs(b)) {
+        (Ok(x), Ok(y)) => x == y,
+        _ => false,
+    }
+}

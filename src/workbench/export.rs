@@ -1,0 +1,58 @@
+//! Writing the current results, with baseline and combined scores, to a JSONL file.
+
+use super::Live;
+use crate::model::ResultRow;
+use std::path::{Path, PathBuf};
+
+impl Live {
+    pub(super) fn export(&self) -> std::io::Result<PathBuf> {
+        use std::io::Write;
+        let dir = self.session.workspace.root.join(".rwb");
+        std::fs::create_dir_all(&dir)?;
+        let stamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let path = dir.join(format!("export-{stamp}.jsonl"));
+        let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
+        for (i, s) in self.app.samples.iter().enumerate() {
+            let label = self
+                .app
+                .samples_labels
+                .get(s.at.file)
+                .map(|l| l.as_str())
+                .unwrap_or("");
+            for e in 0..s.cells.len() {
+                let (Some(o), Some(info)) = (self.whole_outcome(i, e), self.app.evaluators.get(e))
+                else {
+                    continue;
+                };
+                let mut row = serde_json::to_value(ResultRow::new(&s.at, label, &info.name, &o))?;
+                if let (Some(b), Some(obj)) = (&self.app.baseline, row.as_object_mut()) {
+                    let before = b.score(s, &info.name).flatten();
+                    obj.insert("baseline_score".into(), serde_json::json!(before));
+                    obj.insert("delta".into(), serde_json::json!(self.app.delta(s, e)));
+                }
+                if let (Some(c), Some(obj)) = (self.app.combined(s), row.as_object_mut()) {
+                    obj.insert("combined".into(), serde_json::json!(c));
+                }
+                serde_json::to_writer(&mut out, &row)?;
+                out.write_all(b"\n")?;
+            }
+        }
+        out.flush()?;
+        Ok(path)
+    }
+}
+
+pub(super) fn display_path(path: &Path, root: &Path) -> String {
+    let root_abs = std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf());
+    match path
+        .strip_prefix(&root_abs)
+        .or_else(|_| path.strip_prefix(root))
+    {
+        Ok(rel) if rel.as_os_str().is_empty() => format!("{}/", root.display()),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}

@@ -1,0 +1,199 @@
+//! Starting runs (aborting the one in flight) and taking their messages: prepared
+//! evaluators, results, the end; and the selected cell's outcome read from the store.
+
+use super::runs::RunMsg;
+use super::{first, Live};
+use crate::model::Outcome;
+use crate::runner::Prepared;
+use crate::store::{SampleHash, Store};
+use crate::ui::app::{Detail, Msg};
+use std::sync::Arc;
+
+impl Live {
+    /// Starts a new run of `which` evaluators (aborting the one in flight). `stale`
+    /// evaluators changed code; `fresh` ones are evaluated again without the cache.
+    /// Only ever called with a complete index (see `reload_samples`).
+    pub(super) fn start_run(&mut self, stale: Vec<usize>, which: Vec<usize>, fresh: Vec<usize>) {
+        if self.index_is_behind(&stale, &fresh) {
+            return; // runs on the new index
+        }
+        // code changed (not only a rerun, which marks its evaluators stale): a
+        // running server takes the new code
+        if stale.iter().any(|e| !fresh.contains(e)) {
+            self.ship
+                .restart_server(self.session.runner.clone(), &self.session.workspace);
+        }
+        self.app.update(Msg::RunStarted {
+            evaluators: which.clone(),
+            stale,
+        });
+        self.running_fresh = fresh.clone();
+        self.mismatched = false;
+        let priority = first::priority(
+            &self.app,
+            &self.session.workspace.evaluators,
+            &self.prepared,
+        );
+        self.runs.start(
+            self.session.runner.clone(),
+            self.session.workspace.evaluators.clone(),
+            self.index.clone(),
+            which,
+            fresh,
+            priority,
+        );
+    }
+
+    /// `r`/`R`: evaluates one evaluator (or all) again without the cache. While the
+    /// samples are being indexed, the rerun waits for the index like any run.
+    pub(super) fn rerun(&mut self, evaluator: Option<usize>) {
+        let all: Vec<usize> = (0..self.session.workspace.evaluators.len()).collect();
+        let chosen = evaluator.map_or(all, |e| vec![e]);
+        match self.pending_run.as_mut() {
+            Some(pending) => pending.fresh.extend(chosen),
+            None => self.start_run(evaluator.into_iter().collect(), chosen.clone(), chosen),
+        }
+    }
+
+    pub(super) fn on_run(&mut self, generation: u64, msg: RunMsg) {
+        if generation != self.runs.generation() {
+            return; // a result of an aborted run
+        }
+        match msg {
+            RunMsg::Prepared(index, prepared) => {
+                let error = prepared.failure.clone();
+                self.learn_key(&prepared);
+                if let Some(slot) = self.prepared.get_mut(index) {
+                    *slot = Some(*prepared);
+                }
+                self.app.update(Msg::ImportState {
+                    evaluator: index,
+                    error,
+                });
+                if let (Some(info), Some(p)) = (
+                    self.app.evaluators.get_mut(index),
+                    self.prepared[index].as_ref(),
+                ) {
+                    info.style = p.style.or(info.style);
+                }
+            }
+            RunMsg::Result {
+                evaluator,
+                index,
+                hash,
+                outcome,
+            } => {
+                let matches = self.app.samples.get(index).is_some_and(|s| s.hash == hash);
+                if matches {
+                    self.app.update(Msg::Result {
+                        evaluator,
+                        sample: index,
+                        outcome,
+                    });
+                } else {
+                    self.resync();
+                }
+            }
+            RunMsg::Finished => {
+                if !self.mismatched {
+                    self.resyncs = 0;
+                }
+                self.app.update(Msg::RunFinished);
+                let prepared: Vec<Prepared> = self.prepared.iter().flatten().cloned().collect();
+                let scored: Vec<(usize, Option<f64>)> = self
+                    .prepared
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, p)| p.is_some())
+                    .map(|(e, _)| {
+                        let s = self.app.summary(e);
+                        (s.count - s.errors, s.mean)
+                    })
+                    .collect();
+                self.session.runner.record_versions(&prepared, &scored);
+            }
+            RunMsg::Changed => self.on_changed(),
+            RunMsg::Failed(message) => {
+                self.app.update(Msg::RunFinished);
+                self.app.update(Msg::Notice(message));
+            }
+        }
+    }
+
+    /// Notes an evaluator's code key (where its outcomes are stored), keeping the one
+    /// before for the cells not rerun yet.
+    pub(super) fn learn_key(&mut self, prepared: &Prepared) {
+        if prepared.failure.is_some() {
+            return;
+        }
+        let name = prepared.spec.name.clone();
+        if let Some(old) = self.app.code_keys.insert(name.clone(), prepared.key) {
+            if old != prepared.key {
+                self.old_keys.insert(name, old);
+            }
+        }
+    }
+
+    /// An evaluator's stored outcome of a sample, under its current code key or the
+    /// one before.
+    pub(super) fn stored(
+        &self,
+        store: &Store,
+        evaluator: &str,
+        hash: &SampleHash,
+    ) -> Option<Outcome> {
+        [
+            self.app.code_keys.get(evaluator),
+            self.old_keys.get(evaluator),
+        ]
+        .into_iter()
+        .flatten()
+        .find_map(|key| store.outcome(key, hash).ok().flatten())
+    }
+
+    /// Reads what the selected cell shows beyond its score (reasons, metrics) from
+    /// the store when the app wants it: once per selection, and again while the run
+    /// has not written it yet. Drawing then only reads the app.
+    pub(super) fn read_detail(&mut self) {
+        let Some((sample, e)) = self.app.wanted_detail() else {
+            return;
+        };
+        let Some(store) = self.session.runner.store().cloned() else {
+            return;
+        };
+        let hash = self.app.samples[sample].hash;
+        let name = self.app.evaluators[e].name.clone();
+        let outcome = self.stored(&store, &name, &hash).map(Arc::new);
+        let before = self
+            .app
+            .baseline
+            .as_ref()
+            .and_then(|b| b.keys.get(&name))
+            .and_then(|key| store.outcome(key, &hash).ok().flatten())
+            .map(Arc::new);
+        if outcome.is_some() || before.is_some() {
+            self.app.update(Msg::Detail(Detail {
+                of: (hash, name),
+                outcome,
+                before,
+            }));
+        }
+    }
+
+    /// The whole outcome of a cell for the export: kept, else stored, else what the
+    /// cell knows (its score and component scores).
+    pub(super) fn whole_outcome(&self, sample: usize, evaluator: usize) -> Option<Arc<Outcome>> {
+        let s = self.app.samples.get(sample)?;
+        let cell = s.cells.get(evaluator)?;
+        cell.outcome.as_ref()?;
+        if let Some(full) = cell.full() {
+            return Some(full.clone());
+        }
+        let name = &self.app.evaluators.get(evaluator)?.name;
+        let store = self.session.runner.store();
+        store
+            .and_then(|store| self.stored(store, name, &s.hash))
+            .map(Arc::new)
+            .or_else(|| self.app.outcome_of(sample, evaluator))
+    }
+}
