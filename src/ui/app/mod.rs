@@ -12,6 +12,7 @@ mod results;
 mod samples;
 mod ship;
 mod stats;
+mod text_match;
 
 pub use baseline::{Baseline, BaselineOf};
 pub use filter::{parse_filter, Cond, Op};
@@ -178,6 +179,8 @@ pub struct App {
     /// Per evaluator, the last error kept: an identical one shares it (a failed
     /// import fails every sample the same way).
     last_error: Vec<Option<Arc<Outcome>>>,
+    /// The filter's words matched against every sample line (see `text_match.rs`).
+    text_hits: text_match::TextHits,
 }
 
 impl App {
@@ -233,6 +236,7 @@ impl App {
             code_keys: HashMap::new(),
             fresh: 0,
             last_error: Vec::new(),
+            text_hits: Default::default(),
         }
     }
 

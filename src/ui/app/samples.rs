@@ -142,6 +142,7 @@ impl App {
         }
         self.samples = samples;
         self.group_keys = None;
+        self.forget_text_matches();
         if self.samples.len() <= EAGER_GROUPS {
             self.compute_group_keys();
         }
