@@ -249,6 +249,23 @@ impl Runner {
         events: mpsc::UnboundedSender<Event>,
         priority: Option<&Priority>,
     ) -> std::io::Result<RunStats> {
+        let lines = SamplesReader::new(files).take(max_samples.unwrap_or(usize::MAX));
+        self.run_lines(evaluators, files, lines, read_cache, events, priority)
+            .await
+    }
+
+    /// [`Runner::run_first`] over lines already read and hashed: the workbench's
+    /// samples index feeds them ([`crate::workspace::SampleIndex::lines`]), so a run
+    /// does not read, hash and check every line a second time. `files` names them.
+    pub async fn run_lines(
+        &self,
+        evaluators: &[Prepared],
+        files: &[SamplesFile],
+        lines: impl Iterator<Item = std::io::Result<SampleLine>> + Send,
+        read_cache: bool,
+        events: mpsc::UnboundedSender<Event>,
+        priority: Option<&Priority>,
+    ) -> std::io::Result<RunStats> {
         let store = self.store.as_ref();
         let cache = feed::Cache::open(store.filter(|_| read_cache), evaluators);
         let started = SystemTime::now();
@@ -294,10 +311,7 @@ impl Runner {
         if let Some(priority) = priority {
             feed.feed_first(priority).await;
         }
-        let mut reader = SamplesReader::new(files);
-        let limit = max_samples.unwrap_or(usize::MAX);
-        while feed.stats.samples < limit {
-            let Some(line) = reader.next() else { break };
+        for line in lines {
             feed.line(line?).await;
         }
         let mut stats = feed.finish().await;

@@ -27,6 +27,12 @@ const WRITE_BATCH: usize = 50_000;
 /// How long queued rows wait for more before they are committed (a kill loses at most
 /// this much work; it never corrupts the file).
 const WRITE_EVERY: Duration = Duration::from_millis(500);
+/// Rows a writer holds for one commit at most, however far behind it is.
+const WRITE_BATCH_MAX: usize = 150_000;
+/// Rows queued for the writer at most (about 150 bytes each): a run that scores faster
+/// than the cache takes its rows waits for it instead of holding every result of a
+/// million samples in memory.
+const WRITE_QUEUE: usize = 100_000;
 /// Page cache of the writer's connection, in KiB (SQLite's default is 2 MB: too small
 /// to keep the pages a commit touches between two commits).
 const WRITER_CACHE_KIB: i64 = 8 * 1024;
@@ -369,10 +375,15 @@ impl Store {
 
     /// A background writer with its own connection, batching inserts into transactions.
     pub fn writer(&self) -> Result<StoreWriter, StoreError> {
+        self.writer_queueing(WRITE_QUEUE)
+    }
+
+    /// [`Store::writer`] with room for `queue` rows: `put` waits while it is full.
+    fn writer_queueing(&self, queue: usize) -> Result<StoreWriter, StoreError> {
         let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
         conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
             .map_err(|e| self.fail(e))?;
-        let (tx, rx) = flume::unbounded::<Write>();
+        let (tx, rx) = flume::bounded::<Write>(queue);
         let handle = std::thread::Builder::new()
             .name("rwb-store".into())
             .spawn(move || write_loop(conn, rx))
@@ -458,6 +469,7 @@ enum Write {
 
 fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
     let mut pending = Vec::with_capacity(1024);
+    let mut written = 0;
     loop {
         let first = match rx.recv() {
             Ok(row) => row,
@@ -465,9 +477,15 @@ fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
         };
         pending.push(first);
         let deadline = std::time::Instant::now() + WRITE_EVERY;
-        while pending.len() < WRITE_BATCH {
+        let most = batch_limit(written);
+        while pending.len() < most {
             match rx.recv_deadline(deadline) {
                 Ok(row) => pending.push(row),
+                Err(flume::RecvTimeoutError::Timeout) => {
+                    // behind the run: take what is already queued, up to the limit
+                    pending.extend(rx.try_iter().take(most - pending.len()));
+                    break;
+                }
                 Err(_) => break,
             }
         }
@@ -475,8 +493,17 @@ fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
         if let Err(e) = commit(&mut conn, &pending) {
             eprintln!("rwb: could not write to the cache: {e}");
         }
+        written += pending.len();
         pending.clear();
     }
+}
+
+/// Rows one commit may take after `written` rows: [`WRITE_BATCH`], or a quarter of
+/// what this writer wrote so far when that is more (up to [`WRITE_BATCH_MAX`]). A
+/// commit of random keys into a large table rewrites most of its pages whatever the
+/// batch, so a writer that falls behind a long run catches up in fewer, larger commits.
+fn batch_limit(written: usize) -> usize {
+    WRITE_BATCH.max(written / 4).min(WRITE_BATCH_MAX)
 }
 
 /// Sorts each run of puts between two rekeys by key, so that one commit visits the
@@ -557,7 +584,9 @@ impl CacheReader {
     }
 }
 
-/// Queues outcomes for the store; `finish` waits until they are on disk.
+/// Queues outcomes for the store; `finish` waits until they are on disk. The queue is
+/// bounded ([`WRITE_QUEUE`]): `put` waits while it is full, so call it from the run's
+/// workers, never from a thread that draws.
 pub struct StoreWriter {
     tx: Option<flume::Sender<Write>>,
     handle: Option<std::thread::JoinHandle<()>>,
@@ -624,6 +653,46 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[&[1u8; 16]], outcome);
         assert!(store.results_for(&[8u8; 32]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_writer_that_cannot_commit_holds_a_bounded_number_of_rows() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // another connection holds the write lock: the writer's commit waits for it
+        let blocker = open_connection(store.path()).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let writer = Arc::new(store.writer_queueing(3).unwrap());
+        let total = WRITE_BATCH + 10;
+        let done = Arc::new(AtomicUsize::new(0));
+        let putter = {
+            let (writer, done) = (writer.clone(), done.clone());
+            std::thread::spawn(move || {
+                for i in 0..total as u32 {
+                    let mut hash = [0u8; 16];
+                    hash[..4].copy_from_slice(&i.to_le_bytes());
+                    writer.put_text(&[1; 32], &hash, "{\"score\": 1.0}".into());
+                    done.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        std::thread::sleep(WRITE_EVERY * 3);
+        // one commit's rows (at most a batch) wait for the lock, three more are
+        // queued, and the rest waits to be put
+        let held = done.load(Ordering::SeqCst);
+        std::thread::sleep(WRITE_EVERY);
+        assert_eq!(
+            done.load(Ordering::SeqCst),
+            held,
+            "put waits while the queue is full"
+        );
+        assert!(held <= WRITE_BATCH + 3 && held < total, "{held} rows held");
+        blocker.execute_batch("COMMIT").unwrap();
+        putter.join().unwrap();
+        Arc::try_unwrap(writer).ok().unwrap().finish();
+        assert_eq!(store.result_count().unwrap(), total, "nothing is lost");
     }
 
     #[test]

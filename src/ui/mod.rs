@@ -5,7 +5,7 @@ pub mod app;
 pub mod deploy_target;
 pub mod highlight;
 pub mod keymap;
-pub mod placement;
 pub mod layout;
+pub mod placement;
 pub mod theme;
 pub mod view;

@@ -26,9 +26,16 @@ pub(super) fn spawn(tx: UnboundedSender<ShipEvent>, workspace: &Workspace, reque
         let key = ServiceKey::choose(guard::env_key(), false);
         let result = match key {
             Err(e) => Err(e),
-            Ok(key) => run(&dir, &evaluators, &python, &request, key.clone(), &mut progress)
-                .await
-                .map(|deployed| (deployed, key)),
+            Ok(key) => run(
+                &dir,
+                &evaluators,
+                &python,
+                &request,
+                key.clone(),
+                &mut progress,
+            )
+            .await
+            .map(|deployed| (deployed, key)),
         };
         match result {
             Ok((deployed, key)) => {

@@ -5,12 +5,12 @@
 use crate::model::EvaluatorSpec;
 use crate::runner::{batch_of, Prepared, Priority};
 use crate::ui::app::App;
-use crate::workspace::{hash_line, SampleLine};
+use crate::workspace::SampleLine;
 use std::collections::BTreeSet;
 
 /// The run's priority: the samples on screen and the selected one, each evaluator's
-/// whole batch around them when it is (or may be) called in batches. A line whose
-/// text changed since it was indexed is left to the run in file order.
+/// whole batch around them when it is (or may be) called in batches. Lines are read
+/// as indexed (a run starts only on a current index: see `Live::start_run`).
 pub(super) fn priority(
     app: &App,
     specs: &[EvaluatorSpec],
@@ -95,14 +95,14 @@ fn batch_sizes(specs: &[EvaluatorSpec], prepared: &[Option<Prepared>]) -> BTreeS
 }
 
 /// The sample line as the run would read it, or `None` when it is a bad sample or
-/// its text is no longer what was indexed.
+/// cannot be read.
 fn line_of(app: &App, index: usize) -> Option<SampleLine> {
     let sample = app.samples.get(index)?;
     if sample.bad.is_some() {
         return None;
     }
     let raw = app.lines.line(sample.at.file, sample.offset, sample.len)?;
-    (hash_line(&raw) == sample.hash).then(|| SampleLine {
+    Some(SampleLine {
         at: sample.at.clone(),
         offset: sample.offset,
         raw,

@@ -1,9 +1,10 @@
-//! Indexing the samples files off the UI thread; a run waits for the index so that
-//! results land on the right lines.
+//! Indexing the samples files off the UI thread, once per change: one pass gives the
+//! app its list (positions, hashes, verdicts) and the [`SampleIndex`] that runs are
+//! fed from. A run waits for the index so that results land on the right lines.
 
 use super::Live;
 use crate::ui::app::{Lines, Msg, Sample};
-use crate::workspace::{LineFiles, SamplesFile, SamplesReader};
+use crate::workspace::{LineFiles, SampleIndex, SamplesFile, SamplesReader};
 use std::sync::Arc;
 
 /// On first open, the list shows after this many samples are indexed; the rest
@@ -24,7 +25,7 @@ pub(super) const MAX_RESYNCS: u32 = 3;
 pub(super) enum Indexed {
     /// The first samples of a first load, to show at once.
     First(Vec<Sample>),
-    Done(Vec<Sample>, LineFiles),
+    Done(Vec<Sample>, SampleIndex, LineFiles),
     Failed(String),
 }
 
@@ -60,8 +61,9 @@ impl Live {
             let send = |m: Indexed| {
                 let _ = tx.send((generation, m));
             };
-            match index_samples(&files, first_load, |first| send(Indexed::First(first))) {
-                Ok((samples, lines)) => send(Indexed::Done(samples, lines)),
+            let first = |first| send(Indexed::First(first));
+            match index_samples(&files, first_load, first) {
+                Ok((samples, index, lines)) => send(Indexed::Done(samples, index, lines)),
                 Err(e) => send(Indexed::Failed(e.to_string())),
             }
         });
@@ -78,7 +80,8 @@ impl Live {
                 }
                 self.app.update(Msg::Samples(samples));
             }
-            Indexed::Done(samples, lines) => {
+            Indexed::Done(samples, index, lines) => {
+                self.index = Arc::new(index);
                 self.app.update(Msg::Lines {
                     lines: Arc::new(lines),
                     labels: self.samples_labels(),
@@ -94,6 +97,33 @@ impl Live {
                 self.pending_run = None;
                 self.app.update(Msg::Notice(e));
             }
+        }
+    }
+
+    /// Whether the samples files changed behind the index (no watcher said so): then
+    /// they are indexed again and the run asked for (`stale`, `fresh`) waits for it.
+    /// After [`MAX_RESYNCS`] in a row, the run goes ahead and reports the change.
+    pub(super) fn index_is_behind(&mut self, stale: &[usize], fresh: &[usize]) -> bool {
+        if self.index.is_current() || self.resyncs >= MAX_RESYNCS {
+            return false;
+        }
+        self.resyncs += 1;
+        self.reload_samples(stale.to_vec());
+        if let Some(pending) = self.pending_run.as_mut() {
+            pending.fresh.extend(fresh);
+        }
+        true
+    }
+
+    /// The run stopped on a samples file changed since it was indexed: index again
+    /// (the run restarts on the new index), unless the files keep changing.
+    pub(super) fn on_changed(&mut self) {
+        self.app.update(Msg::RunFinished);
+        self.resync();
+        if self.pending_run.is_none() {
+            self.app.update(Msg::Notice(
+                "the samples files keep changing while they are read; press R to run again".into(),
+            ));
         }
     }
 
@@ -113,18 +143,20 @@ impl Live {
     }
 }
 
-/// Reads every samples line into a list of positions and hashes (no text is kept).
+/// Reads every samples line into the app's list and the index (no text is kept).
 /// On a first load, `first` gets the first few thousand at once.
 pub(super) fn index_samples(
     files: &[SamplesFile],
     first_load: bool,
     first: impl FnOnce(Vec<Sample>),
-) -> std::io::Result<(Vec<Sample>, LineFiles)> {
+) -> std::io::Result<(Vec<Sample>, SampleIndex, LineFiles)> {
     let lines = LineFiles::open(files)?;
+    let mut index = SampleIndex::start(files);
     let mut samples = Vec::new();
     let mut first = first_load.then_some(first);
     for line in SamplesReader::new(files) {
         let l = line?;
+        index.push(&l);
         samples.push(Sample {
             at: l.at,
             offset: l.offset,
@@ -139,5 +171,7 @@ pub(super) fn index_samples(
             }
         }
     }
-    Ok((samples, lines))
+    index.shrink();
+    samples.shrink_to_fit();
+    Ok((samples, index, lines))
 }

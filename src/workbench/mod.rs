@@ -30,7 +30,7 @@ use crate::ui::highlight::Highlighter;
 use crate::ui::keymap::Keymap;
 use crate::ui::theme::Theme;
 use crate::ui::view::{self, Ctx};
-use crate::workspace::Watcher;
+use crate::workspace::{SampleIndex, Watcher};
 use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use effects::default_deploy_id;
 use futures::StreamExt;
@@ -89,6 +89,8 @@ struct Live {
     index_tx: mpsc::UnboundedSender<(u64, Indexed)>,
     index_rx: mpsc::UnboundedReceiver<(u64, Indexed)>,
     index_generation: u64,
+    /// The samples as last indexed: what runs are fed from.
+    index: Arc<SampleIndex>,
     /// A run waits for the samples index (`Some` while one is being built).
     pending_run: Option<PendingRun>,
     /// Evaluators the run in flight evaluates without reading the cache.
@@ -135,6 +137,7 @@ impl Live {
             index_tx,
             index_rx,
             index_generation: 0,
+            index: Arc::default(),
             pending_run: None,
             running_fresh: Vec::new(),
             mismatched: false,

@@ -16,6 +16,9 @@ impl Live {
     /// evaluators changed code; `fresh` ones are evaluated again without the cache.
     /// Only ever called with a complete index (see `reload_samples`).
     pub(super) fn start_run(&mut self, stale: Vec<usize>, which: Vec<usize>, fresh: Vec<usize>) {
+        if self.index_is_behind(&stale, &fresh) {
+            return; // runs on the new index
+        }
         // code changed (not only a rerun, which marks its evaluators stale): a
         // running server takes the new code
         if stale.iter().any(|e| !fresh.contains(e)) {
@@ -36,7 +39,7 @@ impl Live {
         self.runs.start(
             self.session.runner.clone(),
             self.session.workspace.evaluators.clone(),
-            self.session.workspace.samples.clone(),
+            self.index.clone(),
             which,
             fresh,
             priority,
@@ -132,6 +135,7 @@ impl Live {
                     .collect();
                 self.session.runner.record_versions(&prepared, &scored);
             }
+            RunMsg::Changed => self.on_changed(),
             RunMsg::Failed(message) => {
                 self.app.update(Msg::RunFinished);
                 self.app.update(Msg::Notice(message));

@@ -3,7 +3,7 @@
 
 use crate::model::EvaluatorSpec;
 use crate::runner::{Event, Prepared, Priority, Runner};
-use crate::workspace::SamplesFile;
+use crate::workspace::SampleIndex;
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -15,6 +15,9 @@ pub enum RunMsg {
     /// A result as the runner reports it, its evaluator numbered as in the workspace.
     Result(Box<Event>),
     Finished,
+    /// The samples files changed since they were indexed: the run stopped (index
+    /// them again and run on the new index).
+    Changed,
     /// The run could not start (the interpreter is missing, a file vanished).
     Failed(String),
 }
@@ -38,14 +41,15 @@ impl Runs {
         self.generation
     }
 
-    /// Aborts the run in flight and starts evaluating `which` evaluators, the samples
-    /// of `priority` (the rows on screen) first; those in `fresh` are evaluated again
-    /// without reading the cache.
+    /// Aborts the run in flight and starts evaluating `which` evaluators over the
+    /// samples of `index` (fed from it: no line is hashed or checked again), the
+    /// samples of `priority` (the rows on screen) first; those in `fresh` are
+    /// evaluated again without reading the cache.
     pub fn start(
         &mut self,
         runner: Arc<Runner>,
         specs: Vec<EvaluatorSpec>,
-        files: Vec<SamplesFile>,
+        index: Arc<SampleIndex>,
         which: Vec<usize>,
         fresh: Vec<usize>,
         priority: Priority,
@@ -82,11 +86,12 @@ impl Runs {
                 }
             }
             let (a, b) = tokio::join!(
-                run_group(&runner, &cached, &files, true, &priority, &send),
-                run_group(&runner, &uncached, &files, false, &priority, &send)
+                run_group(&runner, &cached, &index, true, &priority, &send),
+                run_group(&runner, &uncached, &index, false, &priority, &send)
             );
             match a.and(b) {
                 Ok(()) => send(RunMsg::Finished),
+                Err(_) if !index.is_current() => send(RunMsg::Changed),
                 Err(e) => send(RunMsg::Failed(e.to_string())),
             }
         }));
@@ -98,7 +103,7 @@ impl Runs {
 async fn run_group(
     runner: &Runner,
     group: &[(usize, Prepared)],
-    files: &[SamplesFile],
+    index: &SampleIndex,
     read_cache: bool,
     priority: &Priority,
     send: &impl Fn(RunMsg),
@@ -126,7 +131,15 @@ async fn run_group(
             })));
         }
     };
-    let run = runner.run_first(&ready, files, None, read_cache, etx, Some(priority));
+    let lines = index.lines();
+    let run = runner.run_lines(
+        &ready,
+        index.files(),
+        lines,
+        read_cache,
+        etx,
+        Some(priority),
+    );
     let (result, ()) = tokio::join!(run, forward);
     result.map(|_| ())
 }

@@ -352,3 +352,54 @@ async fn the_source_beside_an_error_is_read_once_and_again_after_a_save() {
     live.read_source(&theme, &highlighter);
     assert_eq!(text(&live)[4], "▶5     raise ValueError('still never')");
 }
+
+/// A run fed from the index takes each line's hash from it: the result and the row
+/// stored in the cache carry the index's hash, not one computed again from the text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_fed_from_the_index_never_hashes_a_line_again() {
+    let dir = workspace(0..3, 0);
+    let session = Session::open(dir.path().to_path_buf(), &OpenOptions::default())
+        .unwrap_or_else(|_| panic!("opens"));
+    let files = session.workspace.samples.clone();
+    let index = crate::workspace::SampleIndex::build(&files).unwrap();
+    let prepared = session
+        .runner
+        .prepare(&session.workspace.evaluators[0])
+        .await
+        .unwrap();
+    let marked = [0xAB; 16];
+    let lines = index.lines().map(|l| {
+        l.map(|mut line| {
+            assert_eq!(line.hash, crate::workspace::hash_line(&line.raw));
+            if line.at.index == 1 {
+                line.hash = marked; // as if the index held another hash
+            }
+            line
+        })
+    });
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let key = prepared.key;
+    let ready = [prepared];
+    session
+        .runner
+        .run_lines(&ready, &files, lines, true, tx, None)
+        .await
+        .unwrap();
+    let mut got = Vec::new();
+    while let Ok(crate::runner::Event::Result {
+        at, hash, outcome, ..
+    }) = rx.try_recv()
+    {
+        got.push((at.index, hash, outcome.score));
+    }
+    got.sort_by_key(|g| g.0);
+    assert_eq!(got[1], (1, marked, Some(1.0 / 1e6)));
+    assert_eq!(got[2].1, index.entry(2).unwrap().hash);
+    let store = session.runner.store().unwrap();
+    let stored = store.outcome(&key, &marked).unwrap().unwrap();
+    assert_eq!(
+        stored.score,
+        Some(1.0 / 1e6),
+        "stored under the index's hash"
+    );
+}

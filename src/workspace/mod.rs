@@ -5,11 +5,13 @@
 //! streaming JSONL reader. Must not know the screen, run Python or touch the cache.
 
 mod config;
+mod index;
 mod remote;
 mod samples;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
+pub use index::{changed_error, Entry, IndexedLines, SampleIndex};
 pub use samples::{check_sample, hash_line, holds_no_sample, LineFiles, SampleLine, SamplesReader};
 pub use watcher::{relevant, Watcher};
 

@@ -187,14 +187,14 @@ class Proxy:
             if not header or header.startswith(b"Q"):
                 return
             op = header[:1].decode()
-            count = int(header[2:])
+            count = int(header[2:].split()[0])  # "B n" or "B n c" (c: concurrency)
             batch = []
             for _ in range(count):
                 ident, _, raw = rfile.readline().partition(b" ")
                 batch.append((int(ident), raw.decode("utf-8")))
             task = self.batch_task.remote(self.relative, self.root, op, batch)
             with self.ready:
-                self.flight.append((task, [i for i, _ in batch], self.batched and op == "B"))
+                self.flight.append((task, [i for i, _ in batch], self.batched and op == "B", op, batch))
                 self.ready.notify()
 
     def _close(self):
@@ -205,7 +205,7 @@ class Proxy:
         # Not forced: a forced cancel kills the process that ran the task, which by
         # now may be running another evaluator's task. Unforced, a batch nobody
         # reads is interrupted (or finishes) and its lines are dropped.
-        for task, _, _ in flight:
+        for task, *_ in flight:
             try:
                 self.ray.cancel(task)
             except Exception:
@@ -236,7 +236,7 @@ class Proxy:
         except (BrokenPipeError, ConnectionResetError, OSError):
             self._close()
 
-    def _forward(self, task, ids, batched):
+    def _forward(self, task, ids, batched, op, batch):
         """Sends one batch's lines as they come. False when the proxy retires."""
         answered = set()
         started = False
@@ -255,6 +255,9 @@ class Proxy:
             except StopIteration:
                 return True
             except Exception as exc:
+                left = [i for i in ids if i not in answered]
+                if not batched and len(left) > 1 and _died(exc):
+                    return self._alone(op, [(i, raw) for i, raw in batch if i in left])
                 return self._lost(ids, answered, batched, exc)
             if not started:
                 started = True
@@ -266,9 +269,20 @@ class Proxy:
             if b'{"retire":' in data:
                 return False
 
+    def _alone(self, op, batch):
+        """After a task died with several samples unanswered, runs each of them again
+        in a task of its own: a line the task computed may not have reached the driver
+        before it died, so only a sample that kills its own task is blamed, as the
+        local pool blames only the sample its worker was on."""
+        for ident, raw in batch:
+            task = self.batch_task.remote(self.relative, self.root, op, [(ident, raw)])
+            if not self._forward(task, [ident], False, op, [(ident, raw)]):
+                return False
+        return True
+
     def _lost(self, ids, answered, batched, exc):
         name = type(exc).__name__
-        if name in ("WorkerCrashedError", "TaskCancelledError", "NodeDiedError", "OwnerDiedError"):
+        if _died(exc):
             message = (
                 "the worker process died while evaluating this sample "
                 "(os._exit, a crash in native code, or a signal)"
@@ -287,6 +301,13 @@ class Proxy:
         lines.append(_line({"retire": kind}))
         self.sock.sendall(b"".join(lines))
         return False
+
+
+def _died(exc):
+    """Whether Ray says the process running the task went away."""
+    return type(exc).__name__ in (
+        "WorkerCrashedError", "TaskCancelledError", "NodeDiedError", "OwnerDiedError"
+    )
 
 
 def _missing_ray(control, exc):

@@ -126,12 +126,14 @@ impl App {
         }
     }
 
-    pub(super) fn matches(&self, sample: &Sample) -> bool {
+    /// Whether sample number `index` (into `samples`) passes the filter.
+    pub(super) fn matches(&self, index: usize) -> bool {
+        let sample = &self.samples[index];
         if self.changed_only && !self.changed(sample) {
             return false;
         }
         self.filter.iter().all(|cond| match cond {
-            Cond::Text(t) => self.text(sample).to_ascii_lowercase().contains(t.as_str()),
+            Cond::Text(_) => self.holds_words(index),
             Cond::Error => sample.bad.is_some() || sample.cells.iter().any(|c| c.is_error()),
             Cond::Changed => self.changed(sample),
             Cond::Remote => {
@@ -155,9 +157,10 @@ impl App {
     /// Recomputes the filtered, sorted list, keeping the same sample selected.
     pub fn refresh_view(&mut self) {
         self.view_stale = false;
+        self.match_text();
         let keep = self.selected();
         let mut view: Vec<usize> = (0..self.samples.len())
-            .filter(|&i| self.matches(&self.samples[i]))
+            .filter(|&i| self.matches(i))
             .collect();
         if let Some((e, descending)) = self.sort {
             view.sort_by(|&a, &b| {

@@ -13,6 +13,7 @@ mod samples;
 mod screen;
 mod ship;
 mod stats;
+mod text_match;
 
 pub use baseline::{Baseline, BaselineOf};
 pub use filter::{parse_filter, Cond, Op};
@@ -230,6 +231,8 @@ pub struct App {
     shown: Shown,
     /// The highlighted source beside the shown error.
     pub source: Option<Source>,
+    /// The filter's words matched against every sample line (see `text_match.rs`).
+    text_hits: text_match::TextHits,
 }
 
 impl App {
@@ -288,6 +291,7 @@ impl App {
             size: None,
             shown: Shown::default(),
             source: None,
+            text_hits: Default::default(),
         }
     }
 

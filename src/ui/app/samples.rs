@@ -152,6 +152,7 @@ impl App {
         self.samples = samples;
         self.forget_shown(); // the titles and text were of the old rows
         self.group_keys = None;
+        self.forget_text_matches();
         if self.samples.len() <= EAGER_GROUPS {
             self.compute_group_keys();
         }

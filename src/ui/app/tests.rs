@@ -793,7 +793,11 @@ fn a_remote_evaluator_has_no_file_to_edit_and_keeps_its_outcomes_whole() {
         placed("b", Placement::Remote { url: url.into() }),
     ]));
     for evaluator in 0..2 {
-        app.update(result(evaluator, 3, Box::new(Outcome::scored(0.5, Map::new()))));
+        app.update(result(
+            evaluator,
+            3,
+            Box::new(Outcome::scored(0.5, Map::new())),
+        ));
     }
     let whole = |app: &App, e: usize| {
         app.samples[3].cells[e]
@@ -850,4 +854,57 @@ fn settings_arrive_as_a_message_and_a_new_group_by_forgets_the_groups() {
     }));
     assert_eq!(app.group_by.as_deref(), Some("prompt_id"));
     assert_eq!(app.group_keys, None, "found again with the new key");
+}
+
+/// Lines in memory that count how many are read.
+struct CountedLines(MemoryLines, std::sync::atomic::AtomicUsize);
+
+impl Lines for CountedLines {
+    fn line(&self, file: usize, offset: u64, len: u32) -> Option<String> {
+        self.1.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.line(file, offset, len)
+    }
+}
+
+#[test]
+fn a_text_filter_reads_each_line_once_per_filter_not_per_result() {
+    let texts = ["alpha", "bravo", "charlie", "delta", "echo"];
+    let counted = Arc::new(CountedLines(
+        MemoryLines(texts.iter().map(|t| ((0, offset_of(t)), raw(t))).collect()),
+        Default::default(),
+    ));
+    let reads = || counted.1.load(std::sync::atomic::Ordering::SeqCst);
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["s.jsonl".into()],
+        Keymap::default(),
+        counted.clone(),
+    );
+    app.update(Msg::Evaluators(vec![info("a")]));
+    let samples = texts.iter().enumerate().map(|(i, t)| sample(i, t));
+    app.update(Msg::Samples(samples.collect()));
+    let before = reads();
+    app.set_filter("HA".into()); // alpha, charlie
+    assert_eq!(app.view, vec![0, 2]);
+    assert_eq!(reads() - before, 5, "every line read once");
+    for round in 0..20 {
+        for i in 0..5 {
+            app.update(result(0, i, scored(round as f64 / 100.0)));
+        }
+    }
+    assert_eq!(app.view, vec![0, 2]);
+    assert_eq!(reads() - before, 5, "results read no line again");
+    app.set_filter("ha score>0.1".into()); // the same words: nothing read
+    assert_eq!((app.view.clone(), reads() - before), (vec![0, 2], 5));
+    app.set_filter("ha ar".into()); // new words: read once more
+    assert_eq!((app.view.clone(), reads() - before), (vec![2], 10));
+    // new samples (the file changed): matched again (3 reads), a list this short has
+    // its rollout groups found at once (3 more), and the screen takes the title and
+    // text of the one row it shows (2 more)
+    let moved = ["charlie", "alpha", "echo"]
+        .iter()
+        .enumerate()
+        .map(|(i, t)| sample(i, t));
+    app.update(Msg::Samples(moved.collect()));
+    assert_eq!((app.view.clone(), reads() - before), (vec![0], 18));
 }

@@ -1,0 +1,331 @@
+//! The samples index: where each sample line is, its content hash and whether it is
+//! usable, read once (by [`SamplesReader`]) and then handed to runs, which read the
+//! lines' text at their offsets without hashing or checking them again.
+//!
+//! The index holds no line text: a million samples cost about 40 bytes each. It is
+//! current while every file has the size and modification time it had when indexed
+//! ([`SampleIndex::is_current`]); a run fed from it checks that before each file and
+//! that every line still ends where the index says.
+
+use super::samples::{SampleLine, SamplesReader};
+use super::SamplesFile;
+use crate::model::SampleRef;
+use std::collections::HashMap;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read};
+use std::path::Path;
+use std::time::SystemTime;
+
+/// One sample line as the index holds it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Entry {
+    /// Byte offset of the line in its file.
+    pub offset: u64,
+    /// Content hash of the trimmed line.
+    pub hash: [u8; 16],
+    /// Length of the line in bytes, without its line ending.
+    pub len: u32,
+    /// 1-based physical line.
+    pub line: u32,
+    /// Index into the index's files.
+    pub file: u32,
+}
+
+/// A file's size and modification time when it was indexed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct FileStamp {
+    len: u64,
+    modified: Option<SystemTime>,
+}
+
+fn stamp_of(path: &Path) -> Option<FileStamp> {
+    let meta = std::fs::metadata(path).ok()?;
+    Some(FileStamp {
+        len: meta.len(),
+        modified: meta.modified().ok(),
+    })
+}
+
+/// Every sample of some samples files, in order (see the module doc).
+#[derive(Debug, Default)]
+pub struct SampleIndex {
+    files: Vec<SamplesFile>,
+    stamps: Vec<Option<FileStamp>>,
+    entries: Vec<Entry>,
+    /// Why a sample is not usable (`BadSample`), by sample index; few in practice.
+    bad: HashMap<u32, Box<str>>,
+}
+
+impl SampleIndex {
+    /// An empty index of `files`, stamped now (before any of them is read, so that a
+    /// change while indexing makes the index stale, never wrongly current).
+    pub fn start(files: &[SamplesFile]) -> SampleIndex {
+        SampleIndex {
+            files: files.to_vec(),
+            stamps: files.iter().map(|f| stamp_of(&f.path)).collect(),
+            entries: Vec::new(),
+            bad: HashMap::new(),
+        }
+    }
+
+    /// Indexes `files` whole.
+    pub fn build(files: &[SamplesFile]) -> std::io::Result<SampleIndex> {
+        let mut index = SampleIndex::start(files);
+        for line in SamplesReader::new(files) {
+            index.push(&line?);
+        }
+        Ok(index)
+    }
+
+    /// Adds the next line read by a [`SamplesReader`] over the index's files.
+    pub fn push(&mut self, line: &SampleLine) {
+        debug_assert_eq!(line.at.index, self.entries.len());
+        if let Some(why) = &line.bad {
+            self.bad.insert(line.at.index as u32, why.as_str().into());
+        }
+        self.entries.push(Entry {
+            offset: line.offset,
+            hash: line.hash,
+            len: line.raw.len() as u32,
+            line: line.at.line as u32,
+            file: line.at.file as u32,
+        });
+    }
+
+    /// Gives back memory reserved for lines that did not come.
+    pub fn shrink(&mut self) {
+        self.entries.shrink_to_fit();
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    pub fn files(&self) -> &[SamplesFile] {
+        &self.files
+    }
+
+    pub fn entry(&self, index: usize) -> Option<&Entry> {
+        self.entries.get(index)
+    }
+
+    /// Why sample `index` is not usable, if it is not.
+    pub fn bad(&self, index: usize) -> Option<&str> {
+        self.bad.get(&(index as u32)).map(|b| &**b)
+    }
+
+    /// Whether every file still has the size and modification time it had when it
+    /// was indexed.
+    pub fn is_current(&self) -> bool {
+        self.files
+            .iter()
+            .zip(&self.stamps)
+            .all(|(f, s)| s.is_some() && stamp_of(&f.path) == *s)
+    }
+
+    /// Sample `index` as a run takes it: its text read at its offset (none for a bad
+    /// sample), with the hash and verdict of the index.
+    pub fn line(&self, index: usize, files: &super::LineFiles) -> Option<SampleLine> {
+        let e = self.entries.get(index)?;
+        let bad = self.bad(index).map(String::from);
+        let raw = match bad {
+            Some(_) => String::new(),
+            None => files.read(e.file as usize, e.offset, e.len)?,
+        };
+        Some(self.sample_line(index, e, raw, bad))
+    }
+
+    fn sample_line(&self, index: usize, e: &Entry, raw: String, bad: Option<String>) -> SampleLine {
+        SampleLine {
+            at: SampleRef {
+                index,
+                file: e.file as usize,
+                line: e.line as usize,
+            },
+            offset: e.offset,
+            raw,
+            hash: e.hash,
+            bad,
+        }
+    }
+
+    /// The samples in order, their text read once, front to back, at the offsets the
+    /// index holds: neither hashed nor checked again. A file changed since it was
+    /// indexed ends the lines with an error (see [`changed_error`]).
+    pub fn lines(&self) -> IndexedLines<'_> {
+        IndexedLines {
+            index: self,
+            next: 0,
+            open: None,
+        }
+    }
+}
+
+/// The error of a run fed from an index whose files changed since.
+pub fn changed_error(label: &str) -> std::io::Error {
+    std::io::Error::new(
+        std::io::ErrorKind::InvalidData,
+        format!("samples file {label} changed since it was indexed"),
+    )
+}
+
+/// The lines of a [`SampleIndex`] (see [`SampleIndex::lines`]).
+pub struct IndexedLines<'a> {
+    index: &'a SampleIndex,
+    next: usize,
+    /// The file being read: its number, reader and position.
+    open: Option<(u32, BufReader<File>, u64)>,
+}
+
+impl IndexedLines<'_> {
+    /// Opens file `file` unless it is the one being read; checks its stamp.
+    fn open(&mut self, file: u32) -> std::io::Result<()> {
+        if self.open.as_ref().is_some_and(|(f, _, _)| *f == file) {
+            return Ok(());
+        }
+        let f = &self.index.files[file as usize];
+        let stamp = self.index.stamps[file as usize];
+        if stamp.is_none() || stamp_of(&f.path) != stamp {
+            return Err(changed_error(&f.label));
+        }
+        let reader = File::open(&f.path).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot read samples file {}: {e}", f.label),
+            )
+        })?;
+        self.open = Some((file, BufReader::with_capacity(1 << 16, reader), 0));
+        Ok(())
+    }
+
+    /// Reads the text of entry `e` of the open file, checking that it still ends
+    /// where the index says.
+    fn read(&mut self, e: &Entry) -> std::io::Result<String> {
+        let (file, reader, pos) = self.open.as_mut().expect("opened before reading");
+        let label = &self.index.files[*file as usize].label;
+        if e.offset < *pos {
+            return Err(changed_error(label));
+        }
+        reader.seek_relative((e.offset - *pos) as i64)?;
+        let mut buf = vec![0u8; e.len as usize];
+        reader.read_exact(&mut buf)?;
+        *pos = e.offset + e.len as u64;
+        let ends = match reader.fill_buf()?.first() {
+            None => true,
+            Some(b) => matches!(b, b'\n' | b'\r'),
+        };
+        if !ends {
+            return Err(changed_error(label));
+        }
+        String::from_utf8(buf).map_err(|_| changed_error(label))
+    }
+}
+
+impl Iterator for IndexedLines<'_> {
+    type Item = std::io::Result<SampleLine>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let index = self.next;
+        let e = *self.index.entries.get(index)?;
+        self.next += 1;
+        let bad = self.index.bad(index).map(String::from);
+        let raw = if bad.is_some() {
+            Ok(String::new()) // a bad sample's text is not sent anywhere
+        } else {
+            self.open(e.file).and_then(|()| self.read(&e))
+        };
+        match raw {
+            Ok(raw) => Some(Ok(self.index.sample_line(index, &e, raw, bad))),
+            Err(err) => {
+                self.next = self.index.entries.len(); // nothing after an error
+                Some(Err(err))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_with(dir: &Path, name: &str, text: &str) -> SamplesFile {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        SamplesFile {
+            path,
+            label: name.into(),
+        }
+    }
+
+    const A: &str = r#"{"messages": [{"role": "user", "content": "a"}]}"#;
+    const B: &str = r#"{"messages": [{"role": "user", "content": "bb"}]}"#;
+
+    #[test]
+    fn lines_come_back_from_the_index_as_the_reader_read_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = [
+            file_with(
+                dir.path(),
+                "a.jsonl",
+                &format!("\u{FEFF}{A}\n\nnot json\r\n{B}"),
+            ),
+            file_with(dir.path(), "b.jsonl", &format!("  \n{B}\n{A}\n")),
+        ];
+        let index = SampleIndex::build(&files).unwrap();
+        assert_eq!(index.len(), 5);
+        assert!(index.is_current());
+        let read: Vec<SampleLine> = SamplesReader::new(&files).map(|l| l.unwrap()).collect();
+        let fed: Vec<SampleLine> = index.lines().map(|l| l.unwrap()).collect();
+        for (r, f) in read.iter().zip(&fed) {
+            assert_eq!(
+                (&r.at, r.offset, r.hash, &r.bad),
+                (&f.at, f.offset, f.hash, &f.bad)
+            );
+            if r.bad.is_none() {
+                assert_eq!(r.raw, f.raw);
+            } else {
+                assert_eq!(f.raw, "", "a bad line's text is not read");
+            }
+        }
+        assert_eq!(fed.len(), read.len());
+        assert_eq!(index.bad(1).map(|b| b.starts_with("not JSON")), Some(true));
+        assert_eq!(
+            (index.entry(3).unwrap().file, index.entry(3).unwrap().line),
+            (1, 2)
+        );
+    }
+
+    #[test]
+    fn a_file_changed_since_indexing_ends_the_lines_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = file_with(dir.path(), "s.jsonl", &format!("{A}\n{B}\n"));
+        let index = SampleIndex::build(std::slice::from_ref(&f)).unwrap();
+        // longer: the stamp differs
+        std::fs::write(&f.path, format!("{A}\n{B}\n{A}\n")).unwrap();
+        assert!(!index.is_current());
+        let lines: Vec<_> = index.lines().collect();
+        assert_eq!(lines.len(), 1, "the error ends the lines");
+        let e = lines[0].as_ref().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "samples file s.jsonl changed since it was indexed"
+        );
+    }
+
+    #[test]
+    fn a_line_that_no_longer_ends_where_indexed_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = file_with(dir.path(), "s.jsonl", &format!("{A}\n{B}\n"));
+        let mut index = SampleIndex::build(std::slice::from_ref(&f)).unwrap();
+        // the same size and time, other line breaks: as if edited within one clock tick
+        let moved = format!("{}\n{}\n", &A[..A.len() - 1], &B.replace("bb", "bbb"));
+        std::fs::write(&f.path, &moved).unwrap();
+        index.stamps = vec![stamp_of(&f.path)];
+        let lines: Vec<_> = index.lines().collect();
+        assert!(lines[0].is_err(), "line 1 now ends one byte early");
+    }
+}
