@@ -285,6 +285,18 @@ fn missing_gcloud_and_missing_flags_are_reported_before_anything_runs() {
     );
     assert_eq!(run.code, 2);
     assert_eq!(run.stderr, "rwb: id 'My_Svc' cannot name a service: give lowercase letters, digits and hyphens, starting with a letter, at most 49 characters (for example --id my-evaluator)\n");
+    // a flag of another target is an error, not silently ignored
+    let run = tools.deploy(
+        &ws,
+        &["--target", "k8s", "--id", "svc", "--gcp-project", "p"],
+        "",
+        &[],
+    );
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stderr, "rwb: --gcp-project is for --target cloud-run, not --target k8s: drop it or change the target\n");
+    let run = tools.deploy(&ws, &["--id", "svc", "--no-auth"], "", &[]);
+    assert_eq!(run.code, 2);
+    assert_eq!(run.stderr, "rwb: --no-auth is for --target cloud-run or --target k8s, not --target fireworks: drop it or change the target\n");
     assert_eq!(tools.calls(), Vec::<String>::new());
 }
 

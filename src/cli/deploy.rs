@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 pub(super) async fn deploy(args: DeployArgs) -> Result<ExitCode, Fail> {
+    args.targets.check_flags()?;
     if args.targets.target != super::deploy_targets::TargetName::Fireworks {
         return super::deploy_targets::deploy(args).await;
     }

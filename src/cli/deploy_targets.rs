@@ -56,6 +56,41 @@ pub struct TargetArgs {
     pub rwb_binary: Option<PathBuf>,
 }
 
+impl TargetArgs {
+    /// A flag of another target is a usage error rather than silently ignored (a
+    /// `--gcp-project` given with `--target k8s` means the user expected something).
+    pub fn check_flags(&self) -> Result<(), Fail> {
+        use TargetName::{CloudRun, K8s};
+        let given = [
+            ("--gcp-project", self.gcp_project.is_some(), &[CloudRun][..]),
+            ("--gcp-region", self.gcp_region.is_some(), &[CloudRun]),
+            ("--gcp-ar-repo", self.gcp_ar_repo.is_some(), &[CloudRun]),
+            ("--register", self.register, &[CloudRun]),
+            ("--no-auth", self.no_auth, &[CloudRun, K8s]),
+            ("--rwb-binary", self.rwb_binary.is_some(), &[CloudRun, K8s]),
+            ("--namespace", self.namespace.is_some(), &[K8s]),
+            ("--image", self.image.is_some(), &[K8s]),
+            ("--apply", self.apply, &[K8s]),
+        ];
+        let name = |t: &TargetName| match t {
+            TargetName::Fireworks => "fireworks",
+            CloudRun => "cloud-run",
+            K8s => "k8s",
+        };
+        for (flag, set, targets) in given {
+            if set && !targets.contains(&self.target) {
+                let fits: Vec<&str> = targets.iter().map(name).collect();
+                return Err(Fail::Usage(format!(
+                    "{flag} is for --target {}, not --target {}: drop it or change the target",
+                    fits.join(" or --target "),
+                    name(&self.target)
+                )));
+            }
+        }
+        Ok(())
+    }
+}
+
 pub(super) async fn deploy(args: DeployArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     if !dir.is_dir() {

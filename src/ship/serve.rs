@@ -535,6 +535,8 @@ fn unprocessable(loc: &[&str], kind: &str, msg: &str, input: Value) -> Reject {
 
 /// Reads `{"messages": [...], "ground_truth": ..., "kwargs": {...}}` into a sample
 /// line, as reward-kit's server calls the function (kwargs may override the others).
+/// The flat body reward-kit's remote `RewardFunction` posts (`{"messages",
+/// "ground_truth", **kwargs}`) is read too: other top-level keys are kwargs.
 fn sample_line(body: &[u8]) -> Result<String, Reject> {
     match sample_line_fast(body) {
         Some(line) => Ok(line),
@@ -547,6 +549,7 @@ fn sample_line(body: &[u8]) -> Result<String, Reject> {
 /// the checked way (which also words the errors).
 fn sample_line_fast(body: &[u8]) -> Option<String> {
     #[derive(serde::Deserialize)]
+    #[serde(deny_unknown_fields)] // a flat body's kwargs go the checked way
     struct Request<'a> {
         #[serde(borrow)]
         messages: &'a serde_json::value::RawValue,
@@ -648,7 +651,8 @@ fn sample_line_checked(body: &[u8]) -> Result<String, Reject> {
         "ground_truth".into(),
         obj.remove("ground_truth").unwrap_or(Value::Null),
     );
-    for (k, v) in kwargs {
+    // a flat body: what is left are kwargs, and the nested ones win over them
+    for (k, v) in obj.into_iter().chain(kwargs) {
         sample.insert(k, v);
     }
     Ok(Value::Object(sample).to_string())
@@ -976,13 +980,25 @@ mod tests {
     }
 
     #[test]
+    fn a_flat_body_passes_its_other_keys_as_kwargs_and_nested_kwargs_win() {
+        let flat = r#"{"messages": [{"role": "user", "content": "hi"}], "ground_truth": "4", "solution": "x", "n": 2, "kwargs": {"n": 3}}"#;
+        assert_eq!(sample_line_fast(flat.as_bytes()), None, "the checked way");
+        let line: Value =
+            serde_json::from_str(&sample_line(flat.as_bytes()).ok().expect("valid")).unwrap();
+        assert_eq!(
+            line,
+            json!({"messages": [{"role": "user", "content": "hi"}], "ground_truth": "4", "solution": "x", "n": 3})
+        );
+    }
+
+    #[test]
     fn the_fast_sample_line_means_what_the_checked_one_means() {
         let bodies = [
             r#"{"messages": [{"role": "user", "content": "hi"}]}"#,
             r#"{"messages": [{"role": "user", "content": "h\"i"}], "ground_truth": "4", "kwargs": {"a": 1, "b": [1, 2]}}"#,
             r#"{"messages": [], "ground_truth": null, "kwargs": {}}"#,
             r#"{"messages": [{"role": "user"}], "kwargs": {"ground_truth": "override", "messages": [{"role": "x"}]}}"#,
-            r#"{"kwargs": null, "messages": [{"role": "user", "content": "é"}], "extra": true}"#,
+            r#"{"kwargs": null, "messages": [{"role": "user", "content": "é"}]}"#,
         ];
         for body in bodies {
             let fast = sample_line_fast(body.as_bytes()).expect("the fast path takes it");
