@@ -1,11 +1,11 @@
 //! A deployed Fireworks evaluator as a column: its definition fetched once per run,
 //! then samples scored in batches through the preview API (SPEC §7, §11), with the
-//! credentials and base URL of `ship::fireworks`.
+//! client of `remote::fireworks`.
 
+use super::fireworks::{self, Credentials, FireworksError, RemoteResult};
 use super::jobs;
 use crate::engine::{PoolJob, PoolWork, Sink};
 use crate::model::{kinds, EvalError, Outcome};
-use crate::ship::fireworks::{self, Credentials, FireworksError, RemoteResult};
 use futures::StreamExt;
 use serde_json::{json, Map, Value};
 use std::time::{Duration, Instant};

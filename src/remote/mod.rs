@@ -5,11 +5,13 @@
 //! number of requests in flight. Sits beside `engine/` (which runs local Python) and
 //! below `runner/`, which hands it the same queue of sample lines it hands the worker
 //! pool. Must not touch the cache (remote results are never stored nor read back),
-//! draw, or spawn processes. The Fireworks client, its credentials and its base URL
-//! are `ship::fireworks`'s.
+//! draw, or spawn processes. `fireworks/` is the Fireworks API client (also used by
+//! `ship/` to deploy), `host.rs` reads host names.
 
 mod deployed;
 mod endpoint;
+pub mod fireworks;
+pub mod host;
 
 pub use endpoint::Endpoint;
 

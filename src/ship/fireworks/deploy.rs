@@ -1,7 +1,7 @@
 //! `rwb deploy`: create (or, with `force`, replace) an evaluator on Fireworks.
 
-use super::api::{expect_success, Api};
 use super::{Code, Credentials, EvaluatorPayload, FireworksError};
+use crate::remote::fireworks::api::{expect_success, Api};
 use reqwest::Method;
 use serde_json::{json, Value};
 

@@ -6,32 +6,28 @@
 //! Knows no screen: callers show the progress lines and errors it reports. On any
 //! failure it returns the error and never makes up scores.
 //!
-//! One file per job: `error` (what failed, one line), `credentials` (key, account,
-//! base), `files` (what may be sent), `decorators` (what a metric declares),
-//! `payload` (criteria and requirements), `proxy` (the `--remote-url` main.py), `api`
-//! (the HTTP client), `deploy` and `preview` (the two calls), `deployed` (a deployed
-//! evaluator scoring a `fireworks = "ID"` column).
+//! The client itself (credentials, the HTTP calls, errors, reading preview answers)
+//! is `remote::fireworks`, below the runner, which scores `fireworks = "ID"` columns
+//! through it; its names are re-exported here. One file per job here: `files` (what
+//! may be sent), `decorators` (what a metric declares), `payload` (criteria and
+//! requirements), `proxy` (the `--remote-url` main.py), `deploy` and `preview` (the
+//! two calls that send a payload).
 
-mod api;
-mod credentials;
 mod decorators;
 mod deploy;
-mod deployed;
-mod error;
 mod files;
 mod payload;
 mod preview;
 mod proxy;
 
-pub use api::{request_timeout, DEFAULT_TIMEOUT_SECS, TIMEOUT_ENV};
-pub use credentials::{Credentials, DEFAULT_API_BASE};
+pub use crate::remote::fireworks::{
+    api_message, deployed_evaluator, preview_deployed, request_timeout, Credentials,
+    FireworksError, RemoteMetric, RemotePreview, RemoteResult, DEFAULT_API_BASE,
+    DEFAULT_TIMEOUT_SECS, TIMEOUT_ENV,
+};
 pub use decorators::decorator_requirements;
 pub use deploy::{check_evaluator_id, deploy, deploy_body, DeployRequest, DeployResult};
-pub use deployed::{deployed_evaluator, preview_deployed};
-pub use error::{api_message, FireworksError};
 pub use files::{MAX_FILE_BYTES, MAX_TOTAL_BYTES};
 pub use payload::{Code, Criterion, EvaluatorPayload};
-pub use preview::{
-    preview, preview_body, RemoteMetric, RemotePreview, RemoteResult, PREVIEW_DISPLAY_NAME,
-};
+pub use preview::{preview, preview_body, PREVIEW_DISPLAY_NAME};
 pub use proxy::{remote_endpoint, remote_proxy_source, REMOTE_PROXY_NAME};

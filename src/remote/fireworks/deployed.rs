@@ -2,8 +2,7 @@
 //! definition fetched, then samples scored with it through the preview API.
 
 use super::api::Api;
-use super::preview::parse_preview;
-use super::{Credentials, FireworksError, RemotePreview};
+use super::{parse_preview, Credentials, FireworksError, RemotePreview};
 use reqwest::Method;
 use serde_json::{json, Map, Value};
 

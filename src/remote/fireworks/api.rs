@@ -26,19 +26,19 @@ fn timeout_from(text: Option<&str>) -> Duration {
         .unwrap_or(Duration::from_secs_f64(DEFAULT_TIMEOUT_SECS))
 }
 
-pub(super) struct Api<'a> {
+pub(crate) struct Api<'a> {
     creds: &'a Credentials,
     client: reqwest::Client,
     timeout: Duration,
 }
 
-pub(super) struct Answer {
-    pub(super) status: u16,
+pub(crate) struct Answer {
+    pub(crate) status: u16,
     text: String,
 }
 
 impl<'a> Api<'a> {
-    pub(super) fn new(creds: &'a Credentials) -> Result<Api<'a>, FireworksError> {
+    pub(crate) fn new(creds: &'a Credentials) -> Result<Api<'a>, FireworksError> {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let timeout = request_timeout();
         let client = reqwest::Client::builder()
@@ -54,7 +54,7 @@ impl<'a> Api<'a> {
         })
     }
 
-    pub(super) async fn call(
+    pub(crate) async fn call(
         &self,
         method: Method,
         url: &str,
@@ -99,7 +99,7 @@ impl<'a> Api<'a> {
     }
 
     /// The JSON of a 2xx answer, or the API error.
-    pub(super) async fn json(
+    pub(crate) async fn json(
         &self,
         method: Method,
         url: &str,
@@ -110,7 +110,7 @@ impl<'a> Api<'a> {
     }
 }
 
-pub(super) fn expect_success(
+pub(crate) fn expect_success(
     method: &Method,
     url: &str,
     answer: Answer,

@@ -108,7 +108,7 @@ fn check_api_base(api_base: &str) -> Result<(), FireworksError> {
     let loopback = parsed
         .as_ref()
         .and_then(|u| u.host_str())
-        .is_some_and(crate::ship::guard::is_loopback_name);
+        .is_some_and(crate::remote::host::is_loopback_name);
     match scheme {
         Some("https") => Ok(()),
         Some("http") if loopback => Ok(()),
