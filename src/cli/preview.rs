@@ -1,15 +1,20 @@
 //! `rwb preview`: `reward-kit preview`'s flags and report, evaluated locally.
 
 use super::{Fail, PreviewArgs, Session};
-use crate::model::py_float;
-use crate::runner::Event;
-use crate::ship::fireworks::{self, Credentials, EvaluatorPayload, RemotePreview, RemoteResult};
+use crate::model::{py_float, Outcome};
+use crate::runner::{Event, Prepared, RunStats};
+use crate::ship::fireworks::{
+    self, Credentials, EvaluatorPayload, FireworksError, RemotePreview, RemoteResult,
+};
 use crate::workspace::SamplesReader;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 use tokio::sync::mpsc;
+
+/// The remote preview's answer: `None` when nothing was sent.
+type RemoteAnswer = Option<Result<RemotePreview, FireworksError>>;
 
 pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
     let started = Instant::now();
@@ -22,11 +27,49 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
     } else {
         None
     };
+    let (stats, events, remote) =
+        run_local_and_remote(&session, &prepared, args.max_samples, &remote_setup).await;
+    let stats = stats.map_err(|e| Fail::Usage(e.to_string()))?;
+
+    let (rows, errors) = outcome_rows(stats.samples, names.len(), events);
+    let remote_ok: Option<&RemotePreview> = remote.as_ref().and_then(|r| r.as_ref().ok());
+    print_totals(&stats, started, remote_ok);
+    let remote_of = remote_by_sample(&remote_setup, remote_ok);
+    let mut differing = 0;
+    println!();
+    println!("Individual Results:");
+    println!("------------------");
+    for (i, row) in rows.iter().enumerate() {
+        let local = print_local_sample(i, &names, row);
+        if remote_ok.is_some() && !print_remote(remote_of.get(&i).copied(), &local) {
+            differing += 1;
+        }
+    }
+    if remote_ok.is_some() {
+        let compared = remote_setup.as_ref().map_or(0, |s| s.sent.len());
+        print_comparison(differing, compared);
+    }
+    let remote_failed = report_remote_failure(&remote_setup, &remote);
+    Ok(if errors > 0 || remote_failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Runs the samples locally, collecting every event, while the remote preview (if
+/// any) runs beside it.
+async fn run_local_and_remote(
+    session: &Session,
+    prepared: &[Prepared],
+    max_samples: usize,
+    remote_setup: &Option<RemoteSetup>,
+) -> (std::io::Result<RunStats>, Vec<Event>, RemoteAnswer) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = session.runner.run(
-        &prepared,
+        prepared,
         &session.workspace.samples,
-        Some(args.max_samples),
+        Some(max_samples),
         session.use_cache,
         tx,
     );
@@ -38,7 +81,7 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
     };
     // the remote preview runs while the local one does
     let remote_call = async {
-        match &remote_setup {
+        match remote_setup {
             Some(setup) if !setup.lines.is_empty() => Some(
                 fireworks::preview(
                     &setup.creds,
@@ -52,12 +95,17 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
         }
     };
     let (stats, (), remote) = tokio::join!(work, consume, remote_call);
-    let stats = stats.map_err(|e| Fail::Usage(e.to_string()))?;
+    (stats, events, remote)
+}
 
-    // (sample index, evaluator) -> outcome, in order
-    let mut rows: Vec<Vec<Option<crate::model::Outcome>>> = (0..stats.samples)
-        .map(|_| vec![None; names.len()])
-        .collect();
+/// The outcomes as rows of (sample index, evaluator), in order, and how many are errors.
+fn outcome_rows(
+    samples: usize,
+    evaluators: usize,
+    events: Vec<Event>,
+) -> (Vec<Vec<Option<Outcome>>>, usize) {
+    let mut rows: Vec<Vec<Option<Outcome>>> =
+        (0..samples).map(|_| vec![None; evaluators]).collect();
     let mut errors = 0;
     for Event::Result {
         evaluator,
@@ -69,94 +117,105 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
         errors += usize::from(outcome.is_error());
         rows[at.index][evaluator] = Some(outcome);
     }
+    (rows, errors)
+}
+
+fn print_totals(stats: &RunStats, started: Instant, remote_ok: Option<&RemotePreview>) {
     println!("Evaluation Preview Results (evaluated locally by rwb)");
     println!("------------------------");
     println!("Total Samples: {}", stats.samples);
     println!("Total Runtime: {} ms", started.elapsed().as_millis());
-    let remote_ok: Option<&RemotePreview> = remote.as_ref().and_then(|r| r.as_ref().ok());
     if let Some(r) = remote_ok {
         println!("Remote Total Samples: {} (Fireworks)", r.total_samples);
         println!("Remote Total Runtime: {} ms", r.total_runtime_ms);
     }
-    // local sample index -> its remote result (results come in the order sent)
-    let mut remote_of: HashMap<usize, Option<&RemoteResult>> = HashMap::new();
-    if let (Some(setup), Some(r)) = (&remote_setup, remote_ok) {
+}
+
+/// Local sample index -> its remote result (results come in the order sent).
+fn remote_by_sample<'a>(
+    remote_setup: &Option<RemoteSetup>,
+    remote_ok: Option<&'a RemotePreview>,
+) -> HashMap<usize, Option<&'a RemoteResult>> {
+    let mut remote_of = HashMap::new();
+    if let (Some(setup), Some(r)) = (remote_setup, remote_ok) {
         for (k, index) in setup.sent.iter().enumerate() {
             remote_of.insert(*index, r.results.get(k));
         }
     }
-    let mut differing = 0;
-    println!();
-    println!("Individual Results:");
-    println!("------------------");
-    for (i, row) in rows.iter().enumerate() {
-        let outcomes: Vec<&crate::model::Outcome> = row.iter().flatten().collect();
-        let success = outcomes.iter().all(|o| !o.is_error());
-        let scores: Vec<f64> = outcomes.iter().filter_map(|o| o.score).collect();
-        println!("Sample {}:", i + 1);
-        println!("  Success: {}", if success { "True" } else { "False" });
-        let local_score = (scores.len() == outcomes.len() && !scores.is_empty()).then(|| {
-            if scores.len() == 1 {
-                scores[0]
-            } else {
-                scores.iter().sum::<f64>() / scores.len() as f64
-            }
-        });
-        if let Some(score) = local_score {
-            println!("  Score: {}", py_float(score));
-        }
-        for (name, outcome) in names.iter().zip(row) {
-            let Some(o) = outcome else { continue };
-            match (&o.error, o.score) {
-                (Some(e), _) => println!(
-                    "  {name}: error {}: {}",
-                    e.kind,
-                    e.message.lines().next().unwrap_or("")
-                ),
-                (None, Some(s)) => println!("  {name}: {}", py_float(s)),
-                (None, None) => println!("  {name}: no score"),
-            }
-            for (metric, m) in o.metric_list() {
-                let score = m.score.map(py_float).unwrap_or_else(|| "None".into());
-                println!("    {metric}: {score}");
-            }
-        }
-        if remote_ok.is_some() {
-            let local = LocalSample {
-                success,
-                score: local_score,
-                names: &names,
-                row,
-            };
-            if !print_remote(remote_of.get(&i).copied(), &local) {
-                differing += 1;
-            }
-        }
-    }
-    if remote_ok.is_some() {
-        let compared = remote_setup.as_ref().map_or(0, |s| s.sent.len());
-        if differing == 0 {
-            println!("Remote vs local: all {compared} samples sent match");
+    remote_of
+}
+
+/// Prints sample `i`'s local results; returns them, to compare the remote ones with.
+fn print_local_sample<'a>(
+    i: usize,
+    names: &'a [String],
+    row: &'a [Option<Outcome>],
+) -> LocalSample<'a> {
+    let outcomes: Vec<&Outcome> = row.iter().flatten().collect();
+    let success = outcomes.iter().all(|o| !o.is_error());
+    let scores: Vec<f64> = outcomes.iter().filter_map(|o| o.score).collect();
+    println!("Sample {}:", i + 1);
+    println!("  Success: {}", if success { "True" } else { "False" });
+    let local_score = (scores.len() == outcomes.len() && !scores.is_empty()).then(|| {
+        if scores.len() == 1 {
+            scores[0]
         } else {
-            println!("Remote vs local: {differing} of {compared} samples sent differ");
+            scores.iter().sum::<f64>() / scores.len() as f64
         }
+    });
+    if let Some(score) = local_score {
+        println!("  Score: {}", py_float(score));
     }
-    let mut remote_failed = false;
-    match (&remote_setup, &remote) {
+    for (name, outcome) in names.iter().zip(row) {
+        let Some(o) = outcome else { continue };
+        print_evaluator_outcome(name, o);
+    }
+    LocalSample {
+        success,
+        score: local_score,
+        names,
+        row,
+    }
+}
+
+/// One evaluator's line of a sample, then one line per metric.
+fn print_evaluator_outcome(name: &str, o: &Outcome) {
+    match (&o.error, o.score) {
+        (Some(e), _) => println!(
+            "  {name}: error {}: {}",
+            e.kind,
+            e.message.lines().next().unwrap_or("")
+        ),
+        (None, Some(s)) => println!("  {name}: {}", py_float(s)),
+        (None, None) => println!("  {name}: no score"),
+    }
+    for (metric, m) in o.metric_list() {
+        let score = m.score.map(py_float).unwrap_or_else(|| "None".into());
+        println!("    {metric}: {score}");
+    }
+}
+
+fn print_comparison(differing: usize, compared: usize) {
+    if differing == 0 {
+        println!("Remote vs local: all {compared} samples sent match");
+    } else {
+        println!("Remote vs local: {differing} of {compared} samples sent differ");
+    }
+}
+
+/// Tells why the remote preview gave nothing to compare; returns whether it failed.
+fn report_remote_failure(remote_setup: &Option<RemoteSetup>, remote: &RemoteAnswer) -> bool {
+    match (remote_setup, remote) {
         (Some(_), Some(Err(e))) => {
             eprintln!("rwb: remote preview failed: {e}");
-            remote_failed = true;
+            true
         }
         (Some(_), None) => {
             eprintln!("rwb: remote preview: no valid samples to send");
+            false
         }
-        _ => {}
+        _ => false,
     }
-    Ok(if errors > 0 || remote_failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
 }
 
 /// What `--remote` sends: credentials, the evaluators' code and the valid sample
@@ -196,7 +255,7 @@ struct LocalSample<'a> {
     success: bool,
     score: Option<f64>,
     names: &'a [String],
-    row: &'a [Option<crate::model::Outcome>],
+    row: &'a [Option<Outcome>],
 }
 
 impl LocalSample<'_> {
