@@ -21,7 +21,7 @@ use std::time::{Duration, SystemTime};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::UnixListener;
-use tokio::process::{Child, ChildStdin, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::{oneshot, Mutex};
 
 /// How long a forked worker may take to connect back.
@@ -257,6 +257,29 @@ impl Engine {
         let token = self.shared.next_token.fetch_add(1, Ordering::Relaxed);
         let (tx, rx) = oneshot::channel();
         self.shared.pending.lock().unwrap().insert(token, tx);
+        let command = self.fork_command(token, spec);
+        self.send_to_zygote(token, &command).await?;
+        let (mut reader, writer, pid) = self.await_connection(token, rx, spec).await?;
+        let reply = read_load_reply(spec, &mut reader, pid).await?;
+        let loaded = loaded_from(reply)?;
+        let ray_worker = self.shared.ray.is_some();
+        let mut worker = Worker::new(
+            pid,
+            self.shared.runtime.path(),
+            reader,
+            writer,
+            loaded,
+            spec,
+            self.shared.groups.clone(),
+        );
+        if ray_worker {
+            worker.set_grace(super::ray::RAY_PATIENCE);
+        }
+        Ok(worker)
+    }
+
+    /// The zygote's `fork` command line for `spec`, answered by the worker under `token`.
+    fn fork_command(&self, token: u64, spec: &EvaluatorSpec) -> String {
         let root = absolute(&self.shared.root);
         // A package function imports by name from the root: its package folder is not
         // put on sys.path (its modules would import twice, under two names).
@@ -264,7 +287,7 @@ impl Engine {
             Some(_) => root.clone(),
             None => absolute(&spec.source.folder()),
         };
-        let command = json!({
+        json!({
             "op": "fork",
             "token": token,
             "root": root,
@@ -281,100 +304,46 @@ impl Engine {
             }
         })
         .to_string()
-            + "\n";
-        {
-            let mut guard = self.shared.zygote.lock().await;
-            let mut sent = false;
-            for _attempt in 0..2 {
-                let zygote = self.ensure_zygote(&mut guard).await?;
-                if zygote.stdin.write_all(command.as_bytes()).await.is_ok() {
-                    sent = true;
-                    break;
-                }
-                // the zygote died: start a new one and try once more
-                *guard = None;
+            + "\n"
+    }
+
+    /// Writes `command` to the zygote, starting it (once more, should it have died)
+    /// when needed; on failure forgets the worker awaited under `token`.
+    async fn send_to_zygote(&self, token: u64, command: &str) -> Result<(), EngineError> {
+        let mut guard = self.shared.zygote.lock().await;
+        for _attempt in 0..2 {
+            let zygote = self.ensure_zygote(&mut guard).await?;
+            if zygote.stdin.write_all(command.as_bytes()).await.is_ok() {
+                return Ok(());
             }
-            if !sent {
-                self.shared.pending.lock().unwrap().remove(&token);
-                return Err(EngineError::Crashed(format!(
-                    "the Python fork-server stopped: {}",
-                    self.stderr_tail().trim()
-                )));
-            }
+            // the zygote died: start a new one and try once more
+            *guard = None;
         }
-        let connection = match tokio::time::timeout(HELLO_TIMEOUT, rx).await {
-            Ok(Ok(c)) => c,
+        self.shared.pending.lock().unwrap().remove(&token);
+        Err(EngineError::Crashed(format!(
+            "the Python fork-server stopped: {}",
+            self.stderr_tail().trim()
+        )))
+    }
+
+    /// Waits for the forked worker to connect back under `token`.
+    async fn await_connection(
+        &self,
+        token: u64,
+        rx: oneshot::Receiver<Connection>,
+        spec: &EvaluatorSpec,
+    ) -> Result<Connection, EngineError> {
+        match tokio::time::timeout(HELLO_TIMEOUT, rx).await {
+            Ok(Ok(c)) => Ok(c),
             _ => {
                 self.shared.pending.lock().unwrap().remove(&token);
-                return Err(EngineError::Crashed(format!(
+                Err(EngineError::Crashed(format!(
                     "the worker for '{}' did not start: {}",
                     spec.name,
                     self.stderr_tail().trim()
-                )));
-            }
-        };
-        let (mut reader, writer, pid) = connection;
-        // Importing may run arbitrary module-level code: give it the evaluation timeout,
-        // but never less than a minute (heavy imports such as torch are slow).
-        let limit = bounded_seconds(spec.timeout.max(60.0));
-        let mut line = String::new();
-        let read = tokio::time::timeout(limit, reader.read_line(&mut line)).await;
-        let reply: LoadReply = match read {
-            Ok(Ok(n)) if n > 0 => serde_json::from_str(&line).map_err(|e| {
-                EngineError::Crashed(format!("the worker sent an unreadable reply: {e}"))
-            })?,
-            Ok(_) => {
-                return Err(EngineError::Crashed(format!(
-                    "the worker for '{}' died while importing {}",
-                    spec.name,
-                    spec.source.file().display()
                 )))
             }
-            Err(_) => {
-                kill_group(pid);
-                let mut error = EvalError::new(
-                    crate::model::kinds::IMPORT_FAILED,
-                    format!(
-                        "importing {} did not finish within {:.0} s",
-                        spec.source.file().display(),
-                        limit.as_secs_f64()
-                    ),
-                );
-                error.file = Some(spec.source.file().display().to_string());
-                return Err(EngineError::Import(error, vec![spec.source.file()]));
-            }
-        };
-        if let Some(failure) = reply.import_error {
-            let files = failure.files.iter().map(PathBuf::from).collect();
-            return Err(EngineError::Import(failure.error, files));
         }
-        let style = reply
-            .style
-            .as_deref()
-            .and_then(Style::parse)
-            .unwrap_or(Style::RewardKit);
-        let ray_worker = self.shared.ray.is_some();
-        let loaded = Loaded {
-            style,
-            style_reason: reply.style_reason.unwrap_or_default(),
-            decorated: reply.decorated,
-            files: reply.files.iter().map(PathBuf::from).collect(),
-            third_party: reply.third_party,
-            packages: reply.packages,
-        };
-        let mut worker = Worker::new(
-            pid,
-            self.shared.runtime.path(),
-            reader,
-            writer,
-            loaded,
-            spec,
-            self.shared.groups.clone(),
-        );
-        if ray_worker {
-            worker.set_grace(super::ray::RAY_PATIENCE);
-        }
-        Ok(worker)
     }
 
     async fn ensure_zygote<'a>(
@@ -395,6 +364,41 @@ impl Engine {
     async fn start_zygote(&self) -> Result<Zygote, EngineError> {
         let shared = &self.shared;
         let started = SystemTime::now();
+        let mut command = self.zygote_command();
+        let mut child = command
+            .spawn()
+            .map_err(|e| spawn_error(&shared.python, e))?;
+        let stdin = child.stdin.take().expect("piped");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let stderr = child.stderr.take().expect("piped");
+        keep_stderr_tail(stderr, shared.stderr_tail.clone());
+        let info = read_ready(&mut child, &mut stdout).await?;
+        let Some(info) = info else {
+            let _ = child.kill().await;
+            // give the stderr reader a moment to collect the interpreter's last words
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            return Err(EngineError::Interpreter(format!(
+                "Python interpreter {} did not start rwb's worker: {}",
+                shared.python.display(),
+                last_line(&self.stderr_tail())
+            )));
+        };
+        if let Some(cluster) = &info.ray {
+            *shared.cluster.lock().unwrap() = Some(cluster.clone());
+        }
+        drain_replies(stdout);
+        Ok(Zygote {
+            child,
+            stdin,
+            info,
+            started,
+        })
+    }
+
+    /// The fork-server's command (the Ray driver's on Ray), with its pipes, folder,
+    /// environment and a process group of its own.
+    fn zygote_command(&self) -> Command {
+        let shared = &self.shared;
         let script = shared.runtime.path().join("rwb_worker.py");
         let compat = shared.runtime.path().join("compat");
         let mut command = match &shared.ray {
@@ -425,86 +429,136 @@ impl Engine {
             .stderr(Stdio::piped())
             .process_group(0)
             .kill_on_drop(true);
-        let mut child = command.spawn().map_err(|e| {
-            EngineError::Interpreter(if e.kind() == std::io::ErrorKind::NotFound {
-                format!(
-                    "Python interpreter not found: {} (give --python PATH, set `python` in rwb.toml, or activate a virtualenv)",
-                    shared.python.display()
-                )
-            } else {
-                format!("cannot start Python interpreter {}: {e}", shared.python.display())
-            })
-        })?;
-        let stdin = child.stdin.take().expect("piped");
-        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
-        let mut stderr = child.stderr.take().expect("piped");
-        let tail = shared.stderr_tail.clone();
-        tokio::spawn(async move {
-            let mut buf = [0u8; 8192];
-            while let Ok(n) = stderr.read(&mut buf).await {
-                if n == 0 {
-                    break;
-                }
-                let mut tail = tail.lock().unwrap();
-                tail.extend(&buf[..n]);
-                let excess = tail.len().saturating_sub(STDERR_KEEP);
-                tail.drain(..excess);
-            }
-        });
-        let mut line = String::new();
-        let ready = tokio::time::timeout(ZYGOTE_TIMEOUT, stdout.read_line(&mut line)).await;
-        let info = match ready {
-            Ok(Ok(n)) if n > 0 => {
-                #[derive(Deserialize)]
-                #[serde(untagged)]
-                enum Ready {
-                    Info(ZygoteInfo),
-                    /// It cannot serve, and says why (the Ray driver without `ray`).
-                    Refused {
-                        error: String,
-                    },
-                }
-                match serde_json::from_str::<Ready>(&line) {
-                    Ok(Ready::Info(info)) => Some(info),
-                    Ok(Ready::Refused { error }) => {
-                        let _ = child.kill().await;
-                        return Err(EngineError::Interpreter(error));
-                    }
-                    Err(_) => None,
-                }
-            }
-            _ => None,
-        };
-        let Some(info) = info else {
-            let _ = child.kill().await;
-            // give the stderr reader a moment to collect the interpreter's last words
-            tokio::time::sleep(Duration::from_millis(50)).await;
-            return Err(EngineError::Interpreter(format!(
-                "Python interpreter {} did not start rwb's worker: {}",
-                shared.python.display(),
-                last_line(&self.stderr_tail())
-            )));
-        };
-        if let Some(cluster) = &info.ray {
-            *shared.cluster.lock().unwrap() = Some(cluster.clone());
-        }
-        // Drain the zygote's replies so its pipe never fills.
-        tokio::spawn(async move {
-            let mut line = String::new();
-            while let Ok(n) = stdout.read_line(&mut line).await {
-                if n == 0 {
-                    break;
-                }
-                line.clear();
-            }
-        });
-        Ok(Zygote {
-            child,
-            stdin,
-            info,
-            started,
-        })
+        command
     }
+}
+
+/// Reads the worker's reply to loading its evaluator, within the import time limit;
+/// a worker that does not answer in time is killed.
+async fn read_load_reply(
+    spec: &EvaluatorSpec,
+    reader: &mut BufReader<OwnedReadHalf>,
+    pid: i32,
+) -> Result<LoadReply, EngineError> {
+    // Importing may run arbitrary module-level code: give it the evaluation timeout,
+    // but never less than a minute (heavy imports such as torch are slow).
+    let limit = bounded_seconds(spec.timeout.max(60.0));
+    let mut line = String::new();
+    let read = tokio::time::timeout(limit, reader.read_line(&mut line)).await;
+    match read {
+        Ok(Ok(n)) if n > 0 => serde_json::from_str(&line).map_err(|e| {
+            EngineError::Crashed(format!("the worker sent an unreadable reply: {e}"))
+        }),
+        Ok(_) => Err(EngineError::Crashed(format!(
+            "the worker for '{}' died while importing {}",
+            spec.name,
+            spec.source.file().display()
+        ))),
+        Err(_) => {
+            kill_group(pid);
+            let mut error = EvalError::new(
+                crate::model::kinds::IMPORT_FAILED,
+                format!(
+                    "importing {} did not finish within {:.0} s",
+                    spec.source.file().display(),
+                    limit.as_secs_f64()
+                ),
+            );
+            error.file = Some(spec.source.file().display().to_string());
+            Err(EngineError::Import(error, vec![spec.source.file()]))
+        }
+    }
+}
+
+/// What the worker loaded, or its import error.
+fn loaded_from(reply: LoadReply) -> Result<Loaded, EngineError> {
+    if let Some(failure) = reply.import_error {
+        let files = failure.files.iter().map(PathBuf::from).collect();
+        return Err(EngineError::Import(failure.error, files));
+    }
+    let style = reply
+        .style
+        .as_deref()
+        .and_then(Style::parse)
+        .unwrap_or(Style::RewardKit);
+    Ok(Loaded {
+        style,
+        style_reason: reply.style_reason.unwrap_or_default(),
+        decorated: reply.decorated,
+        files: reply.files.iter().map(PathBuf::from).collect(),
+        third_party: reply.third_party,
+        packages: reply.packages,
+    })
+}
+
+fn spawn_error(python: &Path, e: std::io::Error) -> EngineError {
+    EngineError::Interpreter(if e.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "Python interpreter not found: {} (give --python PATH, set `python` in rwb.toml, or activate a virtualenv)",
+            python.display()
+        )
+    } else {
+        format!("cannot start Python interpreter {}: {e}", python.display())
+    })
+}
+
+/// Keeps the last [`STDERR_KEEP`] bytes the zygote and its workers write to stderr.
+fn keep_stderr_tail(mut stderr: ChildStderr, tail: Arc<StdMutex<VecDeque<u8>>>) {
+    tokio::spawn(async move {
+        let mut buf = [0u8; 8192];
+        while let Ok(n) = stderr.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            let mut tail = tail.lock().unwrap();
+            tail.extend(&buf[..n]);
+            let excess = tail.len().saturating_sub(STDERR_KEEP);
+            tail.drain(..excess);
+        }
+    });
+}
+
+/// Waits for the zygote's ready line: its report, `None` when it said nothing
+/// readable, or the error it refused to serve with (then it is killed).
+async fn read_ready(
+    child: &mut Child,
+    stdout: &mut BufReader<ChildStdout>,
+) -> Result<Option<ZygoteInfo>, EngineError> {
+    let mut line = String::new();
+    let ready = tokio::time::timeout(ZYGOTE_TIMEOUT, stdout.read_line(&mut line)).await;
+    match ready {
+        Ok(Ok(n)) if n > 0 => {
+            #[derive(Deserialize)]
+            #[serde(untagged)]
+            enum Ready {
+                Info(ZygoteInfo),
+                /// It cannot serve, and says why (the Ray driver without `ray`).
+                Refused { error: String },
+            }
+            match serde_json::from_str::<Ready>(&line) {
+                Ok(Ready::Info(info)) => Ok(Some(info)),
+                Ok(Ready::Refused { error }) => {
+                    let _ = child.kill().await;
+                    Err(EngineError::Interpreter(error))
+                }
+                Err(_) => Ok(None),
+            }
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Drains the zygote's replies so its pipe never fills.
+fn drain_replies(mut stdout: BufReader<ChildStdout>) {
+    tokio::spawn(async move {
+        let mut line = String::new();
+        while let Ok(n) = stdout.read_line(&mut line).await {
+            if n == 0 {
+                break;
+            }
+            line.clear();
+        }
+    });
 }
 
 fn last_line(text: &str) -> String {
