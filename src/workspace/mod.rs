@@ -302,59 +302,12 @@ fn resolve_evaluators(
     config: &Config,
     overrides: &Overrides,
 ) -> Result<Vec<EvaluatorSpec>, WorkspaceError> {
-    let mut specs: Vec<EvaluatorSpec> = Vec::new();
     let from_flags = !overrides.metrics_folders.is_empty() || !overrides.functions.is_empty();
-    if from_flags {
-        let cwd = PathBuf::from(".");
-        for value in &overrides.metrics_folders {
-            let (name, path) = split_pair("-m/--metrics-folders", value, "PATH")?;
-            specs.push(folder_spec(name, cwd.join(path), path)?);
-        }
-        for value in &overrides.functions {
-            let (name, target) = split_pair("--function", value, "FILE.py::FUNC")?;
-            specs.push(function_spec(name, target, &cwd, root)?);
-        }
+    let mut specs = if from_flags {
+        specs_from_flags(root, overrides)?
     } else {
-        let metrics = root.join("metrics");
-        if metrics.is_dir() {
-            let mut dirs: Vec<PathBuf> = std::fs::read_dir(&metrics)
-                .map_err(|e| WorkspaceError(format!("cannot read {}: {e}", metrics.display())))?
-                .filter_map(|e| e.ok().map(|e| e.path()))
-                .filter(|p| p.join("main.py").is_file())
-                .collect();
-            dirs.sort();
-            for dir in dirs {
-                let name = dir
-                    .file_name()
-                    .unwrap_or_default()
-                    .to_string_lossy()
-                    .into_owned();
-                specs.push(base_spec(&name, Source::Folder(dir)));
-            }
-        }
-        for (name, entry) in &config.evaluators {
-            if let Some(source) = remote::source(entry) {
-                specs.retain(|s| &s.name != name);
-                specs.push(base_spec(name, source));
-                continue;
-            }
-            let spec = match (&entry.path, &entry.function) {
-                (Some(path), None) => {
-                    let shown = format!("{path} (in rwb.toml)");
-                    folder_spec(name, root.join(path), &shown)?
-                }
-                (None, Some(target)) => function_spec(name, target, root, root)?,
-                (None, None) if specs.iter().any(|s| &s.name == name) => continue,
-                _ => {
-                    return err(format!(
-                        "rwb.toml: [evaluators.{name}] needs exactly one of `path` (a metric folder), `function` (FILE.py::FUNC or package.module:FUNC), `url` (an endpoint) or `fireworks` (a deployed evaluator id)"
-                    ))
-                }
-            };
-            specs.retain(|s| &s.name != name);
-            specs.push(spec);
-        }
-    }
+        specs_from_workspace(root, config)?
+    };
     // Per-evaluator settings from rwb.toml apply to flag-given evaluators too.
     let timeout = match (overrides.timeout, config.timeout) {
         (Some(t), _) => checked_timeout(t, || "--timeout".into())?,
@@ -367,46 +320,7 @@ fn resolve_evaluators(
             spec.concurrency = n;
         }
         if let Some(entry) = config.evaluators.get(&spec.name) {
-            if let Some(style) = &entry.style {
-                spec.style = Some(Style::parse(style).ok_or_else(|| {
-                    WorkspaceError(format!(
-                        "rwb.toml: [evaluators.{}] style = \"{style}\" is not one of reward-kit, batch, simple, trl, verl, verifiers",
-                        spec.name
-                    ))
-                })?);
-            }
-            if let Some(t) = entry.timeout {
-                let what = || format!("rwb.toml: [evaluators.{}] timeout", spec.name);
-                let t = checked_timeout(t, what)?;
-                if overrides.timeout.is_none() {
-                    spec.timeout = t;
-                }
-            }
-            if let Some(kwargs) = &entry.kwargs {
-                spec.kwargs = kwargs.clone();
-            }
-            if let Some(b) = entry.batch_size {
-                spec.batch_size = b.max(1);
-            }
-            if let Some(n) = entry.concurrency {
-                let n = checked_concurrency(n).map_err(|hint| {
-                    WorkspaceError(format!(
-                        "rwb.toml: [evaluators.{}] concurrency = {n}: {hint}",
-                        spec.name
-                    ))
-                })?;
-                if overrides.concurrency.is_none() {
-                    spec.concurrency = n;
-                }
-            }
-            if let Some(mode) = &entry.solution_str {
-                spec.solution_str = SolutionStr::parse(mode).ok_or_else(|| {
-                    WorkspaceError(format!(
-                        "rwb.toml: [evaluators.{}] solution_str = \"{mode}\" is not one of \"response\" (the response only, modern veRL) or \"prompt+response\" (the prompt followed by the response, older veRL such as TinyZero)",
-                        spec.name
-                    ))
-                })?;
-            }
+            apply_evaluator_config(spec, entry, overrides)?;
         }
     }
     if specs.is_empty() {
@@ -416,6 +330,129 @@ fn resolve_evaluators(
         ));
     }
     Ok(specs)
+}
+
+/// The evaluators `-m` and `--function` name, in that order.
+fn specs_from_flags(
+    root: &Path,
+    overrides: &Overrides,
+) -> Result<Vec<EvaluatorSpec>, WorkspaceError> {
+    let mut specs = Vec::new();
+    let cwd = PathBuf::from(".");
+    for value in &overrides.metrics_folders {
+        let (name, path) = split_pair("-m/--metrics-folders", value, "PATH")?;
+        specs.push(folder_spec(name, cwd.join(path), path)?);
+    }
+    for value in &overrides.functions {
+        let (name, target) = split_pair("--function", value, "FILE.py::FUNC")?;
+        specs.push(function_spec(name, target, &cwd, root)?);
+    }
+    Ok(specs)
+}
+
+/// The evaluators of `metrics/*/main.py`, then those of rwb.toml (which replace a
+/// folder's evaluator of the same name).
+fn specs_from_workspace(
+    root: &Path,
+    config: &Config,
+) -> Result<Vec<EvaluatorSpec>, WorkspaceError> {
+    let mut specs = metric_folder_specs(root)?;
+    for (name, entry) in &config.evaluators {
+        if let Some(source) = remote::source(entry) {
+            specs.retain(|s| &s.name != name);
+            specs.push(base_spec(name, source));
+            continue;
+        }
+        let spec = match (&entry.path, &entry.function) {
+            (Some(path), None) => {
+                let shown = format!("{path} (in rwb.toml)");
+                folder_spec(name, root.join(path), &shown)?
+            }
+            (None, Some(target)) => function_spec(name, target, root, root)?,
+            (None, None) if specs.iter().any(|s| &s.name == name) => continue,
+            _ => {
+                return err(format!(
+                    "rwb.toml: [evaluators.{name}] needs exactly one of `path` (a metric folder), `function` (FILE.py::FUNC or package.module:FUNC), `url` (an endpoint) or `fireworks` (a deployed evaluator id)"
+                ))
+            }
+        };
+        specs.retain(|s| &s.name != name);
+        specs.push(spec);
+    }
+    Ok(specs)
+}
+
+/// One evaluator per `metrics/NAME/main.py`, sorted by folder.
+fn metric_folder_specs(root: &Path) -> Result<Vec<EvaluatorSpec>, WorkspaceError> {
+    let mut specs = Vec::new();
+    let metrics = root.join("metrics");
+    if metrics.is_dir() {
+        let mut dirs: Vec<PathBuf> = std::fs::read_dir(&metrics)
+            .map_err(|e| WorkspaceError(format!("cannot read {}: {e}", metrics.display())))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.join("main.py").is_file())
+            .collect();
+        dirs.sort();
+        for dir in dirs {
+            let name = dir
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
+            specs.push(base_spec(&name, Source::Folder(dir)));
+        }
+    }
+    Ok(specs)
+}
+
+/// Applies an evaluator's `[evaluators.NAME]` settings; flags still win over its
+/// timeout and concurrency.
+fn apply_evaluator_config(
+    spec: &mut EvaluatorSpec,
+    entry: &EvaluatorConfig,
+    overrides: &Overrides,
+) -> Result<(), WorkspaceError> {
+    if let Some(style) = &entry.style {
+        spec.style = Some(Style::parse(style).ok_or_else(|| {
+            WorkspaceError(format!(
+                "rwb.toml: [evaluators.{}] style = \"{style}\" is not one of reward-kit, batch, simple, trl, verl, verifiers",
+                spec.name
+            ))
+        })?);
+    }
+    if let Some(t) = entry.timeout {
+        let what = || format!("rwb.toml: [evaluators.{}] timeout", spec.name);
+        let t = checked_timeout(t, what)?;
+        if overrides.timeout.is_none() {
+            spec.timeout = t;
+        }
+    }
+    if let Some(kwargs) = &entry.kwargs {
+        spec.kwargs = kwargs.clone();
+    }
+    if let Some(b) = entry.batch_size {
+        spec.batch_size = b.max(1);
+    }
+    if let Some(n) = entry.concurrency {
+        let n = checked_concurrency(n).map_err(|hint| {
+            WorkspaceError(format!(
+                "rwb.toml: [evaluators.{}] concurrency = {n}: {hint}",
+                spec.name
+            ))
+        })?;
+        if overrides.concurrency.is_none() {
+            spec.concurrency = n;
+        }
+    }
+    if let Some(mode) = &entry.solution_str {
+        spec.solution_str = SolutionStr::parse(mode).ok_or_else(|| {
+            WorkspaceError(format!(
+                "rwb.toml: [evaluators.{}] solution_str = \"{mode}\" is not one of \"response\" (the response only, modern veRL) or \"prompt+response\" (the prompt followed by the response, older veRL such as TinyZero)",
+                spec.name
+            ))
+        })?;
+    }
+    Ok(())
 }
 
 /// The samples files and warnings about discovered files that were skipped.
