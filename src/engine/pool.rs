@@ -228,23 +228,20 @@ impl Pool {
         average_ms: &AtomicU64,
         on_done: Option<BatchDone>,
     ) {
+        let mut lane = Lane {
+            spec,
+            queue: &queue,
+            sink: &sink,
+            average_ms,
+            on_done: on_done.as_ref(),
+            retry: VecDeque::new(),
+            open: true,
+        };
         let mut worker: Option<Worker> = None;
-        // work that goes next: jobs that must run again because their worker died
-        // before answering them, or a whole batch met while merging single jobs
-        let mut retry: VecDeque<PoolWork> = VecDeque::new();
-        let mut open = true;
-        loop {
-            let first = match retry.pop_front() {
-                Some(job) => job,
-                None if open => match queue.recv_async().await {
-                    Ok(job) => job,
-                    Err(_) => break,
-                },
-                None => break,
-            };
+        while let Some(first) = lane.next_work().await {
             let limit = self.batch_limit(spec, worker.as_ref(), average_ms);
             let concurrency = in_flight_for(spec, worker.as_ref(), &first);
-            let batch = take_batch(first, &mut retry, &queue, limit);
+            let batch = take_batch(first, &mut lane.retry, &queue, limit);
             if batch.is_empty() {
                 continue;
             }
@@ -258,84 +255,70 @@ impl Pool {
                 None => match self.checkout(spec, key).await {
                     Ok(w) => w,
                     Err(e) => {
-                        let error = spawn_error(spec, e);
-                        let waiting = retry.drain(..).flat_map(PoolWork::into_jobs);
-                        for job in batch.into_iter().chain(waiting) {
-                            sink(job.id, Outcome::failed(error.clone()));
-                        }
+                        lane.fail_all(batch, spawn_error(spec, e));
                         continue;
                     }
                 },
             };
-            let mut flight = Flight::default();
-            let concurrency = if w.loaded.style.is_batched() {
-                1
-            } else {
-                concurrency
-            };
-            let _ = w.send(&pairs(&batch), concurrency).await; // a failed write shows as Dead below
-            flight.push(batch);
-            let mut progress = Instant::now();
-            let alive = loop {
-                let deadline = progress + w.patience();
-                let more = open && retry.is_empty() && flight.len() < 2;
-                tokio::select! {
-                    message = w.next_message(deadline) => {
-                        let since = std::mem::replace(&mut progress, Instant::now());
-                        match message {
-                            Next::Result(id, outcome) => {
-                                if flight.answer(id) {
-                                    record_average(&w, &outcome, average_ms);
-                                    sink(id, *outcome);
-                                }
-                            }
-                            Next::Checked(..) => {}
-                            Next::Done { files, packages } => {
-                                let (ids, passed_over) = flight.done();
-                                // a sample the worker passed over still gets its row
-                                for job in passed_over {
-                                    sink(job.id, Outcome::failed(no_result()));
-                                }
-                                if let Some(hook) = &on_done {
-                                    hook(&ids, files, packages);
-                                }
-                                if flight.len() == 0 {
-                                    w.idle();
-                                    break true;
-                                }
-                            }
-                            Next::Dead(error) => {
-                                let mut failed = Outcome::failed(error);
-                                failed.duration_ms = since.elapsed().as_secs_f64() * 1000.0;
-                                flight.lost(&w, failed, &mut retry, &sink);
-                                break false;
-                            }
-                            Next::Retired => {
-                                flight.requeue(w.loaded.style.is_batched(), &mut retry);
-                                break false;
-                            }
-                        }
-                    },
-                    job = queue.recv_async(), if more => match job {
-                        Ok(work) => {
-                            let limit = self.batch_limit(spec, Some(&w), average_ms);
-                            let concurrency = in_flight_for(spec, Some(&w), &work);
-                            let next = take_batch(work, &mut retry, &queue, limit);
-                            if !next.is_empty() {
-                                let _ = w.send(&pairs(&next), concurrency).await;
-                                flight.push(next);
-                            }
-                        }
-                        Err(_) => open = false,
-                    },
-                }
-            };
-            if alive {
+            if self.keep_fed(&mut lane, &mut w, batch, concurrency).await {
                 worker = Some(w);
             }
         }
         if let Some(w) = worker {
             self.checkin(&spec.name, key, w);
+        }
+    }
+
+    /// Sends `batch` to `w`, then answers its messages and sends the next batches
+    /// while they run, until nothing is in flight; returns whether `w` is still alive.
+    async fn keep_fed(
+        &self,
+        lane: &mut Lane<'_>,
+        w: &mut Worker,
+        batch: Vec<PoolJob>,
+        concurrency: usize,
+    ) -> bool {
+        let mut flight = Flight::default();
+        let concurrency = if w.loaded.style.is_batched() {
+            1
+        } else {
+            concurrency
+        };
+        let _ = w.send(&pairs(&batch), concurrency).await; // a failed write shows as Dead below
+        flight.push(batch);
+        let mut progress = Instant::now();
+        loop {
+            let deadline = progress + w.patience();
+            let more = lane.open && lane.retry.is_empty() && flight.len() < 2;
+            tokio::select! {
+                message = w.next_message(deadline) => {
+                    let since = std::mem::replace(&mut progress, Instant::now());
+                    if let Some(alive) = lane.on_message(w, message, since, &mut flight) {
+                        return alive;
+                    }
+                },
+                job = lane.queue.recv_async(), if more => match job {
+                    Ok(work) => self.send_next(lane, w, work, &mut flight).await,
+                    Err(_) => lane.open = false,
+                },
+            }
+        }
+    }
+
+    /// Merges `work` with what waits into the next batch and sends it to `w`.
+    async fn send_next(
+        &self,
+        lane: &mut Lane<'_>,
+        w: &mut Worker,
+        work: PoolWork,
+        flight: &mut Flight,
+    ) {
+        let limit = self.batch_limit(lane.spec, Some(&*w), lane.average_ms);
+        let concurrency = in_flight_for(lane.spec, Some(&*w), &work);
+        let next = take_batch(work, &mut lane.retry, lane.queue, limit);
+        if !next.is_empty() {
+            let _ = w.send(&pairs(&next), concurrency).await;
+            flight.push(next);
         }
     }
 
@@ -414,6 +397,85 @@ fn take_batch(
         }
     }
     batch
+}
+
+/// One lane's queue, where its outcomes go, and the work that goes next.
+struct Lane<'a> {
+    spec: &'a EvaluatorSpec,
+    queue: &'a flume::Receiver<PoolWork>,
+    sink: &'a Sink,
+    average_ms: &'a AtomicU64,
+    on_done: Option<&'a BatchDone>,
+    /// Work that goes next: jobs that must run again because their worker died
+    /// before answering them, or a whole batch met while merging single jobs.
+    retry: VecDeque<PoolWork>,
+    /// Whether the queue may still hold work.
+    open: bool,
+}
+
+impl Lane<'_> {
+    /// The work to do next: a retry first, else the queue's next; `None` at the end.
+    async fn next_work(&mut self) -> Option<PoolWork> {
+        match self.retry.pop_front() {
+            Some(job) => Some(job),
+            None if self.open => self.queue.recv_async().await.ok(),
+            None => None,
+        }
+    }
+
+    /// No worker could start: `batch` and everything waiting to run again fail with
+    /// `error`.
+    fn fail_all(&mut self, batch: Vec<PoolJob>, error: EvalError) {
+        let waiting = self.retry.drain(..).flat_map(PoolWork::into_jobs);
+        for job in batch.into_iter().chain(waiting) {
+            (self.sink)(job.id, Outcome::failed(error.clone()));
+        }
+    }
+
+    /// Handles one message of the worker; `Some(alive)` when no batch is left in
+    /// flight on it, `Some(false)` when it is gone.
+    fn on_message(
+        &mut self,
+        w: &mut Worker,
+        message: Next,
+        since: Instant,
+        flight: &mut Flight,
+    ) -> Option<bool> {
+        match message {
+            Next::Result(id, outcome) => {
+                if flight.answer(id) {
+                    record_average(w, &outcome, self.average_ms);
+                    (self.sink)(id, *outcome);
+                }
+            }
+            Next::Checked(..) => {}
+            Next::Done { files, packages } => {
+                let (ids, passed_over) = flight.done();
+                // a sample the worker passed over still gets its row
+                for job in passed_over {
+                    (self.sink)(job.id, Outcome::failed(no_result()));
+                }
+                if let Some(hook) = self.on_done {
+                    hook(&ids, files, packages);
+                }
+                if flight.len() == 0 {
+                    w.idle();
+                    return Some(true);
+                }
+            }
+            Next::Dead(error) => {
+                let mut failed = Outcome::failed(error);
+                failed.duration_ms = since.elapsed().as_secs_f64() * 1000.0;
+                flight.lost(w, failed, &mut self.retry, self.sink);
+                return Some(false);
+            }
+            Next::Retired => {
+                flight.requeue(w.loaded.style.is_batched(), &mut self.retry);
+                return Some(false);
+            }
+        }
+        None
+    }
 }
 
 /// The batches sent to one worker and not finished yet, oldest first, and which of
