@@ -2,8 +2,9 @@
 //! breaks, grouped by what broke. Exits 1 when anything broke (for CI).
 
 use super::{CheckArgs, Fail, Format, Session};
-use crate::runner::group_breaks;
-use serde_json::json;
+use crate::model::Style;
+use crate::runner::{group_breaks, CheckReport, Prepared};
+use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -18,22 +19,48 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
         .check(&prepared, &session.workspace.samples, args.max_samples)
         .await
         .map_err(|e| Fail::Usage(e.to_string()))?;
-    let labels: Vec<&str> = session
-        .workspace
-        .samples
-        .iter()
-        .map(|f| f.label.as_str())
-        .collect();
     let grouped = group_breaks(&breaks, prepared.len());
     let total: usize = grouped
         .iter()
         .flat_map(|r| &r.breaks)
         .map(|(_, at)| at.len())
         .sum();
-    let report: Vec<_> = prepared
+    let report = evaluator_reports(&session, &prepared, &grouped, &reasons);
+    if args.format == Format::Json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"evaluators": report})).unwrap_or_default()
+        );
+    } else {
+        for r in &report {
+            print_evaluator_report(r);
+        }
+    }
+    Ok(if total > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+/// Each evaluator's report as JSON: its style and why, samples checked, breaks by
+/// kind with the samples (`FILE:LINE`) that showed them, where it runs.
+fn evaluator_reports(
+    session: &Session,
+    prepared: &[Prepared],
+    grouped: &[CheckReport],
+    reasons: &[Option<(Style, String)>],
+) -> Vec<Value> {
+    let labels: Vec<&str> = session
+        .workspace
+        .samples
         .iter()
-        .zip(&grouped)
-        .zip(&reasons)
+        .map(|f| f.label.as_str())
+        .collect();
+    prepared
+        .iter()
+        .zip(grouped)
+        .zip(reasons)
         .map(|((p, r), chosen)| {
             let breaks: Vec<_> = r
                 .breaks
@@ -56,57 +83,45 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
                 "remote": p.spec.source.is_remote(),
             })
         })
-        .collect();
-    if args.format == Format::Json {
+        .collect()
+}
+
+/// One evaluator's report as text.
+fn print_evaluator_report(r: &Value) {
+    let style = r["style"].as_str().unwrap_or("?");
+    let breaks = r["breaks"].as_array().map(|b| b.len()).unwrap_or(0);
+    let name = r["evaluator"].as_str().unwrap_or("");
+    if r["remote"] == true {
+        let runs = r["runs"].as_str().unwrap_or("");
+        println!("{name} ({runs}): not checked here (its contract is checked where it runs)");
+        return;
+    }
+    if breaks == 0 {
         println!(
-            "{}",
-            serde_json::to_string_pretty(&json!({"evaluators": report})).unwrap_or_default()
+            "{name} ({style}): no contract break on {} samples",
+            r["samples"]
         );
     } else {
-        for r in &report {
-            let style = r["style"].as_str().unwrap_or("?");
-            let breaks = r["breaks"].as_array().map(|b| b.len()).unwrap_or(0);
-            let name = r["evaluator"].as_str().unwrap_or("");
-            if r["remote"] == true {
-                let runs = r["runs"].as_str().unwrap_or("");
-                println!(
-                    "{name} ({runs}): not checked here (its contract is checked where it runs)"
-                );
-                continue;
-            }
-            if breaks == 0 {
-                println!(
-                    "{name} ({style}): no contract break on {} samples",
-                    r["samples"]
-                );
-            } else {
-                println!(
-                    "{name} ({style}): {breaks} kind(s) of contract break on {} samples",
-                    r["samples"]
-                );
-            }
-            if let Some(why) = r["style_reason"].as_str() {
-                println!("  style {style}: {why}");
-            }
-            for b in r["breaks"].as_array().into_iter().flatten() {
-                let at: Vec<&str> = b["samples"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .filter_map(|s| s.as_str())
-                    .collect();
-                let shown = if at.len() > 4 {
-                    format!("{} and {} more", at[..4].join(", "), at.len() - 4)
-                } else {
-                    at.join(", ")
-                };
-                println!("  ✗ {} — {shown}", b["issue"].as_str().unwrap_or(""));
-            }
-        }
+        println!(
+            "{name} ({style}): {breaks} kind(s) of contract break on {} samples",
+            r["samples"]
+        );
     }
-    Ok(if total > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    if let Some(why) = r["style_reason"].as_str() {
+        println!("  style {style}: {why}");
+    }
+    for b in r["breaks"].as_array().into_iter().flatten() {
+        let at: Vec<&str> = b["samples"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|s| s.as_str())
+            .collect();
+        let shown = if at.len() > 4 {
+            format!("{} and {} more", at[..4].join(", "), at.len() - 4)
+        } else {
+            at.join(", ")
+        };
+        println!("  ✗ {} — {shown}", b["issue"].as_str().unwrap_or(""));
+    }
 }
