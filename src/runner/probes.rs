@@ -52,6 +52,9 @@ impl Tally {
     }
 }
 
+/// The tally of each (probe, or `None` for the originals; evaluator index).
+type Tallies = BTreeMap<(Option<Probe>, usize), Tally>;
+
 impl Runner {
     /// Derives the probes of the first `max_samples` samples, scores them (and the
     /// originals) with every evaluator, and reports per probe and evaluator.
@@ -64,31 +67,7 @@ impl Runner {
         threshold: f64,
         read_cache: bool,
     ) -> std::io::Result<(usize, Vec<ProbeRow>)> {
-        // originals first, then their probes, in one temporary samples file
-        let mut kinds: Vec<Option<Probe>> = Vec::new();
-        let mut text = String::new();
-        let mut originals = 0;
-        for line in SamplesReader::new(files) {
-            let line = line?;
-            if originals >= max_samples {
-                break;
-            }
-            if line.bad.is_some() {
-                continue;
-            }
-            let Ok(value) = serde_json::from_str::<Value>(&line.raw) else {
-                continue;
-            };
-            originals += 1;
-            kinds.push(None);
-            text.push_str(line.raw.trim());
-            text.push('\n');
-            for (kind, variant) in derive(&value) {
-                kinds.push(Some(kind));
-                text.push_str(&variant.to_string());
-                text.push('\n');
-            }
-        }
+        let (originals, kinds, text) = probe_lines(files, max_samples)?;
         let tmp = tempfile::Builder::new()
             .prefix("rwb-probes-")
             .suffix(".jsonl")
@@ -98,9 +77,34 @@ impl Runner {
             path: tmp.path().to_path_buf(),
             label: "probes".into(),
         }];
+        let tallies = self
+            .tally(evaluators, &probe_files, read_cache, &kinds)
+            .await?;
+        let mut rows = Vec::new();
+        for kind in Probe::ALL {
+            for (e, p) in evaluators.iter().enumerate() {
+                let Some(t) = tallies.get(&(Some(kind), e)) else {
+                    continue;
+                };
+                let original_mean = tallies.get(&(None, e)).and_then(|o| o.mean());
+                rows.push(probe_row(kind, &p.spec.name, t, original_mean, threshold));
+            }
+        }
+        Ok((originals, rows))
+    }
+
+    /// Runs `probe_files` through every evaluator and tallies each outcome under the
+    /// kind of its line (`kinds`, by sample index).
+    async fn tally(
+        &self,
+        evaluators: &[Prepared],
+        probe_files: &[SamplesFile],
+        read_cache: bool,
+        kinds: &[Option<Probe>],
+    ) -> std::io::Result<Tallies> {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let work = self.run(evaluators, &probe_files, None, read_cache, tx);
-        let mut tallies: BTreeMap<(Option<Probe>, usize), Tally> = BTreeMap::new();
+        let work = self.run(evaluators, probe_files, None, read_cache, tx);
+        let mut tallies: Tallies = BTreeMap::new();
         let consume = async {
             while let Some(Event::Result {
                 evaluator,
@@ -116,41 +120,76 @@ impl Runner {
         };
         let (ran, ()) = tokio::join!(work, consume);
         ran?;
-        let mut rows = Vec::new();
-        for kind in Probe::ALL {
-            for (e, p) in evaluators.iter().enumerate() {
-                let Some(t) = tallies.get(&(Some(kind), e)) else {
-                    continue;
-                };
-                let original_mean = tallies.get(&(None, e)).and_then(|o| o.mean());
-                let mean = t.mean();
-                let pass_share = (!t.scores.is_empty()).then(|| {
-                    t.scores.iter().filter(|s| **s >= threshold).count() as f64
-                        / t.scores.len() as f64
-                });
-                // a probe games the evaluator when it passes and scores like real answers
-                let flagged = matches!((mean, original_mean, pass_share), (Some(m), Some(o), Some(s)) if s > 0.0 && m >= o - 1e-9);
-                let mut components: Vec<(String, f64)> = t
-                    .components
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.iter().sum::<f64>() / v.len() as f64))
-                    .filter(|(_, m)| *m >= threshold)
-                    .collect();
-                components.sort_by(|a, b| b.1.total_cmp(&a.1));
-                rows.push(ProbeRow {
-                    probe: kind.name(),
-                    evaluator: p.spec.name.clone(),
-                    count: t.scores.len() + t.errors,
-                    errors: t.errors,
-                    mean,
-                    pass_share,
-                    original_mean,
-                    flagged,
-                    components,
-                });
-            }
+        Ok(tallies)
+    }
+}
+
+/// The valid samples among the first `max_samples`, each followed by its probes, as
+/// one JSONL text: the number of originals, the kind of each line (`None` for an
+/// original) and the text.
+fn probe_lines(
+    files: &[SamplesFile],
+    max_samples: usize,
+) -> std::io::Result<(usize, Vec<Option<Probe>>, String)> {
+    // originals first, then their probes, in one temporary samples file
+    let mut kinds: Vec<Option<Probe>> = Vec::new();
+    let mut text = String::new();
+    let mut originals = 0;
+    for line in SamplesReader::new(files) {
+        let line = line?;
+        if originals >= max_samples {
+            break;
         }
-        Ok((originals, rows))
+        if line.bad.is_some() {
+            continue;
+        }
+        let Ok(value) = serde_json::from_str::<Value>(&line.raw) else {
+            continue;
+        };
+        originals += 1;
+        kinds.push(None);
+        text.push_str(line.raw.trim());
+        text.push('\n');
+        for (kind, variant) in derive(&value) {
+            kinds.push(Some(kind));
+            text.push_str(&variant.to_string());
+            text.push('\n');
+        }
+    }
+    Ok((originals, kinds, text))
+}
+
+/// What probe `kind` scored on `evaluator`, beside the originals' mean.
+fn probe_row(
+    kind: Probe,
+    evaluator: &str,
+    t: &Tally,
+    original_mean: Option<f64>,
+    threshold: f64,
+) -> ProbeRow {
+    let mean = t.mean();
+    let pass_share = (!t.scores.is_empty()).then(|| {
+        t.scores.iter().filter(|s| **s >= threshold).count() as f64 / t.scores.len() as f64
+    });
+    // a probe games the evaluator when it passes and scores like real answers
+    let flagged = matches!((mean, original_mean, pass_share), (Some(m), Some(o), Some(s)) if s > 0.0 && m >= o - 1e-9);
+    let mut components: Vec<(String, f64)> = t
+        .components
+        .iter()
+        .map(|(k, v)| (k.clone(), v.iter().sum::<f64>() / v.len() as f64))
+        .filter(|(_, m)| *m >= threshold)
+        .collect();
+    components.sort_by(|a, b| b.1.total_cmp(&a.1));
+    ProbeRow {
+        probe: kind.name(),
+        evaluator: evaluator.to_string(),
+        count: t.scores.len() + t.errors,
+        errors: t.errors,
+        mean,
+        pass_share,
+        original_mean,
+        flagged,
+        components,
     }
 }
 
