@@ -46,16 +46,7 @@ impl Settings {
                 KEYS.join(", ")
             ));
         }
-        let text = |key: &str| -> Result<Option<String>, String> {
-            match table.get(key) {
-                None => Ok(None),
-                Some(toml::Value::String(s)) => Ok(Some(s.clone())),
-                Some(other) => Err(format!(
-                    "rwb.toml [tunnel] {key} must be a string, not {}",
-                    other.type_str()
-                )),
-            }
-        };
+        let text = |key: &str| text_setting(table, key);
         let timeout = match table.get("timeout") {
             None => DEFAULT_TIMEOUT,
             Some(v) => crate::ship::seconds_setting("tunnel", "timeout", v)?,
@@ -79,30 +70,8 @@ impl Settings {
         let provider = match chosen.trim() {
             "serveo" => Provider::Serveo,
             "cloudflared" => Provider::Cloudflared,
-            "ngrok" => {
-                let api = text("ngrok_api")?.unwrap_or_else(|| DEFAULT_NGROK_API.to_string());
-                let api = api.trim().trim_end_matches('/').to_string();
-                if !(api.starts_with("http://") || api.starts_with("https://")) {
-                    return Err(format!(
-                        "rwb.toml [tunnel] ngrok_api must be an http:// URL such as {DEFAULT_NGROK_API}, not \"{api}\""
-                    ));
-                }
-                Provider::Ngrok { api }
-            }
-            "command" => {
-                let need = "the command provider needs `command` (a shell command; {port} is replaced by the local port) and `url_regex` in rwb.toml [tunnel]";
-                let command = match command {
-                    Some(c) if !c.trim().is_empty() => c,
-                    _ => return Err(need.to_string()),
-                };
-                let url_regex = match text("url_regex")? {
-                    Some(r) if !r.is_empty() => r,
-                    _ => return Err(need.to_string()),
-                };
-                regex::Regex::new(&url_regex)
-                    .map_err(|e| format!("rwb.toml [tunnel] url_regex: {e}"))?;
-                Provider::Command { command, url_regex }
-            }
+            "ngrok" => ngrok_provider(table)?,
+            "command" => command_provider(table, command)?,
             other => {
                 return Err(format!(
                     "unknown tunnel provider \"{other}\": use {}",
@@ -116,6 +85,45 @@ impl Settings {
             no_auth,
         })
     }
+}
+
+/// `[tunnel] key` as a string, `None` when it is not set.
+fn text_setting(table: &toml::Table, key: &str) -> Result<Option<String>, String> {
+    match table.get(key) {
+        None => Ok(None),
+        Some(toml::Value::String(s)) => Ok(Some(s.clone())),
+        Some(other) => Err(format!(
+            "rwb.toml [tunnel] {key} must be a string, not {}",
+            other.type_str()
+        )),
+    }
+}
+
+/// ngrok, with the agent API of `[tunnel] ngrok_api` (an http URL) or the default.
+fn ngrok_provider(table: &toml::Table) -> Result<Provider, String> {
+    let api = text_setting(table, "ngrok_api")?.unwrap_or_else(|| DEFAULT_NGROK_API.to_string());
+    let api = api.trim().trim_end_matches('/').to_string();
+    if !(api.starts_with("http://") || api.starts_with("https://")) {
+        return Err(format!(
+            "rwb.toml [tunnel] ngrok_api must be an http:// URL such as {DEFAULT_NGROK_API}, not \"{api}\""
+        ));
+    }
+    Ok(Provider::Ngrok { api })
+}
+
+/// The command provider: `command` and a valid `[tunnel] url_regex` are both needed.
+fn command_provider(table: &toml::Table, command: Option<String>) -> Result<Provider, String> {
+    let need = "the command provider needs `command` (a shell command; {port} is replaced by the local port) and `url_regex` in rwb.toml [tunnel]";
+    let command = match command {
+        Some(c) if !c.trim().is_empty() => c,
+        _ => return Err(need.to_string()),
+    };
+    let url_regex = match text_setting(table, "url_regex")? {
+        Some(r) if !r.is_empty() => r,
+        _ => return Err(need.to_string()),
+    };
+    regex::Regex::new(&url_regex).map_err(|e| format!("rwb.toml [tunnel] url_regex: {e}"))?;
+    Ok(Provider::Command { command, url_regex })
 }
 
 #[cfg(test)]
