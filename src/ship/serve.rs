@@ -877,6 +877,20 @@ async fn batch(
     };
     let prompts = parsed.get("prompts").and_then(|p| p.as_array());
     let labels = parsed.get("labels").and_then(|l| l.as_array());
+    let lines = openrlhf_lines(queries, prompts, labels);
+    let outcomes = s.evaluate_all(index, lines).await;
+    let reply = openrlhf_reply(&s, index, &outcomes);
+    s.log.record(started.elapsed().as_secs_f64() * 1000.0, true);
+    Json(reply).into_response()
+}
+
+/// OpenRLHF's queries as sample lines: the prompt as the user's message (when there
+/// is one), the rest of the query as the assistant's, the label as ground truth.
+fn openrlhf_lines(
+    queries: &[Value],
+    prompts: Option<&Vec<Value>>,
+    labels: Option<&Vec<Value>>,
+) -> Vec<String> {
     let lines = queries.iter().enumerate().map(|(i, q)| {
         let query = q.as_str().unwrap_or_default();
         let prompt = prompts
@@ -895,7 +909,12 @@ async fn batch(
             .unwrap_or(Value::Null);
         json!({"messages": messages, "ground_truth": label}).to_string()
     });
-    let outcomes = s.evaluate_all(index, lines.collect()).await;
+    lines.collect()
+}
+
+/// OpenRLHF's answer: a reward per query (0 when it failed), each metric's scores
+/// and the failures in `extra_logs`.
+fn openrlhf_reply(s: &Shared, index: usize, outcomes: &[Result<Outcome, EvalError>]) -> Value {
     let mut rewards = Vec::new();
     let mut logs: Map<String, Value> = Map::new();
     let mut errors = Vec::new();
@@ -923,8 +942,7 @@ async fn batch(
     if !errors.is_empty() {
         logs.insert("errors".into(), Value::Array(errors));
     }
-    s.log.record(started.elapsed().as_secs_f64() * 1000.0, true);
-    Json(json!({"rewards": rewards, "scores": rewards, "extra_logs": logs})).into_response()
+    json!({"rewards": rewards, "scores": rewards, "extra_logs": logs})
 }
 
 /// rwb's own errors cut to their first line and [`PUBLIC_ERROR_CHARS`]; the user's
