@@ -62,6 +62,35 @@ pub(super) fn message_line(app: &App, ctx: &Ctx) -> Option<Line<'static>> {
 
 pub(super) fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     let p = &ctx.theme.palette;
+    let mut spans = evaluator_spans(app, ctx, area.width);
+    spans.extend(ship_spans(app, ctx));
+    let hints = key_hints(app);
+    let watching = if app.watching.is_empty() {
+        String::new()
+    } else {
+        format!("  watching {}", app.watching.join(", "))
+    };
+    let left_w: usize = spans.iter().map(|s| s.width()).sum();
+    let room = (area.width as usize).saturating_sub(left_w + hints.chars().count() + 1);
+    spans.push(Span::styled(
+        clip(&watching, room),
+        Style::default().fg(p.muted),
+    ));
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let pad = (area.width as usize).saturating_sub(used + hints.chars().count());
+    spans.push(Span::raw(" ".repeat(pad)));
+    spans.push(Span::styled(hints, Style::default().fg(p.muted)));
+    frame.render_widget(
+        Paragraph::new(Line::from(spans))
+            .style(Style::default().add_modifier(Modifier::REVERSED).fg(p.fg)),
+        area,
+    );
+}
+
+/// Each evaluator's name and state (progress, errors or ✓), and where it runs when
+/// `width` leaves room.
+fn evaluator_spans(app: &App, ctx: &Ctx, width: u16) -> Vec<Span<'static>> {
+    let p = &ctx.theme.palette;
     let mut spans: Vec<Span> = Vec::new();
     for (i, e) in app.evaluators.iter().enumerate() {
         if i > 0 {
@@ -79,11 +108,18 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
         };
         spans.push(Span::raw(format!("{} ", e.name)));
         spans.push(Span::styled(state, Style::default().fg(color)));
-        let room = crate::ui::placement::width_each(area.width, app.evaluators.len());
+        let room = crate::ui::placement::width_each(width, app.evaluators.len());
         if let Some(at) = crate::ui::placement::where_label(e.placement.as_ref(), room) {
             spans.push(Span::styled(format!(" {at}"), Style::default().fg(p.muted)));
         }
     }
+    spans
+}
+
+/// What ship is doing: a busy step, the serve port and its requests, the tunnel.
+fn ship_spans(app: &App, ctx: &Ctx) -> Vec<Span<'static>> {
+    let p = &ctx.theme.palette;
+    let mut spans: Vec<Span> = Vec::new();
     let ship = &app.ship;
     if let Some(what) = &ship.busy {
         spans.push(Span::styled(
@@ -111,33 +147,17 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
             spans.push(Span::styled(" without a key", Style::default().fg(p.error)));
         }
     }
+    spans
+}
+
+fn key_hints(app: &App) -> String {
     let k = &app.keymap;
-    let hints = format!(
+    format!(
         "{} help  {} filter  {} rerun  {} edit  {} quit",
         k.label(Action::Help),
         k.label(Action::Filter),
         k.label(Action::Rerun),
         k.label(Action::Edit),
         k.label(Action::Quit)
-    );
-    let watching = if app.watching.is_empty() {
-        String::new()
-    } else {
-        format!("  watching {}", app.watching.join(", "))
-    };
-    let left_w: usize = spans.iter().map(|s| s.width()).sum();
-    let room = (area.width as usize).saturating_sub(left_w + hints.chars().count() + 1);
-    spans.push(Span::styled(
-        clip(&watching, room),
-        Style::default().fg(p.muted),
-    ));
-    let used: usize = spans.iter().map(|s| s.width()).sum();
-    let pad = (area.width as usize).saturating_sub(used + hints.chars().count());
-    spans.push(Span::raw(" ".repeat(pad)));
-    spans.push(Span::styled(hints, Style::default().fg(p.muted)));
-    frame.render_widget(
-        Paragraph::new(Line::from(spans))
-            .style(Style::default().add_modifier(Modifier::REVERSED).fg(p.fg)),
-        area,
-    );
+    )
 }
