@@ -260,8 +260,12 @@ impl Engine {
         let command = self.fork_command(token, spec);
         self.send_to_zygote(token, &command).await?;
         let (mut reader, writer, pid) = self.await_connection(token, rx, spec).await?;
-        let reply = read_load_reply(spec, &mut reader, pid).await?;
-        let loaded = loaded_from(reply)?;
+        let mut reply = read_load_reply(spec, &mut reader, pid).await?;
+        if let Some(failure) = reply.import_error.take() {
+            let files = failure.files.iter().map(PathBuf::from).collect();
+            return Err(EngineError::Import(failure.error, files));
+        }
+        let loaded = loaded_from(reply);
         let ray_worker = self.shared.ray.is_some();
         let mut worker = Worker::new(
             pid,
@@ -446,9 +450,8 @@ async fn read_load_reply(
     let mut line = String::new();
     let read = tokio::time::timeout(limit, reader.read_line(&mut line)).await;
     match read {
-        Ok(Ok(n)) if n > 0 => serde_json::from_str(&line).map_err(|e| {
-            EngineError::Crashed(format!("the worker sent an unreadable reply: {e}"))
-        }),
+        Ok(Ok(n)) if n > 0 => serde_json::from_str(&line)
+            .map_err(|e| EngineError::Crashed(format!("the worker sent an unreadable reply: {e}"))),
         Ok(_) => Err(EngineError::Crashed(format!(
             "the worker for '{}' died while importing {}",
             spec.name,
@@ -470,25 +473,21 @@ async fn read_load_reply(
     }
 }
 
-/// What the worker loaded, or its import error.
-fn loaded_from(reply: LoadReply) -> Result<Loaded, EngineError> {
-    if let Some(failure) = reply.import_error {
-        let files = failure.files.iter().map(PathBuf::from).collect();
-        return Err(EngineError::Import(failure.error, files));
-    }
+/// What a worker that imported its evaluator loaded.
+fn loaded_from(reply: LoadReply) -> Loaded {
     let style = reply
         .style
         .as_deref()
         .and_then(Style::parse)
         .unwrap_or(Style::RewardKit);
-    Ok(Loaded {
+    Loaded {
         style,
         style_reason: reply.style_reason.unwrap_or_default(),
         decorated: reply.decorated,
         files: reply.files.iter().map(PathBuf::from).collect(),
         third_party: reply.third_party,
         packages: reply.packages,
-    })
+    }
 }
 
 fn spawn_error(python: &Path, e: std::io::Error) -> EngineError {
@@ -533,7 +532,9 @@ async fn read_ready(
             enum Ready {
                 Info(ZygoteInfo),
                 /// It cannot serve, and says why (the Ray driver without `ray`).
-                Refused { error: String },
+                Refused {
+                    error: String,
+                },
             }
             match serde_json::from_str::<Ready>(&line) {
                 Ok(Ready::Info(info)) => Ok(Some(info)),
