@@ -22,8 +22,13 @@ const SCHEMA_VERSION: i64 = 3;
 /// Rows per commit at most. The results table is keyed by hashes, so rows land on
 /// random pages: a commit writes every page it touched to the WAL, and fewer, larger
 /// commits touch each page fewer times (measured: 2,000 rows every 100 ms made the
-/// writer's I/O cost more than the evaluations).
-const WRITE_BATCH: usize = 50_000;
+/// writer's I/O cost more than the evaluations). A batch is held in memory while it
+/// is committed (~300 bytes a row), so this also bounds the writer's memory.
+const WRITE_BATCH: usize = 20_000;
+/// Writes queued for the writer thread at most: past that, `put` waits for the
+/// writer to take some (a run that evaluates faster than SQLite stores would
+/// otherwise queue every result of a huge file in memory).
+const WRITE_QUEUE: usize = 8_192;
 /// How long queued rows wait for more before they are committed (a kill loses at most
 /// this much work; it never corrupts the file).
 const WRITE_EVERY: Duration = Duration::from_millis(500);
@@ -372,10 +377,21 @@ impl Store {
         let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
         conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
             .map_err(|e| self.fail(e))?;
-        let (tx, rx) = flume::unbounded::<Write>();
+        self.writer_with(conn, WRITE_QUEUE, WRITE_BATCH)
+    }
+
+    /// A writer on `conn` whose queue holds `capacity` writes at most, committing
+    /// `batch` rows at most at a time.
+    fn writer_with(
+        &self,
+        conn: Connection,
+        capacity: usize,
+        batch: usize,
+    ) -> Result<StoreWriter, StoreError> {
+        let (tx, rx) = flume::bounded::<Write>(capacity);
         let handle = std::thread::Builder::new()
             .name("rwb-store".into())
-            .spawn(move || write_loop(conn, rx))
+            .spawn(move || write_loop(conn, rx, batch))
             .map_err(|e| self.fail(e))?;
         Ok(StoreWriter {
             tx: Some(tx),
@@ -456,7 +472,7 @@ enum Write {
     Rekey(CodeKey, CodeKey),
 }
 
-fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
+fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>, batch: usize) {
     let mut pending = Vec::with_capacity(1024);
     loop {
         let first = match rx.recv() {
@@ -465,7 +481,7 @@ fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
         };
         pending.push(first);
         let deadline = std::time::Instant::now() + WRITE_EVERY;
-        while pending.len() < WRITE_BATCH {
+        while pending.len() < batch {
             match rx.recv_deadline(deadline) {
                 Ok(row) => pending.push(row),
                 Err(_) => break,
@@ -558,6 +574,10 @@ impl CacheReader {
 }
 
 /// Queues outcomes for the store; `finish` waits until they are on disk.
+///
+/// The queue is bounded: `put` and `rekey` wait while it is full. They never wait on
+/// anything but the writer thread, which needs nothing from its callers (only the
+/// cache file; a busy file fails after SQLite's timeout), so waiting cannot deadlock.
 pub struct StoreWriter {
     tx: Option<flume::Sender<Write>>,
     handle: Option<std::thread::JoinHandle<()>>,
@@ -714,6 +734,41 @@ mod tests {
         // sees what was committed meanwhile
         let seen = (0..READS_PER_SNAPSHOT + 1).find(|_| reader.get(&key, &[3u8; 16]).is_some());
         assert_eq!(seen, Some(READS_PER_SNAPSHOT - 3));
+    }
+
+    #[test]
+    fn a_slow_writer_makes_put_wait_and_loses_nothing() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // another connection holds the write lock: the writer cannot commit
+        let blocker = open_connection(store.path()).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let conn = open_connection(store.path()).unwrap();
+        let (capacity, batch) = (4, 8);
+        let writer = Arc::new(store.writer_with(conn, capacity, batch).unwrap());
+        let queued = Arc::new(AtomicUsize::new(0));
+        let producer = {
+            let (writer, queued) = (writer.clone(), queued.clone());
+            std::thread::spawn(move || {
+                for i in 0..100u8 {
+                    let outcome = Outcome::scored(f64::from(i), Default::default());
+                    writer.put(&[1; 32], &[i; 16], &outcome);
+                    queued.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(1500));
+        // one batch is being committed, the queue is full and one put waits
+        assert_eq!(queued.load(Ordering::SeqCst), batch + capacity);
+        assert!(!producer.is_finished());
+        blocker.execute_batch("COMMIT").unwrap();
+        producer.join().unwrap();
+        Arc::try_unwrap(writer).ok().unwrap().finish();
+        let stored = store.results_for(&[1; 32]).unwrap();
+        assert_eq!(stored.len(), 100);
+        assert_eq!(stored[&[42u8; 16]].score, Some(42.0));
     }
 
     #[test]
