@@ -548,11 +548,16 @@ impl CacheReader {
             .conn
             .prepare_cached("SELECT outcome FROM results WHERE code_key = ?1 AND sample_hash = ?2")
             .ok()?;
-        let text: String = stmt
-            .query_row(params![&key[..], &sample[..]], |row| row.get(0))
-            .optional()
-            .ok()??;
-        serde_json::from_str(&text).ok()
+        // decoded from SQLite's own buffer: no copy of the text per lookup
+        stmt.query_row(params![&key[..], &sample[..]], |row| {
+            Ok(row
+                .get_ref(0)?
+                .as_str()
+                .ok()
+                .and_then(|text| serde_json::from_str(text).ok()))
+        })
+        .optional()
+        .ok()??
     }
 
     /// Ends the read transaction after [`READS_PER_SNAPSHOT`] lookups and opens the
