@@ -39,8 +39,9 @@ const WRITER_CACHE_KIB: i64 = 8 * 1024;
 const READER_CACHE_KIB: i64 = 2 * 1024;
 /// Bytes of the cache file a reader maps into memory: a lookup there reads the page in
 /// place (no system call, no copy). Bounded, so that a huge cache does not grow the
-/// run's memory with it; lookups past it read pages as usual.
-const READER_MMAP_BYTES: i64 = 16 << 20;
+/// run's memory with it (its pages count in the run's RSS); lookups past it read
+/// pages as usual.
+const READER_MMAP_BYTES: i64 = 8 << 20;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cache {path}: {message}")]
