@@ -559,13 +559,15 @@ def parse_summary(stderr_text):
     for i, line in enumerate(lines):
         cols = line.split()
         if cols[:1] == ["evaluator"] and "evaluated" in cols and "cached" in cols:
+            # the "runs" cell may hold spaces ("local ×2"): read the counts from the right
+            counts = cols[cols.index("runs") + 1:] if "runs" in cols else cols[1:]
             table = {}
             for row in lines[i + 1:]:
                 cells = row.split()
-                if len(cells) != len(cols) or "×" in row:
-                    break
+                if len(cells) < len(cols) or cells[1:2] == ["samples"]:
+                    break  # the totals line ("100000 samples × 1 evaluators: ...")
                 entry = {}
-                for key, cell in zip(cols[1:], cells[1:]):
+                for key, cell in zip(counts, cells[len(cells) - len(counts):]):
                     try:
                         entry[key] = int(cell)
                     except ValueError:

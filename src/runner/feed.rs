@@ -190,7 +190,13 @@ impl<'a> Feed<'a> {
             }
             return;
         }
-        let raw: Arc<str> = Arc::from(line.raw.as_str());
+        // the line is copied for the workers only when one needs it (not on a warm run)
+        let mut shared: Option<Arc<str>> = None;
+        let mut raw = || {
+            shared
+                .get_or_insert_with(|| Arc::from(line.raw.as_str()))
+                .clone()
+        };
         let evaluators = self.evaluators;
         let mut to_run = Vec::new();
         for (index, p) in evaluators.iter().enumerate() {
@@ -209,7 +215,7 @@ impl<'a> Feed<'a> {
                 self.filling[index].push(Member {
                     at: line.at.clone(),
                     hash: line.hash,
-                    raw: raw.clone(),
+                    raw: raw(),
                 });
                 if self.filling[index].len() >= size {
                     self.flush(index).await;
@@ -225,7 +231,7 @@ impl<'a> Feed<'a> {
             self.register(&line.at, line.hash, index, line.hash);
             let job = PoolJob {
                 id: line.at.index as u64,
-                raw: raw.clone(),
+                raw: raw(),
             };
             self.submit(index, PoolWork::One(job)).await;
         }

@@ -22,17 +22,16 @@ const SCHEMA_VERSION: i64 = 3;
 /// Rows per commit at most. The results table is keyed by hashes, so rows land on
 /// random pages: a commit writes every page it touched to the WAL, and fewer, larger
 /// commits touch each page fewer times (measured: 2,000 rows every 100 ms made the
-/// writer's I/O cost more than the evaluations).
-const WRITE_BATCH: usize = 50_000;
+/// writer's I/O cost more than the evaluations). A batch is held in memory while it
+/// is committed (~300 bytes a row), so this also bounds the writer's memory.
+const WRITE_BATCH: usize = 20_000;
+/// Writes queued for the writer thread at most: past that, `put` waits for the
+/// writer to take some (a run that evaluates faster than SQLite stores would
+/// otherwise queue every result of a huge file in memory).
+const WRITE_QUEUE: usize = 8_192;
 /// How long queued rows wait for more before they are committed (a kill loses at most
 /// this much work; it never corrupts the file).
 const WRITE_EVERY: Duration = Duration::from_millis(500);
-/// Rows a writer holds for one commit at most, however far behind it is.
-const WRITE_BATCH_MAX: usize = 150_000;
-/// Rows queued for the writer at most (about 150 bytes each): a run that scores faster
-/// than the cache takes its rows waits for it instead of holding every result of a
-/// million samples in memory.
-const WRITE_QUEUE: usize = 100_000;
 /// Page cache of the writer's connection, in KiB (SQLite's default is 2 MB: too small
 /// to keep the pages a commit touches between two commits).
 const WRITER_CACHE_KIB: i64 = 8 * 1024;
@@ -40,8 +39,9 @@ const WRITER_CACHE_KIB: i64 = 8 * 1024;
 const READER_CACHE_KIB: i64 = 2 * 1024;
 /// Bytes of the cache file a reader maps into memory: a lookup there reads the page in
 /// place (no system call, no copy). Bounded, so that a huge cache does not grow the
-/// run's memory with it; lookups past it read pages as usual.
-const READER_MMAP_BYTES: i64 = 16 << 20;
+/// run's memory with it (its pages count in the run's RSS); lookups past it read
+/// pages as usual.
+const READER_MMAP_BYTES: i64 = 8 << 20;
 
 #[derive(Debug, thiserror::Error)]
 #[error("cache {path}: {message}")]
@@ -375,18 +375,24 @@ impl Store {
 
     /// A background writer with its own connection, batching inserts into transactions.
     pub fn writer(&self) -> Result<StoreWriter, StoreError> {
-        self.writer_queueing(WRITE_QUEUE)
-    }
-
-    /// [`Store::writer`] with room for `queue` rows: `put` waits while it is full.
-    fn writer_queueing(&self, queue: usize) -> Result<StoreWriter, StoreError> {
         let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
         conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
             .map_err(|e| self.fail(e))?;
-        let (tx, rx) = flume::bounded::<Write>(queue);
+        self.writer_with(conn, WRITE_QUEUE, WRITE_BATCH)
+    }
+
+    /// A writer on `conn` whose queue holds `capacity` writes at most, committing
+    /// `batch` rows at most at a time.
+    fn writer_with(
+        &self,
+        conn: Connection,
+        capacity: usize,
+        batch: usize,
+    ) -> Result<StoreWriter, StoreError> {
+        let (tx, rx) = flume::bounded::<Write>(capacity);
         let handle = std::thread::Builder::new()
             .name("rwb-store".into())
-            .spawn(move || write_loop(conn, rx))
+            .spawn(move || write_loop(conn, rx, batch))
             .map_err(|e| self.fail(e))?;
         Ok(StoreWriter {
             tx: Some(tx),
@@ -467,9 +473,8 @@ enum Write {
     Rekey(CodeKey, CodeKey),
 }
 
-fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
+fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>, batch: usize) {
     let mut pending = Vec::with_capacity(1024);
-    let mut written = 0;
     loop {
         let first = match rx.recv() {
             Ok(row) => row,
@@ -477,15 +482,9 @@ fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
         };
         pending.push(first);
         let deadline = std::time::Instant::now() + WRITE_EVERY;
-        let most = batch_limit(written);
-        while pending.len() < most {
+        while pending.len() < batch {
             match rx.recv_deadline(deadline) {
                 Ok(row) => pending.push(row),
-                Err(flume::RecvTimeoutError::Timeout) => {
-                    // behind the run: take what is already queued, up to the limit
-                    pending.extend(rx.try_iter().take(most - pending.len()));
-                    break;
-                }
                 Err(_) => break,
             }
         }
@@ -493,17 +492,8 @@ fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>) {
         if let Err(e) = commit(&mut conn, &pending) {
             eprintln!("rwb: could not write to the cache: {e}");
         }
-        written += pending.len();
         pending.clear();
     }
-}
-
-/// Rows one commit may take after `written` rows: [`WRITE_BATCH`], or a quarter of
-/// what this writer wrote so far when that is more (up to [`WRITE_BATCH_MAX`]). A
-/// commit of random keys into a large table rewrites most of its pages whatever the
-/// batch, so a writer that falls behind a long run catches up in fewer, larger commits.
-fn batch_limit(written: usize) -> usize {
-    WRITE_BATCH.max(written / 4).min(WRITE_BATCH_MAX)
 }
 
 /// Sorts each run of puts between two rekeys by key, so that one commit visits the
@@ -559,11 +549,16 @@ impl CacheReader {
             .conn
             .prepare_cached("SELECT outcome FROM results WHERE code_key = ?1 AND sample_hash = ?2")
             .ok()?;
-        let text: String = stmt
-            .query_row(params![&key[..], &sample[..]], |row| row.get(0))
-            .optional()
-            .ok()??;
-        serde_json::from_str(&text).ok()
+        // decoded from SQLite's own buffer: no copy of the text per lookup
+        stmt.query_row(params![&key[..], &sample[..]], |row| {
+            Ok(row
+                .get_ref(0)?
+                .as_str()
+                .ok()
+                .and_then(|text| serde_json::from_str(text).ok()))
+        })
+        .optional()
+        .ok()??
     }
 
     /// Ends the read transaction after [`READS_PER_SNAPSHOT`] lookups and opens the
@@ -584,9 +579,11 @@ impl CacheReader {
     }
 }
 
-/// Queues outcomes for the store; `finish` waits until they are on disk. The queue is
-/// bounded ([`WRITE_QUEUE`]): `put` waits while it is full, so call it from the run's
-/// workers, never from a thread that draws.
+/// Queues outcomes for the store; `finish` waits until they are on disk.
+///
+/// The queue is bounded: `put` and `rekey` wait while it is full. They never wait on
+/// anything but the writer thread, which needs nothing from its callers (only the
+/// cache file; a busy file fails after SQLite's timeout), so waiting cannot deadlock.
 pub struct StoreWriter {
     tx: Option<flume::Sender<Write>>,
     handle: Option<std::thread::JoinHandle<()>>,
@@ -653,46 +650,6 @@ mod tests {
         assert_eq!(got.len(), 1);
         assert_eq!(got[&[1u8; 16]], outcome);
         assert!(store.results_for(&[8u8; 32]).unwrap().is_empty());
-    }
-
-    #[test]
-    fn a_writer_that_cannot_commit_holds_a_bounded_number_of_rows() {
-        use std::sync::atomic::{AtomicUsize, Ordering};
-        use std::sync::Arc;
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(dir.path()).unwrap();
-        // another connection holds the write lock: the writer's commit waits for it
-        let blocker = open_connection(store.path()).unwrap();
-        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
-        let writer = Arc::new(store.writer_queueing(3).unwrap());
-        let total = WRITE_BATCH + 10;
-        let done = Arc::new(AtomicUsize::new(0));
-        let putter = {
-            let (writer, done) = (writer.clone(), done.clone());
-            std::thread::spawn(move || {
-                for i in 0..total as u32 {
-                    let mut hash = [0u8; 16];
-                    hash[..4].copy_from_slice(&i.to_le_bytes());
-                    writer.put_text(&[1; 32], &hash, "{\"score\": 1.0}".into());
-                    done.fetch_add(1, Ordering::SeqCst);
-                }
-            })
-        };
-        std::thread::sleep(WRITE_EVERY * 3);
-        // one commit's rows (at most a batch) wait for the lock, three more are
-        // queued, and the rest waits to be put
-        let held = done.load(Ordering::SeqCst);
-        std::thread::sleep(WRITE_EVERY);
-        assert_eq!(
-            done.load(Ordering::SeqCst),
-            held,
-            "put waits while the queue is full"
-        );
-        assert!(held <= WRITE_BATCH + 3 && held < total, "{held} rows held");
-        blocker.execute_batch("COMMIT").unwrap();
-        putter.join().unwrap();
-        Arc::try_unwrap(writer).ok().unwrap().finish();
-        assert_eq!(store.result_count().unwrap(), total, "nothing is lost");
     }
 
     #[test]
@@ -783,6 +740,41 @@ mod tests {
         // sees what was committed meanwhile
         let seen = (0..READS_PER_SNAPSHOT + 1).find(|_| reader.get(&key, &[3u8; 16]).is_some());
         assert_eq!(seen, Some(READS_PER_SNAPSHOT - 3));
+    }
+
+    #[test]
+    fn a_slow_writer_makes_put_wait_and_loses_nothing() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use std::sync::Arc;
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // another connection holds the write lock: the writer cannot commit
+        let blocker = open_connection(store.path()).unwrap();
+        blocker.execute_batch("BEGIN IMMEDIATE").unwrap();
+        let conn = open_connection(store.path()).unwrap();
+        let (capacity, batch) = (4, 8);
+        let writer = Arc::new(store.writer_with(conn, capacity, batch).unwrap());
+        let queued = Arc::new(AtomicUsize::new(0));
+        let producer = {
+            let (writer, queued) = (writer.clone(), queued.clone());
+            std::thread::spawn(move || {
+                for i in 0..100u8 {
+                    let outcome = Outcome::scored(f64::from(i), Default::default());
+                    writer.put(&[1; 32], &[i; 16], &outcome);
+                    queued.fetch_add(1, Ordering::SeqCst);
+                }
+            })
+        };
+        std::thread::sleep(Duration::from_millis(1500));
+        // one batch is being committed, the queue is full and one put waits
+        assert_eq!(queued.load(Ordering::SeqCst), batch + capacity);
+        assert!(!producer.is_finished());
+        blocker.execute_batch("COMMIT").unwrap();
+        producer.join().unwrap();
+        Arc::try_unwrap(writer).ok().unwrap().finish();
+        let stored = store.results_for(&[1; 32]).unwrap();
+        assert_eq!(stored.len(), 100);
+        assert_eq!(stored[&[42u8; 16]].score, Some(42.0));
     }
 
     #[test]
