@@ -446,7 +446,19 @@ impl Printer {
                 }
             }
         }
-        let mut header = vec![
+        let header = self.csv_header(&metric_names);
+        write_csv_record(&mut self.out, &header)?;
+        for sample in &self.kept {
+            for (i, outcome) in sample.outcomes.iter().enumerate() {
+                let record = self.csv_record(sample, i, outcome, &metric_names);
+                write_csv_record(&mut self.out, &record)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn csv_header(&self, metric_names: &[String]) -> Vec<String> {
+        let mut header: Vec<String> = [
             "sample",
             "file",
             "line",
@@ -460,75 +472,65 @@ impl Printer {
         ]
         .into_iter()
         .map(String::from)
-        .collect::<Vec<_>>();
+        .collect();
         if self.baseline.is_some() {
             header.extend(["baseline_score".to_string(), "delta".to_string()]);
         }
         header.extend(metric_names.iter().map(|m| format!("metric:{m}")));
-        writeln!(
-            self.out,
-            "{}",
-            header
-                .iter()
-                .map(|h| csv_field(h))
-                .collect::<Vec<_>>()
-                .join(",")
-        )?;
-        for sample in &self.kept {
-            for (i, o) in sample.outcomes.iter().enumerate() {
-                let mut fields = vec![
-                    sample.at.index.to_string(),
-                    self.labels[sample.at.file].clone(),
-                    sample.at.line.to_string(),
-                    self.names[i].clone(),
-                    o.score.map(float).unwrap_or_default(),
-                    o.is_score_valid.to_string(),
-                    o.reason.clone().unwrap_or_default(),
-                    o.error.as_ref().map(|e| e.kind.clone()).unwrap_or_default(),
-                    o.error
-                        .as_ref()
-                        .map(|e| e.message.clone())
-                        .unwrap_or_default(),
-                    float(o.duration_ms),
-                ];
-                if self.baseline.is_some() {
-                    let (b, d) = self.baseline_fields(sample, i);
-                    fields.push(b.flatten().map(float).unwrap_or_default());
-                    fields.push(d.flatten().map(float).unwrap_or_default());
-                }
-                for m in &metric_names {
-                    let score = o
-                        .metrics
-                        .get(m)
-                        .and_then(|v| v.get("score"))
-                        .and_then(|s| s.as_f64());
-                    fields.push(score.map(float).unwrap_or_default());
-                }
-                writeln!(
-                    self.out,
-                    "{}",
-                    fields
-                        .iter()
-                        .map(|f| csv_field(f))
-                        .collect::<Vec<_>>()
-                        .join(",")
-                )?;
-            }
-        }
-        Ok(())
+        header
     }
+
+    fn csv_record(
+        &self,
+        sample: &SampleResults,
+        i: usize,
+        o: &Outcome,
+        metric_names: &[String],
+    ) -> Vec<String> {
+        let mut fields = vec![
+            sample.at.index.to_string(),
+            self.labels[sample.at.file].clone(),
+            sample.at.line.to_string(),
+            self.names[i].clone(),
+            o.score.map(float).unwrap_or_default(),
+            o.is_score_valid.to_string(),
+            o.reason.clone().unwrap_or_default(),
+            o.error.as_ref().map(|e| e.kind.clone()).unwrap_or_default(),
+            o.error
+                .as_ref()
+                .map(|e| e.message.clone())
+                .unwrap_or_default(),
+            float(o.duration_ms),
+        ];
+        if self.baseline.is_some() {
+            let (b, d) = self.baseline_fields(sample, i);
+            fields.push(b.flatten().map(float).unwrap_or_default());
+            fields.push(d.flatten().map(float).unwrap_or_default());
+        }
+        for m in metric_names {
+            let score = o
+                .metrics
+                .get(m)
+                .and_then(|v| v.get("score"))
+                .and_then(|s| s.as_f64());
+            fields.push(score.map(float).unwrap_or_default());
+        }
+        fields
+    }
+}
+
+/// One CSV record, quoted where a field needs it (the `csv` crate's rules: a comma, a
+/// quote or a line break), ended by `\n`.
+fn write_csv_record(out: &mut impl Write, fields: &[String]) -> std::io::Result<()> {
+    let mut csv = csv::WriterBuilder::new()
+        .buffer_capacity(1 << 10)
+        .from_writer(out);
+    csv.write_record(fields)?;
+    csv.flush()
 }
 
 fn float(x: f64) -> String {
     serde_json::to_string(&x).unwrap_or_default()
-}
-
-fn csv_field(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
 }
 
 fn digits(n: usize) -> usize {
@@ -661,9 +663,14 @@ mod tests {
     }
 
     #[test]
-    fn csv_quotes_only_when_needed() {
-        assert_eq!(csv_field("plain"), "plain");
-        assert_eq!(csv_field("a,b"), "\"a,b\"");
-        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    fn csv_fields_are_quoted_only_when_they_need_it() {
+        let mut out = Vec::new();
+        let fields = ["plain", "a,b", "say \"hi\"", "two\nlines", "cr\rhere", ""];
+        let fields: Vec<String> = fields.iter().map(|f| f.to_string()).collect();
+        write_csv_record(&mut out, &fields).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\"cr\rhere\",\n"
+        );
     }
 }
