@@ -301,12 +301,7 @@ fn missing_gcloud_and_missing_flags_are_reported_before_anything_runs() {
 }
 
 /// A stand-in Fireworks API on 127.0.0.1 that records the bodies it is sent.
-fn fireworks_stand_in() -> (String, Arc<Mutex<Vec<Value>>>, tokio::runtime::Runtime) {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .unwrap();
+fn fireworks_stand_in() -> (String, Arc<Mutex<Vec<Value>>>, common::Loopback) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let record = seen.clone();
     let app = axum::Router::new().fallback(move |uri: axum::http::Uri, body: axum::body::Bytes| {
@@ -317,20 +312,15 @@ fn fireworks_stand_in() -> (String, Arc<Mutex<Vec<Value>>>, tokio::runtime::Runt
             axum::Json(json!({"name": format!("accounts/acct-1/evaluators/{}", body["evaluatorId"].as_str().unwrap_or("?"))}))
         }
     });
-    let addr = runtime.block_on(async {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-        addr
-    });
-    (format!("http://{addr}"), seen, runtime)
+    let server = common::Loopback::serve(app);
+    (server.base(), seen, server)
 }
 
 #[test]
 fn register_puts_a_remote_url_evaluator_with_the_key_in_front_of_the_service() {
     let ws = workspace();
     let tools = Tools::new(&["gcloud"]);
-    let (base, seen, _runtime) = fireworks_stand_in();
+    let (base, seen, _server) = fireworks_stand_in();
     let mut args = CLOUD_RUN.to_vec();
     args.push("--register");
     let env = [

@@ -10,7 +10,6 @@ use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use common::{Run, Ws, RWB};
 use serde_json::{json, Value};
-use std::net::SocketAddr;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -53,9 +52,8 @@ struct Shared {
 }
 
 struct Stand {
-    addr: SocketAddr,
+    server: common::Loopback,
     shared: Arc<Shared>,
-    _runtime: tokio::runtime::Runtime,
 }
 
 /// The score the test evaluator gives: `min(len(last content) / 100, 1)`.
@@ -164,30 +162,18 @@ async fn answer(
 
 impl Stand {
     fn start() -> Stand {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
         let shared = Arc::new(Shared::default());
         let app = axum::Router::new()
             .fallback(answer)
             .with_state(shared.clone());
-        let addr = runtime.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-            addr
-        });
         Stand {
-            addr,
+            server: common::Loopback::serve(app),
             shared,
-            _runtime: runtime,
         }
     }
 
     fn base(&self) -> String {
-        format!("http://{}", self.addr)
+        format!("http://{}", self.server.addr)
     }
 
     fn set(&self, f: impl FnOnce(&mut Behaviour)) {

@@ -10,7 +10,6 @@ use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use common::{free_port, Run, Ws, RWB};
 use serde_json::{json, Value};
-use std::net::SocketAddr;
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -69,37 +68,24 @@ async fn answer(State(shared): State<Arc<Shared>>, headers: HeaderMap, body: Byt
 }
 
 struct Endpoint {
-    addr: SocketAddr,
+    server: common::Loopback,
     shared: Arc<Shared>,
-    _runtime: tokio::runtime::Runtime,
 }
 
 impl Endpoint {
     fn start() -> Endpoint {
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .unwrap();
         let shared = Arc::new(Shared::default());
         let app = axum::Router::new()
             .route("/evaluate", axum::routing::post(answer))
             .with_state(shared.clone());
-        let addr = runtime.block_on(async {
-            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-            let addr = listener.local_addr().unwrap();
-            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
-            addr
-        });
         Endpoint {
-            addr,
+            server: common::Loopback::serve(app),
             shared,
-            _runtime: runtime,
         }
     }
 
     fn url(&self) -> String {
-        format!("http://{}/evaluate", self.addr)
+        format!("http://{}/evaluate", self.server.addr)
     }
 
     fn seen(&self) -> Vec<(Option<String>, Value)> {

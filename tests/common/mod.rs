@@ -265,3 +265,35 @@ pub fn exchange(url: &str, request: &str) -> (u16, String) {
         .unwrap_or_default();
     (status, body)
 }
+
+/// A stand-in server on 127.0.0.1 (Fireworks, an endpoint): `app` served on a free
+/// port by a runtime of its own, which lives as long as this does.
+pub struct Loopback {
+    pub addr: std::net::SocketAddr,
+    _runtime: tokio::runtime::Runtime,
+}
+
+impl Loopback {
+    pub fn serve(app: axum::Router) -> Loopback {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+            .unwrap();
+        let addr = runtime.block_on(async {
+            let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+            let addr = listener.local_addr().unwrap();
+            tokio::spawn(async move { axum::serve(listener, app).await.unwrap() });
+            addr
+        });
+        Loopback {
+            addr,
+            _runtime: runtime,
+        }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn base(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}
