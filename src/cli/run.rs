@@ -17,14 +17,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let mut session = Session::open(dir, &args.shared.open_options())?;
     super::print_warnings(&session.workspace);
-    let ray = match args.ray.clone() {
-        Some(address) => Some(address),
-        None => session.workspace.config.ray().map_err(Fail::Usage)?,
-    };
-    if let Some(address) = ray {
-        let cluster = session.use_ray(address, args.shared.jobs).await?;
-        eprintln!("rwb: {}", cluster.describe());
-    }
+    use_ray_if_asked(&mut session, &args).await?;
     let prepared = session.prepare_all().await?;
     let names: Vec<String> = prepared.iter().map(|p| p.spec.name.clone()).collect();
     let labels: Vec<String> = session
@@ -44,16 +37,8 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         None
     };
     if let (Some(name), Some(store)) = (&args.baseline, &store) {
-        let outcomes = store.load_baseline(name).map_err(|e| Fail::Usage(e.to_string()))?.ok_or_else(|| {
-            let known = store.baselines().unwrap_or_default();
-            Fail::Usage(format!(
-                "no baseline named '{name}' in {} (saved: {}; save one with --save-baseline {name})",
-                store.path().display(),
-                if known.is_empty() { "none".to_string() } else { known.join(", ") }
-            ))
-        })?;
         let threshold = session.workspace.config.threshold();
-        printer.baseline = Some(BaselineCmp::new(name.clone(), outcomes, &names, threshold));
+        printer.baseline = Some(load_baseline(store, name, &names, threshold)?);
     }
     let mut kept: Vec<(usize, [u8; 16], crate::model::Outcome)> = Vec::new();
     let keep = args.save_baseline.is_some();
@@ -98,31 +83,99 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .collect();
     session.runner.record_versions(&prepared, &scored);
     if let (Some(name), Some(store)) = (&args.save_baseline, &store) {
-        let sources: Vec<(String, String)> = session
-            .workspace
-            .evaluators
-            .iter()
-            .map(|e| {
-                let file = e.source.file();
-                (
-                    file.display().to_string(),
-                    std::fs::read_to_string(&file).unwrap_or_default(),
-                )
-            })
-            .collect();
-        let rows = kept.iter().map(|(e, h, o)| (names[*e].as_str(), h, o));
-        let n = store
-            .save_baseline(name, rows, &sources)
-            .map_err(|e| Fail::Usage(e.to_string()))?;
-        eprintln!(
-            "rwb: saved baseline '{name}' ({n} results) in {}",
-            store.path().display()
-        );
+        save_baseline(store, name, &session, &names, &kept)?;
     }
+    let checks_failed = failed_checks(&args, &names, &summaries, regressions);
+    let failed = errors > 0 || checks_failed;
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
 
-    let mut failed = errors > 0;
+/// `--ray ADDRESS` or `[engine] ray`: the run's workers become Ray tasks.
+async fn use_ray_if_asked(session: &mut Session, args: &RunArgs) -> Result<(), Fail> {
+    let ray = match args.ray.clone() {
+        Some(address) => Some(address),
+        None => session.workspace.config.ray().map_err(Fail::Usage)?,
+    };
+    if let Some(address) = ray {
+        let cluster = session.use_ray(address, args.shared.jobs).await?;
+        eprintln!("rwb: {}", cluster.describe());
+    }
+    Ok(())
+}
+
+/// `--baseline NAME`: the saved outcomes to compare with, or a usage error naming
+/// the baselines there are.
+fn load_baseline(
+    store: &Store,
+    name: &str,
+    names: &[String],
+    threshold: f64,
+) -> Result<BaselineCmp, Fail> {
+    let outcomes = store
+        .load_baseline(name)
+        .map_err(|e| Fail::Usage(e.to_string()))?
+        .ok_or_else(|| {
+            let known = store.baselines().unwrap_or_default();
+            Fail::Usage(format!(
+                "no baseline named '{name}' in {} (saved: {}; save one with --save-baseline {name})",
+                store.path().display(),
+                if known.is_empty() { "none".to_string() } else { known.join(", ") }
+            ))
+        })?;
+    Ok(BaselineCmp::new(
+        name.to_string(),
+        outcomes,
+        names,
+        threshold,
+    ))
+}
+
+/// `--save-baseline NAME`: the run's outcomes with the evaluators' sources.
+fn save_baseline(
+    store: &Store,
+    name: &str,
+    session: &Session,
+    names: &[String],
+    kept: &[(usize, [u8; 16], crate::model::Outcome)],
+) -> Result<(), Fail> {
+    let sources: Vec<(String, String)> = session
+        .workspace
+        .evaluators
+        .iter()
+        .map(|e| {
+            let file = e.source.file();
+            (
+                file.display().to_string(),
+                std::fs::read_to_string(&file).unwrap_or_default(),
+            )
+        })
+        .collect();
+    let rows = kept.iter().map(|(e, h, o)| (names[*e].as_str(), h, o));
+    let n = store
+        .save_baseline(name, rows, &sources)
+        .map_err(|e| Fail::Usage(e.to_string()))?;
+    eprintln!(
+        "rwb: saved baseline '{name}' ({n} results) in {}",
+        store.path().display()
+    );
+    Ok(())
+}
+
+/// `--fail-under` and `--max-regressions`: whether the run fails them (each failure
+/// said on stderr).
+fn failed_checks(
+    args: &RunArgs,
+    names: &[String],
+    summaries: &[crate::model::Summary],
+    regressions: Option<usize>,
+) -> bool {
+    let mut failed = false;
     if let Some(threshold) = args.fail_under {
-        for (name, s) in names.iter().zip(&summaries) {
+        for (name, s) in names.iter().zip(summaries) {
             if s.mean.is_none_or(|m| m < threshold) {
                 let mean = s
                     .mean
@@ -141,9 +194,5 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
             failed = true;
         }
     }
-    Ok(if failed {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    failed
 }
