@@ -459,92 +459,107 @@ impl Runner {
         let mut out = Vec::new();
         for (e, p) in evaluators.iter().enumerate() {
             if let Some(failure) = &p.failure {
-                for s in &samples {
-                    out.push(Breaks {
-                        evaluator: e,
-                        at: s.at.clone(),
-                        issues: vec![format!("{}: {}", failure.kind, failure.message)],
-                    });
-                }
+                let issue = format!("{}: {}", failure.kind, failure.message);
+                out.extend(every_sample_breaks(e, &samples, &issue));
                 continue;
             }
             if p.spec.source.is_remote() {
                 continue; // its contract is checked where it runs
             }
-            let mut worker = match self.pool.checkout(&p.spec, p.key).await {
-                Ok(w) => w,
+            match self.pool.checkout(&p.spec, p.key).await {
+                Ok(worker) => self.check_with(e, p, worker, &samples, &mut out).await,
                 Err(err) => {
                     let error = crate::engine::spawn_error(&p.spec, err);
-                    for s in &samples {
-                        out.push(Breaks {
-                            evaluator: e,
-                            at: s.at.clone(),
-                            issues: vec![error.message.clone()],
-                        });
-                    }
-                    continue;
+                    out.extend(every_sample_breaks(e, &samples, &error.message));
                 }
-            };
-            let size = if worker.loaded.style.is_batched() {
-                p.spec.batch_size.max(1)
-            } else {
-                16
-            };
-            let by_id: HashMap<u64, &SampleLine> =
-                samples.iter().map(|s| (s.at.index as u64, s)).collect();
-            let mut alive = true;
-            for chunk in samples.chunks(size) {
-                if !alive {
-                    break;
-                }
-                let jobs: Vec<(u64, &str)> = chunk
-                    .iter()
-                    .map(|s| (s.at.index as u64, s.raw.as_str()))
-                    .collect();
-                let _ = worker.send_check(&jobs).await;
-                let mut answered = 0;
-                loop {
-                    let deadline = tokio::time::Instant::now() + worker.patience() * 2;
-                    match worker.next_message(deadline).await {
-                        crate::engine::Next::Checked(id, issues) => {
-                            answered += 1;
-                            if let Some(s) = by_id.get(&id) {
-                                out.push(Breaks {
-                                    evaluator: e,
-                                    at: s.at.clone(),
-                                    issues,
-                                });
-                            }
-                        }
-                        crate::engine::Next::Done { .. } => {
-                            worker.idle();
-                            break;
-                        }
-                        crate::engine::Next::Result(..) => {}
-                        // check mode reports a timeout as an issue and never retires
-                        crate::engine::Next::Retired => {
-                            alive = false;
-                            break;
-                        }
-                        crate::engine::Next::Dead(error) => {
-                            for s in &chunk[answered.min(chunk.len())..] {
-                                out.push(Breaks {
-                                    evaluator: e,
-                                    at: s.at.clone(),
-                                    issues: vec![format!("{}: {}", error.kind, error.message)],
-                                });
-                            }
-                            alive = false;
-                            break;
-                        }
-                    }
-                }
-            }
-            if alive {
-                self.pool.checkin(&p.spec.name, p.key, worker);
             }
         }
         Ok(out)
+    }
+
+    /// Checks `samples` against evaluator `e` in chunks on `worker`, which goes back
+    /// to the pool unless it died or retired.
+    async fn check_with(
+        &self,
+        e: usize,
+        p: &Prepared,
+        mut worker: crate::engine::Worker,
+        samples: &[SampleLine],
+        out: &mut Vec<Breaks>,
+    ) {
+        let size = if worker.loaded.style.is_batched() {
+            p.spec.batch_size.max(1)
+        } else {
+            16
+        };
+        let by_id: HashMap<u64, &SampleLine> =
+            samples.iter().map(|s| (s.at.index as u64, s)).collect();
+        for chunk in samples.chunks(size) {
+            if !check_chunk(&mut worker, e, chunk, &by_id, out).await {
+                return;
+            }
+        }
+        self.pool.checkin(&p.spec.name, p.key, worker);
+    }
+}
+
+/// The same issue for every sample (an evaluator that cannot be called at all).
+fn every_sample_breaks(e: usize, samples: &[SampleLine], issue: &str) -> Vec<Breaks> {
+    samples
+        .iter()
+        .map(|s| Breaks {
+            evaluator: e,
+            at: s.at.clone(),
+            issues: vec![issue.to_string()],
+        })
+        .collect()
+}
+
+/// Sends one chunk in check mode and collects what the worker says of each sample;
+/// false when the worker is gone (the chunk's unanswered samples then carry why).
+async fn check_chunk(
+    worker: &mut crate::engine::Worker,
+    e: usize,
+    chunk: &[SampleLine],
+    by_id: &HashMap<u64, &SampleLine>,
+    out: &mut Vec<Breaks>,
+) -> bool {
+    let jobs: Vec<(u64, &str)> = chunk
+        .iter()
+        .map(|s| (s.at.index as u64, s.raw.as_str()))
+        .collect();
+    let _ = worker.send_check(&jobs).await;
+    let mut answered = 0;
+    loop {
+        let deadline = tokio::time::Instant::now() + worker.patience() * 2;
+        match worker.next_message(deadline).await {
+            crate::engine::Next::Checked(id, issues) => {
+                answered += 1;
+                if let Some(s) = by_id.get(&id) {
+                    out.push(Breaks {
+                        evaluator: e,
+                        at: s.at.clone(),
+                        issues,
+                    });
+                }
+            }
+            crate::engine::Next::Done { .. } => {
+                worker.idle();
+                return true;
+            }
+            crate::engine::Next::Result(..) => {}
+            // check mode reports a timeout as an issue and never retires
+            crate::engine::Next::Retired => return false,
+            crate::engine::Next::Dead(error) => {
+                let issue = format!("{}: {}", error.kind, error.message);
+                out.extend(every_sample_breaks(
+                    e,
+                    &chunk[answered.min(chunk.len())..],
+                    &issue,
+                ));
+                return false;
+            }
+        }
     }
 }
 
