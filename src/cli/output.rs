@@ -268,15 +268,6 @@ impl Printer {
         match self.format {
             Format::Jsonl => {
                 let _ = self.out.flush();
-                let mut err = std::io::stderr().lock();
-                let _ = write_summary(
-                    &mut err,
-                    &self.names,
-                    &self.placements,
-                    &summaries,
-                    stats,
-                    seconds,
-                );
             }
             Format::Json => {
                 let mut results = Vec::new();
@@ -322,7 +313,8 @@ impl Printer {
                 let _ = self.out.flush();
             }
         }
-        if matches!(self.format, Format::Json | Format::Csv) {
+        // the table carries its summary; every other format keeps stdout to its rows
+        if self.format != Format::Table {
             let mut err = std::io::stderr().lock();
             let _ = write_summary(
                 &mut err,

@@ -234,27 +234,13 @@ impl Runner {
         read_cache: bool,
         events: mpsc::UnboundedSender<Event>,
     ) -> std::io::Result<RunStats> {
-        self.run_first(evaluators, files, max_samples, read_cache, events, None)
-            .await
-    }
-
-    /// [`Runner::run`], feeding the samples of `priority` (the rows on screen) before
-    /// the rest, which follows in file order without them.
-    pub async fn run_first(
-        &self,
-        evaluators: &[Prepared],
-        files: &[SamplesFile],
-        max_samples: Option<usize>,
-        read_cache: bool,
-        events: mpsc::UnboundedSender<Event>,
-        priority: Option<&Priority>,
-    ) -> std::io::Result<RunStats> {
         let lines = SamplesReader::new(files).take(max_samples.unwrap_or(usize::MAX));
-        self.run_lines(evaluators, files, lines, read_cache, events, priority)
+        self.run_lines(evaluators, files, lines, read_cache, events, None)
             .await
     }
 
-    /// [`Runner::run_first`] over lines already read and hashed: the workbench's
+    /// [`Runner::run`] over lines already read and hashed, the samples of `priority`
+    /// (the rows on screen) first, the rest in file order without them: the workbench's
     /// samples index feeds them ([`crate::workspace::SampleIndex::lines`]), so a run
     /// does not read, hash and check every line a second time. `files` names them.
     pub async fn run_lines(
