@@ -192,6 +192,45 @@ class DriverHelpersTest(unittest.TestCase):
         lines = [json.loads(line) for line in b"".join(sent).splitlines()]
         self.assertEqual([m.get("i") for m in lines], [4, 5, None], "a batched call fails whole")
 
+    def test_after_a_lost_task_each_unanswered_sample_runs_alone_so_only_its_killer_is_blamed(self):
+        sent = []
+
+        class Sock:
+            def sendall(self, data):
+                sent.append(data)
+
+        class WorkerCrashedError(Exception):
+            pass
+
+        def task(ident):
+            # what a batch task streams: a start marker, then its lines
+            yield b"started"
+            if ident == 5:
+                raise WorkerCrashedError("exit 7")
+            yield b'{"i":%d,"ms":1.0,"s":0.25}\n{"done":1}\n' % ident
+
+        class Ray:
+            def wait(self, tasks, timeout=None):
+                return tasks, []
+
+            def get(self, item):
+                return item
+
+        class BatchTask:
+            def remote(self, relative, root, op, batch):
+                return task(batch[0][0])
+
+        proxy = D.Proxy.__new__(D.Proxy)
+        proxy.sock, proxy.ray, proxy.batch_task = Sock(), Ray(), BatchTask()
+        proxy.relative, proxy.root, proxy.timeout = {}, "/ws", 0
+        self.assertFalse(proxy._alone("B", [(4, "a"), (5, "b"), (6, "c")]))
+        lines = [json.loads(line) for line in b"".join(sent).splitlines()]
+        self.assertEqual(
+            [(m.get("i"), m.get("err", {}).get("type"), m.get("retire")) for m in lines],
+            [(4, None, None), (5, "WorkerCrashed", None), (None, None, "WorkerCrashed")],
+            "4's row without its batch's end, 5 blamed, then the proxy retires (6 runs again in rwb)",
+        )
+
 
 if __name__ == "__main__":
     unittest.main()

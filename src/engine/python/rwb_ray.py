@@ -236,8 +236,10 @@ class Proxy:
         except (BrokenPipeError, ConnectionResetError, OSError):
             self._close()
 
-    def _forward(self, task, ids, batched, op, batch):
-        """Sends one batch's lines as they come. False when the proxy retires."""
+    def _forward(self, task, ids, batched, op, batch, rows_only=False):
+        """Sends one batch's lines as they come (with `rows_only`, only its rows and a
+        retire: the batch it reruns part of ends elsewhere). False when the proxy
+        retires."""
         answered = set()
         started = False
         while True:
@@ -262,10 +264,13 @@ class Proxy:
             if not started:
                 started = True
                 continue
-            for line in data.splitlines(keepends=True):
+            lines = data.splitlines(keepends=True)
+            if rows_only:
+                lines = [l for l in lines if l.startswith((b'{"i":', b'{"retire":'))]
+            for line in lines:
                 if line.startswith(b'{"i":'):
                     answered.add(int(line[5:].split(b",", 1)[0]))
-            self.sock.sendall(data)
+            self.sock.sendall(b"".join(lines))
             if b'{"retire":' in data:
                 return False
 
@@ -273,12 +278,14 @@ class Proxy:
         """After a task died with several samples unanswered, runs each of them again
         in a task of its own: a line the task computed may not have reached the driver
         before it died, so only a sample that kills its own task is blamed, as the
-        local pool blames only the sample its worker was on."""
+        local pool blames only the sample its worker was on. Only their rows are
+        passed on, and the batch ends as a lost one does: the proxy retires."""
         for ident, raw in batch:
             task = self.batch_task.remote(self.relative, self.root, op, [(ident, raw)])
-            if not self._forward(task, [ident], False, op, [(ident, raw)]):
+            if not self._forward(task, [ident], False, op, [(ident, raw)], rows_only=True):
                 return False
-        return True
+        self.sock.sendall(_line({"retire": "WorkerCrashed"}))
+        return False
 
     def _lost(self, ids, answered, batched, exc):
         name = type(exc).__name__
