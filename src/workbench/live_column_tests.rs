@@ -174,3 +174,35 @@ async fn a_refused_key_shows_the_services_answer_on_the_columns_rows() {
     assert_scores(&live, 1, 2.0);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_column_added_while_indexing_or_running_ends_with_every_row_scored() {
+    const MANY: usize = 2500; // more than the first chunk shown while indexing
+    let local = workspace(0..MANY, 0);
+    let deployed = workspace(0..MANY, 2);
+    let server = serve(deployed.path(), KEY).await;
+    let url = server.url();
+    // the deploy ends while the samples are being indexed: the waiting run takes it
+    let mut live = open(local.path());
+    settle(&mut live, |live| {
+        let event = service_up(live, &url, Some(KEY));
+        live.on_ship(event);
+    })
+    .await;
+    assert_eq!(names(&live), ["n", "n@cloud-run"]);
+    assert_scores(&live, 0, 0.0);
+    assert_scores(&live, 1, 2.0);
+
+    // ... or while a run (of a saved evaluator) is under way: it restarts on the new
+    // list, so no result lands in a column it was not meant for
+    let main = local.path().join("metrics/n/main.py");
+    std::fs::write(&main, EVALUATOR_V2).unwrap();
+    live.on_change(vec![main]);
+    assert!(live.app.running);
+    live.on_ship(service_up(&live, &url, Some("wrong")));
+    assert!(live.app.running);
+    settle(&mut live, |_| {}).await;
+    assert_scores(&live, 0, 0.5);
+    assert_eq!(row_errors(&live, 1).len(), MANY);
+    server.shutdown().await;
+}

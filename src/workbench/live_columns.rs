@@ -119,8 +119,9 @@ fn column(name: String, source: Source, timeout: f64) -> EvaluatorSpec {
 
 impl Live {
     /// The live columns changed (added, replaced or dropped): the evaluator list is
-    /// rebuilt and the new columns are scored. A run in flight restarts with them
-    /// (what it had done comes back from the cache).
+    /// rebuilt and the new columns are scored. A run in flight restarts on the new
+    /// list (its evaluators are numbered as in the old one; what it had done comes
+    /// back from the cache).
     pub(super) fn arrange_columns(&mut self) {
         let before: Vec<EvaluatorSpec> = self.session.workspace.evaluators.clone();
         self.ship
@@ -132,15 +133,14 @@ impl Live {
         let new: Vec<usize> = (0..evaluators.len())
             .filter(|&i| !before.contains(&evaluators[i]))
             .collect();
-        if new.is_empty() || self.pending_run.is_some() {
+        if self.pending_run.is_some() {
             return; // a run waiting for the index takes every evaluator
         }
-        let which = if self.app.running {
-            (0..evaluators.len()).collect()
-        } else {
-            new
-        };
-        self.start_run(Vec::new(), which, Vec::new());
+        if self.app.running {
+            self.start_run(Vec::new(), (0..evaluators.len()).collect(), Vec::new());
+        } else if !new.is_empty() {
+            self.start_run(Vec::new(), new, Vec::new());
+        }
     }
 
     /// Drops the live column `name` (the ship panel's key); any other evaluator stays,
