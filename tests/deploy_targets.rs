@@ -667,3 +667,101 @@ fn the_workbench_deploys_to_cloud_run_from_the_keyboard() {
         "gcloud run services describe svc --region us-central1 --project p1 --format value(status.url)"
     );
 }
+
+/// The version in production: the length evaluator scoring against 50 characters, so
+/// its scores differ from the local ones.
+const DEPLOYED_LENGTH: &str = r#"
+from reward_kit import reward_function, EvaluateResult
+
+@reward_function
+def evaluate(messages, ground_truth=None, **kwargs):
+    n = len(messages[-1]["content"])
+    return EvaluateResult(score=min(n / 50.0, 1.0), reason=f"{n} chars of 50")
+"#;
+
+#[test]
+fn the_workbench_scores_the_deployed_service_as_a_live_column() {
+    let ws = workspace();
+    let tools = Tools::new(&["gcloud"]);
+    // the deployed service: a real rwb serve on loopback that requires the key
+    let key = "deploy-key-5c1e9";
+    let deployed = Ws::new(&[
+        ("metrics/length/main.py", DEPLOYED_LENGTH),
+        ("samples.jsonl", ""),
+    ]);
+    let port = free_port();
+    let mut service = Command::new(RWB)
+        .args(["serve", deployed.path().to_str().unwrap()])
+        .args(["--port", &port.to_string()])
+        .env("RK_ENDPOINT_API_KEY", key)
+        .env_remove("VIRTUAL_ENV")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for_port(port, &mut service);
+    let command = format!(
+        "PATH={}:{} STANDIN_DIR={} STANDIN_URL=http://127.0.0.1:{port} RK_ENDPOINT_API_KEY={key} {RWB}",
+        tools.bin.path().display(),
+        std::env::var("PATH").unwrap(),
+        tools.state.path().display()
+    );
+    let tmux = common::Tmux::start(&ws, 150, 40, &command);
+    tmux.wait_for("the scores", |s| s.contains("0.090"));
+    tmux.key("d");
+    tmux.key("Right");
+    tmux.wait_for("the Cloud Run dialog", |s| s.contains("GCP project"));
+    for _ in 0..40 {
+        tmux.key("BSpace");
+    }
+    for c in ["s", "v", "c", "Tab", "p", "1", "Enter"] {
+        tmux.key(c);
+    }
+    tmux.wait_for("the new column announced", |s| {
+        s.contains("column length@cloud-run")
+    });
+    tmux.key("Escape");
+    // the served score (9 chars of 50) beside the local one (9 of 100)
+    let screen = tmux.wait_for("the served score in the column", |s| {
+        s.contains("0.090") && s.contains("0.180")
+    });
+    assert!(screen.contains("length@cloud-run"), "{screen}");
+    assert!(!screen.contains(key), "the key is on screen:\n{screen}");
+    // D on the column drops it
+    tmux.key("l");
+    tmux.key("D");
+    let screen = tmux.wait_for("the column dropped", |s| {
+        s.contains("dropped the column length@cloud-run")
+    });
+    assert!(!screen.contains("0.180"), "{screen}");
+    tmux.key("q");
+    let _ = service.kill();
+    let _ = service.wait();
+}
+
+#[test]
+fn a_service_url_in_clear_text_is_refused_unless_it_is_this_machine() {
+    let ws = workspace();
+    let tools = Tools::new(&["gcloud"]);
+    let run = tools.deploy(
+        &ws,
+        &CLOUD_RUN,
+        "",
+        &[("STANDIN_URL", "http://svc.example.com")],
+    );
+    assert_eq!(run.code, 1, "{}", show(&run));
+    assert!(run.stderr.ends_with("rwb: deploy failed: Cloud Run deployed svc but its URL is 'http://svc.example.com', not https://: check the service with `gcloud run services describe svc --region us-central1 --project proj-1`\n"), "{}", run.stderr);
+    // a stand-in on loopback (no key crosses the network) is taken as it is
+    let run = tools.deploy(
+        &ws,
+        &CLOUD_RUN,
+        "",
+        &[("STANDIN_URL", "http://127.0.0.1:8123")],
+    );
+    assert_eq!(run.code, 0, "{}", show(&run));
+    assert!(
+        run.stdout.contains("http://127.0.0.1:8123"),
+        "{}",
+        show(&run)
+    );
+}

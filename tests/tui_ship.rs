@@ -204,6 +204,7 @@ fn standin_fireworks(seen: Seen) -> String {
     let addr = listener.local_addr().unwrap();
     let s1 = seen.clone();
     let s2 = seen.clone();
+    let s3 = seen.clone();
     let app = Router::new()
         .route(
             "/v1/accounts/acct/evaluators",
@@ -233,6 +234,23 @@ fn standin_fireworks(seen: Seen) -> String {
                         .collect();
                     s2.lock().unwrap().push(("POST".into(), "preview".into(), body));
                     Json(json!({"totalSamples": n, "totalRuntimeMs": 5, "results": results}))
+                }
+            }),
+        )
+        .route(
+            // the deployed evaluator, as the live column fetches it before previewing
+            "/v1/accounts/acct/evaluators/{id}",
+            get(move |axum::extract::Path(id): axum::extract::Path<String>| {
+                let s3 = s3.clone();
+                async move {
+                    let seen = s3.lock().unwrap();
+                    let deployed = seen
+                        .iter()
+                        .find(|(_, p, body)| p == "/evaluators" && body["evaluatorId"] == id);
+                    match deployed {
+                        Some((_, _, body)) => Ok(Json(body["evaluator"].clone())),
+                        None => Err(axum::http::StatusCode::NOT_FOUND),
+                    }
                 }
             }),
         )
@@ -266,6 +284,7 @@ fn deploy_with_one_confirmed_keypress_then_compare_remote_scores() {
     tmux.key("Enter");
     tmux.wait_for("the deploy result", |s| {
         s.contains("deployed accounts/acct/evaluators/my-judge")
+            && s.contains("column my-judge@fireworks")
     });
     {
         let seen = seen.lock().unwrap();
@@ -282,6 +301,16 @@ fn deploy_with_one_confirmed_keypress_then_compare_remote_scores() {
                 .contains("def evaluate")
         );
     }
+
+    // the deployed evaluator is a live column: Fireworks' scores beside the local ones
+    tmux.key("Escape");
+    let screen = tmux.wait_for("the deployed evaluator's column", |s| {
+        s.contains("my-judge@f") && s.contains("0.990")
+    });
+    assert!(
+        screen.contains("fireworks my-judge"),
+        "its placement:\n{screen}"
+    );
 
     tmux.key("p");
     let screen = tmux.wait_for("the remote comparison", |s| {

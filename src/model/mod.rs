@@ -86,11 +86,31 @@ pub enum Source {
     /// `rwb serve`, a reward-kit server, a Cloud Run service. No code here to run.
     Remote {
         url: String,
-        /// The environment variable whose value is sent as `X-Api-Key`.
-        api_key_env: Option<String>,
+        /// What is sent as `X-Api-Key` (none: no key).
+        key: Option<RemoteKey>,
     },
     /// An evaluator deployed to Fireworks (`fireworks = "ID"` in `rwb.toml`).
     Fireworks { id: String },
+}
+
+/// Where a remote evaluator's key comes from.
+#[derive(Clone, PartialEq, Eq, Hash)]
+pub enum RemoteKey {
+    /// The value of this environment variable (`api_key_env` in `rwb.toml`).
+    Env(String),
+    /// The key itself, held in memory for this session only: a deploy's key, given to
+    /// the column that scores through the deployed service. Never written to a file,
+    /// the cache or a log, and never shown (its `Debug` says `<redacted>`).
+    Held(String),
+}
+
+impl fmt::Debug for RemoteKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RemoteKey::Env(var) => f.debug_tuple("Env").field(var).finish(),
+            RemoteKey::Held(_) => f.write_str("Held(<redacted>)"),
+        }
+    }
 }
 
 impl Source {

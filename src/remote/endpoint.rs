@@ -15,6 +15,8 @@ pub struct Endpoint {
     kwargs: Map<String, Value>,
     client: reqwest::Client,
     timeout: Duration,
+    /// The key is a deploy's, held for the session (not from `api_key_env`).
+    held_key: bool,
 }
 
 impl Endpoint {
@@ -33,7 +35,15 @@ impl Endpoint {
             kwargs,
             client,
             timeout,
+            held_key: false,
         })
+    }
+
+    /// Marks the key as a deploy's, held for the session: a refused key is then
+    /// explained as the deploy's, not as `api_key_env`'s.
+    pub fn held_key(mut self, held: bool) -> Endpoint {
+        self.held_key = held;
+        self
     }
 
     /// Scores one sample line; every failure is an error outcome naming the URL.
@@ -63,7 +73,9 @@ impl Endpoint {
         };
         match answer.await {
             Ok((status, text)) if status.is_success() => read_result(&self.url, &text),
-            Ok((status, text)) => Outcome::failed(status_error(&self.url, status, &text)),
+            Ok((status, text)) => {
+                Outcome::failed(status_error(&self.url, status, &text, self.held_key))
+            }
             Err(e) => Outcome::failed(super::transport_error(&self.url, self.timeout, &e)),
         }
     }
@@ -95,7 +107,9 @@ pub(super) fn quote(text: &str) -> String {
     }
 }
 
-fn status_error(url: &str, status: reqwest::StatusCode, text: &str) -> EvalError {
+/// A non-2xx answer, with what to do about it; `held_key`: the key sent was a
+/// deploy's (a live column's), not one from `rwb.toml`.
+fn status_error(url: &str, status: reqwest::StatusCode, text: &str, held_key: bool) -> EvalError {
     let detail = serde_json::from_str::<Value>(text)
         .ok()
         .and_then(|v| v.get("detail").cloned())
@@ -105,6 +119,7 @@ fn status_error(url: &str, status: reqwest::StatusCode, text: &str) -> EvalError
         })
         .unwrap_or_else(|| quote(text));
     let hint = match status.as_u16() {
+        401 | 403 if held_key => "the service did not take the key of the deploy that made this column: deploy again (d), or drop the column",
         401 | 403 => "the endpoint wants a key: set `api_key_env` on this evaluator in rwb.toml to a variable holding the right one",
         404 | 405 => "check `url` in rwb.toml: it should end in the endpoint's evaluate route (/evaluate or /evaluate/NAME)",
         422 => "the endpoint did not accept the sample as reward-kit's body",

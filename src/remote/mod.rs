@@ -16,7 +16,7 @@ pub mod host;
 pub use endpoint::Endpoint;
 
 use crate::engine::{PoolJob, PoolWork, Sink};
-use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, Source};
+use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, RemoteKey, Source};
 use futures::StreamExt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,16 +36,12 @@ pub async fn drain(
     let concurrency = concurrency.max(1);
     let timeout = request_timeout(spec.timeout);
     match &spec.source {
-        Source::Remote { url, api_key_env } => {
-            let key = api_key_env.as_deref().map(|var| (var, std::env::var(var)));
-            let endpoint = match key {
-                Some((var, Err(_))) => Err(format!(
-                    "the environment variable {var} (`api_key_env` of [evaluators.{}]) is not set: export it with the endpoint's key",
-                    spec.name
-                )),
-                Some((_, Ok(key))) => Endpoint::new(url, Some(key), spec.kwargs.clone(), timeout),
-                None => Endpoint::new(url, None, spec.kwargs.clone(), timeout),
-            };
+        Source::Remote { url, key } => {
+            // a deploy's key: a refused key is explained without pointing at rwb.toml
+            let held = matches!(key, Some(RemoteKey::Held(_)));
+            let endpoint = key_value(key.as_ref(), &spec.name).and_then(|key| {
+                Endpoint::new(url, key, spec.kwargs.clone(), timeout).map(|e| e.held_key(held))
+            });
             let endpoint = match endpoint {
                 Ok(e) => e,
                 Err(message) => {
@@ -71,6 +67,20 @@ pub async fn drain(
             )
             .await
         }
+    }
+}
+
+/// The value of an evaluator's key; an unset `api_key_env` variable is an error that
+/// names it and the evaluator.
+fn key_value(key: Option<&RemoteKey>, name: &str) -> Result<Option<String>, String> {
+    match key {
+        None => Ok(None),
+        Some(RemoteKey::Held(value)) => Ok(Some(value.clone())),
+        Some(RemoteKey::Env(var)) => std::env::var(var).map(Some).map_err(|_| {
+            format!(
+                "the environment variable {var} (`api_key_env` of [evaluators.{name}]) is not set: export it with the endpoint's key"
+            )
+        }),
     }
 }
 

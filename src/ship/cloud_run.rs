@@ -257,7 +257,8 @@ pub fn secret_version(name: &str) -> Option<String> {
     }
 }
 
-/// The service's URL from `gcloud run services describe`; it must be https.
+/// The service's URL from `gcloud run services describe`; it must be https (plain
+/// http only on a loopback host, where no key crosses the network: a local stand-in).
 async fn service_url(request: &CloudRunRequest) -> Result<String, String> {
     let describe = args(&[
         "run",
@@ -272,7 +273,11 @@ async fn service_url(request: &CloudRunRequest) -> Result<String, String> {
         "value(status.url)",
     ]);
     let url = gcloud(&describe, request, RUN_STEP).await?;
-    if url.starts_with("https://") {
+    let loopback = url
+        .strip_prefix("http://")
+        .map(|rest| rest.split('/').next().unwrap_or(rest))
+        .is_some_and(crate::remote::host::is_loopback_name);
+    if url.starts_with("https://") || loopback {
         Ok(url)
     } else {
         Err(format!(

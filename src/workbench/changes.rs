@@ -156,7 +156,9 @@ impl Live {
     }
 
     /// Takes a reloaded workspace. Returns true when what to watch changed.
-    pub(super) fn adopt(&mut self, new: Workspace) -> bool {
+    pub(super) fn adopt(&mut self, mut new: Workspace) -> bool {
+        // the deployed versions' columns live for the session: back after the list
+        self.ship.columns.arrange(&mut new.evaluators);
         let old = &self.session.workspace;
         let old_warnings = old.warnings.clone();
         let rewatch = new
@@ -167,7 +169,10 @@ impl Live {
             || new.samples != old.samples;
         if new.python != old.python {
             match Session::open(new.root.clone(), &self.options) {
-                Ok(s) => self.session = s,
+                Ok(mut s) => {
+                    self.ship.columns.arrange(&mut s.workspace.evaluators);
+                    self.session = s;
+                }
                 Err(Fail::Usage(e)) => {
                     self.app.update(Msg::ConfigError(Some(e)));
                     return false;
@@ -176,28 +181,29 @@ impl Live {
         } else {
             self.session.workspace = new;
         }
-        let names: Vec<&String> = self
-            .session
-            .workspace
-            .evaluators
-            .iter()
-            .map(|e| &e.name)
-            .collect();
-        let old_prepared = std::mem::take(&mut self.prepared);
-        self.prepared = names
-            .iter()
-            .map(|n| {
-                old_prepared
-                    .iter()
-                    .flatten()
-                    .find(|p| &&p.spec.name == n)
-                    .cloned()
-            })
-            .collect();
+        self.realign_prepared();
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
         self.app.update(Msg::Config(self.settings()));
         self.show_warnings(&old_warnings);
         rewatch
+    }
+
+    /// What was prepared, moved by name to the evaluators' places in the list.
+    pub(super) fn realign_prepared(&mut self) {
+        let old_prepared = std::mem::take(&mut self.prepared);
+        self.prepared = self
+            .session
+            .workspace
+            .evaluators
+            .iter()
+            .map(|e| {
+                old_prepared
+                    .iter()
+                    .flatten()
+                    .find(|p| p.spec.name == e.name)
+                    .cloned()
+            })
+            .collect();
     }
 }
 

@@ -49,10 +49,13 @@ pub(super) fn spawn(tx: UnboundedSender<ShipEvent>, workspace: &Workspace, reque
                     log(format!("deployed to Kubernetes: {}", file.display()));
                 }
                 if let Some(url) = deployed.url {
-                    log(format!("deployed to Cloud Run: {url} (p replays the samples there; for a score column, add [evaluators.NAME] url = \"{url}/evaluate\" to rwb.toml)"));
+                    log(format!(
+                        "deployed to Cloud Run: {url} (p replays the samples there)"
+                    ));
                     let _ = tx.send(ShipEvent::ServiceUp {
                         url,
                         key: key.value().map(str::to_string),
+                        deployed: evaluators,
                     });
                 }
             }

@@ -59,6 +59,7 @@ impl Live {
                         self.app.lines.clone(),
                     );
                 }
+                Effect::DropColumn { name } => self.drop_column(&name),
                 Effect::Copy(text) => copy_to_clipboard(&text),
                 Effect::Probes | Effect::Check => self.run_report(effect_is_probes(&effect)),
                 Effect::History { evaluator } => {

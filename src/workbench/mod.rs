@@ -13,6 +13,9 @@ mod effects;
 mod export;
 mod first;
 mod indexing;
+#[cfg(test)]
+mod live_column_tests;
+mod live_columns;
 mod running;
 mod runs;
 mod ship;
@@ -219,15 +222,7 @@ impl Live {
                         *watcher = self.start_watcher(watch_tx.clone());
                     }
                 }
-                Some(event) = self.ship_rx.recv() => {
-                    if let ShipEvent::Report(title, lines) = event {
-                        self.app.update(Msg::Report(title, lines));
-                    } else {
-                        for m in self.ship.on_event(event, &self.session.workspace) {
-                            self.app.update(Msg::Ship(m));
-                        }
-                    }
-                }
+                Some(event) = self.ship_rx.recv() => self.on_ship(event),
                 _ = stats_tick.tick(), if self.ship.server.is_some() => {
                     if let Some(m) = self.ship.request_stats() {
                         let now = match &m { ShipMsg::Requests(n, a, b) => Some((*n, *a, *b)), _ => None };
@@ -259,6 +254,21 @@ impl Live {
             if self.app.dirty {
                 self.draw(term, theme);
             }
+        }
+    }
+
+    /// A serve, tunnel or deploy step ended: its messages go to the app; a deploy's
+    /// columns join the evaluator list.
+    fn on_ship(&mut self, event: ShipEvent) {
+        if let ShipEvent::Report(title, lines) = event {
+            self.app.update(Msg::Report(title, lines));
+            return;
+        }
+        for m in self.ship.on_event(event, &self.session.workspace) {
+            self.app.update(Msg::Ship(m));
+        }
+        if self.ship.take_columns_changed() {
+            self.arrange_columns();
         }
     }
 

@@ -4,6 +4,8 @@
 //! Every slow step runs in a task and reports back as a [`ShipEvent`]; the loop turns
 //! them into app messages, so the screen never waits on the network.
 
+use super::live_columns::{self, LiveColumns};
+use crate::model::EvaluatorSpec;
 use crate::runner::Runner;
 use crate::ship::fireworks::{self, Code, Credentials, DeployRequest, EvaluatorPayload};
 use crate::ship::guard::{self, Access, KeyOrigin};
@@ -27,11 +29,13 @@ pub enum ShipEvent {
     Report(String, Vec<String>),
     ServerStarted(Result<Server, String>),
     TunnelOpened(Result<Tunnel, String>),
-    Deployed,
-    /// A Cloud Run service answers at `url` with `key`.
+    /// A Fireworks deploy ended; `Some(ID)` when it made evaluator ID.
+    Deployed(Option<String>),
+    /// A Cloud Run service answers at `url` with `key`, serving `deployed`.
     ServiceUp {
         url: String,
         key: Option<String>,
+        deployed: Vec<EvaluatorSpec>,
     },
 }
 
@@ -54,6 +58,10 @@ pub struct ShipControl {
     /// The key the server requires and the extra hosts it answers; kept across
     /// restarts, so a restarted server still requires the tunnel's key.
     access: Arc<Access>,
+    /// The deployed versions scored beside the local ones (see `live_columns.rs`).
+    pub columns: LiveColumns,
+    /// `columns` changed since the loop last arranged the evaluator list.
+    columns_changed: bool,
 }
 
 impl ShipControl {
@@ -65,6 +73,8 @@ impl ShipControl {
             target: None,
             tunnel_after_server: false,
             access: Arc::new(Access::from_env()),
+            columns: LiveColumns::default(),
+            columns_changed: false,
         }
     }
 
@@ -102,7 +112,7 @@ impl ShipControl {
     fn start_server(&mut self, runner: Arc<Runner>, workspace: &Workspace) {
         self.say(ShipMsg::Busy(Some("starting the server…".into())));
         let options = self.options(serve::configured_port(workspace));
-        let workspace = workspace.clone();
+        let workspace = self.columns.without(workspace);
         let tx = self.tx.clone();
         tokio::spawn(async move {
             let started = serve::start_with(runner, &workspace, options).await;
@@ -119,7 +129,7 @@ impl ShipControl {
             "restarting the server on the new code…".into(),
         )));
         let options = self.options(old.addr.port());
-        let workspace = workspace.clone();
+        let workspace = self.columns.without(workspace);
         let tx = self.tx.clone();
         tokio::spawn(async move {
             old.shutdown().await;
@@ -275,15 +285,41 @@ impl ShipControl {
                     ShipMsg::Log(format!("tunnel failed: {e} (the server keeps running)")),
                 ]
             }
-            ShipEvent::ServiceUp { url, key } => {
+            ShipEvent::ServiceUp { url, key, deployed } => {
+                let columns = live_columns::service_columns(&url, key.clone(), &deployed);
                 self.target = Some(Target::Service(url, key));
-                Vec::new()
+                self.add_columns(columns)
             }
-            ShipEvent::Deployed | ShipEvent::Report(..) => Vec::new(),
+            ShipEvent::Deployed(Some(id)) => {
+                let timeout = crate::workspace::DEFAULT_TIMEOUT;
+                self.add_columns(vec![live_columns::fireworks_column(&id, timeout)])
+            }
+            ShipEvent::Deployed(None) | ShipEvent::Report(..) => Vec::new(),
         }
     }
 
+    /// Puts the deployed version's columns beside the local ones (the loop arranges
+    /// the evaluator list, see [`ShipControl::take_columns_changed`]).
+    fn add_columns(&mut self, columns: Vec<EvaluatorSpec>) -> Vec<ShipMsg> {
+        if columns.is_empty() {
+            return Vec::new();
+        }
+        let names: Vec<String> = columns.iter().map(|c| c.name.clone()).collect();
+        self.columns.put(columns);
+        self.columns_changed = true;
+        vec![ShipMsg::Log(format!(
+            "scoring the deployed version beside yours: column {} (session only; D on it drops it)",
+            names.join(", ")
+        ))]
+    }
+
+    /// Whether the live columns changed since the last call.
+    pub fn take_columns_changed(&mut self) -> bool {
+        std::mem::take(&mut self.columns_changed)
+    }
+
     pub fn deploy(&mut self, workspace: &Workspace, id: String, display_name: String, force: bool) {
+        let workspace = &self.columns.without(workspace);
         self.say(ShipMsg::Busy(Some(format!("deploying {id} to Fireworks…"))));
         let request = DeployRequest {
             id: id.clone(),
@@ -313,15 +349,21 @@ impl ShipControl {
             let mut progress = move |line: &str| {
                 let _ = progress_tx.send(ShipEvent::Msg(ShipMsg::Log(format!("deploy: {line}"))));
             };
-            match fireworks::deploy(&creds, &request, &mut progress).await {
-                Ok(done) => log(format!(
-                    "deployed {} (p replays the samples there)",
-                    done.name
-                )),
-                Err(e) => log(format!("deploy failed: {e}")),
-            }
+            let made = match fireworks::deploy(&creds, &request, &mut progress).await {
+                Ok(done) => {
+                    log(format!(
+                        "deployed {} (p replays the samples there)",
+                        done.name
+                    ));
+                    Some(request.id.clone())
+                }
+                Err(e) => {
+                    log(format!("deploy failed: {e}"));
+                    None
+                }
+            };
             let _ = tx.send(ShipEvent::Msg(ShipMsg::Busy(None)));
-            let _ = tx.send(ShipEvent::Deployed);
+            let _ = tx.send(ShipEvent::Deployed(made));
         });
     }
 
@@ -332,7 +374,7 @@ impl ShipControl {
             "deploying {} to {target}…",
             request.id
         ))));
-        super::deploy_target::spawn(self.tx.clone(), workspace, request);
+        super::deploy_target::spawn(self.tx.clone(), &self.columns.without(workspace), request);
     }
 
     /// Replays the samples on the last tunnel, deployment or server and reports the
@@ -344,6 +386,7 @@ impl ShipControl {
             );
             return;
         };
+        let workspace = self.columns.without(workspace);
         let names: Vec<String> = workspace
             .evaluators
             .iter()
@@ -355,7 +398,6 @@ impl ShipControl {
             .filter_map(|s| Some((s.clone(), lines.line(s.at.file, s.offset, s.len)?)))
             .collect();
         let tx = self.tx.clone();
-        let workspace = workspace.clone();
         let key = self.access.key();
         self.say(ShipMsg::Busy(Some(
             "replaying samples on the remote side…".into(),

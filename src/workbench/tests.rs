@@ -10,7 +10,7 @@ use std::path::Path;
 /// Each sample's answer is its number; the evaluator scores n / 1e6 plus the `bump`
 /// it reads from bump.txt when it is imported (not code: the cache key ignores it,
 /// like a judge whose model changed, so only a rerun without the cache sees it).
-const EVALUATOR: &str = "from reward_kit import reward_function, EvaluateResult
+pub(super) const EVALUATOR: &str = "from reward_kit import reward_function, EvaluateResult
 
 BUMP = int(open('bump.txt').read())
 
@@ -20,13 +20,13 @@ def evaluate(messages, ground_truth=None, **kwargs):
     return EvaluateResult(score=n / 1000000.0 + BUMP, reason='n')
 ";
 
-fn sample_line(n: usize) -> String {
+pub(super) fn sample_line(n: usize) -> String {
     format!(
         "{{\"messages\": [{{\"role\": \"user\", \"content\": \"q\"}}, {{\"role\": \"assistant\", \"content\": \"{n}\"}}]}}\n"
     )
 }
 
-fn workspace(numbers: impl Iterator<Item = usize>, bump: u32) -> tempfile::TempDir {
+pub(super) fn workspace(numbers: impl Iterator<Item = usize>, bump: u32) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("metrics/n")).unwrap();
     std::fs::write(dir.path().join("metrics/n/main.py"), EVALUATOR).unwrap();
@@ -37,7 +37,7 @@ fn workspace(numbers: impl Iterator<Item = usize>, bump: u32) -> tempfile::TempD
 }
 
 /// Opens the workbench's loop on `dir` and starts indexing, as `Live::run` does.
-fn open(dir: &Path) -> Live {
+pub(super) fn open(dir: &Path) -> Live {
     let options = OpenOptions::default();
     let session = Session::open(dir.to_path_buf(), &options).unwrap_or_else(|_| panic!("opens"));
     let mut live = Live::new(session, options, Keymap::default());
@@ -49,7 +49,7 @@ fn open(dir: &Path) -> Live {
 /// Feeds index and run messages to the loop's handlers until no index is pending
 /// and no run is in flight; `on_first` is called when the first chunk is shown.
 /// Returns how many results of the last run landed on a row.
-async fn settle(live: &mut Live, on_first: impl FnMut(&mut Live)) -> usize {
+pub(super) async fn settle(live: &mut Live, on_first: impl FnMut(&mut Live)) -> usize {
     settle_in_order(live, on_first).await.len()
 }
 

@@ -3,7 +3,7 @@
 //! that name the line and field, and turns them into specs.
 
 use super::config::{Config, EvaluatorConfig};
-use crate::model::Source;
+use crate::model::{RemoteKey, Source};
 
 /// The keys of a remote evaluator that make sense: one of `url` and `fireworks`, no
 /// local code beside it, an http(s) URL, `api_key_env` only with `url`.
@@ -80,7 +80,7 @@ pub(super) fn source(entry: &EvaluatorConfig) -> Option<Source> {
     if let Some(url) = &entry.url {
         return Some(Source::Remote {
             url: url.trim().to_string(),
-            api_key_env: entry.api_key_env.clone(),
+            key: entry.api_key_env.clone().map(RemoteKey::Env),
         });
     }
     let id = entry.fireworks.as_ref()?;
@@ -143,7 +143,7 @@ mod tests {
             source(&c.evaluators["prod"]),
             Some(Source::Remote {
                 url: "http://127.0.0.1:9/evaluate".into(),
-                api_key_env: Some("K".into())
+                key: Some(RemoteKey::Env("K".into()))
             })
         );
         let c = parse("[evaluators.fw]\nfireworks = \"my-eval\"\n").unwrap();

@@ -96,6 +96,7 @@ impl App {
                 | Action::Tunnel
                 | Action::Deploy
                 | Action::CompareRemote
+                | Action::DropColumn
                 | Action::CopyUrl
         );
         let keep_open = (self.overlay == Overlay::Ship && ship_action)
@@ -170,6 +171,7 @@ impl App {
             | Action::Tunnel
             | Action::Deploy
             | Action::CompareRemote
+            | Action::DropColumn
             | Action::CopyUrl => return self.ship_action(action),
             Action::Back => self.back(),
         }
@@ -216,6 +218,12 @@ impl App {
                 vec![Effect::CompareRemote]
             }
             Action::CopyUrl => self.copy_url(),
+            Action::DropColumn => match self.evaluators.get(self.evaluator) {
+                Some(info) => vec![Effect::DropColumn {
+                    name: info.name.clone(),
+                }],
+                None => Vec::new(),
+            },
             _ => Vec::new(),
         }
     }

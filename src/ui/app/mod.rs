@@ -74,6 +74,10 @@ pub enum Effect {
     DeployTarget(crate::ui::deploy_target::TargetRequest),
     /// Replay the samples on the tunnel or deployment and compare.
     CompareRemote,
+    /// Drop this column if a deploy added it (a deployed service's column).
+    DropColumn {
+        name: String,
+    },
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
 }
