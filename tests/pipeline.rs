@@ -54,7 +54,12 @@ fn workspace() -> (Ws, Expected) {
         }
     }
     let huge = "h".repeat(1_500_000);
-    let b = format!("{}\n{}\n{}", sample(300, "b"), sample(301, &huge), sample(302, "end"));
+    let b = format!(
+        "{}\n{}\n{}",
+        sample(300, "b"),
+        sample(301, &huge),
+        sample(302, "end")
+    );
     expected.push(("b.jsonl", 1, Some(1), 300));
     expected.push(("b.jsonl", 2, Some(huge.len()), 301));
     expected.push(("b.jsonl", 3, Some(3), 302));
@@ -88,7 +93,12 @@ fn rows_come_in_sample_order_for_every_jobs_cold_and_warm_across_files() {
     for (i, (file, line, length, n)) in expected.iter().enumerate() {
         let (a, b) = (&first[2 * i], &first[2 * i + 1]);
         for (row, name) in [(a, "length"), (b, "slow_some")] {
-            let place = (&row["sample"], &row["file"], &row["line"], &row["evaluator"]);
+            let place = (
+                &row["sample"],
+                &row["file"],
+                &row["line"],
+                &row["evaluator"],
+            );
             assert_eq!(place, (&json!(i), &json!(file), &json!(line), &json!(name)));
         }
         match length {

@@ -450,20 +450,14 @@ mod tests {
             "the run reports an unreadable file"
         );
     }
-    /// Where, what and whether usable, for every line of a read.
-    fn summary(lines: &[SampleLine]) -> Vec<(usize, usize, usize, u64, String, [u8; 16], bool)> {
+    /// Where, what and whether usable, for every line of a read (as text to compare).
+    fn summary(lines: &[SampleLine]) -> Vec<String> {
         lines
             .iter()
             .map(|l| {
-                let at = (l.at.index, l.at.file, l.at.line, l.offset);
-                (
-                    at.0,
-                    at.1,
-                    at.2,
-                    at.3,
-                    l.raw.clone(),
-                    l.hash,
-                    l.bad.is_some(),
+                format!(
+                    "{:?} {} {:?} {:?} {:?}",
+                    l.at, l.offset, l.raw, l.hash, l.bad
                 )
             })
             .collect()
