@@ -8,6 +8,9 @@ use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 
+/// Bytes of output gathered before each write to stdout.
+const OUT_BUFFER: usize = 1 << 18;
+
 /// One sample with every evaluator's outcome, in evaluator order.
 pub struct SampleResults {
     pub at: SampleRef,
@@ -95,6 +98,16 @@ impl Reorder {
         ready: &mut Vec<SampleResults>,
     ) {
         let n = self.evaluators;
+        if n == 1 && at.index == self.next && self.waiting.is_empty() {
+            // the common case of one evaluator with results in order: no waiting
+            self.next += 1;
+            ready.push(SampleResults {
+                at,
+                hash,
+                outcomes: vec![outcome],
+            });
+            return;
+        }
         let entry = self
             .waiting
             .entry(at.index)
@@ -125,7 +138,9 @@ pub struct Printer {
     reorder: Reorder,
     summaries: Vec<SummaryBuilder>,
     kept: Vec<SampleResults>,
-    out: std::io::BufWriter<std::io::Stdout>,
+    out: std::io::BufWriter<Box<dyn Write + Send>>,
+    /// The JSONL rows of one sample, as they are encoded (kept to reuse its memory).
+    line: Vec<u8>,
     ready: Vec<SampleResults>,
     pub errors: usize,
     pub baseline: Option<BaselineCmp>,
@@ -135,6 +150,16 @@ pub struct Printer {
 
 impl Printer {
     pub fn new(format: Format, names: Vec<String>, labels: Vec<String>) -> Printer {
+        Printer::with_output(format, names, labels, Box::new(std::io::stdout()))
+    }
+
+    /// A printer writing its rows (and the table's summary) to `out`, not stdout.
+    pub fn with_output(
+        format: Format,
+        names: Vec<String>,
+        labels: Vec<String>,
+        out: Box<dyn Write + Send>,
+    ) -> Printer {
         let n = names.len();
         Printer {
             format,
@@ -143,7 +168,8 @@ impl Printer {
             names,
             labels,
             kept: Vec::new(),
-            out: std::io::BufWriter::with_capacity(1 << 16, std::io::stdout()),
+            line: Vec::new(),
+            out: std::io::BufWriter::with_capacity(OUT_BUFFER, out),
             ready: Vec::new(),
             errors: 0,
             baseline: None,
@@ -227,13 +253,23 @@ impl Printer {
         }
     }
 
+    /// Encodes the sample's rows into the reused line buffer, then the output buffer
+    /// (without a baseline, the plain [`ResultRow`]: the bytes of [`Row`] without the
+    /// cost of its flattening).
     fn write_jsonl(&mut self, sample: &SampleResults) {
-        let mut text = Vec::new();
+        let mut text = std::mem::take(&mut self.line);
+        text.clear();
         for i in 0..sample.outcomes.len() {
-            let _ = serde_json::to_writer(&mut text, &self.row(sample, i));
+            let row = self.row(sample, i);
+            let _ = if self.baseline.is_some() {
+                serde_json::to_writer(&mut text, &row)
+            } else {
+                serde_json::to_writer(&mut text, &row.row)
+            };
             text.push(b'\n');
         }
         let _ = self.out.write_all(&text);
+        self.line = text;
     }
 
     /// One line per evaluator: what changed against the baseline, and through what.
@@ -663,6 +699,133 @@ mod tests {
         assert_eq!(
             String::from_utf8(out).unwrap(),
             "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",\"cr\rhere\",\n"
+        );
+    }
+    /// Outcomes that stress the JSON encoding: escapes, unicode, odd floats, big
+    /// integers, nested metrics, every optional field set.
+    fn tricky_outcomes() -> Vec<Outcome> {
+        let metrics = json!({
+            "big": {"score": 1.0, "n": u64::MAX, "m": i64::MIN},
+            "nested": {"score": -0.0, "deep": [1, [2.5, {"k": "v\u{0}"}], null, true]},
+            "ünï\"code\n": {"score": 5e-324, "reason": "tab\there \u{1F600} \u{7f} \\"},
+        });
+        let mut full = Outcome::scored(1e300, metrics.as_object().unwrap().clone());
+        full.reason = Some("quote \" backslash \\ newline \n cr \r ctl \u{1} é 😀".into());
+        full.step_outputs = Some(json!([{"step": 0, "reward": -1.5e-7}]));
+        full.result_error = Some("said \"x\"".into());
+        full.output = Some("printed\n".into());
+        full.duration_ms = 0.1 + 0.2;
+        let mut error = EvalError::new("ValueError", "line one\nline two \u{2028}");
+        error.traceback = Some("Traceback ...\n".into());
+        error.file = Some("ev.py".into());
+        error.line = Some(7);
+        let mut failed = Outcome::failed(error);
+        failed.is_score_valid = false;
+        let mut odd = Outcome::scored(f64::NAN, Default::default());
+        odd.duration_ms = f64::INFINITY;
+        let mut negative = Outcome::scored(-0.0, Default::default());
+        negative.duration_ms = 123456789012345680.0;
+        vec![full, failed, odd, negative]
+    }
+
+    /// What `printer` wrote to its output once finished, and the rows serde writes for
+    /// the same outcomes through the flattened [`Row`] (the encoding before rows were
+    /// written directly).
+    fn printed(baseline: Option<BaselineCmp>) -> (String, String) {
+        let outcomes = tricky_outcomes();
+        let names = vec!["first".to_string(), "second é".to_string()];
+        let labels = vec!["a \"b\".jsonl".to_string()];
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let out = Box::new(file.reopen().unwrap());
+        let mut printer = Printer::with_output(Format::Jsonl, names, labels, out);
+        printer.baseline = baseline;
+        // arrive out of order: the second evaluator first, the last sample first
+        for (evaluator, sample) in [
+            (1, 3),
+            (1, 0),
+            (0, 3),
+            (1, 2),
+            (0, 0),
+            (0, 1),
+            (1, 1),
+            (0, 2),
+        ] {
+            printer.add(Event::Result {
+                evaluator,
+                at: at(sample),
+                hash: [sample as u8; 16],
+                outcome: outcomes[(sample + evaluator) % outcomes.len()].clone(),
+                cached: false,
+            });
+        }
+        let mut expected = String::new();
+        for sample in 0..4 {
+            let outcomes: Vec<Outcome> = (0..2)
+                .map(|e| outcomes[(sample + e) % outcomes.len()].clone())
+                .collect();
+            let results = SampleResults {
+                at: at(sample),
+                hash: [sample as u8; 16],
+                outcomes,
+            };
+            for i in 0..2 {
+                expected += &serde_json::to_string(&printer.row(&results, i)).unwrap();
+                expected.push('\n');
+            }
+        }
+        printer.finish(&RunStats::default(), 0.0);
+        (std::fs::read_to_string(file.path()).unwrap(), expected)
+    }
+
+    #[test]
+    fn jsonl_rows_are_the_bytes_serde_writes_for_the_flattened_row() {
+        let (written, expected) = printed(None);
+        assert_eq!(written, expected);
+        let first: serde_json::Value =
+            serde_json::from_str(written.lines().next().unwrap()).unwrap();
+        assert_eq!(first["file"], "a \"b\".jsonl");
+        assert_eq!(
+            (first["sample"].clone(), first["line"].clone()),
+            (json!(0), json!(1))
+        );
+        assert!(
+            written.contains(r#""score":null,"is_score_valid":true"#),
+            "NaN is null"
+        );
+        assert!(written.contains(r#""score":-0.0,"#));
+        assert!(written.contains(r#""n":18446744073709551615,"m":-9223372036854775808"#));
+        assert!(!written.contains("baseline_score"));
+        let samples: Vec<u64> = written
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["sample"]
+                    .as_u64()
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            samples,
+            [0, 0, 1, 1, 2, 2, 3, 3],
+            "in sample order whatever the arrival"
+        );
+    }
+
+    #[test]
+    fn jsonl_rows_with_a_baseline_carry_its_score_and_delta() {
+        let mut stored = crate::store::BaselineOutcomes::new();
+        stored.insert(
+            ("first".into(), [0; 16]),
+            Outcome::scored(0.25, Default::default()),
+        );
+        let names = ["first".to_string(), "second é".to_string()];
+        let baseline = BaselineCmp::new("old".into(), stored, &names, 0.1);
+        let (written, expected) = printed(Some(baseline));
+        assert_eq!(written, expected);
+        let first: serde_json::Value =
+            serde_json::from_str(written.lines().next().unwrap()).unwrap();
+        assert_eq!(
+            (first["baseline_score"].clone(), first["delta"].clone()),
+            (json!(0.25), json!(1e300 - 0.25))
         );
     }
 }

@@ -3,9 +3,12 @@
 use super::output::{BaselineCmp, Printer};
 use super::progress::Progress;
 use super::{Fail, RunArgs, Session};
+use crate::runner::Event;
 use crate::store::Store;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::mpsc::SyncSender;
+use std::thread::JoinHandle;
 use std::time::Instant;
 use tokio::sync::mpsc;
 
@@ -40,12 +43,9 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         let threshold = session.workspace.config.threshold();
         printer.baseline = Some(load_baseline(store, name, &names, threshold)?);
     }
-    let mut kept: Vec<(usize, [u8; 16], crate::model::Outcome)> = Vec::new();
     let keep = args.save_baseline.is_some();
-
-    let mut progress =
-        Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
-    let (tx, mut rx) = mpsc::unbounded_channel();
+    let progress = Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
+    let (tx, rx) = mpsc::unbounded_channel();
     let work = session.runner.run(
         &prepared,
         &session.workspace.samples,
@@ -53,25 +53,17 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         session.use_cache,
         tx,
     );
-    let consume = async {
-        while let Some(event) = rx.recv().await {
-            let crate::runner::Event::Result { outcome, .. } = &event;
-            progress.result(outcome.is_error());
-            if keep {
-                let crate::runner::Event::Result {
-                    evaluator,
-                    hash,
-                    outcome,
-                    ..
-                } = &event;
-                kept.push((*evaluator, *hash, outcome.clone()));
-            }
-            printer.add(event);
-        }
-    };
-    // The run yields every few hundred lines; the printer then takes everything
+    let (batches, printing) = spawn_printing(printer, progress, keep)?;
+    // The run yields every few hundred lines; the forwarder then takes everything
     // queued (no task budget), so a fully cached run never queues all its outcomes.
-    let (stats, ()) = tokio::join!(work, tokio::task::unconstrained(consume));
+    let (stats, ()) = tokio::join!(work, tokio::task::unconstrained(forward(rx, batches)));
+    let Printed {
+        printer,
+        progress,
+        kept,
+    } = printing
+        .join()
+        .map_err(|_| Fail::Usage("the thread printing the results failed".into()))?;
     progress.finish();
     let stats = stats.map_err(|e| Fail::Usage(e.to_string()))?;
     let errors = printer.errors;
@@ -92,6 +84,76 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Batches of results the printing thread may be behind by: the run waits beyond it.
+const PRINT_AHEAD: usize = 8;
+/// Most results in one batch.
+const PRINT_BATCH: usize = 1024;
+
+/// An outcome kept for `--save-baseline`: (evaluator, sample hash, outcome).
+type Kept = (usize, [u8; 16], crate::model::Outcome);
+
+/// What the printing thread hands back once the run's results have all come.
+struct Printed {
+    printer: Printer,
+    progress: Progress,
+    kept: Vec<Kept>,
+}
+
+/// Prints results on a thread of its own (encoding rows, the summary's running
+/// figures, the progress line), so that it overlaps the run's lookups; fed batches
+/// of events by [`forward`] through the returned sender.
+fn spawn_printing(
+    mut printer: Printer,
+    mut progress: Progress,
+    keep: bool,
+) -> Result<(SyncSender<Vec<Event>>, JoinHandle<Printed>), Fail> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(PRINT_AHEAD);
+    let thread = std::thread::Builder::new().name("rwb-print".into());
+    let handle = thread
+        .spawn(move || {
+            let mut kept = Vec::new();
+            for event in rx.into_iter().flatten() {
+                let Event::Result {
+                    evaluator,
+                    hash,
+                    outcome,
+                    ..
+                } = &event;
+                progress.result(outcome.is_error());
+                if keep {
+                    kept.push((*evaluator, *hash, outcome.clone()));
+                }
+                printer.add(event);
+            }
+            Printed {
+                printer,
+                progress,
+                kept,
+            }
+        })
+        .map_err(|e| Fail::Usage(format!("cannot start the thread that prints results: {e}")))?;
+    Ok((tx, handle))
+}
+
+/// Hands the run's events to the printing thread, everything queued at once (one
+/// batch where the run sends them one by one); waits while that thread is
+/// [`PRINT_AHEAD`] batches behind.
+async fn forward(mut events: mpsc::UnboundedReceiver<Event>, to: SyncSender<Vec<Event>>) {
+    while let Some(event) = events.recv().await {
+        let mut batch = Vec::with_capacity(PRINT_BATCH);
+        batch.push(event);
+        while batch.len() < PRINT_BATCH {
+            match events.try_recv() {
+                Ok(event) => batch.push(event),
+                Err(_) => break,
+            }
+        }
+        if to.send(batch).is_err() {
+            return; // the printer is gone: its failure is reported when it is joined
+        }
+    }
 }
 
 /// `--ray ADDRESS` or `[engine] ray`: the run's workers become Ray tasks.
@@ -140,7 +202,7 @@ fn save_baseline(
     name: &str,
     session: &Session,
     names: &[String],
-    kept: &[(usize, [u8; 16], crate::model::Outcome)],
+    kept: &[Kept],
 ) -> Result<(), Fail> {
     let sources: Vec<(String, String)> = session
         .workspace

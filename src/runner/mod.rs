@@ -8,7 +8,7 @@
 use crate::engine::{Engine, EngineError, Loaded, Pool, PoolWork, ThirdParty};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, SampleRef, Style};
 use crate::store::{CodeKey, ImportMemo, SampleHash, Stamp, Store, StoreWriter};
-use crate::workspace::{SampleLine, SamplesFile, SamplesReader};
+use crate::workspace::{ReadAhead, SampleLine, SamplesFile, SamplesReader};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -234,7 +234,8 @@ impl Runner {
         read_cache: bool,
         events: mpsc::UnboundedSender<Event>,
     ) -> std::io::Result<RunStats> {
-        let lines = SamplesReader::new(files).take(max_samples.unwrap_or(usize::MAX));
+        // read, checked and hashed on a thread of its own, ahead of the lookups
+        let lines = ReadAhead::spawn(files, max_samples);
         self.run_lines(evaluators, files, lines, read_cache, events, None)
             .await
     }

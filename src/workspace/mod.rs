@@ -12,7 +12,9 @@ mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
 pub use index::{changed_error, Entry, IndexedLines, SampleIndex};
-pub use samples::{check_sample, hash_line, holds_no_sample, LineFiles, SampleLine, SamplesReader};
+pub use samples::{
+    check_sample, hash_line, holds_no_sample, LineFiles, ReadAhead, SampleLine, SamplesReader,
+};
 pub use watcher::{relevant, Watcher};
 
 use crate::model::{EvaluatorSpec, SolutionStr, Source, Style, MAX_CONCURRENCY};

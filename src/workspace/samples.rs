@@ -7,6 +7,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
+use std::sync::mpsc::SyncSender;
 
 /// The UTF-8 byte order mark some editors put at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -191,6 +192,84 @@ impl Iterator for SamplesReader {
     }
 }
 
+/// Lines per batch handed on by [`ReadAhead`]'s thread (or fewer: see [`BATCH_BYTES`]).
+const BATCH_LINES: usize = 256;
+/// A batch ends after the line that brings it to this many bytes, so a file of long
+/// lines keeps no more in flight than one of short lines.
+const BATCH_BYTES: usize = 1 << 20;
+/// Batches read ahead of the taker: with [`BATCH_BYTES`], a few MB in flight at most.
+const BATCHES_AHEAD: usize = 3;
+
+type Batch = Vec<std::io::Result<SampleLine>>;
+
+/// A [`SamplesReader`] on a thread of its own: reading, checking and hashing lines
+/// overlaps whatever the taker does with them (cache lookups, printing). The lines
+/// come in the same order with the same numbers; they cross in batches (one channel
+/// message per [`BATCH_LINES`]), a bounded number of them ahead. Dropping it stops
+/// the thread at its next batch.
+pub struct ReadAhead {
+    batches: std::sync::mpsc::Receiver<Batch>,
+    current: std::vec::IntoIter<std::io::Result<SampleLine>>,
+}
+
+impl ReadAhead {
+    /// Reads up to `limit` samples of `files` (all with `None`) on a new thread.
+    pub fn spawn(files: &[SamplesFile], limit: Option<usize>) -> ReadAhead {
+        let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
+        let lines = SamplesReader::new(files).take(limit.unwrap_or(usize::MAX));
+        let spawned = std::thread::Builder::new()
+            .name("rwb-read".into())
+            .spawn(move || send_batches(lines, &tx));
+        let current = match spawned {
+            Ok(_) => Vec::new(),
+            Err(e) => vec![Err(std::io::Error::new(
+                e.kind(),
+                format!("cannot start the thread that reads the samples files: {e}"),
+            ))],
+        };
+        ReadAhead {
+            batches: rx,
+            current: current.into_iter(),
+        }
+    }
+}
+
+/// The reading thread: batches of lines until the files end, an error, or the taker
+/// is gone.
+fn send_batches(lines: impl Iterator<Item = std::io::Result<SampleLine>>, tx: &SyncSender<Batch>) {
+    let mut batch = Vec::with_capacity(BATCH_LINES);
+    let mut bytes = 0;
+    for line in lines {
+        let failed = line.is_err();
+        bytes += line.as_ref().map_or(0, |l| l.raw.len());
+        batch.push(line);
+        if failed || batch.len() >= BATCH_LINES || bytes >= BATCH_BYTES {
+            let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_LINES));
+            bytes = 0;
+            if tx.send(full).is_err() || failed {
+                return;
+            }
+        }
+    }
+    if !batch.is_empty() {
+        let _ = tx.send(batch);
+    }
+}
+
+impl Iterator for ReadAhead {
+    type Item = std::io::Result<SampleLine>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if let Some(line) = self.current.next() {
+                return Some(line);
+            }
+            // the thread ends (dropping its sender) after the last batch
+            self.current = self.batches.recv().ok()?.into_iter();
+        }
+    }
+}
+
 /// Whether a samples file has lines but none of them is a sample (saved `rwb run`
 /// output, a log): such a file is skipped, not reported line by line. False for a
 /// file with a sample line (the scan stops there, so a real samples file costs one
@@ -370,5 +449,112 @@ mod tests {
             !holds_no_sample(&missing),
             "the run reports an unreadable file"
         );
+    }
+    /// Where, what and whether usable, for every line of a read (as text to compare).
+    fn summary(lines: &[SampleLine]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| {
+                format!(
+                    "{:?} {} {:?} {:?} {:?}",
+                    l.at, l.offset, l.raw, l.hash, l.bad
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn reading_ahead_gives_the_lines_the_reader_gives_across_batches_and_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let ok = |n: usize| format!(r#"{{"messages": [{{"role": "user", "content": "q{n}"}}]}}"#);
+        // CRLF endings, a blank line, a bad line, and more lines than one batch holds
+        let mut first = String::new();
+        for n in 0..600 {
+            first += &ok(n);
+            first += if n % 2 == 0 { "\r\n" } else { "\n" };
+            if n == 300 {
+                first += "\n   \nnot json\n";
+            }
+        }
+        // a line longer than a whole batch's bytes, then a last line with no newline
+        let huge = format!(
+            r#"{{"messages": [{{"role": "user", "content": "{}"}}]}}"#,
+            "x".repeat(3 * BATCH_BYTES)
+        );
+        let second = format!("{}\n{huge}\n{}", ok(1000), ok(1001));
+        let files = [
+            file_with(dir.path(), "a.jsonl", first.as_bytes()),
+            file_with(dir.path(), "b.jsonl", second.as_bytes()),
+        ];
+        let plain: Vec<SampleLine> = SamplesReader::new(&files).map(|l| l.unwrap()).collect();
+        let ahead: Vec<SampleLine> = ReadAhead::spawn(&files, None).map(|l| l.unwrap()).collect();
+        assert_eq!(summary(&ahead), summary(&plain));
+        assert_eq!(ahead.len(), 604);
+        // exact places: "not json" follows a blank line and a line of spaces
+        let bad = &ahead[301];
+        assert_eq!(
+            (bad.at.file, bad.at.line, bad.raw.as_str()),
+            (0, 304, "not json")
+        );
+        assert_eq!(
+            ahead[0].raw,
+            ok(0),
+            "no carriage return is left on a CRLF line"
+        );
+        assert_eq!(ahead[0].hash, hash_line(&ok(0)));
+        let tail = &ahead[601..];
+        assert_eq!(
+            (tail[0].at.file, tail[0].at.line, tail[0].offset),
+            (1, 1, 0)
+        );
+        assert_eq!(
+            (tail[1].raw.len(), tail[1].hash),
+            (huge.len(), hash_line(&huge))
+        );
+        assert!(tail[1].bad.is_none());
+        assert_eq!(
+            (tail[2].at.line, tail[2].raw.as_str()),
+            (3, ok(1001).as_str())
+        );
+        assert_eq!(tail[2].at.index, 603);
+    }
+
+    #[test]
+    fn reading_ahead_stops_at_the_limit_and_at_an_unreadable_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "{\"messages\": []}\n".repeat(1000);
+        let file = file_with(dir.path(), "s.jsonl", text.as_bytes());
+        let five: Vec<SampleLine> = ReadAhead::spawn(std::slice::from_ref(&file), Some(5))
+            .map(|l| l.unwrap())
+            .collect();
+        assert_eq!(
+            five.iter().map(|l| l.at.line).collect::<Vec<_>>(),
+            [1, 2, 3, 4, 5]
+        );
+        let missing = SamplesFile {
+            path: dir.path().join("gone.jsonl"),
+            label: "gone.jsonl".into(),
+        };
+        let read: Vec<std::io::Result<SampleLine>> =
+            ReadAhead::spawn(&[file.clone(), missing, file], None).collect();
+        assert_eq!(
+            read.len(),
+            1001,
+            "the first file's lines, then the error, then no more"
+        );
+        let error = read[1000].as_ref().unwrap_err().to_string();
+        assert!(
+            error.starts_with("cannot read samples file gone.jsonl: "),
+            "{error}"
+        );
+        // a taker that stops early lets the reading thread end (no hang on drop)
+        let mut early = ReadAhead::spawn(std::slice::from_ref(&many_lines(&dir)), None);
+        assert!(early.next().is_some());
+        drop(early);
+    }
+
+    fn many_lines(dir: &tempfile::TempDir) -> SamplesFile {
+        let text = "{\"messages\": []}\n".repeat(50_000);
+        file_with(dir.path(), "many.jsonl", text.as_bytes())
     }
 }
