@@ -127,6 +127,72 @@ pub fn unreadable_line(line: &[u8], error: &serde_json::Error) -> Option<(u64, E
     Some((id, error))
 }
 
+/// The result line the worker writes for the most common result (`_plain_line` in
+/// `rwb_worker.py`: a finite score, no or a plain reason, nothing else) read without
+/// serde: `{"i":N,"ms":F,"ok":{"score":F,"is_score_valid":true,"reason":S|null,
+/// "metrics":{},"step_outputs":null,"error":null}}`. `None` for any other line, also
+/// for a reason with escapes: serde reads those, to the same outcome.
+pub fn plain_result(line: &[u8]) -> Option<(u64, Outcome)> {
+    let rest = line.strip_prefix(b"{\"i\":")?;
+    let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+    if digits > 1 && rest[0] == b'0' {
+        return None; // not JSON
+    }
+    let id: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+    let rest = rest[digits..].strip_prefix(b",\"ms\":")?;
+    let (ms, rest) = plain_number(rest)?;
+    let rest = rest.strip_prefix(b",\"ok\":{\"score\":")?;
+    let (score, rest) = plain_number(rest)?;
+    let rest = rest.strip_prefix(b",\"is_score_valid\":true,\"reason\":")?;
+    let (reason, rest) = match rest.strip_prefix(b"null") {
+        Some(rest) => (None, rest),
+        None => {
+            let (text, rest) = plain_string(rest)?;
+            (Some(text.to_string()), rest)
+        }
+    };
+    let rest = rest.strip_prefix(b",\"metrics\":{},\"step_outputs\":null,\"error\":null}}")?;
+    if !matches!(rest, b"" | b"\n") {
+        return None;
+    }
+    let mut outcome = Outcome::scored(score, Map::new());
+    outcome.reason = reason;
+    outcome.duration_ms = ms;
+    Some((id, outcome))
+}
+
+/// A finite JSON number at the start of `bytes`, and what follows it.
+fn plain_number(bytes: &[u8]) -> Option<(f64, &[u8])> {
+    if !bytes
+        .first()
+        .is_some_and(|b| *b == b'-' || b.is_ascii_digit())
+    {
+        return None;
+    }
+    let end = bytes
+        .iter()
+        .take_while(|b| matches!(b, b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E'))
+        .count();
+    let unsigned = bytes[..end].strip_prefix(b"-").unwrap_or(&bytes[..end]);
+    if unsigned.len() > 1 && unsigned[0] == b'0' && unsigned[1].is_ascii_digit() {
+        return None; // a leading zero is not JSON
+    }
+    let value: f64 = std::str::from_utf8(&bytes[..end]).ok()?.parse().ok()?;
+    value.is_finite().then_some((value, &bytes[end..]))
+}
+
+/// A JSON string without escapes at the start of `bytes` (its text), and what follows.
+fn plain_string(bytes: &[u8]) -> Option<(&str, &[u8])> {
+    let body = bytes.strip_prefix(b"\"")?;
+    let end = body
+        .iter()
+        .position(|b| *b == b'"' || *b == b'\\' || *b < 0x20)?;
+    if body[end] != b'"' {
+        return None;
+    }
+    Some((std::str::from_utf8(&body[..end]).ok()?, &body[end + 1..]))
+}
+
 impl BatchLine {
     pub fn into_outcome(self) -> Outcome {
         let mut outcome = match (self.ok, self.err) {
@@ -150,5 +216,82 @@ impl BatchLine {
         outcome.duration_ms = self.ms;
         outcome.output = self.out;
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What serde makes of a result line (the general path).
+    fn by_serde(line: &str) -> (u64, Outcome) {
+        let parsed: BatchLine = serde_json::from_str(line).unwrap();
+        (parsed.i.unwrap(), parsed.into_outcome())
+    }
+
+    fn line(id: &str, ms: &str, score: &str, reason: &str) -> String {
+        format!(
+            "{{\"i\":{id},\"ms\":{ms},\"ok\":{{\"score\":{score},\"is_score_valid\":true,\"reason\":{reason},\"metrics\":{{}},\"step_outputs\":null,\"error\":null}}}}\n"
+        )
+    }
+
+    #[test]
+    fn a_plain_result_line_reads_as_serde_reads_it() {
+        let cases = [
+            line("0", "0.013025", "0.203", "\"length\""),
+            line("18446744073709551615", "1.250000", "-0.0", "null"),
+            line("7", "12.5", "1e-300", "\"caf\u{e9} \u{1F600}\""),
+            line("7", "0.000001", "1.7976931348623157e+308", "\"\""),
+            line(
+                "42",
+                "3.000000",
+                "0.30000000000000004",
+                "\"a 'b' \u{2028}\"",
+            ),
+        ];
+        for text in &cases {
+            let fast = plain_result(text.as_bytes());
+            assert_eq!(fast, Some(by_serde(text)), "{text}");
+            let (_, outcome) = fast.unwrap();
+            assert_eq!(
+                outcome.score.map(f64::to_bits),
+                by_serde(text).1.score.map(f64::to_bits)
+            );
+        }
+        let (id, outcome) = plain_result(cases[0].as_bytes()).unwrap();
+        assert_eq!(
+            (id, outcome.score, outcome.duration_ms),
+            (0, Some(0.203), 0.013025)
+        );
+        assert_eq!(outcome.reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn any_other_line_is_left_to_serde() {
+        let others = [
+            line("1", "0.5", "0.5", "\"say \\\"hi\\\"\""),
+            line("1", "0.5", "0.5", "\"tab\\there\""),
+            line("1", "0.5", "1e999", "null"),
+            line("1", "0.5", "NaN", "null"),
+            line("-1", "0.5", "0.5", "null"),
+            line("99999999999999999999", "0.5", "0.5", "null"),
+            line("01", "0.5", "0.5", "null"),
+            line("1", "0.5", "-01.5", "null"),
+            line("1", ".5", "0.5", "null"),
+            line("1", "0.5", "0.5", "\"open"),
+            line("1", "0.5", "0.5", "null").replace("true", "false"),
+            line("1", "0.5", "0.5", "null").replace("{}", "{\"m\":{\"score\":1.0}}"),
+            line("1", "0.5", "0.5", "null").replace("}}\n", "},\"out\":\"x\"}\n"),
+            "{\"i\":1,\"ms\":0.5,\"err\":{\"type\":\"ValueError\",\"message\":\"boom\"}}\n".into(),
+            "{\"done\":3}\n".into(),
+        ];
+        for text in &others {
+            assert_eq!(plain_result(text.as_bytes()), None, "{text}");
+        }
+        // serde still reads the ones that are valid, escapes and all
+        assert_eq!(by_serde(&others[0]).1.reason.as_deref(), Some("say \"hi\""));
+        assert_eq!(by_serde(&others[12]).1.output.as_deref(), Some("x"));
+        let invalid = line("1", "0.5", "0.5", "null") + "x";
+        assert_eq!(plain_result(invalid.as_bytes()), None);
     }
 }

@@ -1,6 +1,6 @@
 //! One forked worker process serving one evaluator over its socket.
 
-use super::protocol::{unreadable_line, BatchLine, ThirdParty};
+use super::protocol::{plain_result, unreadable_line, BatchLine, ThirdParty};
 use super::zygote::{kill_group, Groups};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, Style};
 use std::path::PathBuf;
@@ -162,6 +162,10 @@ impl Worker {
                 }
                 Ok(Ok(_)) if !self.line.ends_with(b"\n") => continue,
                 Ok(Ok(_)) => {}
+            }
+            if let Some((id, outcome)) = plain_result(&self.line) {
+                self.line.clear();
+                return Next::Result(id, Box::new(outcome));
             }
             let parsed = serde_json::from_slice::<BatchLine>(&self.line);
             let parsed = match parsed {

@@ -14,6 +14,7 @@ use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{SampleLine, SamplesFile};
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -333,7 +334,11 @@ pub(super) fn show_result(
         evaluated[index].fetch_add(1, Ordering::Relaxed);
         let (at, hash, stored_as) = {
             let mut map = inflight.lock().unwrap();
-            let entry = map.get_mut(&id)?;
+            // one lookup: the entry is read and, when this was its last result, removed
+            let Entry::Occupied(mut slot) = map.entry(id) else {
+                return None;
+            };
+            let entry = slot.get_mut();
             let stored_as = entry
                 .keys
                 .iter()
@@ -342,7 +347,7 @@ pub(super) fn show_result(
             let found = (entry.at.clone(), entry.hash, stored_as);
             entry.waiting -= 1;
             if entry.waiting == 0 {
-                map.remove(&id);
+                slot.remove();
             }
             found
         };

@@ -1,0 +1,118 @@
+"""A real Worker serving one-at-a-time batches over a socket pair: the rows it writes
+for plain dict results (written straight by _plain_line) and for everything else
+(the general path) read back as the same results, printed output included."""
+
+import contextlib
+import json
+import os
+import socket
+import tempfile
+import textwrap
+import threading
+import unittest
+
+from test_worker_helpers import W
+
+EVALUATOR = textwrap.dedent(
+    '''
+    def evaluate(messages, ground_truth=None, kind="plain", **kwargs):
+        if kind == "plain":
+            return {"score": 0.1 * len(messages), "reason": "caf\\u00e9 \\"q\\"", "metrics": {}}
+        if kind == "no_reason":
+            return {"score": 1e-300}
+        if kind == "prints":
+            print("seen", ground_truth)
+            return {"score": 0.5, "reason": "r", "metrics": {}}
+        if kind == "metrics":
+            return {"score": 0.25, "metrics": {"m": 1.0}}
+        if kind == "int":
+            return {"score": 1, "reason": "r"}
+        if kind == "nan":
+            return {"score": float("nan"), "reason": "r"}
+        if kind == "surrogate":
+            return {"score": 0.5, "reason": "lone \\ud800"}
+        raise ValueError("boom " + kind)
+    '''
+)
+
+
+class PointwiseRowsTest(unittest.TestCase):
+    def serve(self, samples):
+        """Rows a worker writes for `samples` (dicts) sent as one batch, by sample id."""
+        folder = tempfile.mkdtemp()
+        path = os.path.join(folder, "main.py")
+        with open(path, "w") as f:
+            f.write(EVALUATOR)
+        ours, theirs = socket.socketpair()
+        worker = W.Worker(theirs, {"name": "e", "file": path, "timeout": 0}, folder)
+        worker.open_mark(os.path.join(folder, "mark"))
+
+        def run():
+            with contextlib.redirect_stdout(worker.capture):
+                if worker.load() is not None:
+                    worker.serve()
+            theirs.close()
+
+        thread = threading.Thread(target=run)
+        thread.start()
+        lines = ["B %d" % len(samples)] + ["%d %s" % (10 + n, json.dumps(s)) for n, s in enumerate(samples)]
+        ours.sendall(("\n".join(lines) + "\nQ\n").encode())
+        reply = ours.makefile("rb")
+        ready = json.loads(reply.readline())
+        self.assertTrue(ready.get("ready"), ready)
+        rows = []
+        for line in reply:
+            row = json.loads(line)
+            if "done" in row:
+                self.assertEqual(row, {"done": len(samples)})
+                break
+            rows.append(row)
+        thread.join()
+        ours.close()
+        return {row["i"]: row for row in rows}
+
+    def test_plain_and_general_results_read_back_exactly(self):
+        kinds = ["plain", "no_reason", "prints", "metrics", "int", "nan", "surrogate", "raises", "plain"]
+        samples = [{"messages": [{"role": "user", "content": "x"}] * (n + 1), "kind": k, "ground_truth": n}
+                   for n, k in enumerate(kinds)]
+        rows = self.serve(samples)
+        self.assertEqual(sorted(rows), list(range(10, 10 + len(kinds))))
+        for row in rows.values():
+            self.assertIsInstance(row.pop("ms"), float)
+        plain = {"is_score_valid": True, "metrics": {}, "step_outputs": None, "error": None}
+        self.assertEqual(rows[10], {"i": 10, "ok": dict(plain, score=0.1, reason='caf\u00e9 "q"')})
+        self.assertEqual(rows[11], {"i": 11, "ok": dict(plain, score=1e-300, reason=None)})
+        self.assertEqual(rows[12], {"i": 12, "ok": dict(plain, score=0.5, reason="r"), "out": "seen 2\n"})
+        metric = {"is_score_valid": True, "score": 1.0, "reason": None}
+        self.assertEqual(rows[13], {"i": 13, "ok": dict(plain, score=0.25, reason=None, metrics={"m": metric})})
+        self.assertEqual(rows[14], {"i": 14, "ok": dict(plain, score=1.0, reason="r")})
+        self.assertEqual(rows[15]["err"]["type"], "InvalidResult")
+        self.assertIn("nan", rows[15]["err"]["message"])
+        self.assertEqual(rows[16]["err"]["type"], "InvalidResult")
+        self.assertIn("cannot be written as JSON", rows[16]["err"]["message"])
+        self.assertEqual((rows[17]["err"]["type"], rows[17]["err"]["message"]), ("ValueError", "boom raises"))
+        self.assertEqual(rows[18], {"i": 18, "ok": dict(plain, score=0.9, reason='caf\u00e9 "q"')})
+
+    def test_a_plain_line_is_the_general_result_with_ms_in_six_decimals(self):
+        for value in ({"score": 0.1, "reason": "r\n\u2028", "metrics": {}}, {"score": -0.0}, {"score": 1e300, "reason": None}):
+            with self.subTest(value=value):
+                line = W._plain_line(7, 1.25, value)
+                self.assertTrue(line.startswith(b'{"i":7,"ms":1.250000,'), line)
+                self.assertEqual(json.loads(line), {"i": 7, "ms": 1.25, "ok": W._as_result(value, False)})
+        for value in ({"score": 1}, {"score": float("inf")}, {"score": 0.5, "reason": 3}, {"score": 0.5, "metrics": {"m": 1.0}},
+                      {"score": 0.5, "other": 1}, {"score": 0.5, "reason": "\ud800"}, [0.5], 0.5):
+            with self.subTest(value=value):
+                self.assertIsNone(W._plain_line(7, 1.25, value))
+
+    def test_a_sample_line_with_a_newline_or_spaces_reads_as_json_loads_reads_it(self):
+        for raw in (b'{"messages": []}\n', b'{"messages": []} \t\r\n', b'\t{"messages": [1]}'):
+            with self.subTest(raw=raw):
+                self.assertEqual(W._sample(raw), json.loads(raw))
+        for raw in (b'{"messages": []} x\n', b'{"messages": [}'):
+            with self.subTest(raw=raw):
+                with self.assertRaises(ValueError):
+                    W._sample(raw)
+
+
+if __name__ == "__main__":
+    unittest.main()
