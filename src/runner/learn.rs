@@ -81,7 +81,7 @@ impl Learner {
             if let Some((hash, outcome)) = self.held.remove(id) {
                 if self.storing {
                     // a job's id is its sample's index in the run's files
-                    self.writer.put_at(&self.key, &hash, *id, outcome);
+                    self.writer.put_at(&self.key, &hash, *id, &outcome);
                 }
             }
         }

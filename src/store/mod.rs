@@ -450,13 +450,13 @@ pub struct StoreWriter {
 impl StoreWriter {
     /// Stores an outcome after those queued before it.
     pub fn put(&self, key: &CodeKey, sample: &SampleHash, outcome: &Outcome) {
-        self.send(*key, *sample, None, outcome.clone());
+        self.send(*key, *sample, None, outcome);
     }
 
     /// Stores the outcome of the sample at position `at` of a run's files (its
     /// index): a code's rows are stored in this order, so that the next run over the
     /// same files reads them back sequentially.
-    pub fn put_at(&self, key: &CodeKey, sample: &SampleHash, at: u64, outcome: Outcome) {
+    pub fn put_at(&self, key: &CodeKey, sample: &SampleHash, at: u64, outcome: &Outcome) {
         self.send(*key, *sample, Some(at), outcome);
     }
 
@@ -464,17 +464,17 @@ impl StoreWriter {
     /// outcome is not stored.
     pub fn put_text(&self, key: &CodeKey, sample: &SampleHash, text: String) {
         if let Ok(outcome) = serde_json::from_str(&text) {
-            self.send(*key, *sample, None, outcome);
+            self.send(*key, *sample, None, &outcome);
         }
     }
 
-    fn send(&self, key: CodeKey, hash: SampleHash, at: Option<u64>, outcome: Outcome) {
+    fn send(&self, key: CodeKey, hash: SampleHash, at: Option<u64>, outcome: &Outcome) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(Write::Put {
                 key,
                 hash,
                 at,
-                outcome,
+                row: results::Row::of(outcome),
             });
         }
     }

@@ -112,6 +112,28 @@ fn rest_of(o: &Outcome) -> Option<String> {
     (!empty).then(|| serde_json::to_string(&rest).expect("outcomes serialize"))
 }
 
+/// An outcome as a results row stores it: what a writer holds until it is committed
+/// (compact: the JSON of what else the outcome says is written here, once).
+pub(super) struct Row {
+    score: Option<f64>,
+    valid: bool,
+    reason: Option<Box<str>>,
+    duration: f64,
+    rest: Option<Box<str>>,
+}
+
+impl Row {
+    pub(super) fn of(o: &Outcome) -> Row {
+        Row {
+            score: o.score,
+            valid: o.is_score_valid,
+            reason: o.reason.as_deref().map(Box::from),
+            duration: o.duration_ms,
+            rest: rest_of(o).map(String::into_boxed_str),
+        }
+    }
+}
+
 /// A row read with [`COLUMNS`]: its id, sample hash and outcome (`None` when it does
 /// not read as one: a row from another version of rwb, evaluated again).
 fn decode(row: &rusqlite::Row) -> rusqlite::Result<(i64, Option<SampleHash>, Option<Outcome>)> {
@@ -198,15 +220,13 @@ pub(super) fn holds(conn: &Connection, key: &CodeKey) -> rusqlite::Result<bool> 
 }
 
 /// What the background writer does, in the order it was asked.
-// nearly every write is a put: boxing its outcome would only add an allocation each
-#[allow(clippy::large_enum_variant)]
 pub(super) enum Write {
     /// An outcome, with its sample's position in the run's files when known.
     Put {
         key: CodeKey,
         hash: SampleHash,
         at: Option<u64>,
-        outcome: Outcome,
+        row: Row,
     },
     /// Every result stored under the first key moves to the second.
     Rekey(CodeKey, CodeKey),
@@ -217,7 +237,7 @@ struct Held {
     key: CodeKey,
     at: u64,
     hash: SampleHash,
-    outcome: Outcome,
+    row: Row,
 }
 
 /// The reorder buffer: positioned results held so that each code's rows are written
@@ -304,30 +324,44 @@ impl Codes {
     }
 
     /// Stores `outcome` as the newest row of code `key`, replacing an older row of
-    /// the same sample.
+    /// the same sample. (A plain insert first: `INSERT OR REPLACE` would make SQLite
+    /// journal every statement in case the replace fails halfway; a sample stored
+    /// already is rare, as a run stores what it did not find.)
     fn put(
         &mut self,
         tx: &Transaction,
         key: &CodeKey,
         hash: &SampleHash,
-        outcome: &Outcome,
+        stored: &Row,
     ) -> rusqlite::Result<()> {
         let id = self.id(tx, key)?;
         let row = self.next_row(tx, id)?;
-        tx.prepare_cached(
-            "INSERT OR REPLACE INTO results (row, code, sample_hash, score, valid, reason, duration, rest)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        )?
-        .execute(params![
-            row,
-            id,
-            &hash[..],
-            outcome.score,
-            outcome.is_score_valid,
-            outcome.reason,
-            outcome.duration_ms,
-            rest_of(outcome),
-        ])?;
+        let insert = |tx: &Transaction| {
+            tx.prepare_cached(
+                "INSERT INTO results (row, code, sample_hash, score, valid, reason, duration, rest)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            )?
+            .execute(params![
+                row,
+                id,
+                &hash[..],
+                stored.score,
+                stored.valid,
+                stored.reason.as_deref(),
+                stored.duration,
+                stored.rest.as_deref(),
+            ])
+        };
+        match insert(tx) {
+            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
+                tx.prepare_cached("DELETE FROM results WHERE code = ?1 AND sample_hash = ?2")?
+                    .execute(params![id, &hash[..]])?;
+                insert(tx)?;
+            }
+            done => {
+                done?;
+            }
+        }
         Ok(())
     }
 
@@ -404,26 +438,19 @@ impl Writer {
                     key,
                     hash,
                     at: Some(at),
-                    outcome,
-                } => fresh.push(Held {
-                    key,
-                    at,
-                    hash,
-                    outcome,
-                }),
-                Write::Put {
-                    key, hash, outcome, ..
-                } => self.codes.put(&tx, &key, &hash, &outcome)?,
+                    row,
+                } => fresh.push(Held { key, at, hash, row }),
+                Write::Put { key, hash, row, .. } => self.codes.put(&tx, &key, &hash, &row)?,
                 Write::Rekey(from, to) => {
                     for h in self.pending.take(std::mem::take(&mut fresh), true) {
-                        self.codes.put(&tx, &h.key, &h.hash, &h.outcome)?;
+                        self.codes.put(&tx, &h.key, &h.hash, &h.row)?;
                     }
                     self.codes.rekey(&tx, &from, &to)?;
                 }
             }
         }
         for h in self.pending.take(fresh, last) {
-            self.codes.put(&tx, &h.key, &h.hash, &h.outcome)?;
+            self.codes.put(&tx, &h.key, &h.hash, &h.row)?;
         }
         let committed = tx.commit();
         if committed.is_err() {
@@ -643,7 +670,7 @@ mod tests {
         let writer = small_writer(store, batch);
         for pair in (0..n).step_by(2) {
             for i in [pair + 1, pair].into_iter().filter(|i| *i < n) {
-                writer.put_at(&KEY, &hash(i), i, scored(i));
+                writer.put_at(&KEY, &hash(i), i, &scored(i));
             }
         }
         writer.finish();
@@ -714,7 +741,7 @@ mod tests {
         plain.duration_ms = 0.125;
         let writer = store.writer().unwrap();
         writer.put(&KEY, &hash(1), &full);
-        writer.put_at(&KEY, &hash(2), 2, plain.clone());
+        writer.put_at(&KEY, &hash(2), 2, &plain);
         writer.finish();
         assert_eq!(store.outcome(&KEY, &hash(1)).unwrap(), Some(full));
         assert_eq!(store.outcome(&KEY, &hash(2)).unwrap(), Some(plain));
@@ -735,10 +762,10 @@ mod tests {
         let other: CodeKey = [6; 32];
         let writer = store.writer().unwrap();
         for i in 0..10 {
-            writer.put_at(&other, &hash(i), i, scored(100));
+            writer.put_at(&other, &hash(i), i, &scored(100));
         }
         for i in 5..20 {
-            writer.put_at(&KEY, &hash(i), i, scored(i));
+            writer.put_at(&KEY, &hash(i), i, &scored(i));
         }
         writer.rekey(&KEY, &other);
         writer.finish();
@@ -806,7 +833,7 @@ mod tests {
         let versions = store.versions("length").unwrap();
         assert_eq!((versions.len(), versions[0].count), (1, 3));
         let writer = store.writer().unwrap();
-        writer.put_at(&KEY, &hash(1), 0, scored(5));
+        writer.put_at(&KEY, &hash(1), 0, &scored(5));
         writer.finish();
         assert_eq!(store.outcome(&KEY, &hash(1)).unwrap(), Some(scored(5)));
         let conn = store.conn.lock().unwrap();
