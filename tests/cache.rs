@@ -115,6 +115,31 @@ fn a_rerun_after_editing_inserting_moving_and_deleting_lines_gives_the_uncached_
 }
 
 #[test]
+fn a_run_stores_its_results_in_file_order_though_workers_answer_out_of_order() {
+    // every 4th sample is slow: with two workers, answers overtake each other
+    let uneven = "import time\ndef evaluate(messages, **kwargs):\n    n = len(messages[-1]['content'])\n    if n % 4 == 0:\n        time.sleep(0.004)\n    return n / 100.0\n";
+    let text = samples(2000);
+    let ws = Ws::new(&[("metrics/uneven/main.py", uneven), ("samples.jsonl", &text)]);
+    let run = ws.run(&["--jobs", "2"]);
+    assert_eq!(run.evaluated("uneven"), 2000, "{}", run.stderr);
+    let db = rusqlite::Connection::open(Store::path_for(ws.path())).unwrap();
+    let mut stmt = db
+        .prepare("SELECT sample_hash FROM results ORDER BY row")
+        .unwrap();
+    let stored: Vec<Vec<u8>> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let in_file_order: Vec<Vec<u8>> = text
+        .lines()
+        .map(|l| reward_workbench::workspace::hash_line(l).to_vec())
+        .collect();
+    // so the next run reads them back as one sequential scan
+    assert_eq!(stored, in_file_order);
+}
+
+#[test]
 fn configured_kwargs_are_part_of_the_cache_key() {
     let ws = Ws::new(&[
         (
