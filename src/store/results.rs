@@ -277,7 +277,8 @@ impl Pending {
     }
 }
 
-/// The writer's knowledge of code ids and each code's next sequence number.
+/// What one transaction of the writer knows of code ids and each code's next
+/// sequence number.
 #[derive(Default)]
 struct Codes {
     ids: HashMap<CodeKey, i64>,
@@ -406,10 +407,9 @@ impl Codes {
     }
 }
 
-/// The background writer: its connection, what it knows of codes, what it holds.
+/// The background writer: its connection and what it holds.
 pub(super) struct Writer {
     conn: Connection,
-    codes: Codes,
     pending: Pending,
 }
 
@@ -417,7 +417,6 @@ impl Writer {
     pub(super) fn new(conn: Connection) -> Writer {
         Writer {
             conn,
-            codes: Codes::default(),
             pending: Pending::default(),
         }
     }
@@ -431,6 +430,8 @@ impl Writer {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
+        // learned afresh in each transaction: another rwb may write between two
+        let mut codes = Codes::default();
         let mut fresh = Vec::new();
         for write in window {
             match write {
@@ -440,24 +441,19 @@ impl Writer {
                     at: Some(at),
                     row,
                 } => fresh.push(Held { key, at, hash, row }),
-                Write::Put { key, hash, row, .. } => self.codes.put(&tx, &key, &hash, &row)?,
+                Write::Put { key, hash, row, .. } => codes.put(&tx, &key, &hash, &row)?,
                 Write::Rekey(from, to) => {
                     for h in self.pending.take(std::mem::take(&mut fresh), true) {
-                        self.codes.put(&tx, &h.key, &h.hash, &h.row)?;
+                        codes.put(&tx, &h.key, &h.hash, &h.row)?;
                     }
-                    self.codes.rekey(&tx, &from, &to)?;
+                    codes.rekey(&tx, &from, &to)?;
                 }
             }
         }
         for h in self.pending.take(fresh, last) {
-            self.codes.put(&tx, &h.key, &h.hash, &h.row)?;
+            codes.put(&tx, &h.key, &h.hash, &h.row)?;
         }
-        let committed = tx.commit();
-        if committed.is_err() {
-            // the transaction was rolled back: what was cached of it may be wrong
-            self.codes = Codes::default();
-        }
-        committed
+        tx.commit()
     }
 }
 
@@ -753,6 +749,29 @@ mod tests {
             rests, 1,
             "only the outcome with more than a score keeps JSON"
         );
+    }
+
+    #[test]
+    fn two_writers_taking_turns_on_one_code_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        // as a workbench and an `rwb run` in another terminal: each commits a row at a time
+        let (first, second) = (small_writer(&store, 1), small_writer(&store, 1));
+        let stored = |n: usize| {
+            let give_up = std::time::Instant::now() + Duration::from_secs(20);
+            while store.result_count().unwrap() < n && std::time::Instant::now() < give_up {
+                std::thread::sleep(Duration::from_millis(10));
+            }
+        };
+        first.put_at(&KEY, &hash(0), 0, &scored(0));
+        stored(1);
+        second.put_at(&KEY, &hash(1), 1, &scored(1));
+        second.finish();
+        first.put_at(&KEY, &hash(2), 2, &scored(2));
+        first.finish();
+        let all = store.results_for(&KEY).unwrap();
+        assert_eq!(all.len(), 3);
+        assert_eq!(all[&hash(2)], scored(2));
     }
 
     #[test]
