@@ -26,18 +26,9 @@ fn a_rerun_with_nothing_changed_evaluates_nothing() {
     let second = ws.run(&[]);
     assert_eq!(second.evaluated("length"), 0);
     assert_eq!(second.evaluated("helper_based"), 0);
-    let strip = |r: &Run| -> Vec<serde_json::Value> {
-        r.rows()
-            .into_iter()
-            .map(|mut v| {
-                v.as_object_mut().unwrap().remove("duration_ms");
-                v
-            })
-            .collect()
-    };
     assert_eq!(
-        strip(&first),
-        strip(&second),
+        rows_without_timings(&first),
+        rows_without_timings(&second),
         "cached results are the same results"
     );
 }
@@ -84,6 +75,68 @@ fn a_new_line_evaluates_only_that_line() {
     assert_eq!(run.rows().len(), 22);
     assert_eq!(run.evaluated("length"), 1);
     assert_eq!(run.evaluated("helper_based"), 1);
+}
+
+/// A run's rows without their timings (a cached row keeps the time of the run that
+/// evaluated it).
+fn rows_without_timings(run: &Run) -> Vec<serde_json::Value> {
+    run.rows()
+        .into_iter()
+        .map(|mut v| {
+            v.as_object_mut().unwrap().remove("duration_ms");
+            v
+        })
+        .collect()
+}
+
+#[test]
+fn a_rerun_after_editing_inserting_moving_and_deleting_lines_gives_the_uncached_rows() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(300)),
+    ]);
+    let first = ws.run(&["--jobs", "2"]);
+    assert_eq!(first.evaluated("length"), 300, "{}", first.stderr);
+    let text = samples(300);
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    lines.remove(40);
+    lines[100] = lines[100].replace("question", "edited question");
+    lines.insert(200, lines[7].replace("question 7", "a new question"));
+    lines.swap(250, 251);
+    ws.write("samples.jsonl", &format!("{}\n", lines.join("\n")));
+    let warm = ws.run(&["--jobs", "2"]);
+    assert_eq!(warm.code, 0, "{}", warm.stderr);
+    assert_eq!(warm.evaluated("length"), 2, "the edited and the new line");
+    let fresh = ws.run(&["--no-cache", "--jobs", "2"]);
+    assert_eq!(rows_without_timings(&warm), rows_without_timings(&fresh));
+    let again = ws.run(&["--jobs", "2"]);
+    assert_eq!(again.evaluated("length"), 0);
+    assert_eq!(rows_without_timings(&again), rows_without_timings(&fresh));
+}
+
+#[test]
+fn a_run_stores_its_results_in_file_order_though_workers_answer_out_of_order() {
+    // every 4th sample is slow: with two workers, answers overtake each other
+    let uneven = "import time\ndef evaluate(messages, **kwargs):\n    n = len(messages[-1]['content'])\n    if n % 4 == 0:\n        time.sleep(0.004)\n    return n / 100.0\n";
+    let text = samples(2000);
+    let ws = Ws::new(&[("metrics/uneven/main.py", uneven), ("samples.jsonl", &text)]);
+    let run = ws.run(&["--jobs", "2"]);
+    assert_eq!(run.evaluated("uneven"), 2000, "{}", run.stderr);
+    let db = rusqlite::Connection::open(Store::path_for(ws.path())).unwrap();
+    let mut stmt = db
+        .prepare("SELECT sample_hash FROM results ORDER BY row")
+        .unwrap();
+    let stored: Vec<Vec<u8>> = stmt
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let in_file_order: Vec<Vec<u8>> = text
+        .lines()
+        .map(|l| reward_workbench::workspace::hash_line(l).to_vec())
+        .collect();
+    // so the next run reads them back as one sequential scan
+    assert_eq!(stored, in_file_order);
 }
 
 #[test]

@@ -24,7 +24,8 @@ use tokio::sync::mpsc;
 /// (a fully cached run would otherwise queue every outcome before any is printed).
 const YIELD_EVERY: usize = 256;
 
-/// Where a run looks cached outcomes up: one at a time, as their lines are read.
+/// Where a run looks cached outcomes up: one at a time, as their lines are read (in
+/// file order, so an unchanged file's rows are read as one sequential scan).
 pub(super) struct Cache {
     /// (In a mutex only to make the feed shareable across its awaits: one task uses it.)
     reader: Option<Mutex<CacheReader>>,
@@ -57,7 +58,7 @@ impl Cache {
 
     fn get(&self, evaluator: usize, hash: &SampleHash) -> Option<Outcome> {
         let key = self.keys[evaluator].as_ref()?;
-        self.reader.as_ref()?.lock().unwrap().get(key, hash)
+        self.reader.as_ref()?.lock().unwrap().lookup(key, hash)
     }
 }
 

@@ -27,7 +27,7 @@ pub(super) struct Learner {
     /// When the run started: a file first reported later but changed since may not
     /// be the code that ran.
     since: SystemTime,
-    held: HashMap<u64, (SampleHash, String)>,
+    held: HashMap<u64, (SampleHash, Outcome)>,
     /// False once the run learned of a file it cannot vouch for (changed during the
     /// run, or gone): its outcomes are shown but not stored.
     storing: bool,
@@ -59,9 +59,9 @@ impl Learner {
         })
     }
 
-    /// Keeps an outcome (as JSON) until its batch is answered.
-    fn hold(&mut self, id: u64, hash: SampleHash, text: String) {
-        self.held.insert(id, (hash, text));
+    /// Keeps an outcome until its batch is answered.
+    fn hold(&mut self, id: u64, hash: SampleHash, outcome: Outcome) {
+        self.held.insert(id, (hash, outcome));
     }
 
     /// A batch was answered: learn what it imported, then store its outcomes.
@@ -78,9 +78,10 @@ impl Learner {
             self.key = key;
         }
         for id in ids {
-            if let Some((hash, text)) = self.held.remove(id) {
+            if let Some((hash, outcome)) = self.held.remove(id) {
                 if self.storing {
-                    self.writer.put_text(&self.key, &hash, text);
+                    // a job's id is its sample's index in the run's files
+                    self.writer.put_at(&self.key, &hash, *id, &outcome);
                 }
             }
         }
@@ -146,10 +147,9 @@ pub(super) fn hooks(
 ) -> (Sink, BatchDone) {
     let holder = learner.clone();
     let sink: Sink = Arc::new(move |id: u64, outcome: Outcome| {
-        let text = cacheable(&outcome)
-            .then(|| serde_json::to_string(&outcome).expect("outcomes serialize"));
-        if let (Some(hash), Some(text)) = (show(id, outcome), text) {
-            holder.lock().unwrap().hold(id, hash, text);
+        let kept = cacheable(&outcome).then(|| outcome.clone());
+        if let (Some(hash), Some(kept)) = (show(id, outcome), kept) {
+            holder.lock().unwrap().hold(id, hash, kept);
         }
     });
     let on_done: BatchDone = Arc::new(move |ids, files, packages| {

@@ -11,6 +11,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+mod results;
+pub use results::CacheReader;
+use results::Write;
+
 /// Identifies one version of an evaluator's code, style, kwargs and interpreter.
 pub type CodeKey = [u8; 32];
 /// Identifies one sample line's content.
@@ -18,20 +22,16 @@ pub type SampleHash = [u8; 16];
 /// A stored baseline: outcomes by (evaluator name, sample hash).
 pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
-const SCHEMA_VERSION: i64 = 3;
-/// Rows per commit at most. The results table is keyed by hashes, so rows land on
-/// random pages: a commit writes every page it touched to the WAL, and fewer, larger
-/// commits touch each page fewer times (measured: 2,000 rows every 100 ms made the
-/// writer's I/O cost more than the evaluations). A batch is held in memory while it
-/// is committed (~300 bytes a row), so this also bounds the writer's memory.
+const SCHEMA_VERSION: i64 = 4;
+/// Writes per commit at most. Rows are appended, but each also enters the index by
+/// sample hash at a random place: fewer, larger commits write each index page to
+/// the WAL fewer times. A batch (and up to one more held for ordering) is in memory
+/// while it is committed (~300 bytes a row), so this also bounds the writer's memory.
 const WRITE_BATCH: usize = 20_000;
 /// Writes queued for the writer thread at most: past that, `put` waits for the
 /// writer to take some (a run that evaluates faster than SQLite stores would
 /// otherwise queue every result of a huge file in memory).
 const WRITE_QUEUE: usize = 8_192;
-/// How long queued rows wait for more before they are committed (a kill loses at most
-/// this much work; it never corrupts the file).
-const WRITE_EVERY: Duration = Duration::from_millis(500);
 /// Page cache of the writer's connection, in KiB (SQLite's default is 2 MB: too small
 /// to keep the pages a commit touches between two commits).
 const WRITER_CACHE_KIB: i64 = 8 * 1024;
@@ -120,31 +120,11 @@ impl Store {
         }
     }
 
-    /// Every cached outcome of one code version, by sample hash.
+    /// Every cached outcome of one code version, by sample hash (rows from another
+    /// version of rwb left out: they are evaluated again).
     pub fn results_for(&self, key: &CodeKey) -> Result<HashMap<SampleHash, Outcome>, StoreError> {
         let conn = self.conn.lock().unwrap();
-        let mut stmt = conn
-            .prepare_cached("SELECT sample_hash, outcome FROM results WHERE code_key = ?1")
-            .map_err(|e| self.fail(e))?;
-        let rows = stmt
-            .query_map(params![&key[..]], |row| {
-                let hash: Vec<u8> = row.get(0)?;
-                let text: String = row.get(1)?;
-                Ok((hash, text))
-            })
-            .map_err(|e| self.fail(e))?;
-        let mut out = HashMap::new();
-        for row in rows {
-            let (hash, text) = row.map_err(|e| self.fail(e))?;
-            let (Ok(hash), Ok(outcome)) = (
-                <SampleHash>::try_from(hash.as_slice()),
-                serde_json::from_str::<Outcome>(&text),
-            ) else {
-                continue; // a row from another version of rwb: evaluate again
-            };
-            out.insert(hash, outcome);
-        }
-        Ok(out)
+        results::all(&conn, key).map_err(|e| self.fail(e))
     }
 
     /// One cached outcome, by code version and sample hash (the workbench reads the
@@ -156,14 +136,7 @@ impl Store {
         sample: &SampleHash,
     ) -> Result<Option<Outcome>, StoreError> {
         let conn = self.conn.lock().unwrap();
-        let mut stmt = conn
-            .prepare_cached("SELECT outcome FROM results WHERE code_key = ?1 AND sample_hash = ?2")
-            .map_err(|e| self.fail(e))?;
-        let text: Option<String> = stmt
-            .query_row(params![&key[..], &sample[..]], |row| row.get(0))
-            .optional()
-            .map_err(|e| self.fail(e))?;
-        Ok(text.and_then(|t| serde_json::from_str(&t).ok()))
+        results::outcome(&conn, key, sample).map_err(|e| self.fail(e))
     }
 
     /// A reader of cached outcomes with its own connection, for a run to look its
@@ -174,10 +147,7 @@ impl Store {
             .map_err(|e| self.fail(e))?;
         conn.pragma_update(None, "mmap_size", READER_MMAP_BYTES)
             .map_err(|e| self.fail(e))?;
-        Ok(CacheReader {
-            conn,
-            left: std::cell::Cell::new(0),
-        })
+        Ok(CacheReader::new(conn))
     }
 
     /// Whether anything is stored under code `key` (a run neither opens a reader nor
@@ -185,12 +155,7 @@ impl Store {
     /// nothing.
     pub fn holds(&self, key: &CodeKey) -> bool {
         let conn = self.conn.lock().unwrap();
-        conn.query_row(
-            "SELECT 1 FROM results WHERE code_key = ?1 LIMIT 1",
-            params![&key[..]],
-            |_| Ok(()),
-        )
-        .is_ok()
+        results::holds(&conn, key).unwrap_or(false)
     }
 
     pub fn import_memo(&self, spec_key: &CodeKey) -> Option<ImportMemo> {
@@ -392,7 +357,7 @@ impl Store {
         let (tx, rx) = flume::bounded::<Write>(capacity);
         let handle = std::thread::Builder::new()
             .name("rwb-store".into())
-            .spawn(move || write_loop(conn, rx, batch))
+            .spawn(move || results::write_loop(results::Writer::new(conn), rx, batch))
             .map_err(|e| self.fail(e))?;
         Ok(StoreWriter {
             tx: Some(tx),
@@ -463,120 +428,13 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
              COMMIT;",
         )?;
     }
+    if version < 4 {
+        conn.execute_batch(&format!(
+            "BEGIN; {} PRAGMA user_version = 4; COMMIT;",
+            results::CREATE
+        ))?;
+    }
     Ok(conn)
-}
-
-/// What the background writer does, in the order it was asked.
-enum Write {
-    Put(CodeKey, SampleHash, String),
-    /// Every result stored under the first key moves to the second.
-    Rekey(CodeKey, CodeKey),
-}
-
-fn write_loop(mut conn: Connection, rx: flume::Receiver<Write>, batch: usize) {
-    let mut pending = Vec::with_capacity(1024);
-    loop {
-        let first = match rx.recv() {
-            Ok(row) => row,
-            Err(_) => return,
-        };
-        pending.push(first);
-        let deadline = std::time::Instant::now() + WRITE_EVERY;
-        while pending.len() < batch {
-            match rx.recv_deadline(deadline) {
-                Ok(row) => pending.push(row),
-                Err(_) => break,
-            }
-        }
-        sort_puts(&mut pending);
-        if let Err(e) = commit(&mut conn, &pending) {
-            eprintln!("rwb: could not write to the cache: {e}");
-        }
-        pending.clear();
-    }
-}
-
-/// Sorts each run of puts between two rekeys by key, so that one commit visits the
-/// table's pages in order (a rekey still sees exactly the puts queued before it).
-fn sort_puts(pending: &mut [Write]) {
-    for run in pending.split_mut(|w| matches!(w, Write::Rekey(..))) {
-        run.sort_by(|a, b| match (a, b) {
-            (Write::Put(ka, ha, _), Write::Put(kb, hb, _)) => (ka, ha).cmp(&(kb, hb)),
-            _ => std::cmp::Ordering::Equal,
-        });
-    }
-}
-
-/// Writes `pending` in one transaction. Of two puts of the same row the later one
-/// stays (the sort above is stable).
-fn commit(conn: &mut Connection, pending: &[Write]) -> rusqlite::Result<()> {
-    let tx = conn.transaction()?;
-    {
-        let mut put = tx.prepare_cached(
-            "INSERT OR REPLACE INTO results (code_key, sample_hash, outcome) VALUES (?1, ?2, ?3)",
-        )?;
-        let mut rekey =
-            tx.prepare_cached("UPDATE OR REPLACE results SET code_key = ?2 WHERE code_key = ?1")?;
-        for write in pending {
-            match write {
-                Write::Put(key, hash, text) => put.execute(params![&key[..], &hash[..], text])?,
-                Write::Rekey(from, to) => rekey.execute(params![&from[..], &to[..]])?,
-            };
-        }
-    }
-    tx.commit()
-}
-
-/// Looks cached outcomes up one at a time, on its own connection: a run keeps no
-/// cached outcome in memory longer than it takes to hand it on.
-pub struct CacheReader {
-    conn: Connection,
-    /// Lookups left in the current read transaction (0: none is open).
-    left: std::cell::Cell<usize>,
-}
-
-/// Lookups per read transaction: one transaction per lookup costs a file lock each;
-/// one for a whole run would hold every commit of the run's writer in the WAL.
-const READS_PER_SNAPSHOT: usize = 4096;
-
-impl CacheReader {
-    /// The outcome stored for `sample` under code `key`, or `None` (also for a row
-    /// that does not read as an outcome: one from another version of rwb, which is
-    /// then evaluated again). A read error counts as a miss.
-    pub fn get(&self, key: &CodeKey, sample: &SampleHash) -> Option<Outcome> {
-        self.renew_snapshot();
-        let mut stmt = self
-            .conn
-            .prepare_cached("SELECT outcome FROM results WHERE code_key = ?1 AND sample_hash = ?2")
-            .ok()?;
-        // decoded from SQLite's own buffer: no copy of the text per lookup
-        stmt.query_row(params![&key[..], &sample[..]], |row| {
-            Ok(row
-                .get_ref(0)?
-                .as_str()
-                .ok()
-                .and_then(|text| serde_json::from_str(text).ok()))
-        })
-        .optional()
-        .ok()??
-    }
-
-    /// Ends the read transaction after [`READS_PER_SNAPSHOT`] lookups and opens the
-    /// next, so the writer's commits become visible and can be checkpointed.
-    fn renew_snapshot(&self) {
-        match self.left.get() {
-            0 => {
-                if self.conn.execute_batch("BEGIN").is_ok() {
-                    self.left.set(READS_PER_SNAPSHOT);
-                }
-            }
-            1 => {
-                let _ = self.conn.execute_batch("COMMIT");
-                self.left.set(0);
-            }
-            n => self.left.set(n - 1),
-        }
-    }
 }
 
 /// Queues outcomes for the store; `finish` waits until they are on disk.
@@ -590,18 +448,34 @@ pub struct StoreWriter {
 }
 
 impl StoreWriter {
+    /// Stores an outcome after those queued before it.
     pub fn put(&self, key: &CodeKey, sample: &SampleHash, outcome: &Outcome) {
-        self.put_text(
-            key,
-            sample,
-            serde_json::to_string(outcome).expect("outcomes serialize"),
-        );
+        self.send(*key, *sample, None, outcome);
     }
 
-    /// [`StoreWriter::put`] of an outcome already written as JSON.
+    /// Stores the outcome of the sample at position `at` of a run's files (its
+    /// index): a code's rows are stored in this order, so that the next run over the
+    /// same files reads them back sequentially.
+    pub fn put_at(&self, key: &CodeKey, sample: &SampleHash, at: u64, outcome: &Outcome) {
+        self.send(*key, *sample, Some(at), outcome);
+    }
+
+    /// [`StoreWriter::put`] of an outcome written as JSON; text that is not an
+    /// outcome is not stored.
     pub fn put_text(&self, key: &CodeKey, sample: &SampleHash, text: String) {
+        if let Ok(outcome) = serde_json::from_str(&text) {
+            self.send(*key, *sample, None, &outcome);
+        }
+    }
+
+    fn send(&self, key: CodeKey, hash: SampleHash, at: Option<u64>, outcome: &Outcome) {
         if let Some(tx) = &self.tx {
-            let _ = tx.send(Write::Put(*key, *sample, text));
+            let _ = tx.send(Write::Put {
+                key,
+                hash,
+                at,
+                row: results::Row::of(outcome),
+            });
         }
     }
 
@@ -633,6 +507,7 @@ impl Drop for StoreWriter {
 mod tests {
     use super::*;
     use crate::model::{EvalError, Outcome};
+    use results::READS_PER_SNAPSHOT;
 
     #[test]
     fn outcomes_survive_a_reopen() {
@@ -726,8 +601,16 @@ mod tests {
         let scored = Outcome::scored(0.5, Default::default());
         let writer = store.writer().unwrap();
         writer.put(&key, &[1u8; 16], &scored);
-        writer.put_text(&key, &[2u8; 16], "{\"from\": \"another rwb\"}".into());
+        writer.put(&key, &[2u8; 16], &scored);
         writer.finish();
+        // a row another version of rwb wrote, which this one cannot read
+        let conn = store.conn.lock().unwrap();
+        conn.execute(
+            "UPDATE results SET rest = '{\"metrics\": 5}' WHERE sample_hash = ?1",
+            params![&[2u8; 16][..]],
+        )
+        .unwrap();
+        drop(conn);
         let reader = store.reader().unwrap();
         assert_eq!(reader.get(&key, &[1u8; 16]), Some(scored.clone()));
         assert_eq!(reader.get(&key, &[2u8; 16]), None, "evaluated again");
