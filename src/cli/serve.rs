@@ -68,8 +68,13 @@ fn watch(session: &Session, tx: mpsc::UnboundedSender<Vec<PathBuf>>) -> Option<W
 
 /// Serves the saved code: imports it first (into warm workers), so that the port is
 /// closed only while the old server stops and the new one binds the same address.
+/// When no worker can start (the interpreter or the Ray cluster went away), the old
+/// server goes on, and rwb says why.
 async fn reload(session: &Session, old: Server, host: &str) -> Result<Server, Fail> {
-    session.prepare_all().await?;
+    if let Err(Fail::Usage(e)) = session.prepare_all().await {
+        eprintln!("rwb: cannot load the saved code ({e}); still serving the code before");
+        return Ok(old);
+    }
     let port = old.addr.port();
     old.shutdown().await;
     let server = crate::ship::serve::start(session, server_options(host, port))
