@@ -541,8 +541,11 @@ fn serve_and_the_workbench_score_on_ray_and_take_saved_code_there() {
     );
     drop(local);
 
+    // `[engine] ray` puts `rwb serve` on the cluster (the workbench below takes --ray)
     let cluster = Cluster::start(&python);
-    let served = Serving::start(&ws, &python, &["--ray", &cluster.address]);
+    let toml = format!("[engine]\nray = \"{}\"\n", cluster.address);
+    ws.write("rwb.toml", &toml);
+    let served = Serving::start(&ws, &python, &[]);
     let described = format!("rwb: Ray cluster {}: 2 nodes, 2 CPUs", cluster.address);
     assert!(
         served.log.lock().unwrap().contains(&described),

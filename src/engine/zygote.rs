@@ -235,6 +235,7 @@ impl Engine {
     /// it may hold was changed on disk since), so the next worker forks from a fresh
     /// interpreter. The old one is kept, with the workers it forked, until the engine
     /// is dropped. Starts nothing; returns whether it replaced one.
+    ///
     /// A Ray driver is told to retire: it forks no more and ends with the last
     /// worker it handed out (see [`super::ray`]).
     pub async fn restart_if_older(&self, changed: SystemTime) -> bool {
