@@ -527,6 +527,30 @@ fn wait_screen(tmux: &common::Tmux, what: &str, ok: impl Fn(&str) -> bool) -> St
     }
 }
 
+/// The Ray drivers (`rwb_ray.py`) that process `parent` started and that still run.
+fn ray_drivers_of(parent: u32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        // fields[0] is the state (Z: ended, not yet reaped), fields[1] the parent
+        if fields.get(1) == Some(&parent.to_string().as_str())
+            && fields.first() != Some(&"Z")
+            && String::from_utf8_lossy(&cmdline).contains("rwb_ray.py")
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
 #[test]
 fn serve_and_the_workbench_score_on_ray_and_take_saved_code_there() {
     let Some(python) = ray_python() else { return };
@@ -561,13 +585,38 @@ fn serve_and_the_workbench_score_on_ray_and_take_saved_code_there() {
         served.evaluate_until("cluster", answer, |_| true),
         local_where.replace("ran on local", "ran on ray")
     );
-    // a saved helper module reaches the cluster: the server restarts on it
+    // a saved helper module reaches the cluster: the server restarts on it (`length`
+    // is saved too, with a comment, so that no evaluator keeps a worker of the old
+    // driver)
     ws.write("metrics/cluster/value.py", "SCORE = 0.625\n");
+    ws.write(
+        "metrics/length/main.py",
+        &format!("{LENGTH_EVALUATOR}# saved\n"),
+    );
     let after = served.evaluate_until("cluster", answer, |b| !b.contains("0.375"));
     assert_eq!(
         after,
         r#"{"score":0.625,"is_score_valid":true,"reason":"ran on ray","metrics":{},"step_outputs":null,"error":null}"#
     );
+    // the driver that shipped the old code ends once the old server's workers are gone
+    // (those it left idle go with the new server's first requests)
+    let said = format!("rwb: serving the saved code on {}", served.url);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !served.log.lock().unwrap().contains(&said) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(served.evaluate_until("cluster", answer, |_| true), after);
+    assert_eq!(
+        served.evaluate_until("length", answer, |_| true),
+        local_length
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut drivers = ray_drivers_of(served.child.id());
+    while drivers.len() > 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        drivers = ray_drivers_of(served.child.id());
+    }
+    assert_eq!(drivers.len(), 1, "one Ray driver is left: {drivers:?}");
     drop(served);
 
     // the workbench, on the same cluster
