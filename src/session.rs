@@ -17,6 +17,38 @@ pub struct OpenOptions {
     /// `--jobs`; `None`: `rwb.toml`'s, else one per core.
     pub jobs: Option<usize>,
     pub no_cache: bool,
+    /// Whether evaluations may go to a Ray cluster.
+    pub ray: RayChoice,
+}
+
+/// Where a command's evaluations may run (SPEC §11). `rwb run`, `rwb serve` and the
+/// workbench take `--ray ADDRESS`, else `rwb.toml`'s `[engine] ray`; the other
+/// commands always run locally.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum RayChoice {
+    /// Locally, whatever `rwb.toml` says.
+    #[default]
+    Never,
+    /// On the cluster `[engine] ray` names, if it names one.
+    Configured,
+    /// On the cluster at this address (`--ray`).
+    Address(String),
+}
+
+impl RayChoice {
+    /// `--ray ADDRESS` when given, else what `rwb.toml` says.
+    pub fn from_flag(flag: Option<String>) -> RayChoice {
+        flag.map_or(RayChoice::Configured, RayChoice::Address)
+    }
+
+    /// The Ray address chosen for `workspace`, if any.
+    fn address(&self, workspace: &Workspace) -> Result<Option<String>, Fail> {
+        match self {
+            RayChoice::Never => Ok(None),
+            RayChoice::Configured => workspace.config.ray().map_err(Fail::Usage),
+            RayChoice::Address(address) => Ok(Some(address.clone())),
+        }
+    }
 }
 
 /// A failure that ends a command before or instead of its results.
@@ -46,7 +78,9 @@ pub struct Session {
 
 impl Session {
     /// Loads the workspace and opens the cache (a broken cache is reported and skipped,
-    /// never fatal: results are still computed).
+    /// never fatal: results are still computed). On Ray (see [`RayChoice`]) the
+    /// engine is the cluster's, whose driver starts with the first worker or with
+    /// [`Session::join_ray`].
     pub fn open(dir: PathBuf, options: &OpenOptions) -> Result<Session, Fail> {
         let workspace = Workspace::load(&dir, &options.overrides)?;
         let jobs = options.jobs.or(workspace.config.jobs).unwrap_or_else(|| {
@@ -54,8 +88,12 @@ impl Session {
                 .map(|n| n.get())
                 .unwrap_or(2)
         });
-        let engine = Engine::new(workspace.python.clone(), workspace.root.clone())
-            .map_err(|e| Fail::Usage(format!("cannot prepare the worker runtime folder: {e}")))?;
+        let (python, root) = (workspace.python.clone(), workspace.root.clone());
+        let engine = match options.ray.address(&workspace)? {
+            Some(address) => Engine::on_ray(python, root, address),
+            None => Engine::new(python, root),
+        }
+        .map_err(|e| Fail::Usage(format!("cannot prepare the worker runtime folder: {e}")))?;
         let store = if options.no_cache {
             None
         } else {
@@ -75,19 +113,22 @@ impl Session {
         })
     }
 
-    /// Moves the session's evaluations onto the Ray cluster at `address`: starts the
-    /// driver (a missing `ray` or an unreachable cluster is a usage error) and sizes
-    /// the pool to `jobs`, else `rwb.toml`'s, else the cluster's CPUs.
-    pub async fn use_ray(&mut self, address: String, jobs: Option<usize>) -> Result<RayInfo, Fail> {
-        let workspace = &self.workspace;
-        let engine = Engine::on_ray(workspace.python.clone(), workspace.root.clone(), address)
-            .map_err(|e| Fail::Usage(format!("cannot prepare the worker runtime folder: {e}")))?;
+    /// On Ray: starts the driver now (a missing `ray` or an unreachable cluster is a
+    /// usage error, said before anything runs) and sizes the pool to `jobs`, else
+    /// `rwb.toml`'s, else the cluster's CPUs. Returns the cluster; `None` locally.
+    pub async fn join_ray(&mut self, jobs: Option<usize>) -> Result<Option<RayInfo>, Fail> {
+        let engine = self.runner.engine().clone();
+        if engine.ray().is_none() {
+            return Ok(None);
+        }
         engine.info().await?;
         let info = engine.cluster().unwrap_or_default();
-        let jobs = jobs.or(workspace.config.jobs).unwrap_or(info.cpus.max(1));
+        let jobs = jobs
+            .or(self.workspace.config.jobs)
+            .unwrap_or(info.cpus.max(1));
         let store = self.runner.store().cloned();
         self.runner = Arc::new(Runner::new(Arc::new(Pool::new(engine, jobs)), store));
-        Ok(info)
+        Ok(Some(info))
     }
 
     /// Prepares every evaluator concurrently. A missing interpreter is fatal (exit 2).

@@ -391,3 +391,275 @@ fn an_interpreter_without_ray_is_a_usage_error_that_says_how_to_install_it() {
         );
     }
 }
+
+/// Says where it ran (in a Ray task `ray` is imported and connected; in a local worker
+/// it is not) and scores with a helper module's constant, so that a save of the
+/// helper shows whether the whole workspace reached the cluster again.
+const WHERE: &str = r#"
+import sys
+import value
+
+def evaluate(messages, **kwargs):
+    ray = sys.modules.get("ray")
+    place = "ray" if ray is not None and ray.is_initialized() else "local"
+    return {"score": value.SCORE, "reason": "ran on " + place}
+"#;
+
+fn where_workspace() -> Ws {
+    Ws::new(&[
+        ("metrics/cluster/main.py", WHERE),
+        ("metrics/cluster/value.py", "SCORE = 0.375\n"),
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &common::samples(3)),
+    ])
+}
+
+/// A running `rwb serve DIR --port 0 --python PYTHON ARGS`, killed on drop.
+struct Serving {
+    child: std::process::Child,
+    url: String,
+    log: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Serving {
+    fn start(ws: &Ws, python: &Path, args: &[&str]) -> Serving {
+        use std::io::BufRead;
+        let mut child = Command::new(RWB)
+            .args(["serve", ws.path().to_str().unwrap(), "--port", "0"])
+            .arg("--python")
+            .arg(python)
+            .args(args)
+            .env_remove("VIRTUAL_ENV")
+            .env_remove("RAY_ADDRESS")
+            .env_remove("RK_ENDPOINT_API_KEY")
+            .env("RAY_AUTH_MODE", AUTH_MODE)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("rwb serve starts");
+        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+        let log = std::sync::Arc::<std::sync::Mutex<Vec<String>>>::default();
+        let mut line = String::new();
+        let url = loop {
+            line.clear();
+            if err.read_line(&mut line).unwrap_or(0) == 0 {
+                let said = log.lock().unwrap().join("\n");
+                panic!("rwb serve did not start:\n{said}");
+            }
+            log.lock().unwrap().push(line.trim_end().to_string());
+            if let Some(rest) = line.split("serving on ").nth(1) {
+                break rest.split_whitespace().next().unwrap().to_string();
+            }
+        };
+        let sink = log.clone();
+        std::thread::spawn(move || {
+            for line in err.lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line);
+            }
+        });
+        Serving { child, url, log }
+    }
+
+    /// `POST /evaluate/NAME` with a sample whose answer is `answer`: (status, body),
+    /// or `None` while nothing listens (the server restarting on saved code).
+    fn evaluate(&self, name: &str, answer: &str) -> Option<(u16, String)> {
+        use std::io::{Read, Write};
+        let body = serde_json::json!({"messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": answer},
+        ]})
+        .to_string();
+        let mut stream = std::net::TcpStream::connect(common::authority(&self.url)).ok()?;
+        stream
+            .set_read_timeout(Some(std::time::Duration::from_secs(120)))
+            .unwrap();
+        let request = format!(
+            "POST /evaluate/{name} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(request.as_bytes()).ok()?;
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).ok()?;
+        let status = answer.split_whitespace().nth(1)?.parse().ok()?;
+        Some((status, answer.split_once("\r\n\r\n")?.1.to_string()))
+    }
+
+    /// Asks until the answer satisfies `ok` (within two minutes: a Ray driver
+    /// starts and ships the workspace), and returns it.
+    fn evaluate_until(&self, name: &str, answer: &str, ok: impl Fn(&str) -> bool) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let got = self.evaluate(name, answer);
+            if let Some((200, body)) = &got {
+                if ok(body) {
+                    return body.clone();
+                }
+            }
+            if std::time::Instant::now() > deadline {
+                let said = self.log.lock().unwrap().join("\n");
+                panic!("no such answer from /evaluate/{name}: last {got:?}; rwb said:\n{said}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+    }
+}
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Waits (up to two minutes: Ray drivers and workers start slowly on a busy machine)
+/// until the workbench's screen satisfies `ok`; fails with the last screen.
+fn wait_screen(tmux: &common::Tmux, what: &str, ok: impl Fn(&str) -> bool) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    loop {
+        let screen = tmux.screen();
+        if ok(&screen) {
+            return screen;
+        }
+        if std::time::Instant::now() > deadline {
+            panic!("timed out waiting for {what}; the screen was:\n{screen}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The Ray drivers (`rwb_ray.py`) that process `parent` started and that still run.
+fn ray_drivers_of(parent: u32) -> Vec<i32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let Some((_, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        // fields[0] is the state (Z: ended, not yet reaped), fields[1] the parent
+        if fields.get(1) == Some(&parent.to_string().as_str())
+            && fields.first() != Some(&"Z")
+            && String::from_utf8_lossy(&cmdline).contains("rwb_ray.py")
+        {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[test]
+fn serve_and_the_workbench_score_on_ray_and_take_saved_code_there() {
+    let Some(python) = ray_python() else { return };
+    let ws = where_workspace();
+    let answer = "forty-two";
+    let local = Serving::start(&ws, &python, &[]);
+    let local_length = local.evaluate_until("length", answer, |_| true);
+    let local_where = local.evaluate_until("cluster", answer, |_| true);
+    assert_eq!(
+        local_where,
+        r#"{"score":0.375,"is_score_valid":true,"reason":"ran on local","metrics":{},"step_outputs":null,"error":null}"#
+    );
+    drop(local);
+
+    // `[engine] ray` puts `rwb serve` on the cluster (the workbench below takes --ray)
+    let cluster = Cluster::start(&python);
+    let toml = format!("[engine]\nray = \"{}\"\n", cluster.address);
+    ws.write("rwb.toml", &toml);
+    let served = Serving::start(&ws, &python, &[]);
+    let described = format!("rwb: Ray cluster {}: 2 nodes, 2 CPUs", cluster.address);
+    assert!(
+        served.log.lock().unwrap().contains(&described),
+        "{:?}",
+        served.log
+    );
+    // the same answers as a local server, computed in Ray tasks
+    assert_eq!(
+        served.evaluate_until("length", answer, |_| true),
+        local_length
+    );
+    assert_eq!(
+        served.evaluate_until("cluster", answer, |_| true),
+        local_where.replace("ran on local", "ran on ray")
+    );
+    // a saved helper module reaches the cluster: the server restarts on it (`length`
+    // is saved too, with a comment, so that no evaluator keeps a worker of the old
+    // driver)
+    ws.write("metrics/cluster/value.py", "SCORE = 0.625\n");
+    ws.write(
+        "metrics/length/main.py",
+        &format!("{LENGTH_EVALUATOR}# saved\n"),
+    );
+    let after = served.evaluate_until("cluster", answer, |b| !b.contains("0.375"));
+    assert_eq!(
+        after,
+        r#"{"score":0.625,"is_score_valid":true,"reason":"ran on ray","metrics":{},"step_outputs":null,"error":null}"#
+    );
+    // the driver that shipped the old code ends once the old server's workers are gone
+    // (those it left idle go with the new server's first requests)
+    let said = format!("rwb: serving the saved code on {}", served.url);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !served.log.lock().unwrap().contains(&said) && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_eq!(served.evaluate_until("cluster", answer, |_| true), after);
+    assert_eq!(
+        served.evaluate_until("length", answer, |_| true),
+        local_length
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let mut drivers = ray_drivers_of(served.child.id());
+    while drivers.len() > 1 && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(250));
+        drivers = ray_drivers_of(served.child.id());
+    }
+    assert_eq!(drivers.len(), 1, "one Ray driver is left: {drivers:?}");
+    drop(served);
+
+    // the workbench, on the same cluster
+    let command = format!(
+        "RAY_AUTH_MODE={AUTH_MODE} {RWB} --python {} --ray {}",
+        python.display(),
+        cluster.address
+    );
+    let tmux = common::Tmux::start(&ws, 150, 40, &command);
+    let screen = wait_screen(&tmux, "the scores computed on Ray", |s| {
+        s.contains("0.625") && s.contains("ran on ray") && s.contains("ray (2 nodes)")
+    });
+    assert!(!screen.contains("ran on local"), "{screen}");
+    ws.write("metrics/cluster/value.py", "SCORE = 0.875\n");
+    let screen = wait_screen(&tmux, "the saved code's scores, from Ray", |s| {
+        s.contains("0.875") && s.contains("ran on ray") && !s.contains("0.625")
+    });
+    assert!(screen.contains("ray (2 nodes)"), "{screen}");
+    tmux.keys(&["q"]);
+}
+
+#[test]
+fn the_workbench_refuses_a_cluster_it_cannot_use_and_says_why() {
+    // an address nobody answers on; `python3` when no interpreter with `ray` is known
+    let python = ray_python().unwrap_or_else(|| PathBuf::from("python3"));
+    let ws = where_workspace();
+    let address = format!("127.0.0.1:{}", free_port());
+    let command = format!(
+        "sh -c '{RWB} --python {} --ray {address}; echo \"exit code $?\"; sleep 60'",
+        python.display()
+    );
+    let tmux = common::Tmux::start(&ws, 200, 20, &command);
+    let screen = wait_screen(&tmux, "the refusal", |s| s.contains("exit code"));
+    assert!(screen.contains("exit code 2"), "{screen}");
+    let has_ray = Command::new(&python)
+        .args(["-c", "import ray"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let said = if has_ray {
+        format!("rwb: cannot reach the Ray cluster at {address} (Connection refused): is `ray start --head` running there?")
+    } else {
+        "rwb: Ray is not installed in ".to_string()
+    };
+    assert!(screen.contains(&said), "{screen}");
+    assert!(!screen.contains("0.375"), "no run started:\n{screen}");
+}

@@ -892,3 +892,42 @@ async fn serving_a_url_evaluator_passes_requests_on_to_its_endpoint() {
     assert_eq!(direct["score"], 0.12);
     assert_eq!(passed, direct);
 }
+
+#[tokio::test]
+async fn a_saved_evaluator_is_served_with_its_new_code_on_the_same_address() {
+    let ws = workspace("");
+    let s = Served::start(&ws, &[]);
+    let c = client();
+    let score = |c: reqwest::Client, url: String| async move {
+        let r = c.post(url).json(&body("x")).send().await.ok()?;
+        let v: Value = r.json().await.ok()?;
+        Some((v["score"].clone(), v["reason"].clone()))
+    };
+    let url = format!("{}/evaluate/half", s.url);
+    assert_eq!(
+        score(c.clone(), url.clone()).await,
+        Some((json!(0.5), json!("always half")))
+    );
+    ws.write(
+        "metrics/half/main.py",
+        "def evaluate(messages, **kwargs):\n    return {'score': 0.25, 'reason': 'saved'}\n",
+    );
+    // the server restarts on the saved code; until then it answers as before (or,
+    // for the moment it rebinds, not at all)
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let mut last = None;
+    while Instant::now() < deadline {
+        last = score(c.clone(), url.clone()).await;
+        if last == Some((json!(0.25), json!("saved"))) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(last, Some((json!(0.25), json!("saved"))));
+    let said = format!("rwb: serving the saved code on {}", s.url);
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !s.log.lock().unwrap().contains(&said) && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(s.log.lock().unwrap().contains(&said), "{:?}", s.log);
+}

@@ -34,6 +34,10 @@ pub struct Cli {
     dir: Option<PathBuf>,
     #[command(flatten)]
     shared: Shared,
+    /// Run the workbench's evaluations on the Ray cluster at ADDRESS (`auto`:
+    /// RAY_ADDRESS or a local cluster); overrides rwb.toml's `[engine] ray`.
+    #[arg(long, value_name = "ADDRESS", value_parser = parse_ray_address)]
+    ray: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -172,6 +176,10 @@ pub struct ServeArgs {
     /// Port to listen on (default 8001; 0 picks a free one).
     #[arg(long)]
     pub port: Option<u16>,
+    /// Score requests on the Ray cluster at ADDRESS (`auto`: RAY_ADDRESS or a local
+    /// cluster); overrides rwb.toml's `[engine] ray`.
+    #[arg(long, value_name = "ADDRESS", value_parser = parse_ray_address)]
+    pub ray: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -250,6 +258,7 @@ impl Shared {
             overrides: self.overrides(),
             jobs: self.jobs,
             no_cache: self.no_cache,
+            ray: crate::session::RayChoice::Never,
         }
     }
 }
@@ -302,7 +311,9 @@ pub fn main() -> ExitCode {
         None => {
             let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
-                block_on(crate::workbench::open(dir, cli.shared.open_options()))
+                let mut options = cli.shared.open_options();
+                options.ray = crate::session::RayChoice::from_flag(cli.ray);
+                block_on(crate::workbench::open(dir, options))
             } else {
                 // not a terminal (a pipe, CI): print what `rwb run` prints
                 let args = RunArgs {
@@ -314,7 +325,7 @@ pub fn main() -> ExitCode {
                     save_baseline: None,
                     baseline: None,
                     max_regressions: None,
-                    ray: None,
+                    ray: cli.ray,
                 };
                 block_on(run::run(args))
             }

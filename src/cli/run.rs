@@ -4,6 +4,7 @@ use super::output::{BaselineCmp, Printer};
 use super::progress::Progress;
 use super::{Fail, RunArgs, Session};
 use crate::runner::Event;
+use crate::session::RayChoice;
 use crate::store::Store;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,9 +19,13 @@ const PLACEMENT_WIDTH: usize = 48;
 pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let started = Instant::now();
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let mut session = Session::open(dir, &args.shared.open_options())?;
+    let mut options = args.shared.open_options();
+    options.ray = RayChoice::from_flag(args.ray.clone());
+    let mut session = Session::open(dir, &options)?;
     super::print_warnings(&session.workspace);
-    use_ray_if_asked(&mut session, &args).await?;
+    if let Some(cluster) = session.join_ray(args.shared.jobs).await? {
+        eprintln!("rwb: {}", cluster.describe());
+    }
     let prepared = session.prepare_all().await?;
     let names: Vec<String> = prepared.iter().map(|p| p.spec.name.clone()).collect();
     let labels: Vec<String> = session
@@ -154,19 +159,6 @@ async fn forward(mut events: mpsc::UnboundedReceiver<Event>, to: SyncSender<Vec<
             return; // the printer is gone: its failure is reported when it is joined
         }
     }
-}
-
-/// `--ray ADDRESS` or `[engine] ray`: the run's workers become Ray tasks.
-async fn use_ray_if_asked(session: &mut Session, args: &RunArgs) -> Result<(), Fail> {
-    let ray = match args.ray.clone() {
-        Some(address) => Some(address),
-        None => session.workspace.config.ray().map_err(Fail::Usage)?,
-    };
-    if let Some(address) = ray {
-        let cluster = session.use_ray(address, args.shared.jobs).await?;
-        eprintln!("rwb: {}", cluster.describe());
-    }
-    Ok(())
 }
 
 /// `--baseline NAME`: the saved outcomes to compare with, or a usage error naming

@@ -8,8 +8,20 @@
 
 use serde::Deserialize;
 use std::path::Path;
-use std::time::Duration;
-use tokio::process::Command;
+use std::time::{Duration, SystemTime};
+use tokio::io::AsyncWriteExt;
+use tokio::process::{ChildStdin, Command};
+
+/// Names (of folders or files, at any depth) the driver does not ship to the cluster
+/// (`EXCLUDES` in `python/rwb_ray.py`): a change there needs no new driver.
+const NOT_SHIPPED: [&str; 6] = [
+    ".rwb",
+    ".git",
+    "__pycache__",
+    ".venv",
+    "venv",
+    "node_modules",
+];
 
 /// How long rwb waits for a Ray worker's next line before it gives up on it. Ray
 /// holds a task to the evaluation timeout itself (the driver cancels one that
@@ -61,9 +73,85 @@ pub(super) fn driver_command(
     command
 }
 
+/// Tells a driver that a newer one took its place: it forks no more workers and
+/// ends with the last one it handed out. A driver that already ended cannot hear it.
+pub(super) async fn retire(stdin: &mut ChildStdin) {
+    let _ = stdin.write_all(b"{\"op\":\"retire\"}\n").await;
+    let _ = stdin.flush().await;
+}
+
+/// When a file the driver ships from the workspace at `root` last changed (the
+/// newest modification time of any file or folder in it), or `None` for an
+/// unreadable workspace. Symbolic links are not followed.
+pub(super) fn newest_change(root: &Path) -> Option<SystemTime> {
+    let mut newest = std::fs::symlink_metadata(root).ok()?.modified().ok();
+    let mut folders = vec![root.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if NOT_SHIPPED.iter().any(|n| entry.file_name() == *n) {
+                continue;
+            }
+            let Ok(meta) = entry.metadata() else { continue };
+            if meta.is_dir() {
+                folders.push(entry.path());
+            }
+            newest = newest.max(meta.modified().ok());
+        }
+    }
+    newest
+}
+
 #[cfg(test)]
 mod tests {
-    use super::RayInfo;
+    use super::{newest_change, RayInfo};
+    use std::time::{Duration, SystemTime};
+
+    #[test]
+    fn a_change_counts_where_the_driver_ships_it_and_not_elsewhere() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for folder in ["metrics/a", ".rwb", "metrics/a/__pycache__"] {
+            std::fs::create_dir_all(root.join(folder)).unwrap();
+        }
+        let long_ago = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000);
+        let recently = SystemTime::UNIX_EPOCH + Duration::from_secs(2_000_000);
+        let stamp = |rel: &str, at: SystemTime| {
+            let path = root.join(rel);
+            if !path.exists() {
+                std::fs::write(&path, "x").unwrap();
+            }
+            std::fs::File::options()
+                .write(path.is_file())
+                .read(true)
+                .open(&path)
+                .unwrap()
+                .set_modified(at)
+                .unwrap();
+        };
+        for rel in [
+            "metrics/a/main.py",
+            "metrics/a",
+            "metrics",
+            ".",
+            ".rwb",
+            "metrics/a/__pycache__",
+        ] {
+            stamp(rel, long_ago);
+        }
+        stamp(".rwb/cache.sqlite", recently);
+        stamp("metrics/a/__pycache__/main.pyc", recently);
+        assert_eq!(
+            newest_change(root),
+            Some(long_ago),
+            "the cache and bytecode are not shipped"
+        );
+        stamp("metrics/a/main.py", recently);
+        assert_eq!(newest_change(root), Some(recently));
+        assert_eq!(newest_change(&root.join("missing")), None);
+    }
 
     #[test]
     fn the_summary_line_counts_nodes_and_cpus() {

@@ -235,15 +235,35 @@ impl Engine {
     /// it may hold was changed on disk since), so the next worker forks from a fresh
     /// interpreter. The old one is kept, with the workers it forked, until the engine
     /// is dropped. Starts nothing; returns whether it replaced one.
+    ///
+    /// A Ray driver is told to retire: it forks no more and ends with the last
+    /// worker it handed out (see [`super::ray`]).
     pub async fn restart_if_older(&self, changed: SystemTime) -> bool {
         let mut guard = self.shared.zygote.lock().await;
         if guard.as_ref().is_none_or(|z| z.started > changed) {
             return false;
         }
-        if let Some(old) = guard.take() {
-            self.shared.retired.lock().unwrap().push(old);
+        if let Some(mut old) = guard.take() {
+            if self.shared.ray.is_some() {
+                super::ray::retire(&mut old.stdin).await;
+            }
+            let mut retired = self.shared.retired.lock().unwrap();
+            // those that ended (a retired Ray driver after its last worker) go
+            retired.retain_mut(|z| matches!(z.child.try_wait(), Ok(None)));
+            retired.push(old);
         }
         true
+    }
+
+    /// On Ray: replaces the driver when a file of the workspace changed after it
+    /// started (it shipped the workspace as it was then), so that the worker about to
+    /// be handed out runs the code on disk on every node.
+    async fn reship_if_changed(&self) {
+        let root = self.shared.root.clone();
+        let newest = tokio::task::spawn_blocking(move || super::ray::newest_change(&root)).await;
+        if let Ok(Some(changed)) = newest {
+            self.restart_if_older(changed).await;
+        }
     }
 
     /// The last lines the workers wrote to stderr (outside of evaluations).
@@ -255,6 +275,9 @@ impl Engine {
     /// Forks a worker for `spec` and waits until it imported the evaluator.
     pub async fn spawn_worker(&self, spec: &EvaluatorSpec) -> Result<Worker, EngineError> {
         let token = self.shared.next_token.fetch_add(1, Ordering::Relaxed);
+        if self.shared.ray.is_some() {
+            self.reship_if_changed().await;
+        }
         let (tx, rx) = oneshot::channel();
         self.shared.pending.lock().unwrap().insert(token, tx);
         let command = self.fork_command(token, spec);

@@ -2,7 +2,7 @@
 //! watched.
 
 use super::Live;
-use crate::session::{Fail, Session};
+use crate::session::{Fail, RayChoice, Session};
 use crate::ui::app::{EvaluatorInfo, Msg, RunState};
 use crate::workspace::{Watcher, Workspace};
 use std::path::{Path, PathBuf};
@@ -167,7 +167,11 @@ impl Live {
             .map(|e| e.source.folder())
             .ne(old.evaluators.iter().map(|e| e.source.folder()))
             || new.samples != old.samples;
-        if new.python != old.python {
+        // another interpreter, or `[engine] ray` moved: another engine (on Ray, its
+        // driver starts with the next run, which says so should it fail)
+        let ray_moved =
+            self.options.ray == RayChoice::Configured && new.config.ray() != old.config.ray();
+        if new.python != old.python || ray_moved {
             match Session::open(new.root.clone(), &self.options) {
                 Ok(mut s) => {
                     self.ship.columns.arrange(&mut s.workspace.evaluators);

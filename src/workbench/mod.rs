@@ -54,7 +54,13 @@ const FRAME_BUDGET: Duration = Duration::from_millis(12);
 
 /// Opens the workbench on `dir`.
 pub async fn open(dir: PathBuf, options: OpenOptions) -> Result<ExitCode, Fail> {
-    let session = Session::open(dir, &options)?;
+    let mut session = Session::open(dir, &options)?;
+    // On Ray the driver joins the cluster before the terminal is taken: a missing
+    // `ray` or an unreachable cluster ends here with its message (exit 2).
+    if let Some(address) = session.runner.engine().ray() {
+        eprintln!("rwb: joining the Ray cluster {address}…");
+    }
+    let cluster = session.join_ray(options.jobs).await?;
     let user = UserConfig::load();
     let theme_name = session
         .workspace
@@ -71,6 +77,9 @@ pub async fn open(dir: PathBuf, options: OpenOptions) -> Result<ExitCode, Fail> 
         None => Keymap::default(),
     };
     let mut live = Live::new(session, options, keymap);
+    if let Some(cluster) = cluster {
+        live.app.update(Msg::Notice(cluster.describe()));
+    }
     if let Some(e) = theme_error.or(user.error.clone()) {
         live.app.update(Msg::Notice(e));
     }

@@ -231,6 +231,33 @@ class DriverHelpersTest(unittest.TestCase):
             "4's row without its batch's end, 5 blamed, then the proxy retires (6 runs again in rwb)",
         )
 
+    def test_a_retired_driver_starts_no_more_proxies_and_waits_for_those_it_has(self):
+        import threading
+
+        release = threading.Event()
+        started = []
+
+        def start(command):
+            started.append(command["token"])
+            thread = threading.Thread(target=release.wait)
+            thread.start()
+            return thread
+
+        forks = D.Forks(start)
+        self.assertFalse(forks.take({"op": "fork", "token": 1}))
+        self.assertFalse(forks.take({"op": "preload", "modules": ["numpy"]}))
+        self.assertTrue(forks.take({"op": "retire"}))
+        self.assertFalse(forks.take({"op": "fork", "token": 2}))
+        self.assertFalse(forks.take({"op": "retire"}), "retired once")
+        self.assertEqual(started, [1])
+        waiter = threading.Thread(target=forks.wait)
+        waiter.start()
+        waiter.join(0.2)
+        self.assertTrue(waiter.is_alive(), "proxy 1 is still in use")
+        release.set()
+        waiter.join(5)
+        self.assertFalse(waiter.is_alive(), "the last proxy ended: so does the wait")
+
 
 if __name__ == "__main__":
     unittest.main()

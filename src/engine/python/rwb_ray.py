@@ -9,7 +9,10 @@ and speaks the same protocol to it (see rwb_worker.py): a ready line on stdout, 
 local cluster, else a new local one). ROOT, the workspace, is shipped to the cluster
 as the job's `working_dir`; rwb's worker code and bundled reward_kit go with it as
 the `rwb_remote` package (`py_modules`), used there only when the cluster has no
-reward_kit of its own.
+reward_kit of its own. The workspace is shipped once per driver: when a file in it
+changes, rwb starts a new driver (which ships it again) for the workers it needs from
+then on, and tells this one "retire": it takes no more forks and ends with its last
+proxy.
 
 A fork starts a proxy thread here instead of a process: it connects to rwb's socket
 like a worker, imports the evaluator in a Ray task (rwb_ray_task.load_task), and
@@ -361,15 +364,54 @@ def main(argv):
         "ray": cluster,
     }
     control.write(json.dumps(ready) + "\n")
-    for line in sys.stdin.buffer:
-        command = json.loads(line)
-        if command.get("op") != "fork":
-            continue  # preloading is for a local fork-server
+
+    def start(command):
         proxy = Proxy(ray, tasks, sock_path, command["token"], command["root"], command["evaluator"])
-        threading.Thread(target=proxy.run, daemon=True).start()
+        thread = threading.Thread(target=proxy.run, daemon=True)
+        thread.start()
+        return thread
+
+    forks = Forks(start)
+    for line in sys.stdin.buffer:
+        if forks.take(json.loads(line)):
+            threading.Thread(target=_end_when_done, args=(ray, forks), daemon=True).start()
     # rwb went away: the driver's exit ends its tasks (and a cluster it started)
     ray.shutdown()
     return 0
+
+
+class Forks:
+    """The proxies rwb's "fork" commands started. After "retire" (rwb started a driver
+    that shipped newer code) it starts no more, and `wait` returns once the proxies it
+    has are done: rwb closes each when it no longer needs that worker."""
+
+    def __init__(self, start):
+        self.start = start  # a fork command -> the proxy's started thread
+        self.threads = []
+        self.retired = False
+
+    def take(self, command):
+        """Carries out one command; True when it retired the driver."""
+        op = command.get("op")
+        if op == "fork" and not self.retired:
+            self.threads.append(self.start(command))
+        elif op == "retire" and not self.retired:
+            self.retired = True
+            return True
+        # anything else (preloading) is for a local fork-server
+        return False
+
+    def wait(self):
+        for thread in self.threads:
+            thread.join()
+
+
+def _end_when_done(ray, forks):
+    """A retired driver ends when its last proxy does, with its Ray job (and a local
+    cluster it started)."""
+    forks.wait()
+    ray.shutdown()
+    os._exit(0)
 
 
 if __name__ == "__main__":
