@@ -1,6 +1,7 @@
 //! Starting runs (aborting the one in flight) and taking their messages: prepared
 //! evaluators, results, the end; and the selected cell's outcome read from the store.
 
+use super::pacing::lands_on_screen;
 use super::runs::RunMsg;
 use super::{first, Live};
 use crate::model::Outcome;
@@ -57,21 +58,28 @@ impl Live {
         }
     }
 
-    /// A burst of run messages: its results reach the app as one update.
-    pub(super) fn on_runs(&mut self, burst: Vec<(u64, RunMsg)>) {
+    /// A burst of run messages: its results reach the app as one update. Returns
+    /// whether the burst changed what must be drawn at once: a result on a row on
+    /// screen, or a run's other news (prepared, finished, failed).
+    pub(super) fn on_runs(&mut self, burst: Vec<(u64, RunMsg)>) -> bool {
         let mut results = Vec::new();
+        let mut at_once = false;
         for (generation, msg) in burst {
             match msg {
-                RunMsg::Result(event) if generation == self.runs.generation() => {
-                    results.extend(self.landed(*event));
+                RunMsg::Results(events) if generation == self.runs.generation() => {
+                    self.landed(events, &mut results);
                 }
                 other => {
+                    at_once |= !matches!(other, RunMsg::Results(_));
+                    at_once |= lands_on_screen(&self.app, &results);
                     self.show_results(&mut results);
                     self.on_run(generation, other);
                 }
             }
         }
+        at_once |= lands_on_screen(&self.app, &results);
         self.show_results(&mut results);
+        at_once
     }
 
     fn show_results(&mut self, results: &mut Vec<Event>) {
@@ -80,19 +88,17 @@ impl Live {
         }
     }
 
-    /// The result when it is for the line the app holds at its place; else the
-    /// samples files changed behind the index, which is read again.
-    fn landed(&mut self, event: Event) -> Option<Event> {
-        let Event::Result { at, hash, .. } = &event;
-        let matches = self
-            .app
-            .samples
-            .get(at.index)
-            .is_some_and(|s| s.hash == *hash);
-        if !matches {
+    /// Keeps the results for the lines the app holds at their places; any other
+    /// means the samples files changed behind the index, which is read again.
+    fn landed(&mut self, events: Vec<Event>, into: &mut Vec<Event>) {
+        let (before, given) = (into.len(), events.len());
+        let samples = &self.app.samples;
+        into.extend(events.into_iter().filter(|Event::Result { at, hash, .. }| {
+            samples.get(at.index).is_some_and(|s| s.hash == *hash)
+        }));
+        if into.len() - before < given {
             self.resync();
         }
-        matches.then_some(event)
     }
 
     pub(super) fn on_run(&mut self, generation: u64, msg: RunMsg) {
@@ -112,10 +118,10 @@ impl Live {
                 }
                 self.app.update(Msg::Prepared(info));
             }
-            RunMsg::Result(event) => {
-                if let Some(event) = self.landed(*event) {
-                    self.app.update(Msg::Results(vec![event]));
-                }
+            RunMsg::Results(events) => {
+                let mut results = Vec::new();
+                self.landed(events, &mut results);
+                self.show_results(&mut results);
             }
             RunMsg::Finished => {
                 if !self.mismatched {

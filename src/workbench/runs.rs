@@ -8,12 +8,17 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
+/// Results forwarded in one message at most (a bound on the loop's burst).
+const FORWARD_MAX: usize = 4096;
+
 #[derive(Debug)]
 pub enum RunMsg {
     /// An evaluator's code key, style and imports are known (or its import failed).
     Prepared(usize, Box<Prepared>),
-    /// A result as the runner reports it, its evaluator numbered as in the workspace.
-    Result(Box<Event>),
+    /// Results as the runner reports them, their evaluators numbered as in the
+    /// workspace: every result already waiting is forwarded together, so a run of a
+    /// million samples is not a million messages to the loop.
+    Results(Vec<Event>),
     Finished,
     /// The samples files changed since they were indexed: the run stopped (index
     /// them again and run on the new index).
@@ -114,21 +119,28 @@ async fn run_group(
     let (numbers, ready): (Vec<usize>, Vec<Prepared>) = group.iter().cloned().unzip();
     let (etx, mut erx) = mpsc::unbounded_channel();
     let forward = async {
-        while let Some(Event::Result {
-            evaluator,
+        let renumber = |Event::Result {
+                            evaluator,
+                            at,
+                            hash,
+                            outcome,
+                            cached,
+                        }| Event::Result {
+            evaluator: numbers[evaluator],
             at,
             hash,
             outcome,
             cached,
-        }) = erx.recv().await
-        {
-            send(RunMsg::Result(Box::new(Event::Result {
-                evaluator: numbers[evaluator],
-                at,
-                hash,
-                outcome,
-                cached,
-            })));
+        };
+        while let Some(first) = erx.recv().await {
+            let mut results = vec![renumber(first)];
+            while results.len() < FORWARD_MAX {
+                match erx.try_recv() {
+                    Ok(event) => results.push(renumber(event)),
+                    Err(_) => break,
+                }
+            }
+            send(RunMsg::Results(results));
         }
     };
     let lines = index.lines();

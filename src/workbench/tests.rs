@@ -74,11 +74,12 @@ async fn settle_in_order(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -
                     if landed.0 != generation {
                         landed = (generation, Vec::new());
                     }
-                    if let RunMsg::Result(event) = &msg {
-                        let crate::runner::Event::Result { at, hash, .. } = &**event;
-                        let row = live.app.samples.get(at.index);
-                        if row.is_some_and(|s| s.hash == *hash) {
-                            landed.1.push(at.index);
+                    if let RunMsg::Results(events) = &msg {
+                        for crate::runner::Event::Result { at, hash, .. } in events {
+                            let row = live.app.samples.get(at.index);
+                            if row.is_some_and(|s| s.hash == *hash) {
+                                landed.1.push(at.index);
+                            }
                         }
                     }
                 }
