@@ -12,6 +12,7 @@ mod editor;
 mod effects;
 mod export;
 mod first;
+mod follow;
 mod indexing;
 mod pacing;
 mod running;
@@ -92,6 +93,8 @@ struct Live {
     index_tx: mpsc::UnboundedSender<(u64, Indexed)>,
     index_rx: mpsc::UnboundedReceiver<(u64, Indexed)>,
     index_generation: u64,
+    /// What the indexer said while results were taken (see `catch_up_index`).
+    index_later: Vec<Indexed>,
     /// The samples as last indexed: what runs are fed from.
     index: Arc<SampleIndex>,
     /// A run waits for the samples index (`Some` while one is being built).
@@ -140,6 +143,7 @@ impl Live {
             index_tx,
             index_rx,
             index_generation: 0,
+            index_later: Vec::new(),
             index: Arc::default(),
             pending_run: None,
             running_fresh: Vec::new(),

@@ -94,6 +94,11 @@ pub enum Msg {
     },
     /// The samples files were (re)read. Outcomes move with their sample's content.
     Samples(Vec<Sample>),
+    /// The next samples of a first load, in order (the list grows while the files are
+    /// read, and a run in flight counts them in).
+    MoreSamples(Vec<Sample>),
+    /// A first load given as `MoreSamples` is complete.
+    Loaded,
     /// The evaluators (at start and after `rwb.toml` changed). Outcomes move by name.
     Evaluators(Vec<EvaluatorInfo>),
     /// A run began for these evaluators; `stale` ones changed code.
@@ -130,7 +135,10 @@ impl Msg {
     /// Whether the message may change scores (what derived views such as the rank
     /// change key on; pinning a baseline counts too, see `pin_baseline`).
     fn changes_scores(&self) -> bool {
-        matches!(self, Msg::Samples(_) | Msg::Evaluators(_) | Msg::Results(_))
+        matches!(
+            self,
+            Msg::Samples(_) | Msg::MoreSamples(_) | Msg::Evaluators(_) | Msg::Results(_)
+        )
     }
 }
 
@@ -220,6 +228,9 @@ pub struct App {
     /// The statistics overlay's figures, computed when it opens and again when
     /// scores changed (never while drawing; see `stats.rs`).
     pub stats_report: Option<Vec<stats::EvaluatorStats>>,
+    /// A first load is still growing the list (`Msg::MoreSamples` until `Msg::Loaded`):
+    /// a run in flight is not done when it caught up with the samples read so far.
+    pub loading: bool,
     stats_stale: bool,
     /// The workbench reads outcomes back from the store: cells keep only scores (and
     /// errors); `false` (no store, tests) keeps every outcome whole.
@@ -292,6 +303,7 @@ impl App {
             dirty: true,
             view_stale: true,
             stats_report: None,
+            loading: false,
             stats_stale: true,
             store_details: false,
             selected_detail: None,
@@ -375,7 +387,15 @@ impl App {
                 self.samples_labels = labels;
                 self.forget_shown();
             }
-            Msg::Samples(samples) => self.replace_samples(samples),
+            Msg::Samples(samples) => {
+                self.loading = false;
+                self.replace_samples(samples);
+            }
+            Msg::MoreSamples(samples) => {
+                self.loading = true;
+                self.append_samples(samples);
+            }
+            Msg::Loaded => self.loaded(),
             Msg::Evaluators(evaluators) => self.replace_evaluators(evaluators),
             Msg::RunStarted { evaluators, stale } => self.run_started(&evaluators, &stale),
             Msg::Results(events) => {

@@ -294,6 +294,47 @@ fn statistics_are_computed_when_they_open_and_on_refresh_while_a_run_streams() {
 }
 
 #[test]
+fn a_first_load_grows_the_list_and_the_run_in_flight_counts_it_in() {
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["s.jsonl".into()],
+        Keymap::default(),
+        lines(),
+    );
+    app.update(Msg::Evaluators(vec![info("a")]));
+    app.update(Msg::RunStarted {
+        evaluators: vec![0],
+        stale: vec![],
+    });
+    let texts = ["alpha", "bravo", "charlie", "delta", "echo"];
+    let chunk = |range: std::ops::Range<usize>| {
+        Msg::MoreSamples(range.map(|i| sample(i, texts[i])).collect())
+    };
+    app.update(chunk(0..2));
+    assert_eq!((app.samples.len(), app.view.clone()), (2, vec![0, 1]));
+    assert_eq!(app.samples[1].cells.len(), 1, "a cell per evaluator");
+    app.update(result(0, 0, scored(0.1)));
+    app.update(result(0, 1, scored(0.2)));
+    assert_eq!(
+        app.evaluators[0].state,
+        RunState::Running { done: 2, total: 2 },
+        "caught up with the samples read so far, not done"
+    );
+    app.update(chunk(2..5));
+    assert_eq!(app.view, vec![0, 1, 2, 3, 4]);
+    assert_eq!(
+        app.evaluators[0].state,
+        RunState::Running { done: 2, total: 5 }
+    );
+    for i in 2..5 {
+        app.update(result(0, i, scored(0.3)));
+    }
+    app.update(Msg::Loaded);
+    assert_eq!(app.evaluators[0].state, RunState::Idle);
+    assert_eq!(app.samples[4].cells[0].score(), Some(0.3));
+}
+
+#[test]
 fn baseline_deltas_and_changed_only() {
     let mut app = app();
     app.update(key('b'));
