@@ -18,7 +18,7 @@ pub(super) struct Chunk {
     /// The sample index of the first entry.
     pub(super) start: usize,
     pub(super) entries: Vec<Entry>,
-    /// Why a sample is not usable (`BadSample`), by sample index.
+    /// Why a sample is not usable (`BadSample`), by sample index, in order.
     pub(super) bad: Vec<(usize, String)>,
 }
 
@@ -36,8 +36,9 @@ pub(super) struct FollowLines {
     chunks: mpsc::Receiver<Chunk>,
     files: Vec<SamplesFile>,
     chunk: Chunk,
-    /// Next entry of `chunk`.
+    /// Next entry of `chunk`, and next of its bad samples.
     next: usize,
+    next_bad: usize,
     /// The file being read: its number, reader and position.
     open: Option<(u32, BufReader<File>, u64)>,
 }
@@ -50,6 +51,7 @@ pub(super) fn follow(files: &[SamplesFile]) -> (ChunkSender, FollowLines) {
         files: files.to_vec(),
         chunk: Chunk::default(),
         next: 0,
+        next_bad: 0,
         open: None,
     };
     (tx, lines)
@@ -90,16 +92,18 @@ impl Iterator for FollowLines {
             // waits for the indexer, which reads far faster than a run evaluates
             self.chunk = self.chunks.recv().ok()?;
             self.next = 0;
+            self.next_bad = 0;
         }
         let e = self.chunk.entries[self.next];
         let index = self.chunk.start + self.next;
         self.next += 1;
-        let bad = self
-            .chunk
-            .bad
-            .iter()
-            .find(|(i, _)| *i == index)
-            .map(|(_, why)| why.clone());
+        let bad = match self.chunk.bad.get(self.next_bad) {
+            Some((i, why)) if *i == index => {
+                self.next_bad += 1;
+                Some(why.clone())
+            }
+            _ => None,
+        };
         let raw = match bad {
             Some(_) => String::new(), // a bad sample's text is not sent anywhere
             None => match self.read(&e) {
@@ -123,5 +127,84 @@ impl Iterator for FollowLines {
             hash: e.hash,
             bad,
         }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::workspace::{SampleIndex, SamplesReader};
+
+    /// The chunks an indexer of `files` would hand over, `size` lines each.
+    fn chunks(files: &[SamplesFile], size: usize) -> Vec<Chunk> {
+        let index = SampleIndex::build(files).unwrap();
+        (0..index.len())
+            .step_by(size)
+            .map(|start| {
+                let range = start..(start + size).min(index.len());
+                Chunk {
+                    start,
+                    entries: range.clone().map(|i| *index.entry(i).unwrap()).collect(),
+                    bad: range
+                        .filter_map(|i| Some((i, index.bad(i)?.to_string())))
+                        .collect(),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn lines_come_as_the_reader_read_them_bad_ones_included() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let good =
+            |i: usize| format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"{i}\"}}]}}");
+        let text: String = (0..7)
+            .map(|i| if i % 3 == 1 { "not json".to_string() } else { good(i) } + "\n")
+            .collect();
+        std::fs::write(&path, text).unwrap();
+        let files = vec![SamplesFile {
+            path,
+            label: "s.jsonl".into(),
+        }];
+        let (tx, lines) = follow(&files);
+        let sent = chunks(&files, 3);
+        assert_eq!(sent.len(), 3);
+        std::thread::spawn(move || sent.into_iter().for_each(|c| tx.send(c).unwrap()));
+        let got: Vec<SampleLine> = lines.map(Result::unwrap).collect();
+        let want: Vec<SampleLine> = SamplesReader::new(&files).map(Result::unwrap).collect();
+        assert_eq!(got.len(), 7);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!(
+                (g.at.index, g.at.line, g.offset),
+                (w.at.index, w.at.line, w.offset)
+            );
+            assert_eq!((g.hash, &g.bad), (w.hash, &w.bad));
+            let raw = if w.bad.is_some() { "" } else { w.raw.as_str() };
+            assert_eq!(g.raw, raw, "line {}", w.at.line);
+        }
+        assert!(got[1].bad.as_deref().unwrap().starts_with("not JSON"));
+        assert!(got[4].bad.is_some() && got[3].bad.is_none());
+    }
+
+    #[test]
+    fn a_line_that_no_longer_ends_where_indexed_ends_the_lines_with_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.jsonl");
+        let line = "{\"messages\": [{\"role\": \"user\", \"content\": \"hi\"}]}\n";
+        std::fs::write(&path, line.repeat(4)).unwrap();
+        let files = vec![SamplesFile {
+            path: path.clone(),
+            label: "s.jsonl".into(),
+        }];
+        let sent = chunks(&files, 4);
+        std::fs::write(&path, line.replace("hi", "hello").repeat(4)).unwrap();
+        let (tx, lines) = follow(&files);
+        sent.into_iter().for_each(|c| tx.send(c).unwrap());
+        drop(tx);
+        let got: Vec<_> = lines.collect();
+        assert_eq!(got.len(), 1, "nothing after the error");
+        let e = got[0].as_ref().unwrap_err().to_string();
+        assert_eq!(e, "samples file s.jsonl changed since it was indexed");
     }
 }
