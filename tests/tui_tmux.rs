@@ -115,3 +115,52 @@ fn a_broken_rwb_toml_is_shown_and_the_last_good_configuration_stays() {
     });
     tmux.keys(&["q"]);
 }
+
+/// The frames the workbench traced (RWB_TRACE_FRAMES): (time, cells scored).
+fn traced_frames(path: &std::path::Path) -> Vec<(f64, usize)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    text.lines()
+        .filter(|l| l.ends_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let t = words.next()?.parse().ok()?;
+            let fresh = words.next()?.strip_prefix("fresh=")?.parse().ok()?;
+            Some((t, fresh))
+        })
+        .collect()
+}
+
+#[test]
+fn results_streaming_in_are_drawn_at_a_bounded_frame_rate() {
+    const N: usize = 40_000;
+    let ws = Ws::new(&[
+        (
+            "metrics/trivial/main.py",
+            "def evaluate(messages, ground_truth=None, **kwargs):\n    return {\"score\": 0.5, \"reason\": \"ok\", \"metrics\": {}}\n",
+        ),
+        ("samples.jsonl", &samples(N)),
+    ]);
+    let trace = ws.file("frames.txt");
+    let command = format!("env RWB_TRACE_FRAMES={} {RWB} .", trace.display());
+    let tmux = Tmux::start(&ws, 120, 35, &command);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while !traced_frames(&trace).iter().any(|f| f.1 == N) {
+        assert!(std::time::Instant::now() < deadline, "the run never ended");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    tmux.keys(&["q"]);
+    let frames = traced_frames(&trace);
+    let streaming: Vec<f64> = frames
+        .iter()
+        .filter(|f| f.1 > 0 && f.1 <= N)
+        .map(|f| f.0)
+        .collect();
+    // 25 frames a second while results stream: a frame sooner than 40 ms after the
+    // one before is only for results on the rows on screen (fed first) or a run's news
+    let quick = streaming.windows(2).filter(|w| w[1] - w[0] < 0.035).count();
+    assert!(
+        quick <= 6,
+        "{quick} of {} frames came sooner than a frame slot after the one before",
+        streaming.len()
+    );
+}

@@ -124,6 +124,7 @@ impl Live {
         } else if any_py {
             if let Some(pending) = self.pending_run.as_mut() {
                 pending.stale.extend(stale); // the run starts when the index is ready
+                self.stop_following();
             } else {
                 // a code save: remote evaluators have no code here and are not asked again
                 let evaluators = &self.session.workspace.evaluators;

@@ -2,9 +2,10 @@
 //! app its list (positions, hashes, verdicts) and the [`SampleIndex`] that runs are
 //! fed from. A run waits for the index so that results land on the right lines.
 
+use super::follow::{follow, Chunk, ChunkSender};
 use super::Live;
 use crate::ui::app::{Lines, Msg, Sample};
-use crate::workspace::{LineFiles, SampleIndex, SamplesFile, SamplesReader};
+use crate::workspace::{LineFiles, SampleIndex, SampleLine, SamplesFile, SamplesReader};
 use std::sync::Arc;
 
 /// On first open, the list shows after this many samples are indexed; the rest
@@ -21,11 +22,16 @@ impl Lines for LineFiles {
 /// index (and index them again) before the workbench stops chasing them.
 pub(super) const MAX_RESYNCS: u32 = 3;
 
+/// After the first chunk, a first load hands the list and its run this many samples
+/// at a time.
+pub(super) const MORE_CHUNK: usize = 16_384;
+
 /// What the indexer (reading the samples files off the UI thread) reports.
 pub(super) enum Indexed {
-    /// The first samples of a first load, to show at once.
-    First(Vec<Sample>),
-    Done(Vec<Sample>, SampleIndex, LineFiles),
+    /// The next samples of a first load, in order: the list grows as they are read.
+    More(Vec<Sample>),
+    /// Every sample (`None`: a first load gave them as `More`), the index and lines.
+    Done(Option<Vec<Sample>>, SampleIndex, LineFiles),
     Failed(String),
 }
 
@@ -36,6 +42,76 @@ pub(super) struct PendingRun {
     pub(super) stale: Vec<usize>,
     /// Evaluators asked to be evaluated again without the cache meanwhile.
     pub(super) fresh: Vec<usize>,
+    /// A first run follows the indexer (see `follow.rs`): when the index is done it
+    /// goes on, unless a save or a rerun asked for another run meanwhile.
+    pub(super) following: bool,
+    /// The run that followed the indexer was stopped (see `Live::stop_following`).
+    pub(super) stopped: bool,
+}
+
+/// How a first load hands over what it read: samples to the list, their positions
+/// to the run that follows it.
+struct Stream<F: FnMut(Vec<Sample>)> {
+    more: F,
+    /// `None` once the run stopped following (a save, a rerun, a new index).
+    run: Option<ChunkSender>,
+    samples: Vec<Sample>,
+    chunk: Chunk,
+}
+
+impl<F: FnMut(Vec<Sample>)> Stream<F> {
+    fn push(&mut self, line: &SampleLine, index: &SampleIndex) {
+        let entry = *index.entry(line.at.index).expect("pushed before");
+        if let Some(why) = &line.bad {
+            self.chunk.bad.push((line.at.index, why.clone()));
+        }
+        self.chunk.entries.push(entry);
+        self.samples.push(sample_of(line));
+        // the first rows show at once; then larger chunks
+        let size = if line.at.index < FIRST_CHUNK {
+            FIRST_CHUNK
+        } else {
+            MORE_CHUNK
+        };
+        if self.samples.len() >= size {
+            self.flush();
+        }
+    }
+
+    /// Hands over the samples read since the last chunk: the list first, so that no
+    /// result of the run arrives for a row the list does not hold yet.
+    fn flush(&mut self) {
+        if self.samples.is_empty() {
+            return;
+        }
+        (self.more)(std::mem::take(&mut self.samples));
+        let start = self.chunk.start + self.chunk.entries.len();
+        let chunk = std::mem::replace(
+            &mut self.chunk,
+            Chunk {
+                start,
+                ..Chunk::default()
+            },
+        );
+        if self
+            .run
+            .as_ref()
+            .is_some_and(|run| run.send(chunk).is_err())
+        {
+            self.run = None; // the run stopped: index on at full speed
+        }
+    }
+}
+
+fn sample_of(l: &SampleLine) -> Sample {
+    Sample {
+        at: l.at.clone(),
+        offset: l.offset,
+        len: l.raw.len() as u32,
+        hash: l.hash,
+        bad: l.bad.clone(),
+        cells: Vec::new(),
+    }
 }
 
 impl Live {
@@ -48,37 +124,51 @@ impl Live {
     }
 
     pub(super) fn reload_samples(&mut self, stale: Vec<usize>) {
-        self.pending_run
-            .get_or_insert_with(PendingRun::default)
-            .stale
-            .extend(stale);
+        self.stop_following();
+        // a first load, with no run asked for yet, is run as it is read
+        let first_load = self.app.samples.is_empty();
+        let follow = (first_load && self.pending_run.is_none())
+            .then(|| follow(&self.session.workspace.samples));
+        let pending = self.pending_run.get_or_insert_with(PendingRun::default);
+        pending.stale.extend(stale);
+        pending.following = follow.is_some();
         self.index_generation += 1;
         let generation = self.index_generation;
         let files = self.session.workspace.samples.clone();
-        let first_load = self.app.samples.is_empty();
         let tx = self.index_tx.clone();
+        let (run, lines) = follow.unzip();
         tokio::task::spawn_blocking(move || {
             let send = |m: Indexed| {
                 let _ = tx.send((generation, m));
             };
-            let first = |first| send(Indexed::First(first));
-            match index_samples(&files, first_load, first) {
+            let stream = first_load.then(|| Stream {
+                more: |samples| send(Indexed::More(samples)),
+                run,
+                samples: Vec::new(),
+                chunk: Chunk::default(),
+            });
+            match index_samples(&files, stream) {
                 Ok((samples, index, lines)) => send(Indexed::Done(samples, index, lines)),
                 Err(e) => send(Indexed::Failed(e.to_string())),
             }
         });
+        if let Some(lines) = lines {
+            self.start_following(lines);
+        }
     }
 
     pub(super) fn on_indexed(&mut self, indexed: Indexed) {
         match indexed {
-            Indexed::First(samples) => {
-                if let Ok(lines) = LineFiles::open(&self.session.workspace.samples) {
-                    self.app.update(Msg::Lines {
-                        lines: Arc::new(lines),
-                        labels: self.samples_labels(),
-                    });
+            Indexed::More(samples) => {
+                if self.app.samples.is_empty() {
+                    if let Ok(lines) = LineFiles::open(&self.session.workspace.samples) {
+                        self.app.update(Msg::Lines {
+                            lines: Arc::new(lines),
+                            labels: self.samples_labels(),
+                        });
+                    }
                 }
-                self.app.update(Msg::Samples(samples));
+                self.app.update(Msg::MoreSamples(samples));
             }
             Indexed::Done(samples, index, lines) => {
                 self.index = Arc::new(index);
@@ -86,17 +176,39 @@ impl Live {
                     lines: Arc::new(lines),
                     labels: self.samples_labels(),
                 });
-                self.app.update(Msg::Samples(samples));
-                if let Some(pending) = self.pending_run.take() {
-                    // the index may hold new lines: every evaluator runs on it
-                    let all = (0..self.session.workspace.evaluators.len()).collect();
-                    self.start_run(pending.stale, all, pending.fresh);
+                match samples {
+                    Some(samples) => self.app.update(Msg::Samples(samples)),
+                    None => self.app.update(Msg::Loaded),
+                };
+                let Some(pending) = self.pending_run.take() else {
+                    return;
+                };
+                if pending.following && pending.stale.is_empty() && pending.fresh.is_empty() {
+                    return; // the run that followed the indexer goes on
                 }
+                // the index may hold new lines: every evaluator runs on it
+                let all = (0..self.session.workspace.evaluators.len()).collect();
+                self.start_run(pending.stale, all, pending.fresh);
             }
             Indexed::Failed(e) => {
-                self.pending_run = None;
+                // a run that followed the indexer ends on its own; a stopped one
+                // has nothing to end it
+                if self.pending_run.take().is_some_and(|p| p.stopped) {
+                    self.app.update(Msg::RunFinished);
+                }
                 self.app.update(Msg::Notice(e));
             }
+        }
+    }
+
+    /// Stops the first run that follows the indexer (a save or a rerun asked for
+    /// another run, or the files are read again): the indexer goes on at full speed
+    /// and the run asked for starts on its index.
+    pub(super) fn stop_following(&mut self) {
+        if let Some(pending) = self.pending_run.as_mut().filter(|p| p.following) {
+            pending.following = false;
+            pending.stopped = true;
+            self.runs.stop();
         }
     }
 
@@ -143,35 +255,29 @@ impl Live {
     }
 }
 
-/// Reads every samples line into the app's list and the index (no text is kept).
-/// On a first load, `first` gets the first few thousand at once.
-pub(super) fn index_samples(
+/// Reads every samples line into the app's list and the index (no text is kept). A
+/// first load hands its samples over in chunks as they are read (`stream`) and
+/// gives back no list; a reload gives back the whole list.
+fn index_samples<F: FnMut(Vec<Sample>)>(
     files: &[SamplesFile],
-    first_load: bool,
-    first: impl FnOnce(Vec<Sample>),
-) -> std::io::Result<(Vec<Sample>, SampleIndex, LineFiles)> {
+    mut stream: Option<Stream<F>>,
+) -> std::io::Result<(Option<Vec<Sample>>, SampleIndex, LineFiles)> {
     let lines = LineFiles::open(files)?;
     let mut index = SampleIndex::start(files);
     let mut samples = Vec::new();
-    let mut first = first_load.then_some(first);
     for line in SamplesReader::new(files) {
         let l = line?;
         index.push(&l);
-        samples.push(Sample {
-            at: l.at,
-            offset: l.offset,
-            len: l.raw.len() as u32,
-            hash: l.hash,
-            bad: l.bad,
-            cells: Vec::new(),
-        });
-        if samples.len() == FIRST_CHUNK {
-            if let Some(f) = first.take() {
-                f(samples.clone());
-            }
+        match stream.as_mut() {
+            Some(stream) => stream.push(&l, &index),
+            None => samples.push(sample_of(&l)),
         }
     }
     index.shrink();
+    if let Some(mut stream) = stream {
+        stream.flush();
+        return Ok((None, index, lines));
+    }
     samples.shrink_to_fit();
-    Ok((samples, index, lines))
+    Ok((Some(samples), index, lines))
 }

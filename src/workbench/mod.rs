@@ -12,10 +12,12 @@ mod editor;
 mod effects;
 mod export;
 mod first;
+mod follow;
 mod indexing;
 #[cfg(test)]
 mod live_column_tests;
 mod live_columns;
+mod pacing;
 mod running;
 mod runs;
 mod ship;
@@ -38,6 +40,7 @@ use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
 use effects::default_deploy_id;
 use futures::StreamExt;
 use indexing::{Indexed, PendingRun};
+use pacing::Pacing;
 use runs::{RunMsg, Runs};
 use ship::{ShipControl, ShipEvent};
 use std::collections::HashMap;
@@ -49,8 +52,9 @@ use tokio::sync::mpsc;
 use trace::trace_frame;
 use user_config::UserConfig;
 
-/// The longest a burst of results may delay a frame.
-const FRAME_BUDGET: Duration = Duration::from_millis(12);
+/// Run messages taken in one turn of the loop at most (each holds many results), so
+/// that a key waits for no more than that.
+const BURST_MAX: usize = 64;
 
 /// Opens the workbench on `dir`.
 pub async fn open(dir: PathBuf, options: OpenOptions) -> Result<ExitCode, Fail> {
@@ -101,6 +105,8 @@ struct Live {
     index_tx: mpsc::UnboundedSender<(u64, Indexed)>,
     index_rx: mpsc::UnboundedReceiver<(u64, Indexed)>,
     index_generation: u64,
+    /// What the indexer said while results were taken (see `catch_up_index`).
+    index_later: Vec<Indexed>,
     /// The samples as last indexed: what runs are fed from.
     index: Arc<SampleIndex>,
     /// A run waits for the samples index (`Some` while one is being built).
@@ -149,6 +155,7 @@ impl Live {
             index_tx,
             index_rx,
             index_generation: 0,
+            index_later: Vec::new(),
             index: Arc::default(),
             pending_run: None,
             running_fresh: Vec::new(),
@@ -208,7 +215,10 @@ impl Live {
         let mut stats_tick = tokio::time::interval(Duration::from_secs(1));
         stats_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         let mut input = Some(EventStream::new());
+        let mut pacing = Pacing::default();
         loop {
+            let wake = pacing.next_wake();
+            let mut draw_now = true;
             let keys = input
                 .as_mut()
                 .expect("the input stream is back after the editor");
@@ -246,22 +256,32 @@ impl Live {
                     }
                 }
                 Some(first) = self.run_rx.recv() => {
-                    // take every result already waiting before the next frame
+                    // take every result already waiting; draw now only when they
+                    // land on screen or the frame slot has come
                     let mut burst = vec![first];
-                    let started = Instant::now();
-                    while started.elapsed() < FRAME_BUDGET {
+                    while burst.len() < BURST_MAX {
                         match self.run_rx.try_recv() {
                             Ok(m) => burst.push(m),
                             Err(_) => break,
                         }
                     }
-                    self.on_runs(burst);
+                    let on_screen = self.on_runs(burst);
+                    draw_now = pacing.draw_burst_now(on_screen);
                 }
+                _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)), if wake.is_some() => {
+                    if pacing.woke() {
+                        self.app.update(Msg::Refresh);
+                    }
+                }
+            }
+            if self.app.deferred() {
+                pacing.owe_refresh();
             }
             self.read_detail();
             self.read_source(theme, highlighter);
-            if self.app.dirty {
+            if self.app.dirty && draw_now {
                 self.draw(term, theme);
+                pacing.drawn();
             }
         }
     }

@@ -1,14 +1,18 @@
 //! Starting runs (aborting the one in flight) and taking their messages: prepared
 //! evaluators, results, the end; and the selected cell's outcome read from the store.
 
+use super::follow::FollowLines;
+use super::indexing::Indexed;
+use super::pacing::lands_on_screen;
 use super::runs::RunMsg;
 use super::{first, Live};
 use crate::model::Outcome;
 use crate::runner::Event;
-use crate::runner::Prepared;
+use crate::runner::{Prepared, Priority};
 use crate::store::CodeKey;
 use crate::store::{SampleHash, Store};
 use crate::ui::app::{Detail, Msg, PreparedInfo};
+use crate::workspace::SampleIndex;
 use std::sync::Arc;
 
 impl Live {
@@ -43,6 +47,29 @@ impl Live {
             which,
             fresh,
             priority,
+            None,
+        );
+    }
+
+    /// Starts the first run, fed from the indexer as it reads (see `follow.rs`):
+    /// every evaluator, through the cache, in file order.
+    pub(super) fn start_following(&mut self, lines: FollowLines) {
+        let all: Vec<usize> = (0..self.session.workspace.evaluators.len()).collect();
+        self.app.update(Msg::RunStarted {
+            evaluators: all.clone(),
+            stale: Vec::new(),
+        });
+        self.running_fresh = Vec::new();
+        self.mismatched = false;
+        let files = Arc::new(SampleIndex::start(&self.session.workspace.samples));
+        self.runs.start(
+            self.session.runner.clone(),
+            self.session.workspace.evaluators.clone(),
+            files,
+            all,
+            Vec::new(),
+            Priority::default(),
+            Some(lines),
         );
     }
 
@@ -52,26 +79,64 @@ impl Live {
         let all: Vec<usize> = (0..self.session.workspace.evaluators.len()).collect();
         let chosen = evaluator.map_or(all, |e| vec![e]);
         match self.pending_run.as_mut() {
-            Some(pending) => pending.fresh.extend(chosen),
+            Some(pending) => {
+                pending.fresh.extend(chosen);
+                self.stop_following();
+            }
             None => self.start_run(evaluator.into_iter().collect(), chosen.clone(), chosen),
         }
     }
 
-    /// A burst of run messages: its results reach the app as one update.
-    pub(super) fn on_runs(&mut self, burst: Vec<(u64, RunMsg)>) {
+    /// A burst of run messages: its results reach the app as one update. Returns
+    /// whether the burst changed what must be drawn at once: a result on a row on
+    /// screen, or a run's other news (prepared, finished, failed).
+    pub(super) fn on_runs(&mut self, burst: Vec<(u64, RunMsg)>) -> bool {
         let mut results = Vec::new();
+        let mut at_once = false;
         for (generation, msg) in burst {
             match msg {
-                RunMsg::Result(event) if generation == self.runs.generation() => {
-                    results.extend(self.landed(*event));
+                RunMsg::Results(events) if generation == self.runs.generation() => {
+                    self.landed(events, &mut results);
                 }
                 other => {
+                    at_once |= !matches!(other, RunMsg::Results(_));
+                    at_once |= lands_on_screen(&self.app, &results);
                     self.show_results(&mut results);
                     self.on_run(generation, other);
                 }
             }
         }
+        at_once |= lands_on_screen(&self.app, &results);
         self.show_results(&mut results);
+        self.take_index_later();
+        at_once
+    }
+
+    /// Results of a run that follows the indexer may come before the samples they
+    /// are for (the indexer hands the list its chunk first, but the loop may take the
+    /// run's message first): those chunks are taken now. What else the indexer said
+    /// waits until the results are shown (`take_index_later`).
+    fn catch_up_index(&mut self, events: &[Event]) {
+        let len = self.app.samples.len();
+        if events.iter().all(|Event::Result { at, .. }| at.index < len) {
+            return;
+        }
+        while let Ok((generation, indexed)) = self.index_rx.try_recv() {
+            if generation != self.index_generation {
+                continue;
+            }
+            match indexed {
+                Indexed::More(_) if self.index_later.is_empty() => self.on_indexed(indexed),
+                other => self.index_later.push(other),
+            }
+        }
+    }
+
+    /// What the indexer said while results were being taken, in order.
+    fn take_index_later(&mut self) {
+        for indexed in std::mem::take(&mut self.index_later) {
+            self.on_indexed(indexed);
+        }
     }
 
     fn show_results(&mut self, results: &mut Vec<Event>) {
@@ -80,19 +145,18 @@ impl Live {
         }
     }
 
-    /// The result when it is for the line the app holds at its place; else the
-    /// samples files changed behind the index, which is read again.
-    fn landed(&mut self, event: Event) -> Option<Event> {
-        let Event::Result { at, hash, .. } = &event;
-        let matches = self
-            .app
-            .samples
-            .get(at.index)
-            .is_some_and(|s| s.hash == *hash);
-        if !matches {
+    /// Keeps the results for the lines the app holds at their places; any other
+    /// means the samples files changed behind the index, which is read again.
+    fn landed(&mut self, events: Vec<Event>, into: &mut Vec<Event>) {
+        self.catch_up_index(&events);
+        let (before, given) = (into.len(), events.len());
+        let samples = &self.app.samples;
+        into.extend(events.into_iter().filter(|Event::Result { at, hash, .. }| {
+            samples.get(at.index).is_some_and(|s| s.hash == *hash)
+        }));
+        if into.len() - before < given {
             self.resync();
         }
-        matches.then_some(event)
     }
 
     pub(super) fn on_run(&mut self, generation: u64, msg: RunMsg) {
@@ -112,10 +176,11 @@ impl Live {
                 }
                 self.app.update(Msg::Prepared(info));
             }
-            RunMsg::Result(event) => {
-                if let Some(event) = self.landed(*event) {
-                    self.app.update(Msg::Results(vec![event]));
-                }
+            RunMsg::Results(events) => {
+                let mut results = Vec::new();
+                self.landed(events, &mut results);
+                self.show_results(&mut results);
+                self.take_index_later();
             }
             RunMsg::Finished => {
                 if !self.mismatched {

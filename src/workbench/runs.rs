@@ -1,19 +1,25 @@
 //! The run in flight: one tokio task per run, tagged with a generation. Starting a new
 //! run aborts the old one; messages of older generations are dropped by the loop.
 
+use super::follow::FollowLines;
 use crate::model::EvaluatorSpec;
 use crate::runner::{Event, Prepared, Priority, Runner};
-use crate::workspace::SampleIndex;
+use crate::workspace::{SampleIndex, SampleLine};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
+
+/// Results forwarded in one message at most (a bound on the loop's burst).
+const FORWARD_MAX: usize = 4096;
 
 #[derive(Debug)]
 pub enum RunMsg {
     /// An evaluator's code key, style and imports are known (or its import failed).
     Prepared(usize, Box<Prepared>),
-    /// A result as the runner reports it, its evaluator numbered as in the workspace.
-    Result(Box<Event>),
+    /// Results as the runner reports them, their evaluators numbered as in the
+    /// workspace: every result already waiting is forwarded together, so a run of a
+    /// million samples is not a million messages to the loop.
+    Results(Vec<Event>),
     Finished,
     /// The samples files changed since they were indexed: the run stopped (index
     /// them again and run on the new index).
@@ -44,7 +50,10 @@ impl Runs {
     /// Aborts the run in flight and starts evaluating `which` evaluators over the
     /// samples of `index` (fed from it: no line is hashed or checked again), the
     /// samples of `priority` (the rows on screen) first; those in `fresh` are
-    /// evaluated again without reading the cache.
+    /// evaluated again without reading the cache. With `follow`, the lines come from
+    /// the indexer as it reads them (`index` only names and stamps the files; every
+    /// evaluator reads the cache).
+    #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
         runner: Arc<Runner>,
@@ -53,6 +62,7 @@ impl Runs {
         which: Vec<usize>,
         fresh: Vec<usize>,
         priority: Priority,
+        follow: Option<FollowLines>,
     ) {
         if let Some(task) = self.task.take() {
             task.abort();
@@ -85,11 +95,36 @@ impl Runs {
                     }
                 }
             }
-            let (a, b) = tokio::join!(
-                run_group(&runner, &cached, &index, true, &priority, &send),
-                run_group(&runner, &uncached, &index, false, &priority, &send)
-            );
-            match a.and(b) {
+            let ended = match follow {
+                Some(lines) => {
+                    cached.append(&mut uncached);
+                    run_group(&runner, &cached, &index, lines, true, &priority, &send).await
+                }
+                None => {
+                    let (a, b) = tokio::join!(
+                        run_group(
+                            &runner,
+                            &cached,
+                            &index,
+                            index.lines(),
+                            true,
+                            &priority,
+                            &send
+                        ),
+                        run_group(
+                            &runner,
+                            &uncached,
+                            &index,
+                            index.lines(),
+                            false,
+                            &priority,
+                            &send
+                        )
+                    );
+                    a.and(b)
+                }
+            };
+            match ended {
                 Ok(()) => send(RunMsg::Finished),
                 Err(_) if !index.is_current() => send(RunMsg::Changed),
                 Err(e) => send(RunMsg::Failed(e.to_string())),
@@ -104,6 +139,7 @@ async fn run_group(
     runner: &Runner,
     group: &[(usize, Prepared)],
     index: &SampleIndex,
+    lines: impl Iterator<Item = std::io::Result<SampleLine>> + Send,
     read_cache: bool,
     priority: &Priority,
     send: &impl Fn(RunMsg),
@@ -114,24 +150,30 @@ async fn run_group(
     let (numbers, ready): (Vec<usize>, Vec<Prepared>) = group.iter().cloned().unzip();
     let (etx, mut erx) = mpsc::unbounded_channel();
     let forward = async {
-        while let Some(Event::Result {
-            evaluator,
+        let renumber = |Event::Result {
+                            evaluator,
+                            at,
+                            hash,
+                            outcome,
+                            cached,
+                        }| Event::Result {
+            evaluator: numbers[evaluator],
             at,
             hash,
             outcome,
             cached,
-        }) = erx.recv().await
-        {
-            send(RunMsg::Result(Box::new(Event::Result {
-                evaluator: numbers[evaluator],
-                at,
-                hash,
-                outcome,
-                cached,
-            })));
+        };
+        while let Some(first) = erx.recv().await {
+            let mut results = vec![renumber(first)];
+            while results.len() < FORWARD_MAX {
+                match erx.try_recv() {
+                    Ok(event) => results.push(renumber(event)),
+                    Err(_) => break,
+                }
+            }
+            send(RunMsg::Results(results));
         }
     };
-    let lines = index.lines();
     let run = runner.run_lines(
         &ready,
         index.files(),
@@ -142,6 +184,17 @@ async fn run_group(
     );
     let (result, ()) = tokio::join!(run, forward);
     result.map(|_| ())
+}
+
+impl Runs {
+    /// Aborts the run in flight; its messages still queued are dropped (a new
+    /// generation).
+    pub fn stop(&mut self) {
+        if let Some(task) = self.task.take() {
+            task.abort();
+        }
+        self.generation += 1;
+    }
 }
 
 impl Drop for Runs {

@@ -62,7 +62,7 @@ async fn settle_in_order(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -
         tokio::select! {
             Some((generation, indexed)) = live.index_rx.recv() => {
                 if generation == live.index_generation {
-                    let first = matches!(indexed, Indexed::First(_));
+                    let first = matches!(indexed, Indexed::More(_)) && live.app.samples.is_empty();
                     live.on_indexed(indexed);
                     if first {
                         on_first(live);
@@ -74,11 +74,12 @@ async fn settle_in_order(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -
                     if landed.0 != generation {
                         landed = (generation, Vec::new());
                     }
-                    if let RunMsg::Result(event) = &msg {
-                        let crate::runner::Event::Result { at, hash, .. } = &**event;
-                        let row = live.app.samples.get(at.index);
-                        if row.is_some_and(|s| s.hash == *hash) {
-                            landed.1.push(at.index);
+                    if let RunMsg::Results(events) = &msg {
+                        for crate::runner::Event::Result { at, hash, .. } in events {
+                            let row = live.app.samples.get(at.index);
+                            if row.is_some_and(|s| s.hash == *hash) {
+                                landed.1.push(at.index);
+                            }
                         }
                     }
                 }
@@ -149,6 +150,39 @@ async fn a_rerun_asked_while_indexing_waits_for_the_index_and_scores_every_row()
     .await;
     assert!(asked);
     assert_every_row_scored(&live, TOTAL, 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_run_follows_the_indexer_and_is_not_started_again_when_it_is_done() {
+    const N: usize = 3 * super::indexing::MORE_CHUNK;
+    let dir = workspace(0..N, 0);
+    let mut live = open(dir.path());
+    let mut seen = false;
+    let landed = settle(&mut live, |live| {
+        // the first rows are shown: the run already evaluates them while the rest
+        // of the file is read
+        assert!(live.app.samples.len() < N, "the index is still being built");
+        assert!(live.app.running, "the run did not wait for the index");
+        assert!(live.pending_run.as_ref().is_some_and(|p| p.following));
+        seen = true;
+    })
+    .await;
+    assert!(seen);
+    assert_eq!(landed, N, "every result of the one run landed on its row");
+    assert_eq!(
+        live.runs.generation(),
+        1,
+        "one run, not restarted on the index"
+    );
+    assert_eq!(live.index.len(), N, "the index is there for the next run");
+    assert_every_row_scored(&live, N, 0.0);
+
+    // the next run (a rerun) is fed from that index as usual
+    live.rerun(None);
+    assert!(live.pending_run.is_none(), "no index to wait for");
+    assert_eq!(settle(&mut live, |_| {}).await, N);
+    assert_eq!(live.runs.generation(), 2);
+    assert_every_row_scored(&live, N, 0.0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -22,6 +22,7 @@ pub use results::Detail;
 pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sample};
 pub use screen::{content_text, ScrollLimits, Shown, Source};
 pub use ship::{Ship, ShipMsg, TunnelKey};
+pub use stats::{EvaluatorStats, HISTOGRAM_BINS};
 
 use super::keymap::{Action, Keymap};
 use crate::model::{EvalError, Outcome};
@@ -97,6 +98,11 @@ pub enum Msg {
     },
     /// The samples files were (re)read. Outcomes move with their sample's content.
     Samples(Vec<Sample>),
+    /// The next samples of a first load, in order (the list grows while the files are
+    /// read, and a run in flight counts them in).
+    MoreSamples(Vec<Sample>),
+    /// A first load given as `MoreSamples` is complete.
+    Loaded,
     /// The evaluators (at start and after `rwb.toml` changed). Outcomes move by name.
     Evaluators(Vec<EvaluatorInfo>),
     /// A run began for these evaluators; `stale` ones changed code.
@@ -124,13 +130,19 @@ pub enum Msg {
     Source(Source),
     /// A frame was drawn; how far its panes scroll.
     Drawn(ScrollLimits),
+    /// Time to bring up to date what results streaming in left for later (see
+    /// [`App::deferred`]): the live loop sends it at most a few times a second.
+    Refresh,
 }
 
 impl Msg {
     /// Whether the message may change scores (what derived views such as the rank
     /// change key on; pinning a baseline counts too, see `pin_baseline`).
     fn changes_scores(&self) -> bool {
-        matches!(self, Msg::Samples(_) | Msg::Evaluators(_) | Msg::Results(_))
+        matches!(
+            self,
+            Msg::Samples(_) | Msg::MoreSamples(_) | Msg::Evaluators(_) | Msg::Results(_)
+        )
     }
 }
 
@@ -217,6 +229,13 @@ pub struct App {
     /// Something changed since the last frame.
     pub dirty: bool,
     view_stale: bool,
+    /// The statistics overlay's figures, computed when it opens and again when
+    /// scores changed (never while drawing; see `stats.rs`).
+    pub stats_report: Option<Vec<stats::EvaluatorStats>>,
+    /// A first load is still growing the list (`Msg::MoreSamples` until `Msg::Loaded`):
+    /// a run in flight is not done when it caught up with the samples read so far.
+    pub loading: bool,
+    stats_stale: bool,
     /// The workbench reads outcomes back from the store: cells keep only scores (and
     /// errors); `false` (no store, tests) keeps every outcome whole.
     pub store_details: bool,
@@ -287,6 +306,9 @@ impl App {
             error_counts: Vec::new(),
             dirty: true,
             view_stale: true,
+            stats_report: None,
+            loading: false,
+            stats_stale: true,
             store_details: false,
             selected_detail: None,
             code_keys: HashMap::new(),
@@ -328,7 +350,11 @@ impl App {
         self.dirty = true;
         if msg.changes_scores() {
             self.revision += 1;
+            self.stats_stale = true;
         }
+        // results of a run in flight leave an O(samples) refresh (the sorted or
+        // filtered list, the statistics) for `Msg::Refresh`, not every burst
+        let streaming = self.running && matches!(msg, Msg::Results(_));
         let effects = match msg {
             Msg::Key(key) => self.on_key(key),
             other => {
@@ -336,17 +362,28 @@ impl App {
                 Vec::new()
             }
         };
-        if self.view_stale {
+        if self.view_stale && !streaming {
             self.refresh_view();
+        }
+        if !streaming {
+            self.fill_stats();
         }
         self.settle();
         effects
     }
 
+    /// Whether results streaming in left a refresh for later: the live loop then
+    /// sends `Msg::Refresh` (a sorted or filtered list, or the open statistics, are
+    /// recomputed over every sample, which a million samples make too slow to do
+    /// for each burst of results).
+    pub fn deferred(&self) -> bool {
+        self.view_stale || (self.stats_stale && self.overlay == Overlay::Stats)
+    }
+
     /// Takes every message but keys.
     fn take(&mut self, msg: Msg) {
         match msg {
-            Msg::Key(_) | Msg::Drawn(_) => {}
+            Msg::Key(_) | Msg::Drawn(_) | Msg::Refresh => {}
             Msg::Resized(width, height) => self.size = Some((width, height)),
             Msg::Config(settings) => self.configure(settings),
             Msg::Lines { lines, labels } => {
@@ -354,7 +391,15 @@ impl App {
                 self.samples_labels = labels;
                 self.forget_shown();
             }
-            Msg::Samples(samples) => self.replace_samples(samples),
+            Msg::Samples(samples) => {
+                self.loading = false;
+                self.replace_samples(samples);
+            }
+            Msg::MoreSamples(samples) => {
+                self.loading = true;
+                self.append_samples(samples);
+            }
+            Msg::Loaded => self.loaded(),
             Msg::Evaluators(evaluators) => self.replace_evaluators(evaluators),
             Msg::RunStarted { evaluators, stale } => self.run_started(&evaluators, &stale),
             Msg::Results(events) => {
@@ -395,6 +440,7 @@ impl App {
 
     /// The workspace's settings (at start and after `rwb.toml` changed).
     fn configure(&mut self, settings: Settings) {
+        self.stats_stale = true;
         self.threshold = settings.threshold;
         self.weights = settings.weights;
         self.ship.default_id = settings.deploy_id;
@@ -407,6 +453,7 @@ impl App {
 
     /// An evaluator was prepared: whether it imports, its style and code key.
     fn prepared(&mut self, prepared: PreparedInfo) {
+        self.stats_stale = true;
         if let Some(info) = self.evaluators.get_mut(prepared.evaluator) {
             info.import_error = prepared.error;
             info.style = prepared.style.or(info.style);

@@ -44,7 +44,7 @@ impl App {
         if let Some(info) = self.evaluators.get_mut(evaluator) {
             if let RunState::Running { done, total } = &mut info.state {
                 *done += 1;
-                if *done >= *total {
+                if *done >= *total && !self.loading {
                     info.state = RunState::Idle;
                 }
             }

@@ -177,6 +177,50 @@ impl App {
         }
     }
 
+    /// Appends the next samples of a first load: the list grows without walking the
+    /// samples it holds (unless it is sorted or filtered), and a run in flight counts
+    /// them in its progress.
+    pub(super) fn append_samples(&mut self, mut samples: Vec<Sample>) {
+        let n = self.evaluators.len();
+        for s in &mut samples {
+            s.cells = vec![Cell::default(); n];
+        }
+        let before = self.samples.len();
+        self.samples.append(&mut samples);
+        let total = self.samples.len();
+        self.group_keys = None;
+        if total <= EAGER_GROUPS {
+            self.compute_group_keys();
+        }
+        if self.sort.is_some() || !self.filter.is_empty() || self.changed_only {
+            self.forget_text_matches();
+            self.view_stale = true;
+        } else {
+            self.view.extend(before..total);
+        }
+        if self.running {
+            for info in &mut self.evaluators {
+                match &mut info.state {
+                    RunState::Running { total: t, .. } => *t = total,
+                    RunState::Idle => {} // not in this run
+                }
+            }
+        }
+    }
+
+    /// A first load is complete: evaluators whose run has scored every sample are
+    /// done.
+    pub(super) fn loaded(&mut self) {
+        self.loading = false;
+        for info in &mut self.evaluators {
+            if let RunState::Running { done, total } = info.state {
+                if done >= total {
+                    info.state = RunState::Idle;
+                }
+            }
+        }
+    }
+
     pub(super) fn replace_evaluators(&mut self, evaluators: Vec<EvaluatorInfo>) {
         let old_names: Vec<String> = self.evaluators.iter().map(|e| e.name.clone()).collect();
         let selected_name = old_names.get(self.evaluator).cloned();

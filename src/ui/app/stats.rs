@@ -1,14 +1,81 @@
 //! Statistics over every sample: summaries, histograms, rollout groups, component
 //! shares and the combined reward.
 
-use super::{App, Sample};
+use super::{App, Overlay, Sample};
 use crate::model::{Metric, Outcome, Summary, SummaryBuilder};
 
 /// Up to this many samples, rollout groups are found as soon as the samples load;
 /// beyond, when the statistics open (reading every line takes a while).
 pub(super) const EAGER_GROUPS: usize = 5000;
 
+/// Bins of the statistics' histogram of scores over [0, 1].
+pub const HISTOGRAM_BINS: usize = 10;
+
+/// What the statistics overlay shows of one evaluator, computed over every sample
+/// when the overlay opens and again after scores changed ([`App::fill_stats`]), so
+/// that a frame never walks a million cells.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EvaluatorStats {
+    pub summary: Summary,
+    /// How many scores fall in each tenth of [0, 1] (out of range: the nearest end).
+    pub bins: [usize; HISTOGRAM_BINS],
+    /// Samples with a score.
+    pub scored: usize,
+    /// Every score is 0 (or every score is 1).
+    pub all_zero: bool,
+    pub all_one: bool,
+    /// Component metrics that never vary (see [`App::constant_metrics`]).
+    pub constant: Vec<(String, f64)>,
+    /// Rollout groups, and of which with zero variance (see [`App::group_summary`]).
+    pub groups: Option<(usize, usize)>,
+    /// Each component's share of the score's variation.
+    pub shares: Vec<(String, f64)>,
+}
+
 impl App {
+    /// Computes the statistics overlay's figures while it is open and they are out
+    /// of date; forgets them when it closes.
+    pub(super) fn fill_stats(&mut self) {
+        if self.overlay != Overlay::Stats {
+            self.stats_report = None;
+            return;
+        }
+        if self.stats_report.is_some() && !self.stats_stale {
+            return;
+        }
+        self.stats_stale = false;
+        let report = (0..self.evaluators.len())
+            .map(|e| self.evaluator_stats(e))
+            .collect();
+        self.stats_report = Some(report);
+    }
+
+    /// One evaluator's figures for the statistics overlay.
+    pub fn evaluator_stats(&self, evaluator: usize) -> EvaluatorStats {
+        let mut bins = [0usize; HISTOGRAM_BINS];
+        let (mut scored, mut all_zero, mut all_one) = (0, true, true);
+        for s in &self.samples {
+            let Some(x) = s.cells.get(evaluator).and_then(|c| c.score()) else {
+                continue;
+            };
+            let bin = (x.clamp(0.0, 1.0) * HISTOGRAM_BINS as f64) as usize;
+            bins[bin.min(HISTOGRAM_BINS - 1)] += 1;
+            scored += 1;
+            all_zero &= x == 0.0;
+            all_one &= x == 1.0;
+        }
+        EvaluatorStats {
+            summary: self.summary(evaluator),
+            bins,
+            scored,
+            all_zero,
+            all_one,
+            constant: self.constant_metrics(evaluator),
+            groups: self.group_summary(evaluator),
+            shares: self.variance_shares(evaluator),
+        }
+    }
+
     /// The selected evaluator's rollout group of a sample (samples sharing its prompt):
     /// (members, mean, std, this sample's advantage). `None` until the stats computed
     /// the group keys, or when the sample is alone.

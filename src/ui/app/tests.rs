@@ -225,6 +225,116 @@ fn sort_cycles_descending_ascending_off_and_keeps_the_selection() {
 }
 
 #[test]
+fn results_of_a_run_in_flight_resort_the_list_on_refresh_not_per_burst() {
+    let mut app = app();
+    app.update(key('s')); // a descending: 4 3 2 1 0
+    assert_eq!(app.view, vec![4, 3, 2, 1, 0]);
+    app.update(Msg::RunStarted {
+        evaluators: vec![0],
+        stale: vec![],
+    });
+    app.update(result(0, 0, scored(0.9)));
+    assert_eq!(
+        app.view,
+        vec![4, 3, 2, 1, 0],
+        "a burst of a run in flight leaves the order for later"
+    );
+    assert!(app.deferred(), "the live loop is asked for a refresh");
+    app.update(Msg::Refresh);
+    assert_eq!(app.view, vec![0, 4, 3, 2, 1]);
+    assert!(!app.deferred());
+    app.update(result(0, 1, scored(0.95)));
+    app.update(Msg::RunFinished);
+    assert_eq!(
+        app.view,
+        vec![1, 0, 4, 3, 2],
+        "the end of the run sorts too"
+    );
+    // without a run in flight a result sorts at once, as before
+    app.update(result(0, 2, scored(1.0)));
+    assert_eq!(app.view, vec![2, 1, 0, 4, 3]);
+}
+
+#[test]
+fn statistics_are_computed_when_they_open_and_on_refresh_while_a_run_streams() {
+    let mut app = app();
+    assert_eq!(app.stats_report, None, "nothing is computed while closed");
+    app.update(key('v'));
+    let report = app.stats_report.clone().expect("computed on opening");
+    let a = &report[0];
+    assert_eq!((a.summary.count, a.summary.errors, a.scored), (5, 0, 5));
+    assert!((a.summary.mean.unwrap() - 0.2).abs() < 1e-12);
+    assert_eq!((a.summary.min, a.summary.max), (Some(0.0), Some(0.4)));
+    // a = 0.0 0.1 0.2 0.3 0.4; b = 1.0 0.9 0.8 0.7 0.6 (1.0 is in the last tenth)
+    assert_eq!(a.bins, [1, 1, 1, 1, 1, 0, 0, 0, 0, 0]);
+    assert_eq!(report[1].bins, [0, 0, 0, 0, 0, 0, 1, 1, 1, 2]);
+    assert!(!a.all_zero && !a.all_one);
+    app.update(Msg::RunStarted {
+        evaluators: vec![0],
+        stale: vec![],
+    });
+    app.update(key('v')); // a key closes the overlay
+    assert_eq!(app.stats_report, None, "forgotten when it closes");
+    app.update(key('v'));
+    for i in 0..5 {
+        app.update(result(0, i, scored(1.0)));
+    }
+    assert_eq!(
+        app.stats_report.as_ref().unwrap()[0].bins,
+        [1, 1, 1, 1, 1, 0, 0, 0, 0, 0],
+        "bursts of a run in flight do not walk every sample"
+    );
+    assert!(app.deferred());
+    app.update(Msg::Refresh);
+    let a = &app.stats_report.as_ref().unwrap()[0];
+    assert_eq!(a.bins, [0, 0, 0, 0, 0, 0, 0, 0, 0, 5]);
+    assert!(a.all_one && !a.all_zero);
+    assert_eq!(a.summary.mean, Some(1.0));
+    assert!(!app.deferred());
+}
+
+#[test]
+fn a_first_load_grows_the_list_and_the_run_in_flight_counts_it_in() {
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["s.jsonl".into()],
+        Keymap::default(),
+        lines(),
+    );
+    app.update(Msg::Evaluators(vec![info("a")]));
+    app.update(Msg::RunStarted {
+        evaluators: vec![0],
+        stale: vec![],
+    });
+    let texts = ["alpha", "bravo", "charlie", "delta", "echo"];
+    let chunk = |range: std::ops::Range<usize>| {
+        Msg::MoreSamples(range.map(|i| sample(i, texts[i])).collect())
+    };
+    app.update(chunk(0..2));
+    assert_eq!((app.samples.len(), app.view.clone()), (2, vec![0, 1]));
+    assert_eq!(app.samples[1].cells.len(), 1, "a cell per evaluator");
+    app.update(result(0, 0, scored(0.1)));
+    app.update(result(0, 1, scored(0.2)));
+    assert_eq!(
+        app.evaluators[0].state,
+        RunState::Running { done: 2, total: 2 },
+        "caught up with the samples read so far, not done"
+    );
+    app.update(chunk(2..5));
+    assert_eq!(app.view, vec![0, 1, 2, 3, 4]);
+    assert_eq!(
+        app.evaluators[0].state,
+        RunState::Running { done: 2, total: 5 }
+    );
+    for i in 2..5 {
+        app.update(result(0, i, scored(0.3)));
+    }
+    app.update(Msg::Loaded);
+    assert_eq!(app.evaluators[0].state, RunState::Idle);
+    assert_eq!(app.samples[4].cells[0].score(), Some(0.3));
+}
+
+#[test]
 fn baseline_deltas_and_changed_only() {
     let mut app = app();
     app.update(key('b'));

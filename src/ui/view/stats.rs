@@ -1,7 +1,7 @@
 //! The statistics overlay: per evaluator a summary, a histogram and warnings.
 
 use super::{popup, Ctx};
-use crate::ui::app::App;
+use crate::ui::app::{App, EvaluatorStats, HISTOGRAM_BINS};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -9,16 +9,18 @@ use ratatui::Frame;
 
 pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     let mut lines: Vec<Line> = Vec::new();
-    for (e, info) in app.evaluators.iter().enumerate() {
-        evaluator_lines(app, e, &info.name, ctx, &mut lines);
+    // the app computed the figures when the overlay opened or scores changed
+    let report = app.stats_report.as_deref().unwrap_or(&[]);
+    for (info, stats) in app.evaluators.iter().zip(report) {
+        evaluator_lines(stats, &info.name, ctx, &mut lines);
     }
     popup(frame, ctx, area, " Statistics ", lines, 90);
 }
 
 /// One evaluator's summary, histogram, rollout groups, component shares and warnings.
-fn evaluator_lines(app: &App, e: usize, name: &str, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
+fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
     let p = &ctx.theme.palette;
-    let s = app.summary(e);
+    let s = &stats.summary;
     let f = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "-".into());
     lines.push(Line::from(vec![
         Span::styled(
@@ -42,25 +44,24 @@ fn evaluator_lines(app: &App, e: usize, name: &str, ctx: &Ctx, lines: &mut Vec<L
             Style::default().fg(p.fg),
         ),
     ]));
-    let scores = app.scores(e);
-    lines.push(histogram(&scores, ctx));
+    lines.push(histogram(&stats.bins, ctx));
     let mut warnings = Vec::new();
-    if !scores.is_empty() {
-        if scores.iter().all(|&x| x == 0.0) {
+    if stats.scored > 0 {
+        if stats.all_zero {
             warnings.push("always 0: no learning signal".to_string());
-        } else if scores.iter().all(|&x| x == 1.0) {
+        } else if stats.all_one {
             warnings.push("always 1: no learning signal".to_string());
-        } else if s.std.is_some_and(|sd| sd < 0.05) && scores.len() > 1 {
+        } else if s.std.is_some_and(|sd| sd < 0.05) && stats.scored > 1 {
             warnings.push(format!(
                 "clustered: std {:.3}, the scores barely separate samples",
                 s.std.unwrap_or(0.0)
             ));
         }
     }
-    for (m, v) in app.constant_metrics(e) {
+    for (m, v) in &stats.constant {
         warnings.push(format!("component '{m}' never varies (always {v})"));
     }
-    if let Some((groups, flat)) = app.group_summary(e) {
+    if let Some((groups, flat)) = stats.groups {
         if groups > 0 {
             let line =
                 format!("  rollout groups (same prompt): {groups}, {flat} with identical rewards");
@@ -72,7 +73,7 @@ fn evaluator_lines(app: &App, e: usize, name: &str, ctx: &Ctx, lines: &mut Vec<L
             ));
         }
     }
-    let shares = app.variance_shares(e);
+    let shares = &stats.shares;
     if shares.len() > 1 {
         let text: Vec<String> = shares
             .iter()
@@ -90,13 +91,8 @@ fn evaluator_lines(app: &App, e: usize, name: &str, ctx: &Ctx, lines: &mut Vec<L
 }
 
 /// Ten bins of scores from 0 to 1 as block characters.
-fn histogram(scores: &[f64], ctx: &Ctx) -> Line<'static> {
-    const BINS: usize = 10;
+fn histogram(bins: &[usize; HISTOGRAM_BINS], ctx: &Ctx) -> Line<'static> {
     let p = &ctx.theme.palette;
-    let mut bins = [0usize; BINS];
-    for x in scores {
-        bins[((x.clamp(0.0, 1.0) * BINS as f64) as usize).min(BINS - 1)] += 1;
-    }
     let most = bins.iter().copied().max().unwrap_or(0).max(1);
     const BLOCKS: [char; 9] = [' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
     let bars: String = bins
