@@ -134,7 +134,11 @@ impl Live {
             .filter(|&i| !before.contains(&evaluators[i]))
             .collect();
         if self.pending_run.is_some() {
-            return; // a run waiting for the index takes every evaluator
+            // a run waiting for the index takes every evaluator; one that follows
+            // the indexer was started on the old list: it stops, and the run on the
+            // whole index takes every evaluator
+            self.stop_following();
+            return;
         }
         if self.app.running {
             self.start_run(Vec::new(), (0..evaluators.len()).collect(), Vec::new());
