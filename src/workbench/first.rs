@@ -61,7 +61,7 @@ pub(super) fn priority(
 }
 
 /// Sample indices of the rows on screen and of the selected row, in order.
-fn shown_samples(app: &App) -> Vec<usize> {
+pub(super) fn shown_samples(app: &App) -> Vec<usize> {
     let end = (app.list_offset + app.list_height.max(1)).min(app.view.len());
     let mut shown: BTreeSet<usize> = app
         .view

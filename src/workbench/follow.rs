@@ -6,7 +6,6 @@
 //! a save or a rerun during the first load stops the run, and the indexer then goes
 //! on at full speed (the new run starts on the whole index).
 
-use crate::model::SampleRef;
 use crate::workspace::{changed_error, Entry, SampleLine, SamplesFile};
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -116,17 +115,7 @@ impl Iterator for FollowLines {
                 }
             },
         };
-        Some(Ok(SampleLine {
-            at: SampleRef {
-                index,
-                file: e.file as usize,
-                line: e.line as usize,
-            },
-            offset: e.offset,
-            raw,
-            hash: e.hash,
-            bad,
-        }))
+        Some(Ok(e.sample_line(index, raw, bad)))
     }
 }
 

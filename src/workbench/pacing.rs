@@ -97,15 +97,7 @@ impl Pacing {
 
 /// Whether any of these results is for a row on screen or the selected sample.
 pub(super) fn lands_on_screen(app: &App, results: &[Event]) -> bool {
-    let end = (app.list_offset + app.list_height.max(1)).min(app.view.len());
-    let mut shown: HashSet<usize> = app
-        .view
-        .get(app.list_offset.min(end)..end)
-        .unwrap_or(&[])
-        .iter()
-        .copied()
-        .collect();
-    shown.extend(app.selected());
+    let shown: HashSet<usize> = super::first::shown_samples(app).into_iter().collect();
     results
         .iter()
         .any(|Event::Result { at, .. }| shown.contains(&at.index))

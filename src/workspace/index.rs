@@ -31,6 +31,24 @@ pub struct Entry {
     pub file: u32,
 }
 
+impl Entry {
+    /// Sample `index`, the line this entry locates, with its text `raw` (empty for a
+    /// bad sample, whose text is sent nowhere).
+    pub fn sample_line(&self, index: usize, raw: String, bad: Option<String>) -> SampleLine {
+        SampleLine {
+            at: SampleRef {
+                index,
+                file: self.file as usize,
+                line: self.line as usize,
+            },
+            offset: self.offset,
+            raw,
+            hash: self.hash,
+            bad,
+        }
+    }
+}
+
 /// A file's size and modification time when it was indexed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct FileStamp {
@@ -136,21 +154,7 @@ impl SampleIndex {
             Some(_) => String::new(),
             None => files.read(e.file as usize, e.offset, e.len)?,
         };
-        Some(self.sample_line(index, e, raw, bad))
-    }
-
-    fn sample_line(&self, index: usize, e: &Entry, raw: String, bad: Option<String>) -> SampleLine {
-        SampleLine {
-            at: SampleRef {
-                index,
-                file: e.file as usize,
-                line: e.line as usize,
-            },
-            offset: e.offset,
-            raw,
-            hash: e.hash,
-            bad,
-        }
+        Some(e.sample_line(index, raw, bad))
     }
 
     /// The samples in order, their text read once, front to back, at the offsets the
@@ -239,7 +243,7 @@ impl Iterator for IndexedLines<'_> {
             self.open(e.file).and_then(|()| self.read(&e))
         };
         match raw {
-            Ok(raw) => Some(Ok(self.index.sample_line(index, &e, raw, bad))),
+            Ok(raw) => Some(Ok(e.sample_line(index, raw, bad))),
             Err(err) => {
                 self.next = self.index.entries.len(); // nothing after an error
                 Some(Err(err))
