@@ -5,7 +5,7 @@
 //! leaves the file whole. Must not spawn processes or know about Python.
 
 use crate::model::{Outcome, Style, Version};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{config::DbConfig, params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -22,7 +22,7 @@ pub type SampleHash = [u8; 16];
 /// A stored baseline: outcomes by (evaluator name, sample hash).
 pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
-const SCHEMA_VERSION: i64 = 4;
+const SCHEMA_VERSION: i64 = 5;
 /// Writes per commit at most. Rows are appended, but each also enters the index by
 /// sample hash at a random place: fewer, larger commits write each index page to
 /// the WAL fewer times. A batch (and up to one more held for ordering) is in memory
@@ -371,6 +371,10 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
     conn.busy_timeout(Duration::from_secs(10))?;
     conn.pragma_update(None, "journal_mode", "WAL")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
+    // the last connection to close would copy the WAL into the file first, and the
+    // run would wait for it: the next open reads the WAL as it is (it is as safe
+    // against a kill as the file), and its writer's commits checkpoint it
+    conn.set_db_config(DbConfig::SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, true)?;
     let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
     if version > SCHEMA_VERSION {
         return Err(rusqlite::Error::InvalidParameterName(format!(
@@ -428,9 +432,9 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
              COMMIT;",
         )?;
     }
-    if version < 4 {
+    if version < 5 {
         conn.execute_batch(&format!(
-            "BEGIN; {} PRAGMA user_version = 4; COMMIT;",
+            "BEGIN; {} PRAGMA user_version = 5; COMMIT;",
             results::CREATE
         ))?;
     }
