@@ -84,6 +84,9 @@ pub(super) struct Feed<'a> {
     first: Vec<HashSet<usize>>,
     /// Set while [`Feed::feed_first`] feeds.
     feeding_first: bool,
+    /// Whether batched members get their [`batch_keys`] (false without a store:
+    /// nothing is looked up or stored, and the lines may carry no hash).
+    pub keyed: bool,
     pub stats: RunStats,
 }
 
@@ -107,6 +110,7 @@ impl<'a> Feed<'a> {
             filling: (0..n).map(|_| Vec::new()).collect(),
             first: vec![HashSet::new(); n],
             feeding_first: false,
+            keyed: true,
             stats: RunStats {
                 samples: 0,
                 evaluated: vec![0; n],
@@ -247,7 +251,11 @@ impl<'a> Feed<'a> {
             return;
         }
         let hashes: Vec<SampleHash> = members.iter().map(|m| m.hash).collect();
-        let keys = batch_keys(&hashes);
+        let keys = if self.keyed {
+            batch_keys(&hashes)
+        } else {
+            hashes
+        };
         let hits: Option<Vec<Outcome>> = keys.iter().map(|k| self.cache.get(index, k)).collect();
         if let Some(hits) = hits {
             for (m, hit) in members.iter().zip(hits) {

@@ -226,16 +226,26 @@ impl Runner {
     /// Batched styles (TRL) get consecutive valid samples in file order, exactly
     /// `batch_size` per call (the last shorter), whatever `--jobs` is; their results
     /// are cached under keys that cover the whole batch (see [`feed`]).
+    ///
+    /// Without a store, the lines are hashed only when `hashes` (the listener needs
+    /// the events' content hashes, to compare with a baseline or save one); else every
+    /// event's `hash` is all zeros.
     pub async fn run(
         &self,
         evaluators: &[Prepared],
         files: &[SamplesFile],
         max_samples: Option<usize>,
         read_cache: bool,
+        hashes: bool,
         events: mpsc::UnboundedSender<Event>,
     ) -> std::io::Result<RunStats> {
         // read, checked and hashed on a thread of its own, ahead of the lookups
-        let lines = ReadAhead::spawn(files, max_samples);
+        let reader = if hashes || self.store.is_some() {
+            SamplesReader::new(files)
+        } else {
+            SamplesReader::unhashed(files)
+        };
+        let lines = ReadAhead::spawn_reader(reader, max_samples);
         self.run_lines(evaluators, files, lines, read_cache, events, None)
             .await
     }
@@ -295,6 +305,7 @@ impl Runner {
         }
 
         let mut feed = feed::Feed::new(evaluators, files, cache, queues, inflight, &events);
+        feed.keyed = store.is_some();
         if let Some(priority) = priority {
             feed.feed_first(priority).await;
         }
