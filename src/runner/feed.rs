@@ -9,13 +9,13 @@
 //! a partly cached file never changes how samples are batched, and editing one sample
 //! evaluates its whole batch again.
 
-use super::{Event, InFlight, Prepared, Priority, RunStats};
+use super::{Event, InFlight, InFlightMap, Prepared, Priority, RunStats};
 use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{SampleLine, SamplesFile};
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -75,7 +75,7 @@ pub(super) struct Feed<'a> {
     files: &'a [SamplesFile],
     cache: Cache,
     queues: Vec<Option<flume::Sender<PoolWork>>>,
-    inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
+    inflight: Arc<Mutex<InFlightMap>>,
     events: &'a mpsc::UnboundedSender<Event>,
     /// Per evaluator, the batch being filled (always empty for pointwise styles).
     filling: Vec<Vec<Member>>,
@@ -96,7 +96,7 @@ impl<'a> Feed<'a> {
         files: &'a [SamplesFile],
         cache: Cache,
         queues: Vec<Option<flume::Sender<PoolWork>>>,
-        inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
+        inflight: Arc<Mutex<InFlightMap>>,
         events: &'a mpsc::UnboundedSender<Event>,
     ) -> Feed<'a> {
         let n = evaluators.len();
@@ -335,7 +335,7 @@ pub(super) fn batch_keys(hashes: &[SampleHash]) -> Vec<SampleHash> {
 /// `None` for an id the run no longer waits for.
 pub(super) fn show_result(
     index: usize,
-    inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
+    inflight: Arc<Mutex<InFlightMap>>,
     events: mpsc::UnboundedSender<Event>,
     evaluated: Arc<Vec<AtomicUsize>>,
 ) -> impl Fn(u64, Outcome) -> Option<SampleHash> + Send + Sync + 'static {

@@ -78,6 +78,10 @@ pub struct Runner {
     identity: String,
 }
 
+/// The samples some evaluators are still working on, by sample index (foldhash: two
+/// lookups per evaluation, and ids need no SipHash).
+type InFlightMap = foldhash::HashMap<u64, InFlight>;
+
 /// A sample some evaluators are still working on.
 struct InFlight {
     at: SampleRef,
@@ -267,7 +271,7 @@ impl Runner {
         let cache = feed::Cache::open(store.filter(|_| read_cache), evaluators);
         let started = SystemTime::now();
         let writer: Option<Arc<StoreWriter>> = store.and_then(|s| s.writer().ok()).map(Arc::new);
-        let inflight: Arc<Mutex<HashMap<u64, InFlight>>> = Arc::default();
+        let inflight: Arc<Mutex<InFlightMap>> = Arc::default();
         let evaluated: Arc<Vec<AtomicUsize>> =
             Arc::new(evaluators.iter().map(|_| Default::default()).collect());
 
