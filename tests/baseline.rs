@@ -94,6 +94,45 @@ fn a_change_to_one_component_gives_exact_deltas_flips_and_attribution() {
     );
 }
 
+/// `--no-cache` skips hashing lines only when nothing needs their content hash: a
+/// baseline saved and compared without the cache still matches sample by sample.
+#[test]
+fn a_baseline_saved_and_compared_without_the_cache_matches_each_sample() {
+    let ws = Ws::new(&[
+        ("metrics/judge/main.py", &evaluator(false)),
+        ("samples.jsonl", &samples(4)),
+    ]);
+    let saved = ws.run(&["--no-cache", "--save-baseline", "before"]);
+    assert_eq!(saved.code, 0, "{}", saved.stderr);
+    assert!(
+        saved.stderr.contains("saved baseline 'before' (4 results)"),
+        "{}",
+        saved.stderr
+    );
+    ws.write("metrics/judge/main.py", &evaluator(true));
+    let run = ws.run(&["--no-cache", "--baseline", "before"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let expect = [(0.55, -0.5), (0.6, 0.0), (0.65, -0.5), (0.7, 0.0)];
+    for (i, (before, delta)) in expect.into_iter().enumerate() {
+        let row = run.row(i as u64, "judge");
+        assert!(
+            (row["baseline_score"].as_f64().unwrap() - before).abs() < 1e-12,
+            "{row}"
+        );
+        assert!(
+            (row["delta"].as_f64().unwrap() - delta).abs() < 1e-12,
+            "{row}"
+        );
+    }
+    // a plain --no-cache run (no hashing) scores the same samples the same way
+    let plain = ws.run(&["--no-cache"]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    for (i, (before, delta)) in expect.into_iter().enumerate() {
+        let score = plain.row(i as u64, "judge")["score"].as_f64().unwrap();
+        assert!((score - (before + delta)).abs() < 1e-12, "{score}");
+    }
+}
+
 #[test]
 fn an_unknown_baseline_is_a_usage_error_naming_the_saved_ones() {
     let ws = Ws::new(&[

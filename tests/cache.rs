@@ -480,7 +480,7 @@ async fn runner_scores(
     assert!(prepared.failure.is_none(), "{:?}", prepared.failure);
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     runner
-        .run(&[prepared], &workspace.samples, None, true, tx)
+        .run(&[prepared], &workspace.samples, None, true, false, tx)
         .await
         .unwrap();
     let mut rows = Vec::new();

@@ -71,6 +71,7 @@ async fn run_local_and_remote(
         &session.workspace.samples,
         Some(max_samples),
         session.use_cache,
+        false, // the preview shows no content hash
         tx,
     );
     let mut events = Vec::new();

@@ -56,6 +56,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         &session.workspace.samples,
         args.max_samples,
         session.use_cache,
+        args.baseline.is_some() || keep, // compared or saved by content hash
         tx,
     );
     let (batches, printing) = spawn_printing(printer, progress, keep)?;

@@ -15,7 +15,7 @@ use super::protocol::ThirdParty;
 use super::worker::{Next, Worker};
 use super::zygote::{Engine, EngineError};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome};
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::Semaphore;
@@ -484,7 +484,8 @@ impl Lane<'_> {
 #[derive(Default)]
 struct Flight {
     batches: VecDeque<Vec<PoolJob>>,
-    waiting: HashSet<u64>,
+    /// (foldhash: a lookup per answer; SipHash's DoS resistance buys nothing for ids)
+    waiting: foldhash::HashSet<u64>,
 }
 
 impl Flight {

@@ -124,8 +124,9 @@ impl Worker {
         let mut message = Vec::with_capacity(jobs.iter().map(|(_, raw)| raw.len() + 24).sum());
         message.extend_from_slice(header.as_bytes());
         message.push(b'\n');
+        let mut digits = itoa::Buffer::new();
         for (id, raw) in jobs {
-            message.extend_from_slice(id.to_string().as_bytes());
+            message.extend_from_slice(digits.format(*id).as_bytes());
             message.push(b' ');
             message.extend_from_slice(raw.trim().as_bytes());
             message.push(b'\n');

@@ -9,13 +9,13 @@
 //! a partly cached file never changes how samples are batched, and editing one sample
 //! evaluates its whole batch again.
 
-use super::{Event, InFlight, Prepared, Priority, RunStats};
+use super::{Event, InFlight, InFlightMap, Prepared, Priority, RunStats};
 use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{SampleLine, SamplesFile};
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
@@ -75,7 +75,7 @@ pub(super) struct Feed<'a> {
     files: &'a [SamplesFile],
     cache: Cache,
     queues: Vec<Option<flume::Sender<PoolWork>>>,
-    inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
+    inflight: Arc<Mutex<InFlightMap>>,
     events: &'a mpsc::UnboundedSender<Event>,
     /// Per evaluator, the batch being filled (always empty for pointwise styles).
     filling: Vec<Vec<Member>>,
@@ -84,6 +84,9 @@ pub(super) struct Feed<'a> {
     first: Vec<HashSet<usize>>,
     /// Set while [`Feed::feed_first`] feeds.
     feeding_first: bool,
+    /// Whether batched members get their [`batch_keys`] (false without a store:
+    /// nothing is looked up or stored, and the lines may carry no hash).
+    pub keyed: bool,
     pub stats: RunStats,
 }
 
@@ -93,7 +96,7 @@ impl<'a> Feed<'a> {
         files: &'a [SamplesFile],
         cache: Cache,
         queues: Vec<Option<flume::Sender<PoolWork>>>,
-        inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
+        inflight: Arc<Mutex<InFlightMap>>,
         events: &'a mpsc::UnboundedSender<Event>,
     ) -> Feed<'a> {
         let n = evaluators.len();
@@ -107,6 +110,7 @@ impl<'a> Feed<'a> {
             filling: (0..n).map(|_| Vec::new()).collect(),
             first: vec![HashSet::new(); n],
             feeding_first: false,
+            keyed: true,
             stats: RunStats {
                 samples: 0,
                 evaluated: vec![0; n],
@@ -247,7 +251,11 @@ impl<'a> Feed<'a> {
             return;
         }
         let hashes: Vec<SampleHash> = members.iter().map(|m| m.hash).collect();
-        let keys = batch_keys(&hashes);
+        let keys = if self.keyed {
+            batch_keys(&hashes)
+        } else {
+            hashes
+        };
         let hits: Option<Vec<Outcome>> = keys.iter().map(|k| self.cache.get(index, k)).collect();
         if let Some(hits) = hits {
             for (m, hit) in members.iter().zip(hits) {
@@ -327,7 +335,7 @@ pub(super) fn batch_keys(hashes: &[SampleHash]) -> Vec<SampleHash> {
 /// `None` for an id the run no longer waits for.
 pub(super) fn show_result(
     index: usize,
-    inflight: Arc<Mutex<HashMap<u64, InFlight>>>,
+    inflight: Arc<Mutex<InFlightMap>>,
     events: mpsc::UnboundedSender<Event>,
     evaluated: Arc<Vec<AtomicUsize>>,
 ) -> impl Fn(u64, Outcome) -> Option<SampleHash> + Send + Sync + 'static {

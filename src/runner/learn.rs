@@ -11,7 +11,6 @@ use super::{code_key, file_hash, modified_since, stamp, third_party_parts, Prepa
 use crate::engine::{BatchDone, Sink, ThirdParty};
 use crate::model::{EvaluatorSpec, Outcome};
 use crate::store::{CodeKey, ImportMemo, SampleHash, Store, StoreWriter};
-use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -27,7 +26,7 @@ pub(super) struct Learner {
     /// When the run started: a file first reported later but changed since may not
     /// be the code that ran.
     since: SystemTime,
-    held: HashMap<u64, (SampleHash, Outcome)>,
+    held: foldhash::HashMap<u64, (SampleHash, Outcome)>,
     /// False once the run learned of a file it cannot vouch for (changed during the
     /// run, or gone): its outcomes are shown but not stored.
     storing: bool,
@@ -52,7 +51,7 @@ impl Learner {
             memo: prepared.memo.clone()?,
             key: prepared.key,
             since,
-            held: HashMap::new(),
+            held: Default::default(),
             storing: true,
             store,
             writer,

@@ -78,6 +78,10 @@ pub struct Runner {
     identity: String,
 }
 
+/// The samples some evaluators are still working on, by sample index (foldhash: two
+/// lookups per evaluation, and ids need no SipHash).
+type InFlightMap = foldhash::HashMap<u64, InFlight>;
+
 /// A sample some evaluators are still working on.
 struct InFlight {
     at: SampleRef,
@@ -226,16 +230,26 @@ impl Runner {
     /// Batched styles (TRL) get consecutive valid samples in file order, exactly
     /// `batch_size` per call (the last shorter), whatever `--jobs` is; their results
     /// are cached under keys that cover the whole batch (see [`feed`]).
+    ///
+    /// Without a store, the lines are hashed only when `hashes` (the listener needs
+    /// the events' content hashes, to compare with a baseline or save one); else every
+    /// event's `hash` is all zeros.
     pub async fn run(
         &self,
         evaluators: &[Prepared],
         files: &[SamplesFile],
         max_samples: Option<usize>,
         read_cache: bool,
+        hashes: bool,
         events: mpsc::UnboundedSender<Event>,
     ) -> std::io::Result<RunStats> {
         // read, checked and hashed on a thread of its own, ahead of the lookups
-        let lines = ReadAhead::spawn(files, max_samples);
+        let reader = if hashes || self.store.is_some() {
+            SamplesReader::new(files)
+        } else {
+            SamplesReader::unhashed(files)
+        };
+        let lines = ReadAhead::spawn_reader(reader, max_samples);
         self.run_lines(evaluators, files, lines, read_cache, events, None)
             .await
     }
@@ -257,7 +271,7 @@ impl Runner {
         let cache = feed::Cache::open(store.filter(|_| read_cache), evaluators);
         let started = SystemTime::now();
         let writer: Option<Arc<StoreWriter>> = store.and_then(|s| s.writer().ok()).map(Arc::new);
-        let inflight: Arc<Mutex<HashMap<u64, InFlight>>> = Arc::default();
+        let inflight: Arc<Mutex<InFlightMap>> = Arc::default();
         let evaluated: Arc<Vec<AtomicUsize>> =
             Arc::new(evaluators.iter().map(|_| Default::default()).collect());
 
@@ -295,6 +309,7 @@ impl Runner {
         }
 
         let mut feed = feed::Feed::new(evaluators, files, cache, queues, inflight, &events);
+        feed.keyed = store.is_some();
         if let Some(priority) = priority {
             feed.feed_first(priority).await;
         }

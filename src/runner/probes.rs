@@ -103,7 +103,7 @@ impl Runner {
         kinds: &[Option<Probe>],
     ) -> std::io::Result<Tallies> {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let work = self.run(evaluators, probe_files, None, read_cache, tx);
+        let work = self.run(evaluators, probe_files, None, read_cache, false, tx);
         let mut tallies: Tallies = BTreeMap::new();
         let consume = async {
             while let Some(Event::Result {

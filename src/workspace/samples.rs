@@ -20,7 +20,8 @@ pub struct SampleLine {
     pub offset: u64,
     /// The line without its line ending.
     pub raw: String,
-    /// Content hash of the trimmed line (the cache key's sample part).
+    /// Content hash of the trimmed line (the cache key's sample part); all zeros
+    /// from a reader made [`SamplesReader::unhashed`], whose taker needs no hash.
     pub hash: [u8; 16],
     /// Why this line is not a usable sample (`BadSample`).
     pub bad: Option<String>,
@@ -95,6 +96,8 @@ pub struct SamplesReader {
     /// Byte offset of the next line in the current file.
     pos: u64,
     buf: Vec<u8>,
+    /// Whether lines get their content hash (see [`SamplesReader::unhashed`]).
+    hashing: bool,
 }
 
 impl SamplesReader {
@@ -107,6 +110,17 @@ impl SamplesReader {
             index: 0,
             pos: 0,
             buf: Vec::with_capacity(8192),
+            hashing: true,
+        }
+    }
+
+    /// A reader whose lines carry no content hash (all zeros): for a run that neither
+    /// reads nor writes the cache nor compares by content (`rwb run --no-cache`),
+    /// where hashing every line would be work for nothing.
+    pub fn unhashed(files: &[SamplesFile]) -> SamplesReader {
+        SamplesReader {
+            hashing: false,
+            ..SamplesReader::new(files)
         }
     }
 }
@@ -180,7 +194,11 @@ impl Iterator for SamplesReader {
                     )),
                 ),
             };
-            let hash = hash_line(&raw);
+            let hash = if self.hashing {
+                hash_line(&raw)
+            } else {
+                [0; 16]
+            };
             return Some(Ok(SampleLine {
                 at,
                 offset,
@@ -215,8 +233,13 @@ pub struct ReadAhead {
 impl ReadAhead {
     /// Reads up to `limit` samples of `files` (all with `None`) on a new thread.
     pub fn spawn(files: &[SamplesFile], limit: Option<usize>) -> ReadAhead {
+        ReadAhead::spawn_reader(SamplesReader::new(files), limit)
+    }
+
+    /// [`ReadAhead::spawn`] with `reader` (one made [`SamplesReader::unhashed`]).
+    pub fn spawn_reader(reader: SamplesReader, limit: Option<usize>) -> ReadAhead {
         let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
-        let lines = SamplesReader::new(files).take(limit.unwrap_or(usize::MAX));
+        let lines = reader.take(limit.unwrap_or(usize::MAX));
         let spawned = std::thread::Builder::new()
             .name("rwb-read".into())
             .spawn(move || send_batches(lines, &tx));
@@ -461,6 +484,26 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn an_unhashed_reader_gives_the_same_lines_with_zero_hashes() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = "{\"messages\": []}\r\n\nnot json\n{\"messages\": [1]}";
+        let files = [file_with(dir.path(), "a.jsonl", text.as_bytes())];
+        let hashed: Vec<SampleLine> = SamplesReader::new(&files).map(|l| l.unwrap()).collect();
+        let unhashed: Vec<SampleLine> =
+            ReadAhead::spawn_reader(SamplesReader::unhashed(&files), None)
+                .map(|l| l.unwrap())
+                .collect();
+        assert_eq!(hashed.len(), 3);
+        assert_eq!(hashed[0].hash, hash_line("{\"messages\": []}"));
+        assert!(unhashed.iter().all(|l| l.hash == [0; 16]));
+        let zeroed: Vec<SampleLine> = hashed
+            .into_iter()
+            .map(|l| SampleLine { hash: [0; 16], ..l })
+            .collect();
+        assert_eq!(summary(&unhashed), summary(&zeroed));
     }
 
     #[test]
