@@ -237,24 +237,58 @@ impl ReadAhead {
     }
 
     /// [`ReadAhead::spawn`] with `reader` (one made [`SamplesReader::unhashed`]).
-    pub fn spawn_reader(reader: SamplesReader, limit: Option<usize>) -> ReadAhead {
+    ///
+    /// Lines that need their hash are hashed on a second thread: blake3 is as much
+    /// work as reading and checking them, and the two overlap.
+    pub fn spawn_reader(mut reader: SamplesReader, limit: Option<usize>) -> ReadAhead {
+        let hashing = std::mem::replace(&mut reader.hashing, false);
         let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
         let lines = reader.take(limit.unwrap_or(usize::MAX));
         let spawned = std::thread::Builder::new()
             .name("rwb-read".into())
-            .spawn(move || send_batches(lines, &tx));
-        let current = match spawned {
-            Ok(_) => Vec::new(),
-            Err(e) => vec![Err(std::io::Error::new(
-                e.kind(),
-                format!("cannot start the thread that reads the samples files: {e}"),
-            ))],
+            .spawn(move || send_batches(lines, &tx))
+            .map_err(|e| ("reads", e));
+        let rx = match spawned {
+            Ok(_) if hashing => spawn_hashing(rx).map_err(|e| ("hashes", e)),
+            Ok(_) => Ok(rx),
+            Err(e) => Err(e),
+        };
+        let (rx, current) = match rx {
+            Ok(rx) => (rx, Vec::new()),
+            Err((what, e)) => (
+                std::sync::mpsc::sync_channel(0).1,
+                vec![Err(std::io::Error::new(
+                    e.kind(),
+                    format!("cannot start the thread that {what} the samples files' lines: {e}"),
+                ))],
+            ),
         };
         ReadAhead {
             batches: rx,
             current: current.into_iter(),
         }
     }
+}
+
+/// A thread that gives every line of the batches from `read` its content hash and
+/// hands them on in order; it ends with `read` or when the taker is gone.
+fn spawn_hashing(
+    read: std::sync::mpsc::Receiver<Batch>,
+) -> std::io::Result<std::sync::mpsc::Receiver<Batch>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
+    std::thread::Builder::new()
+        .name("rwb-hash".into())
+        .spawn(move || {
+            for mut batch in read {
+                for line in batch.iter_mut().flatten() {
+                    line.hash = hash_line(&line.raw);
+                }
+                if tx.send(batch).is_err() {
+                    return;
+                }
+            }
+        })?;
+    Ok(rx)
 }
 
 /// The reading thread: batches of lines until the files end, an error, or the taker
