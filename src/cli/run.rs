@@ -93,7 +93,8 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
 }
 
 /// Batches of results the printing thread may be behind by: the run waits beyond it.
-const PRINT_AHEAD: usize = 8;
+/// Few, because a batch holds whole outcomes (a 4 KB reason each: 4 MB a batch).
+const PRINT_AHEAD: usize = 2;
 /// Most results in one batch.
 const PRINT_BATCH: usize = 1024;
 
