@@ -587,12 +587,12 @@ mod tests {
         writer.rekey(&old, &new);
         writer.put(&old, &[3u8; 16], &scored(0.75)); // after the rekey: stays under `old`
         writer.finish();
-        let reader = store.reader().unwrap();
-        assert_eq!(reader.get(&new, &[7u8; 16]), Some(scored(0.25)));
-        assert_eq!(reader.get(&new, &[199u8; 16]), Some(scored(199.0)));
-        assert_eq!(reader.get(&new, &[3u8; 16]), Some(scored(3.0)));
-        assert_eq!(reader.get(&old, &[3u8; 16]), Some(scored(0.75)));
-        assert_eq!(reader.get(&old, &[4u8; 16]), None);
+        let mut reader = store.reader().unwrap();
+        assert_eq!(reader.lookup(&new, &[7u8; 16]), Some(scored(0.25)));
+        assert_eq!(reader.lookup(&new, &[199u8; 16]), Some(scored(199.0)));
+        assert_eq!(reader.lookup(&new, &[3u8; 16]), Some(scored(3.0)));
+        assert_eq!(reader.lookup(&old, &[3u8; 16]), Some(scored(0.75)));
+        assert_eq!(reader.lookup(&old, &[4u8; 16]), None);
         assert_eq!(store.results_for(&new).unwrap().len(), 200);
         assert_eq!(store.results_for(&old).unwrap().len(), 1);
     }
@@ -615,17 +615,17 @@ mod tests {
         )
         .unwrap();
         drop(conn);
-        let reader = store.reader().unwrap();
-        assert_eq!(reader.get(&key, &[1u8; 16]), Some(scored.clone()));
-        assert_eq!(reader.get(&key, &[2u8; 16]), None, "evaluated again");
-        assert_eq!(reader.get(&key, &[3u8; 16]), None);
+        let mut reader = store.reader().unwrap();
+        assert_eq!(reader.lookup(&key, &[1u8; 16]), Some(scored.clone()));
+        assert_eq!(reader.lookup(&key, &[2u8; 16]), None, "evaluated again");
+        assert_eq!(reader.lookup(&key, &[3u8; 16]), None);
         assert!(store.holds(&key) && !store.holds(&[6u8; 32]));
         let writer = store.writer().unwrap();
         writer.put(&key, &[3u8; 16], &scored);
         writer.finish();
         // a read transaction lasts READS_PER_SNAPSHOT lookups, then the next one
         // sees what was committed meanwhile
-        let seen = (0..READS_PER_SNAPSHOT + 1).find(|_| reader.get(&key, &[3u8; 16]).is_some());
+        let seen = (0..READS_PER_SNAPSHOT + 1).find(|_| reader.lookup(&key, &[3u8; 16]).is_some());
         assert_eq!(seen, Some(READS_PER_SNAPSHOT - 3));
     }
 

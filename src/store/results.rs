@@ -600,14 +600,8 @@ impl CacheReader {
     }
 
     /// The outcome stored for `sample` under code `key`, or `None` (also for a row
-    /// that does not read as an outcome, which is then evaluated again). A read error
-    /// counts as a miss.
-    pub fn get(&self, key: &CodeKey, sample: &SampleHash) -> Option<Outcome> {
-        self.renew_snapshot();
-        outcome(&self.conn, key, sample).ok().flatten()
-    }
-
-    /// [`CacheReader::get`] for a run asking about its lines in file order: the rows
+    /// that does not read as an outcome, which is then evaluated again; a read error
+    /// counts as a miss). Made for a run asking about its lines in file order: the rows
     /// of `key` are read sequentially, in the order they were stored, as long as they
     /// match; a sample that does not match is looked up by its hash (a fallback), and
     /// the scan goes on after the row found.
