@@ -59,14 +59,16 @@ async fn settle_in_order(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     let mut landed = (0, Vec::new()); // (run generation, rows results landed on)
     loop {
+        // the first rows may reach the list through either branch: a run's result
+        // for a row not shown yet makes the loop take the indexer's chunks at once
+        let was_empty = live.app.samples.is_empty();
         tokio::select! {
+            // the indexer's messages first, as they were sent before the results
+            // for their rows: `on_first` then sees the first chunk alone
+            biased;
             Some((generation, indexed)) = live.index_rx.recv() => {
                 if generation == live.index_generation {
-                    let first = matches!(indexed, Indexed::More(_)) && live.app.samples.is_empty();
                     live.on_indexed(indexed);
-                    if first {
-                        on_first(live);
-                    }
                 }
             }
             Some((generation, msg)) = live.run_rx.recv() => {
@@ -88,6 +90,9 @@ async fn settle_in_order(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -
             _ = tokio::time::sleep_until(deadline) => {
                 panic!("the workbench never settled: {:?}", live.app.evaluators[0].state)
             }
+        }
+        if was_empty && !live.app.samples.is_empty() {
+            on_first(live);
         }
         if live.pending_run.is_none() && !live.app.running {
             return if landed.0 == live.runs.generation() {
