@@ -31,19 +31,26 @@ pub(super) struct Cache {
     reader: Option<Mutex<CacheReader>>,
     /// Per evaluator, the code key to look up under (`None`: never from the cache).
     keys: Vec<Option<CodeKey>>,
+    /// Per evaluator, whether anything was stored under its code key when the run
+    /// started.
+    held: Vec<bool>,
 }
 
 impl Cache {
-    /// Looks up the evaluators that can run (not those whose import failed) and have
-    /// something stored under their code key when the run starts; without any, no
-    /// reader is opened.
-    pub fn open(store: Option<&Arc<Store>>, evaluators: &[Prepared]) -> Cache {
+    /// Looks up (when `read_cache`) the evaluators that can run (not those whose
+    /// import failed) and have something stored under their code key when the run
+    /// starts; without any, no reader is opened.
+    pub fn open(store: Option<&Arc<Store>>, read_cache: bool, evaluators: &[Prepared]) -> Cache {
+        let held: Vec<bool> = evaluators
+            .iter()
+            .map(|p| store.is_some_and(|s| s.holds(&p.key)))
+            .collect();
         let keys: Vec<Option<CodeKey>> = evaluators
             .iter()
-            .map(|p| {
-                let stored = store.is_some_and(|s| s.holds(&p.key));
+            .zip(&held)
+            .map(|(p, stored)| {
                 let local = !p.spec.source.is_remote(); // remote results are never cached
-                (stored && local && p.failure.is_none()).then_some(p.key)
+                (read_cache && *stored && local && p.failure.is_none()).then_some(p.key)
             })
             .collect();
         let reader = match store.filter(|_| keys.iter().any(Option::is_some)) {
@@ -53,7 +60,15 @@ impl Cache {
         Cache {
             reader: reader.map(Mutex::new),
             keys,
+            held,
         }
+    }
+
+    /// Whether what evaluator `evaluator` evaluates in this run can have no older
+    /// stored outcome to replace: nothing was stored under its key, or the run looked
+    /// each sample up and found none.
+    pub fn replaces_nothing(&self, evaluator: usize) -> bool {
+        !self.held[evaluator] || (self.reader.is_some() && self.keys[evaluator].is_some())
     }
 
     fn get(&self, evaluator: usize, hash: &SampleHash) -> Option<Outcome> {

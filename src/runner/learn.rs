@@ -30,6 +30,9 @@ pub(super) struct Learner {
     /// False once the run learned of a file it cannot vouch for (changed during the
     /// run, or gone): its outcomes are shown but not stored.
     storing: bool,
+    /// Whether what this run evaluates can have no older stored outcome (see
+    /// [`StoreWriter::put_at`]).
+    replaces_nothing: bool,
     store: Arc<Store>,
     writer: Arc<StoreWriter>,
 }
@@ -41,6 +44,7 @@ impl Learner {
         prepared: &Prepared,
         spec_key: CodeKey,
         since: SystemTime,
+        replaces_nothing: bool,
         store: Arc<Store>,
         writer: Arc<StoreWriter>,
     ) -> Option<Learner> {
@@ -53,6 +57,7 @@ impl Learner {
             since,
             held: Default::default(),
             storing: true,
+            replaces_nothing,
             store,
             writer,
         })
@@ -80,7 +85,8 @@ impl Learner {
             if let Some((hash, outcome)) = self.held.remove(id) {
                 if self.storing {
                     // a job's id is its sample's index in the run's files
-                    self.writer.put_at(&self.key, &hash, *id, &outcome);
+                    self.writer
+                        .put_at(&self.key, &hash, *id, self.replaces_nothing, &outcome);
                 }
             }
         }

@@ -268,7 +268,7 @@ impl Runner {
         priority: Option<&Priority>,
     ) -> std::io::Result<RunStats> {
         let store = self.store.as_ref();
-        let cache = feed::Cache::open(store.filter(|_| read_cache), evaluators);
+        let cache = feed::Cache::open(store, read_cache, evaluators);
         let started = SystemTime::now();
         let writer: Option<Arc<StoreWriter>> = store.and_then(|s| s.writer().ok()).map(Arc::new);
         let inflight: Arc<Mutex<InFlightMap>> = Arc::default();
@@ -286,7 +286,9 @@ impl Runner {
             queues.push(Some(tx));
             let show =
                 feed::show_result(index, inflight.clone(), events.clone(), evaluated.clone());
-            let (sink, on_done) = match self.learner(p, writer.as_ref(), started) {
+            let replaces_nothing = cache.replaces_nothing(index);
+            let (sink, on_done) = match self.learner(p, writer.as_ref(), started, replaces_nothing)
+            {
                 Some(learner) => {
                     let (sink, on_done) = learn::hooks(learner, show);
                     (sink, Some(on_done))
@@ -338,12 +340,14 @@ impl Runner {
         p: &Prepared,
         writer: Option<&Arc<StoreWriter>>,
         since: SystemTime,
+        replaces_nothing: bool,
     ) -> Option<Arc<Mutex<learn::Learner>>> {
         let learner = learn::Learner::new(
             self.identity.clone(),
             p,
             self.spec_key(&p.spec),
             since,
+            replaces_nothing,
             self.store.clone()?,
             writer?.clone(),
         )?;

@@ -22,19 +22,14 @@ pub type SampleHash = [u8; 16];
 /// A stored baseline: outcomes by (evaluator name, sample hash).
 pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
-const SCHEMA_VERSION: i64 = 5;
-/// Writes per commit at most. Rows are appended, but each also enters the index by
-/// sample hash at a random place: fewer, larger commits write each index page to
-/// the WAL fewer times. A batch (and up to one more held for ordering) is in memory
-/// while it is committed (~300 bytes a row), so this also bounds the writer's memory.
+const SCHEMA_VERSION: i64 = 6;
+/// Writes per commit at most. A batch (and up to one more held for ordering) is in
+/// memory while it is committed (~300 bytes a row), so this bounds the writer's memory.
 const WRITE_BATCH: usize = 20_000;
 /// Writes queued for the writer thread at most: past that, `put` waits for the
 /// writer to take some (a run that evaluates faster than SQLite stores would
 /// otherwise queue every result of a huge file in memory).
 const WRITE_QUEUE: usize = 8_192;
-/// Page cache of the writer's connection, in KiB (SQLite's default is 2 MB: too small
-/// to keep the pages a commit touches between two commits).
-const WRITER_CACHE_KIB: i64 = 8 * 1024;
 /// Page cache of a run's cache reader, in KiB.
 const READER_CACHE_KIB: i64 = 2 * 1024;
 /// Bytes of the cache file a reader maps into memory: a lookup there reads the page in
@@ -81,6 +76,9 @@ pub struct Stamp {
 pub struct Store {
     path: PathBuf,
     conn: Mutex<Connection>,
+    /// Where each code's samples are, for [`Store::outcome`] (the workbench asks for
+    /// one sample at a time, and would otherwise scan the code's rows each time).
+    locators: Mutex<results::Locators>,
 }
 
 impl Store {
@@ -106,6 +104,7 @@ impl Store {
         Ok(Store {
             path,
             conn: Mutex::new(conn),
+            locators: Mutex::default(),
         })
     }
 
@@ -136,7 +135,8 @@ impl Store {
         sample: &SampleHash,
     ) -> Result<Option<Outcome>, StoreError> {
         let conn = self.conn.lock().unwrap();
-        results::outcome(&conn, key, sample).map_err(|e| self.fail(e))
+        let mut locators = self.locators.lock().unwrap();
+        results::outcome(&conn, &mut locators, key, sample).map_err(|e| self.fail(e))
     }
 
     /// A reader of cached outcomes with its own connection, for a run to look its
@@ -341,8 +341,6 @@ impl Store {
     /// A background writer with its own connection, batching inserts into transactions.
     pub fn writer(&self) -> Result<StoreWriter, StoreError> {
         let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
-        conn.pragma_update(None, "cache_size", -WRITER_CACHE_KIB)
-            .map_err(|e| self.fail(e))?;
         self.writer_with(conn, WRITE_QUEUE, WRITE_BATCH)
     }
 
@@ -432,9 +430,9 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
              COMMIT;",
         )?;
     }
-    if version < 5 {
+    if version < 6 {
         conn.execute_batch(&format!(
-            "BEGIN; {} PRAGMA user_version = 5; COMMIT;",
+            "BEGIN; {} PRAGMA user_version = 6; COMMIT;",
             results::CREATE
         ))?;
     }
@@ -452,32 +450,43 @@ pub struct StoreWriter {
 }
 
 impl StoreWriter {
-    /// Stores an outcome after those queued before it.
+    /// Stores an outcome after those queued before it, replacing an older one of
+    /// the same sample.
     pub fn put(&self, key: &CodeKey, sample: &SampleHash, outcome: &Outcome) {
-        self.send(*key, *sample, None, outcome);
+        self.send(*key, *sample, None, true, outcome);
     }
 
     /// Stores the outcome of the sample at position `at` of a run's files (its
     /// index): a code's rows are stored in this order, so that the next run over the
-    /// same files reads them back sequentially.
-    pub fn put_at(&self, key: &CodeKey, sample: &SampleHash, at: u64, outcome: &Outcome) {
-        self.send(*key, *sample, Some(at), outcome);
+    /// same files reads them back sequentially. `replaces_nothing`: no older row of
+    /// this sample can be stored (nothing was under `key` when the run started, or
+    /// the run looked the sample up and found none), so the writer does not search
+    /// for one; else an older row of the sample goes.
+    pub fn put_at(
+        &self,
+        key: &CodeKey,
+        sample: &SampleHash,
+        at: u64,
+        replaces_nothing: bool,
+        outcome: &Outcome,
+    ) {
+        self.send(*key, *sample, Some(at), !replaces_nothing, outcome);
     }
 
-    /// [`StoreWriter::put`] of an outcome written as JSON; text that is not an
-    /// outcome is not stored.
-    pub fn put_text(&self, key: &CodeKey, sample: &SampleHash, text: String) {
-        if let Ok(outcome) = serde_json::from_str(&text) {
-            self.send(*key, *sample, None, &outcome);
-        }
-    }
-
-    fn send(&self, key: CodeKey, hash: SampleHash, at: Option<u64>, outcome: &Outcome) {
+    fn send(
+        &self,
+        key: CodeKey,
+        hash: SampleHash,
+        at: Option<u64>,
+        replaces: bool,
+        outcome: &Outcome,
+    ) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(Write::Put {
                 key,
                 hash,
                 at,
+                replaces,
                 row: results::Row::of(outcome),
             });
         }

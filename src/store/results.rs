@@ -5,14 +5,22 @@
 //! sit together in the order they were written, and the writer stores a run's results
 //! in the order of their samples in the files (results arrive from the workers out of
 //! order: see [`Pending`]). A rerun then reads them back as one sequential scan
-//! ([`CacheReader::lookup`]), matching each row against the line it is asked about;
-//! a line that does not match (edited, inserted, moved) is looked up by (code id,
-//! sample hash) in a small index instead.
+//! ([`CacheReader::lookup`]), matching each row against the line it is asked about.
+//!
+//! The table has no index by sample hash. Each result would enter such an index at a
+//! random place, and keeping it was most of what storing cost: in the workbench's
+//! first run over 1,000,000 samples the writer thread took 13 s of CPU with it and
+//! 2.7 s without (the index's pages no longer fit the cache, and every commit wrote
+//! most of them to the WAL again). A lookup off the sequential path (an edited,
+//! inserted or moved line, the workbench's selected sample) goes through a
+//! [`Locator`] instead: the code's hashes, read in one scan the first time one is
+//! needed, 8 bytes a row in memory.
 
 use super::{CodeKey, SampleHash};
 use crate::model::{EvalError, Outcome};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
+use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
@@ -22,6 +30,8 @@ const SEQ_BITS: u32 = 40;
 /// may wait one interval more (see [`Pending`]), so a kill loses at most about
 /// twice this much work; it never corrupts the file.
 const WRITE_EVERY: Duration = Duration::from_millis(500);
+/// How often the writer takes what was queued while it gathers a window.
+const GATHER_EVERY: Duration = Duration::from_millis(10);
 /// Rows a sequential reader fetches at a time.
 const SCAN_CHUNK: i64 = 256;
 /// Lookups per read transaction: one transaction per lookup costs a file lock each;
@@ -30,40 +40,25 @@ pub(super) const READS_PER_SNAPSHOT: usize = 4096;
 
 /// The schema step that creates the tables (a cache is thrown away on upgrade; the
 /// other tables stay).
-///
-/// The index by sample holds the first 8 bytes of the sample hash as an integer
-/// (`prefix`), not the 16-byte blob: integer keys are compared without a memcmp and
-/// the index is about half as large, so a cold run's inserts (each at a random place
-/// in it) cost less and fewer of its pages are written per commit. Lookups check the
-/// full hash. Two samples whose hashes share a prefix (about 1 in 10^7 in a cache of
-/// a million rows) replace each other's row: one of them is evaluated again, never
-/// answered with the other's outcome.
 pub(super) const CREATE: &str = "
     DROP TABLE IF EXISTS results;
-    CREATE TABLE IF NOT EXISTS codes (
+    DROP TABLE IF EXISTS codes;
+    CREATE TABLE codes (
         id INTEGER PRIMARY KEY,
         code_key BLOB NOT NULL UNIQUE
     );
     CREATE TABLE results (
         row INTEGER PRIMARY KEY,
-        code INTEGER NOT NULL,
-        prefix INTEGER NOT NULL,
         sample_hash BLOB NOT NULL,
         score REAL,
         valid INTEGER NOT NULL,
         reason TEXT,
         duration REAL NOT NULL,
         rest TEXT
-    );
-    CREATE UNIQUE INDEX results_by_sample ON results (code, prefix);";
+    );";
 
 /// The columns a result is read from, in [`decode`]'s order.
 const COLUMNS: &str = "row, sample_hash, score, valid, reason, duration, rest";
-
-/// The index key of a sample hash: its first 8 bytes as an integer.
-fn prefix(hash: &SampleHash) -> i64 {
-    i64::from_le_bytes(hash[..8].try_into().expect("8 bytes"))
-}
 
 /// The first row id of code `id` (its rows are `first(id)..first(id + 1)`).
 fn first(id: i64) -> i64 {
@@ -180,28 +175,131 @@ pub(super) fn code_id(conn: &Connection, key: &CodeKey) -> rusqlite::Result<Opti
         .optional()
 }
 
-/// One stored outcome of code `id`, by sample hash, with its row id.
-fn point(conn: &Connection, id: i64, sample: &SampleHash) -> Option<(i64, Option<Outcome>)> {
-    let sql = format!("SELECT {COLUMNS} FROM results WHERE code = ?1 AND prefix = ?2");
+/// The row `row`, when it is still `sample`'s: its outcome (`None` when it does not
+/// read as one).
+fn fetch(conn: &Connection, row: i64, sample: &SampleHash) -> Option<Option<Outcome>> {
+    let sql = format!("SELECT {COLUMNS} FROM results WHERE row = ?1");
     let mut stmt = conn.prepare_cached(&sql).ok()?;
-    let found = stmt
-        .query_row(params![id, prefix(sample)], decode)
-        .optional()
-        .ok()??;
-    // another sample with the same prefix is not this one's
-    (found.1.as_ref() == Some(sample)).then_some((found.0, found.2))
+    let found = stmt.query_row(params![row], decode).optional().ok()??;
+    (found.1.as_ref() == Some(sample)).then_some(found.2)
 }
 
-/// One stored outcome, by code key and sample hash (`None` also for an unreadable row).
+/// A locator entry: the first 4 bytes of a sample hash (high half) and the row's
+/// sequence number in its code (low half), so that sorting groups a hash's rows.
+fn entry(hash: &[u8], seq: i64) -> u64 {
+    let head = u32::from_le_bytes(hash[..4].try_into().expect("4 bytes"));
+    (u64::from(head) << 32) | (seq as u64 & u64::from(u32::MAX))
+}
+
+/// Rows added unsorted before they are merged into the sorted ones.
+const UNSORTED: usize = 1024;
+
+/// Where one code's stored samples are: an entry per row (see [`entry`]), most of
+/// them sorted, the newest in an unsorted tail until there are enough to merge.
+/// Built by one scan of the code's rows and extended with newer ones; a row found
+/// through it is read back and its full hash checked, so two samples that share a
+/// hash's first bytes, or a row deleted since, never answer for another sample.
+pub(super) struct Locator {
+    sorted: Vec<u64>,
+    tail: Vec<u64>,
+    /// The next row id a scan starts from (past every row seen).
+    next: i64,
+}
+
+impl Locator {
+    /// Every row of code `id`.
+    pub(super) fn build(conn: &Connection, id: i64) -> Locator {
+        let mut locator = Locator {
+            sorted: Vec::new(),
+            tail: Vec::new(),
+            next: first(id),
+        };
+        locator.refresh(conn, id);
+        locator
+    }
+
+    /// Adds the rows of code `id` stored since the last scan (a read error adds none).
+    pub(super) fn refresh(&mut self, conn: &Connection, id: i64) {
+        let Ok(mut stmt) = conn
+            .prepare_cached("SELECT row, sample_hash FROM results WHERE row >= ?1 AND row < ?2")
+        else {
+            return;
+        };
+        let Ok(mut rows) = stmt.query(params![self.next, first(id + 1)]) else {
+            return;
+        };
+        while let Ok(Some(r)) = rows.next() {
+            let Ok(row) = r.get::<_, i64>(0) else {
+                continue;
+            };
+            match r.get_ref(1).map(|v| v.as_blob()) {
+                Ok(Ok(hash)) if hash.len() >= 4 => self.add(hash, row),
+                _ => self.next = self.next.max(row + 1),
+            }
+        }
+    }
+
+    /// Adds a row (newer than every row added before).
+    fn add(&mut self, hash: &[u8], row: i64) {
+        self.tail.push(entry(hash, row & ((1 << SEQ_BITS) - 1)));
+        self.next = self.next.max(row + 1);
+        if self.tail.len() > UNSORTED + self.sorted.len() / 8 {
+            self.sorted.append(&mut self.tail);
+            self.sorted.sort_unstable();
+        }
+    }
+
+    /// The rows that may hold `sample`, newest first (row ids of code `id`).
+    fn candidates(&self, id: i64, sample: &SampleHash) -> Vec<i64> {
+        let low = entry(sample, 0);
+        let high = low | u64::from(u32::MAX);
+        let from = self.sorted.partition_point(|e| *e < low);
+        let to = self.sorted.partition_point(|e| *e <= high);
+        let mut seqs: Vec<u64> = self.sorted[from..to].to_vec();
+        seqs.extend(self.tail.iter().filter(|e| (low..=high).contains(*e)));
+        seqs.sort_unstable_by(|a, b| b.cmp(a));
+        let base = first(id) as u64;
+        seqs.into_iter()
+            .map(|e| (base + (e & u64::from(u32::MAX))) as i64)
+            .collect()
+    }
+
+    /// The newest row of code `id` that holds `sample`, with its outcome.
+    pub(super) fn find(
+        &self,
+        conn: &Connection,
+        id: i64,
+        sample: &SampleHash,
+    ) -> Option<(i64, Option<Outcome>)> {
+        self.candidates(id, sample)
+            .into_iter()
+            .find_map(|row| fetch(conn, row, sample).map(|o| (row, o)))
+    }
+}
+
+/// The locators a connection has built, by code id.
+pub(super) type Locators = HashMap<i64, Locator>;
+
+/// One stored outcome, by code key and sample hash (`None` also for an unreadable
+/// row). `locators` keeps what was learned of each code's rows for the next call.
 pub(super) fn outcome(
     conn: &Connection,
+    locators: &mut Locators,
     key: &CodeKey,
     sample: &SampleHash,
 ) -> rusqlite::Result<Option<Outcome>> {
     let Some(id) = code_id(conn, key)? else {
         return Ok(None);
     };
-    Ok(point(conn, id, sample).and_then(|(_, o)| o))
+    let locator = match locators.entry(id) {
+        Entry::Occupied(known) => {
+            let locator = known.into_mut();
+            locator.refresh(conn, id);
+            locator
+        }
+        Entry::Vacant(new) => new.insert(Locator::build(conn, id)),
+    };
+    Ok(locator.find(conn, id, sample).and_then(|(_, o)| o))
 }
 
 /// Every readable stored outcome of code `key`, by sample hash.
@@ -237,10 +335,13 @@ pub(super) fn holds(conn: &Connection, key: &CodeKey) -> rusqlite::Result<bool> 
 /// What the background writer does, in the order it was asked.
 pub(super) enum Write {
     /// An outcome, with its sample's position in the run's files when known.
+    /// `replaces`: an older row of the same sample may be stored (the run did not
+    /// look it up), and goes; else the run looked it up and found none.
     Put {
         key: CodeKey,
         hash: SampleHash,
         at: Option<u64>,
+        replaces: bool,
         row: Row,
     },
     /// Every result stored under the first key moves to the second.
@@ -252,6 +353,7 @@ struct Held {
     key: CodeKey,
     at: u64,
     hash: SampleHash,
+    replaces: bool,
     row: Row,
 }
 
@@ -275,7 +377,7 @@ impl Pending {
             old.sort_by_key(|h| (h.key, h.at));
             return old;
         }
-        let mut cut: HashMap<CodeKey, u64> = HashMap::new();
+        let mut cut: foldhash::HashMap<CodeKey, u64> = Default::default();
         for h in &old {
             let c = cut.entry(h.key).or_default();
             *c = (*c).max(h.at);
@@ -296,8 +398,8 @@ impl Pending {
 /// sequence number.
 #[derive(Default)]
 struct Codes {
-    ids: HashMap<CodeKey, i64>,
-    next: HashMap<i64, i64>,
+    ids: foldhash::HashMap<CodeKey, i64>,
+    next: foldhash::HashMap<i64, i64>,
 }
 
 impl Codes {
@@ -338,95 +440,14 @@ impl Codes {
         self.next.insert(id, next + 1);
         Ok(next)
     }
-
-    /// Stores `outcome` as the newest row of code `key`, replacing an older row of
-    /// the same sample. (A plain insert first: `INSERT OR REPLACE` would make SQLite
-    /// journal every statement in case the replace fails halfway; a sample stored
-    /// already is rare, as a run stores what it did not find.)
-    fn put(
-        &mut self,
-        tx: &Transaction,
-        key: &CodeKey,
-        hash: &SampleHash,
-        stored: &Row,
-    ) -> rusqlite::Result<()> {
-        let id = self.id(tx, key)?;
-        let row = self.next_row(tx, id)?;
-        let insert = |tx: &Transaction| {
-            tx.prepare_cached(
-                "INSERT INTO results (row, code, prefix, sample_hash, score, valid, reason, duration, rest)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            )?
-            .execute(params![
-                row,
-                id,
-                prefix(hash),
-                &hash[..],
-                stored.score,
-                stored.valid,
-                stored.reason.as_deref(),
-                stored.duration,
-                stored.rest.as_deref(),
-            ])
-        };
-        match insert(tx) {
-            Err(e) if e.sqlite_error_code() == Some(rusqlite::ErrorCode::ConstraintViolation) => {
-                tx.prepare_cached("DELETE FROM results WHERE code = ?1 AND prefix = ?2")?
-                    .execute(params![id, prefix(hash)])?;
-                insert(tx)?;
-            }
-            done => {
-                done?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Moves every row of `from` to `to`: `from`'s id is renamed when `to` has none,
-    /// else its rows follow `to`'s (in their order), replacing those of the same samples.
-    fn rekey(&mut self, tx: &Transaction, from: &CodeKey, to: &CodeKey) -> rusqlite::Result<()> {
-        let Some(source) = self.find(tx, from)? else {
-            return Ok(()); // nothing stored under `from`
-        };
-        if from == to {
-            return Ok(());
-        }
-        let Some(target) = self.find(tx, to)? else {
-            tx.execute(
-                "UPDATE codes SET code_key = ?2 WHERE id = ?1",
-                params![source, &to[..]],
-            )?;
-            self.ids.remove(from);
-            self.ids.insert(*to, source);
-            return Ok(());
-        };
-        tx.execute(
-            "DELETE FROM results WHERE code = ?2 AND prefix IN
-                 (SELECT prefix FROM results WHERE code = ?1)",
-            params![source, target],
-        )?;
-        let lowest: Option<i64> = tx.query_row(
-            "SELECT min(row) FROM results WHERE row >= ?1 AND row < ?2",
-            params![first(source), first(source + 1)],
-            |r| r.get(0),
-        )?;
-        if let Some(lowest) = lowest {
-            let shift = self.next_row(tx, target)? - lowest;
-            tx.execute(
-                "UPDATE results SET row = row + ?2, code = ?3 WHERE code = ?1",
-                params![source, shift, target],
-            )?;
-        }
-        self.next.remove(&source);
-        self.next.remove(&target);
-        Ok(())
-    }
 }
 
-/// The background writer: its connection and what it holds.
+/// The background writer: its connection, what it holds, and the locators of the
+/// codes it replaced rows of (kept up with its own rows).
 pub(super) struct Writer {
     conn: Connection,
     pending: Pending,
+    locators: Locators,
 }
 
 impl Writer {
@@ -434,6 +455,7 @@ impl Writer {
         Writer {
             conn,
             pending: Pending::default(),
+            locators: Locators::new(),
         }
     }
 
@@ -449,28 +471,143 @@ impl Writer {
         // learned afresh in each transaction: another rwb may write between two
         let mut codes = Codes::default();
         let mut fresh = Vec::new();
+        let locators = &mut self.locators;
         for write in window {
             match write {
                 Write::Put {
                     key,
                     hash,
                     at: Some(at),
+                    replaces,
                     row,
-                } => fresh.push(Held { key, at, hash, row }),
-                Write::Put { key, hash, row, .. } => codes.put(&tx, &key, &hash, &row)?,
+                } => fresh.push(Held {
+                    key,
+                    at,
+                    hash,
+                    replaces,
+                    row,
+                }),
+                Write::Put {
+                    key,
+                    hash,
+                    replaces,
+                    row,
+                    ..
+                } => put(&tx, &mut codes, locators, &key, &hash, replaces, &row)?,
                 Write::Rekey(from, to) => {
                     for h in self.pending.take(std::mem::take(&mut fresh), true) {
-                        codes.put(&tx, &h.key, &h.hash, &h.row)?;
+                        put(
+                            &tx, &mut codes, locators, &h.key, &h.hash, h.replaces, &h.row,
+                        )?;
                     }
-                    codes.rekey(&tx, &from, &to)?;
+                    rekey(&tx, &mut codes, &from, &to)?;
+                    // rows moved and went: what is known of their places is not
+                    locators.clear();
                 }
             }
         }
         for h in self.pending.take(fresh, last) {
-            codes.put(&tx, &h.key, &h.hash, &h.row)?;
+            put(
+                &tx, &mut codes, locators, &h.key, &h.hash, h.replaces, &h.row,
+            )?;
         }
         tx.commit()
     }
+}
+
+/// Stores `stored` as the newest row of code `key`. When it `replaces`, an older row
+/// of the same sample goes first: found through the code's locator, built at the
+/// first such put (a run that looked its samples up and found nothing has nothing
+/// to replace, and never builds one).
+fn put(
+    tx: &Transaction,
+    codes: &mut Codes,
+    locators: &mut Locators,
+    key: &CodeKey,
+    hash: &SampleHash,
+    replaces: bool,
+    stored: &Row,
+) -> rusqlite::Result<()> {
+    let id = codes.id(tx, key)?;
+    let row = codes.next_row(tx, id)?;
+    if replaces {
+        let locator = locators.entry(id).or_insert_with(|| Locator::build(tx, id));
+        let mut delete =
+            tx.prepare_cached("DELETE FROM results WHERE row = ?1 AND sample_hash = ?2")?;
+        for old in locator.candidates(id, hash) {
+            delete.execute(params![old, &hash[..]])?;
+        }
+    }
+    tx.prepare_cached(
+        "INSERT INTO results (row, sample_hash, score, valid, reason, duration, rest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        row,
+        &hash[..],
+        stored.score,
+        stored.valid,
+        stored.reason.as_deref(),
+        stored.duration,
+        stored.rest.as_deref(),
+    ])?;
+    if let Some(locator) = locators.get_mut(&id) {
+        locator.add(hash, row);
+    }
+    Ok(())
+}
+
+/// The sample hashes of code `id`'s rows, with their row ids.
+fn hashes_of(tx: &Transaction, id: i64) -> rusqlite::Result<Vec<(i64, Vec<u8>)>> {
+    tx.prepare_cached("SELECT row, sample_hash FROM results WHERE row >= ?1 AND row < ?2")?
+        .query_map(params![first(id), first(id + 1)], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?
+        .collect()
+}
+
+/// Moves every row of `from` to `to`: `from`'s id is renamed when `to` has none,
+/// else its rows follow `to`'s (in their order), replacing those of the same samples.
+fn rekey(
+    tx: &Transaction,
+    codes: &mut Codes,
+    from: &CodeKey,
+    to: &CodeKey,
+) -> rusqlite::Result<()> {
+    let Some(source) = codes.find(tx, from)? else {
+        return Ok(()); // nothing stored under `from`
+    };
+    if from == to {
+        return Ok(());
+    }
+    let Some(target) = codes.find(tx, to)? else {
+        tx.execute(
+            "UPDATE codes SET code_key = ?2 WHERE id = ?1",
+            params![source, &to[..]],
+        )?;
+        codes.ids.remove(from);
+        codes.ids.insert(*to, source);
+        return Ok(());
+    };
+    let moved = hashes_of(tx, source)?;
+    if moved.is_empty() {
+        return Ok(());
+    }
+    let samples: std::collections::HashSet<&[u8]> =
+        moved.iter().map(|(_, h)| h.as_slice()).collect();
+    for (row, hash) in hashes_of(tx, target)? {
+        if samples.contains(hash.as_slice()) {
+            tx.execute("DELETE FROM results WHERE row = ?1", params![row])?;
+        }
+    }
+    let shift = codes.next_row(tx, target)? - moved[0].0;
+    tx.execute(
+        "UPDATE results SET row = row + ?3 WHERE row >= ?1 AND row < ?2",
+        params![first(source), first(source + 1), shift],
+    )?;
+    codes.next.remove(&source);
+    codes.next.remove(&target);
+    Ok(())
 }
 
 /// The writer thread: windows of up to `batch` writes (or [`WRITE_EVERY`] after the
@@ -488,7 +625,9 @@ pub(super) fn write_loop(mut writer: Writer, rx: flume::Receiver<Write>, batch: 
 
 /// Waits for the next window of writes; `holding` rows, it waits at most
 /// [`WRITE_EVERY`] for the first (so held rows are committed while the run is quiet).
-/// Returns false once the queue is closed and drained.
+/// Then it takes what is queued every [`GATHER_EVERY`] rather than each write as it
+/// comes: a thread woken for every result cost more than storing it. Returns false
+/// once the queue is closed and drained.
 fn collect(
     rx: &flume::Receiver<Write>,
     window: &mut Vec<Write>,
@@ -507,14 +646,20 @@ fn collect(
         Err(Disconnected) => return false,
     }
     let deadline = std::time::Instant::now() + WRITE_EVERY;
-    while window.len() < batch {
-        match rx.recv_deadline(deadline) {
-            Ok(write) => window.push(write),
-            Err(Timeout) => return true,
-            Err(Disconnected) => return false,
+    loop {
+        while window.len() < batch {
+            match rx.try_recv() {
+                Ok(write) => window.push(write),
+                Err(flume::TryRecvError::Empty) => break,
+                Err(flume::TryRecvError::Disconnected) => return false,
+            }
         }
+        let now = std::time::Instant::now();
+        if window.len() >= batch || now >= deadline {
+            return true;
+        }
+        std::thread::sleep(GATHER_EVERY.min(deadline - now));
     }
-    true
 }
 
 /// Where a reader is in one code's rows.
@@ -583,8 +728,13 @@ impl Cursor {
 pub struct CacheReader {
     conn: Connection,
     /// Lookups left in the current read transaction (0: none is open).
-    left: std::cell::Cell<usize>,
+    left: usize,
     cursors: HashMap<CodeKey, Cursor>,
+    /// Built at the first lookup of a code that is off the sequential path, with
+    /// the read transaction they have seen every row of.
+    locators: HashMap<i64, (Locator, u64)>,
+    /// Read transactions begun or ended so far (each may see newer rows).
+    snapshots: u64,
     /// Lookups that did not find their row at the cursor.
     fallbacks: usize,
 }
@@ -593,8 +743,10 @@ impl CacheReader {
     pub(super) fn new(conn: Connection) -> CacheReader {
         CacheReader {
             conn,
-            left: std::cell::Cell::new(0),
+            left: 0,
             cursors: HashMap::new(),
+            locators: HashMap::new(),
+            snapshots: 0,
             fallbacks: 0,
         }
     }
@@ -620,7 +772,16 @@ impl CacheReader {
             return found;
         }
         self.fallbacks += 1;
-        let (row, found) = point(conn, id, sample)?;
+        let snapshot = self.snapshots;
+        let (locator, seen) = self
+            .locators
+            .entry(id)
+            .or_insert_with(|| (Locator::build(conn, id), snapshot));
+        if *seen != snapshot {
+            locator.refresh(conn, id); // rows committed since
+            *seen = snapshot;
+        }
+        let (row, found) = locator.find(conn, id, sample)?;
         cursor.seek(row);
         found
     }
@@ -632,18 +793,20 @@ impl CacheReader {
 
     /// Ends the read transaction after [`READS_PER_SNAPSHOT`] lookups and opens the
     /// next, so the writer's commits become visible and can be checkpointed.
-    fn renew_snapshot(&self) {
-        match self.left.get() {
+    fn renew_snapshot(&mut self) {
+        match self.left {
             0 => {
                 if self.conn.execute_batch("BEGIN").is_ok() {
-                    self.left.set(READS_PER_SNAPSHOT);
+                    self.left = READS_PER_SNAPSHOT;
+                    self.snapshots += 1;
                 }
             }
             1 => {
                 let _ = self.conn.execute_batch("COMMIT");
-                self.left.set(0);
+                self.left = 0;
+                self.snapshots += 1; // this lookup reads outside a transaction
             }
-            n => self.left.set(n - 1),
+            n => self.left = n - 1,
         }
     }
 }
@@ -676,7 +839,7 @@ mod tests {
         let writer = small_writer(store, batch);
         for pair in (0..n).step_by(2) {
             for i in [pair + 1, pair].into_iter().filter(|i| *i < n) {
-                writer.put_at(&KEY, &hash(i), i, &scored(i));
+                writer.put_at(&KEY, &hash(i), i, true, &scored(i));
             }
         }
         writer.finish();
@@ -747,7 +910,7 @@ mod tests {
         plain.duration_ms = 0.125;
         let writer = store.writer().unwrap();
         writer.put(&KEY, &hash(1), &full);
-        writer.put_at(&KEY, &hash(2), 2, &plain);
+        writer.put_at(&KEY, &hash(2), 2, true, &plain);
         writer.finish();
         assert_eq!(store.outcome(&KEY, &hash(1)).unwrap(), Some(full));
         assert_eq!(store.outcome(&KEY, &hash(2)).unwrap(), Some(plain));
@@ -773,11 +936,11 @@ mod tests {
                 std::thread::sleep(Duration::from_millis(10));
             }
         };
-        first.put_at(&KEY, &hash(0), 0, &scored(0));
+        first.put_at(&KEY, &hash(0), 0, true, &scored(0));
         stored(1);
-        second.put_at(&KEY, &hash(1), 1, &scored(1));
+        second.put_at(&KEY, &hash(1), 1, true, &scored(1));
         second.finish();
-        first.put_at(&KEY, &hash(2), 2, &scored(2));
+        first.put_at(&KEY, &hash(2), 2, true, &scored(2));
         first.finish();
         let all = store.results_for(&KEY).unwrap();
         assert_eq!(all.len(), 3);
@@ -791,10 +954,10 @@ mod tests {
         let other: CodeKey = [6; 32];
         let writer = store.writer().unwrap();
         for i in 0..10 {
-            writer.put_at(&other, &hash(i), i, &scored(100));
+            writer.put_at(&other, &hash(i), i, true, &scored(100));
         }
         for i in 5..20 {
-            writer.put_at(&KEY, &hash(i), i, &scored(i));
+            writer.put_at(&KEY, &hash(i), i, true, &scored(i));
         }
         writer.rekey(&KEY, &other);
         writer.finish();
@@ -862,7 +1025,7 @@ mod tests {
         let versions = store.versions("length").unwrap();
         assert_eq!((versions.len(), versions[0].count), (1, 3));
         let writer = store.writer().unwrap();
-        writer.put_at(&KEY, &hash(1), 0, &scored(5));
+        writer.put_at(&KEY, &hash(1), 0, true, &scored(5));
         writer.finish();
         assert_eq!(store.outcome(&KEY, &hash(1)).unwrap(), Some(scored(5)));
         let conn = store.conn.lock().unwrap();
@@ -877,21 +1040,73 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(dir.path()).unwrap();
         let (a, mut b) = (hash(9), hash(9));
-        b[15] = 1; // same first 8 bytes: the same index key
+        b[15] = 1; // the same first 8 bytes: the same locator entry
         let writer = store.writer().unwrap();
-        writer.put_at(&KEY, &a, 0, &scored(1));
-        writer.put_at(&KEY, &b, 1, &scored(2));
+        writer.put_at(&KEY, &a, 0, true, &scored(1));
+        writer.put_at(&KEY, &b, 1, true, &scored(2));
         writer.finish();
-        assert_eq!(store.result_count().unwrap(), 1, "b replaced a");
-        assert_eq!(
-            store.outcome(&KEY, &a).unwrap(),
-            None,
-            "a is evaluated again"
-        );
+        assert_eq!(store.result_count().unwrap(), 2);
+        assert_eq!(store.outcome(&KEY, &a).unwrap(), Some(scored(1)));
         assert_eq!(store.outcome(&KEY, &b).unwrap(), Some(scored(2)));
+        // b first: off the sequential path, both are found through the locator
         let mut reader = store.reader().unwrap();
-        assert_eq!(reader.lookup(&KEY, &a), None);
         assert_eq!(reader.lookup(&KEY, &b), Some(scored(2)));
+        assert_eq!(reader.lookup(&KEY, &a), Some(scored(1)));
+        assert_eq!(reader.fallbacks(), 2);
+        // a newer outcome of b replaces b's row only
+        let writer = store.writer().unwrap();
+        writer.put(&KEY, &b, &scored(3));
+        writer.finish();
+        assert_eq!(store.result_count().unwrap(), 2);
+        assert_eq!(store.outcome(&KEY, &a).unwrap(), Some(scored(1)));
+        assert_eq!(store.outcome(&KEY, &b).unwrap(), Some(scored(3)));
+    }
+
+    #[test]
+    fn a_rerun_that_did_not_look_its_samples_up_replaces_their_rows_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store_out_of_order(&store, 1000, 64);
+        // a rerun without the cache: every sample again, with a new outcome
+        let writer = store.writer().unwrap();
+        for i in 0..1000 {
+            writer.put_at(&KEY, &hash(i), i, false, &scored(i + 1));
+        }
+        writer.finish();
+        assert_eq!(store.result_count().unwrap(), 1000, "the old rows went");
+        let mut reader = store.reader().unwrap();
+        for i in 0..1000 {
+            assert_eq!(
+                reader.lookup(&KEY, &hash(i)),
+                Some(scored(i + 1)),
+                "sample {i}"
+            );
+        }
+        assert_eq!(reader.fallbacks(), 0, "the new rows are one scan");
+    }
+
+    #[test]
+    fn the_selected_sample_is_found_among_rows_stored_after_the_first_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        store_out_of_order(&store, 3000, 500);
+        assert_eq!(
+            store.outcome(&KEY, &hash(2999)).unwrap(),
+            Some(scored(2999))
+        );
+        // more rows, then a replaced one: the store's locator learns both
+        let writer = store.writer().unwrap();
+        for i in 3000..6000 {
+            writer.put_at(&KEY, &hash(i), i, true, &scored(i));
+        }
+        writer.put(&KEY, &hash(5), &scored(7));
+        writer.finish();
+        assert_eq!(
+            store.outcome(&KEY, &hash(5999)).unwrap(),
+            Some(scored(5999))
+        );
+        assert_eq!(store.outcome(&KEY, &hash(5)).unwrap(), Some(scored(7)));
+        assert_eq!(store.outcome(&KEY, &hash(6000)).unwrap(), None);
     }
 
     #[test]
@@ -900,7 +1115,7 @@ mod tests {
         let store = Store::open(dir.path()).unwrap();
         let writer = store.writer().unwrap();
         for i in 0..3000 {
-            writer.put_at(&KEY, &hash(i), i, &scored(i));
+            writer.put_at(&KEY, &hash(i), i, true, &scored(i));
         }
         writer.finish();
         let path = store.path().to_path_buf();
