@@ -414,7 +414,8 @@ fn where_workspace() -> Ws {
     ])
 }
 
-/// A running `rwb serve DIR --port 0 --python PYTHON ARGS`, killed on drop.
+/// A running `rwb serve DIR --port 0 --python PYTHON ARGS` (or `rwb tunnel`), killed
+/// on drop, with what it said on stdout and stderr.
 struct Serving {
     child: std::process::Child,
     url: String,
@@ -423,9 +424,14 @@ struct Serving {
 
 impl Serving {
     fn start(ws: &Ws, python: &Path, args: &[&str]) -> Serving {
-        use std::io::BufRead;
+        Serving::spawn("serve", ws, python, args)
+    }
+
+    /// `rwb COMMAND DIR --port 0 --python PYTHON ARGS`, once it says where it serves.
+    fn spawn(command: &str, ws: &Ws, python: &Path, args: &[&str]) -> Serving {
+        use std::io::{BufRead, Read};
         let mut child = Command::new(RWB)
-            .args(["serve", ws.path().to_str().unwrap(), "--port", "0"])
+            .args([command, ws.path().to_str().unwrap(), "--port", "0"])
             .arg("--python")
             .arg(python)
             .args(args)
@@ -433,31 +439,65 @@ impl Serving {
             .env_remove("RAY_ADDRESS")
             .env_remove("RK_ENDPOINT_API_KEY")
             .env("RAY_AUTH_MODE", AUTH_MODE)
-            .stdout(std::process::Stdio::null())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
-            .expect("rwb serve starts");
-        let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+            .unwrap_or_else(|e| panic!("rwb {command} starts: {e}"));
         let log = std::sync::Arc::<std::sync::Mutex<Vec<String>>>::default();
-        let mut line = String::new();
-        let url = loop {
-            line.clear();
-            if err.read_line(&mut line).unwrap_or(0) == 0 {
-                let said = log.lock().unwrap().join("\n");
-                panic!("rwb serve did not start:\n{said}");
-            }
-            log.lock().unwrap().push(line.trim_end().to_string());
-            if let Some(rest) = line.split("serving on ").nth(1) {
-                break rest.split_whitespace().next().unwrap().to_string();
-            }
+        let out: Box<dyn Read + Send> = Box::new(child.stdout.take().unwrap());
+        let err: Box<dyn Read + Send> = Box::new(child.stderr.take().unwrap());
+        for stream in [out, err] {
+            let sink = log.clone();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(stream)
+                    .lines()
+                    .map_while(Result::ok)
+                {
+                    sink.lock().unwrap().push(line);
+                }
+            });
+        }
+        let mut serving = Serving {
+            child,
+            url: String::new(),
+            log,
         };
-        let sink = log.clone();
-        std::thread::spawn(move || {
-            for line in err.lines().map_while(Result::ok) {
-                sink.lock().unwrap().push(line);
+        let said = serving.wait_log("serving on ");
+        serving.url = said
+            .split("serving on ")
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .next()
+            .unwrap()
+            .to_string();
+        serving
+    }
+
+    /// The first line it said that contains `what` (within two minutes: it may have
+    /// a Ray cluster to join first).
+    fn wait_log(&mut self, what: &str) -> String {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        loop {
+            let said = self
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| l.contains(what))
+                .cloned();
+            if let Some(line) = said {
+                return line;
             }
-        });
-        Serving { child, url, log }
+            let gone = self.child.try_wait().ok().flatten();
+            if gone.is_some() || std::time::Instant::now() > deadline {
+                std::thread::sleep(std::time::Duration::from_millis(200)); // the last lines
+                let said = self.log.lock().unwrap().join("\n");
+                panic!("rwb never said {what:?} (exit: {gone:?}):\n{said}");
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
 
     /// `POST /evaluate/NAME` with a sample whose answer is `answer`: (status, body),
@@ -618,6 +658,23 @@ fn serve_and_the_workbench_score_on_ray_and_take_saved_code_there() {
     }
     assert_eq!(drivers.len(), 1, "one Ray driver is left: {drivers:?}");
     drop(served);
+
+    // `rwb tunnel` serves from the cluster too (the stand-in provider's public URL is
+    // the local server's): what reaches it through the tunnel is scored on Ray
+    let tunnel_toml = "[tunnel]\ncommand = \"echo 'ready at http://127.0.0.1:{port}'; exec sleep 600\"\nurl_regex = 'http://127\\.0\\.0\\.1:\\d+'\n";
+    ws.write("rwb.toml", tunnel_toml);
+    let mut tunnel = Serving::spawn(
+        "tunnel",
+        &ws,
+        &python,
+        &["--no-auth", "--ray", &cluster.address],
+    );
+    tunnel.wait_log(&described);
+    tunnel.wait_log("health through the tunnel: ok");
+    let public = tunnel.wait_log("public URL:");
+    assert!(public.contains(&tunnel.url), "{public}");
+    assert_eq!(tunnel.evaluate_until("cluster", answer, |_| true), after);
+    drop(tunnel);
 
     // the workbench, on the same cluster
     let command = format!(

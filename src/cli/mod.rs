@@ -198,6 +198,10 @@ pub struct TunnelArgs {
     /// (Without RK_ENDPOINT_API_KEY, rwb otherwise generates a key for the session.)
     #[arg(long)]
     pub no_auth: bool,
+    /// Score requests on the Ray cluster at ADDRESS (`auto`: RAY_ADDRESS or a local
+    /// cluster); overrides rwb.toml's `[engine] ray`.
+    #[arg(long, value_name = "ADDRESS", value_parser = parse_ray_address)]
+    pub ray: Option<String>,
 }
 
 #[derive(Args, Debug)]

@@ -3,6 +3,7 @@
 //! server keeps serving locally.
 
 use super::{Fail, Session, TunnelArgs};
+use crate::session::RayChoice;
 use crate::ship::guard::{self, KeyOrigin};
 use crate::ship::serve::{Options, Server};
 use crate::ship::tunnel::{self, Settings, Tunnel};
@@ -12,7 +13,13 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 
 pub(super) async fn tunnel(args: TunnelArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
-    let session = Session::open(dir, &args.shared.open_options())?;
+    let mut options = args.shared.open_options();
+    options.ray = RayChoice::from_flag(args.ray.clone());
+    let mut session = Session::open(dir, &options)?;
+    // on a cluster before anything is served, as `rwb serve`: never local by mistake
+    if let Some(cluster) = session.join_ray(args.shared.jobs).await? {
+        eprintln!("rwb: {}", cluster.describe());
+    }
     let settings = Settings::from_config(
         args.provider.as_deref(),
         session.workspace.config.tunnel.as_ref(),
