@@ -244,8 +244,10 @@ impl Locator {
         self.tail.push(entry(hash, row & ((1 << SEQ_BITS) - 1)));
         self.next = self.next.max(row + 1);
         if self.tail.len() > UNSORTED + self.sorted.len() / 8 {
+            // two sorted runs: the stable sort finds them and merges them in one pass
+            self.tail.sort_unstable();
             self.sorted.append(&mut self.tail);
-            self.sorted.sort_unstable();
+            self.sorted.sort();
         }
     }
 
