@@ -196,13 +196,8 @@ impl<'a> Feed<'a> {
             }
             return;
         }
-        // the line is copied for the workers only when one needs it (not on a warm run)
-        let mut shared: Option<Arc<str>> = None;
-        let mut raw = || {
-            shared
-                .get_or_insert_with(|| Arc::from(line.raw.as_str()))
-                .clone()
-        };
+        // the workers' jobs share the line's text as it was read
+        let raw = || line.raw.clone();
         let evaluators = self.evaluators;
         let mut to_run = Vec::new();
         for (index, p) in evaluators.iter().enumerate() {

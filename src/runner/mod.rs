@@ -526,10 +526,7 @@ async fn check_chunk(
     by_id: &HashMap<u64, &SampleLine>,
     out: &mut Vec<Breaks>,
 ) -> bool {
-    let jobs: Vec<(u64, &str)> = chunk
-        .iter()
-        .map(|s| (s.at.index as u64, s.raw.as_str()))
-        .collect();
+    let jobs: Vec<(u64, &str)> = chunk.iter().map(|s| (s.at.index as u64, &*s.raw)).collect();
     let _ = worker.send_check(&jobs).await;
     let mut answered = 0;
     loop {

@@ -8,6 +8,7 @@ use serde_json::value::RawValue;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::sync::mpsc::SyncSender;
+use std::sync::Arc;
 
 /// The UTF-8 byte order mark some editors put at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -18,13 +19,50 @@ pub struct SampleLine {
     pub at: SampleRef,
     /// Byte offset of the line in its file (to read it again later).
     pub offset: u64,
-    /// The line without its line ending.
-    pub raw: String,
+    /// The line without its line ending (shared: the workers' jobs take it as it is).
+    pub raw: Arc<str>,
     /// Content hash of the trimmed line (the cache key's sample part); all zeros
     /// from a reader made [`SamplesReader::unhashed`], whose taker needs no hash.
     pub hash: [u8; 16],
     /// Why this line is not a usable sample (`BadSample`).
     pub bad: Option<String>,
+}
+
+impl SampleLine {
+    /// The line as a [`LineView`] (what the samples index takes).
+    pub fn view(&self) -> LineView<'_> {
+        LineView {
+            at: self.at.clone(),
+            offset: self.offset,
+            raw: &self.raw,
+            hash: self.hash,
+            bad: self.bad.clone(),
+        }
+    }
+}
+
+/// A line as [`SamplesReader::read_next`] reads it: its text borrowed from the
+/// reader's buffer, for a taker that keeps no text (the samples index).
+#[derive(Debug)]
+pub struct LineView<'a> {
+    pub at: SampleRef,
+    pub offset: u64,
+    pub raw: &'a str,
+    pub hash: [u8; 16],
+    pub bad: Option<String>,
+}
+
+impl LineView<'_> {
+    /// The line with its own copy of the text.
+    pub fn to_line(&self) -> SampleLine {
+        SampleLine {
+            at: self.at.clone(),
+            offset: self.offset,
+            raw: Arc::from(self.raw),
+            hash: self.hash,
+            bad: self.bad.clone(),
+        }
+    }
 }
 
 pub fn hash_line(raw: &str) -> [u8; 16] {
@@ -96,6 +134,8 @@ pub struct SamplesReader {
     /// Byte offset of the next line in the current file.
     pos: u64,
     buf: Vec<u8>,
+    /// The text of the last line read when it was not UTF-8 (with replacements).
+    lossy: String,
     /// Whether lines get their content hash (see [`SamplesReader::unhashed`]).
     hashing: bool,
 }
@@ -110,6 +150,7 @@ impl SamplesReader {
             index: 0,
             pos: 0,
             buf: Vec::with_capacity(8192),
+            lossy: String::new(),
             hashing: true,
         }
     }
@@ -125,10 +166,42 @@ impl SamplesReader {
     }
 }
 
-impl Iterator for SamplesReader {
-    type Item = std::io::Result<SampleLine>;
+impl SamplesReader {
+    /// The next line, its text borrowed from the reader (no copy of it is made): for
+    /// a taker that keeps no text. [`Iterator::next`] gives the same lines, owned.
+    pub fn read_next(&mut self) -> Option<std::io::Result<LineView<'_>>> {
+        let (at, offset) = match self.next_raw()? {
+            Ok(found) => found,
+            Err(e) => return Some(Err(e)),
+        };
+        let (raw, bad) = match std::str::from_utf8(&self.buf) {
+            Ok(text) => (text, check_sample(text).err()),
+            Err(e) => {
+                self.lossy = String::from_utf8_lossy(&self.buf).into_owned();
+                let why = format!(
+                    "not UTF-8 text (invalid byte at column {})",
+                    e.valid_up_to() + 1
+                );
+                (self.lossy.as_str(), Some(why))
+            }
+        };
+        let hash = if self.hashing {
+            hash_line(raw)
+        } else {
+            [0; 16]
+        };
+        Some(Ok(LineView {
+            at,
+            offset,
+            raw,
+            hash,
+            bad,
+        }))
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// Reads the next non-blank line into `buf` (without its line ending and a first
+    /// line's byte order mark): its number and offset.
+    fn next_raw(&mut self) -> Option<std::io::Result<(SampleRef, u64)>> {
         loop {
             if self.current.is_none() {
                 let file = self.files.get(self.next_file)?;
@@ -180,33 +253,16 @@ impl Iterator for SamplesReader {
                 line: self.line_no,
             };
             self.index += 1;
-            let (raw, bad) = match std::str::from_utf8(&self.buf) {
-                Ok(text) => {
-                    let raw = text.to_string();
-                    let bad = check_sample(&raw).err();
-                    (raw, bad)
-                }
-                Err(e) => (
-                    String::from_utf8_lossy(&self.buf).into_owned(),
-                    Some(format!(
-                        "not UTF-8 text (invalid byte at column {})",
-                        e.valid_up_to() + 1
-                    )),
-                ),
-            };
-            let hash = if self.hashing {
-                hash_line(&raw)
-            } else {
-                [0; 16]
-            };
-            return Some(Ok(SampleLine {
-                at,
-                offset,
-                raw,
-                hash,
-                bad,
-            }));
+            return Some(Ok((at, offset)));
         }
+    }
+}
+
+impl Iterator for SamplesReader {
+    type Item = std::io::Result<SampleLine>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        Some(self.read_next()?.map(|line| line.to_line()))
     }
 }
 
@@ -417,7 +473,7 @@ mod tests {
         let again = LineFiles::open(&files).unwrap();
         for l in &lines {
             let text = again.read(l.at.file, l.offset, l.raw.len() as u32).unwrap();
-            assert_eq!(text, l.raw, "a line reads back from its offset");
+            assert_eq!(text, &*l.raw, "a line reads back from its offset");
         }
     }
 
@@ -447,7 +503,7 @@ mod tests {
                 .collect()
         };
         let (a, b) = (read(&plain), read(&marked));
-        assert_eq!(b[0].raw, line);
+        assert_eq!(&*b[0].raw, line);
         assert!(b[0].bad.is_none());
         assert_eq!(b[0].hash, a[0].hash, "the same sample as without the mark");
         assert_eq!((b[0].offset, b[1].offset), (3, a[1].offset + 3));
@@ -455,7 +511,7 @@ mod tests {
         let again = LineFiles::open(std::slice::from_ref(&marked)).unwrap();
         for l in &b {
             let text = again.read(0, l.offset, l.raw.len() as u32).unwrap();
-            assert_eq!(text, l.raw);
+            assert_eq!(text, &*l.raw);
         }
         // only at the start of a file: later, the mark is the line's own (not JSON)
         let inner = file_with(
@@ -569,13 +625,10 @@ mod tests {
         assert_eq!(ahead.len(), 604);
         // exact places: "not json" follows a blank line and a line of spaces
         let bad = &ahead[301];
+        assert_eq!((bad.at.file, bad.at.line, &*bad.raw), (0, 304, "not json"));
         assert_eq!(
-            (bad.at.file, bad.at.line, bad.raw.as_str()),
-            (0, 304, "not json")
-        );
-        assert_eq!(
-            ahead[0].raw,
-            ok(0),
+            &*ahead[0].raw,
+            ok(0).as_str(),
             "no carriage return is left on a CRLF line"
         );
         assert_eq!(ahead[0].hash, hash_line(&ok(0)));
@@ -589,10 +642,7 @@ mod tests {
             (huge.len(), hash_line(&huge))
         );
         assert!(tail[1].bad.is_none());
-        assert_eq!(
-            (tail[2].at.line, tail[2].raw.as_str()),
-            (3, ok(1001).as_str())
-        );
+        assert_eq!((tail[2].at.line, &*tail[2].raw), (3, ok(1001).as_str()));
         assert_eq!(tail[2].at.index, 603);
     }
 
