@@ -14,6 +14,7 @@ use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{SampleLine, SamplesFile};
+use bytestring::ByteString;
 use std::collections::hash_map::Entry;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -66,7 +67,7 @@ impl Cache {
 struct Member {
     at: SampleRef,
     hash: SampleHash,
-    raw: Arc<str>,
+    raw: ByteString,
 }
 
 /// Hands one run's sample lines to the evaluators' queues, in file order.

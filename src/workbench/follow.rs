@@ -6,10 +6,13 @@
 //! a save or a rerun during the first load stops the run, and the indexer then goes
 //! on at full speed (the new run starts on the whole index).
 
-use crate::workspace::{changed_error, read_entry, Entry, ReadError, SampleLine, SamplesFile};
+use crate::workspace::{
+    changed_error, read_entry, Entry, LineArena, ReadError, SampleLine, SamplesFile,
+};
+use bytestring::ByteString;
 use std::fs::File;
 use std::io::BufReader;
-use std::sync::{mpsc, Arc};
+use std::sync::mpsc;
 
 /// Lines of one chunk, as the index holds them.
 #[derive(Debug, Default)]
@@ -40,8 +43,9 @@ pub(super) struct FollowLines {
     next_bad: usize,
     /// The file being read: its number, reader and position.
     open: Option<(u32, BufReader<File>, u64)>,
-    /// Where each line's text is read (reused from line to line).
+    /// Where each line's text is read (reused from line to line), and kept.
     buf: Vec<u8>,
+    arena: LineArena,
 }
 
 /// A channel from the indexer to a following run over `files`.
@@ -55,20 +59,21 @@ pub(super) fn follow(files: &[SamplesFile]) -> (ChunkSender, FollowLines) {
         next_bad: 0,
         open: None,
         buf: Vec::new(),
+        arena: LineArena::default(),
     };
     (tx, lines)
 }
 
 impl FollowLines {
     /// Reads the text of entry `e`, checking that it still ends where it was indexed.
-    fn read(&mut self, e: &Entry) -> std::io::Result<Arc<str>> {
+    fn read(&mut self, e: &Entry) -> std::io::Result<ByteString> {
         let label = &self.files[e.file as usize].label;
         if self.open.as_ref().is_none_or(|(f, _, _)| *f != e.file) {
             let file = File::open(&self.files[e.file as usize].path)?;
             self.open = Some((e.file, BufReader::with_capacity(1 << 16, file), 0));
         }
         let (_, reader, pos) = self.open.as_mut().expect("opened above");
-        read_entry(reader, pos, e, &mut self.buf).map_err(|err| match err {
+        read_entry(reader, pos, e, &mut self.buf, &mut self.arena).map_err(|err| match err {
             ReadError::Io(err) => err,
             ReadError::Changed => changed_error(label),
         })
@@ -96,7 +101,7 @@ impl Iterator for FollowLines {
             _ => None,
         };
         let raw = match bad {
-            Some(_) => Arc::from(""), // a bad sample's text is not sent anywhere
+            Some(_) => ByteString::new(), // a bad sample's text is not sent anywhere
             None => match self.read(&e) {
                 Ok(raw) => raw,
                 Err(err) => {

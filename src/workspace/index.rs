@@ -7,14 +7,14 @@
 //! ([`SampleIndex::is_current`]); a run fed from it checks that before each file and
 //! that every line still ends where the index says.
 
-use super::samples::{LineView, SampleLine, SamplesReader};
+use super::samples::{LineArena, LineView, SampleLine, SamplesReader};
 use super::SamplesFile;
 use crate::model::SampleRef;
+use bytestring::ByteString;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
-use std::sync::Arc;
 use std::time::SystemTime;
 
 /// One sample line as the index holds it.
@@ -35,7 +35,7 @@ pub struct Entry {
 impl Entry {
     /// Sample `index`, the line this entry locates, with its text `raw` (empty for a
     /// bad sample, whose text is sent nowhere).
-    pub fn sample_line(&self, index: usize, raw: Arc<str>, bad: Option<String>) -> SampleLine {
+    pub fn sample_line(&self, index: usize, raw: ByteString, bad: Option<String>) -> SampleLine {
         SampleLine {
             at: SampleRef {
                 index,
@@ -153,7 +153,7 @@ impl SampleIndex {
         let e = self.entries.get(index)?;
         let bad = self.bad(index).map(String::from);
         let raw = match bad {
-            Some(_) => Arc::from(""),
+            Some(_) => ByteString::new(),
             None => files.read(e.file as usize, e.offset, e.len)?.into(),
         };
         Some(e.sample_line(index, raw, bad))
@@ -168,6 +168,7 @@ impl SampleIndex {
             next: 0,
             open: None,
             buf: Vec::new(),
+            arena: LineArena::default(),
         }
     }
 }
@@ -194,15 +195,15 @@ impl From<std::io::Error> for ReadError {
 }
 
 /// Reads the text of entry `e` from `reader` (at file position `pos`, moved past
-/// the line) through `buf`, reused from line to line so that the line's own copy
-/// (the one returned) is its only allocation; checks that the line still ends where
-/// it was indexed and is still UTF-8 text.
+/// the line) through `buf`, reused from line to line, into `arena`; checks that the
+/// line still ends where it was indexed and is still UTF-8 text.
 pub fn read_entry(
     reader: &mut BufReader<File>,
     pos: &mut u64,
     e: &Entry,
     buf: &mut Vec<u8>,
-) -> Result<Arc<str>, ReadError> {
+    arena: &mut LineArena,
+) -> Result<ByteString, ReadError> {
     if e.offset < *pos {
         return Err(ReadError::Changed);
     }
@@ -221,9 +222,7 @@ pub fn read_entry(
     if !ends {
         return Err(ReadError::Changed);
     }
-    std::str::from_utf8(text)
-        .map(Arc::from)
-        .map_err(|_| ReadError::Changed)
+    arena.text(text).ok_or(ReadError::Changed)
 }
 
 /// The lines of a [`SampleIndex`] (see [`SampleIndex::lines`]).
@@ -232,8 +231,9 @@ pub struct IndexedLines<'a> {
     next: usize,
     /// The file being read: its number, reader and position.
     open: Option<(u32, BufReader<File>, u64)>,
-    /// Where each line's text is read (reused: no allocation per line but its own).
+    /// Where each line's text is read (reused from line to line), and kept.
     buf: Vec<u8>,
+    arena: LineArena,
 }
 
 impl IndexedLines<'_> {
@@ -259,10 +259,10 @@ impl IndexedLines<'_> {
 
     /// Reads the text of entry `e` of the open file, checking that it still ends
     /// where the index says.
-    fn read(&mut self, e: &Entry) -> std::io::Result<Arc<str>> {
+    fn read(&mut self, e: &Entry) -> std::io::Result<ByteString> {
         let (file, reader, pos) = self.open.as_mut().expect("opened before reading");
         let label = &self.index.files[*file as usize].label;
-        read_entry(reader, pos, e, &mut self.buf).map_err(|err| match err {
+        read_entry(reader, pos, e, &mut self.buf, &mut self.arena).map_err(|err| match err {
             ReadError::Io(err) => err,
             ReadError::Changed => changed_error(label),
         })
@@ -278,7 +278,7 @@ impl Iterator for IndexedLines<'_> {
         self.next += 1;
         let bad = self.index.bad(index).map(String::from);
         let raw = if bad.is_some() {
-            Ok(Arc::from("")) // a bad sample's text is not sent anywhere
+            Ok(ByteString::new()) // a bad sample's text is not sent anywhere
         } else {
             self.open(e.file).and_then(|()| self.read(&e))
         };

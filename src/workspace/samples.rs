@@ -2,13 +2,14 @@
 
 use super::SamplesFile;
 use crate::model::SampleRef;
+use bytes::BytesMut;
+use bytestring::ByteString;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::sync::mpsc::SyncSender;
-use std::sync::Arc;
 
 /// The UTF-8 byte order mark some editors put at the start of a file.
 const BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -19,26 +20,15 @@ pub struct SampleLine {
     pub at: SampleRef,
     /// Byte offset of the line in its file (to read it again later).
     pub offset: u64,
-    /// The line without its line ending (shared: the workers' jobs take it as it is).
-    pub raw: Arc<str>,
+    /// The line without its line ending (shared: the workers' jobs take it as it is,
+    /// and it may share its allocation with the lines read before and after it: see
+    /// [`LineArena`]).
+    pub raw: ByteString,
     /// Content hash of the trimmed line (the cache key's sample part); all zeros
     /// from a reader made [`SamplesReader::unhashed`], whose taker needs no hash.
     pub hash: [u8; 16],
     /// Why this line is not a usable sample (`BadSample`).
     pub bad: Option<String>,
-}
-
-impl SampleLine {
-    /// The line as a [`LineView`] (what the samples index takes).
-    pub fn view(&self) -> LineView<'_> {
-        LineView {
-            at: self.at.clone(),
-            offset: self.offset,
-            raw: &self.raw,
-            hash: self.hash,
-            bad: self.bad.clone(),
-        }
-    }
 }
 
 /// A line as [`SamplesReader::read_next`] reads it: its text borrowed from the
@@ -53,15 +43,47 @@ pub struct LineView<'a> {
 }
 
 impl LineView<'_> {
-    /// The line with its own copy of the text.
-    pub fn to_line(&self) -> SampleLine {
+    /// The line with a copy of its text in `arena`.
+    pub fn to_line(&self, arena: &mut LineArena) -> SampleLine {
         SampleLine {
             at: self.at.clone(),
             offset: self.offset,
-            raw: Arc::from(self.raw),
+            raw: arena.text_of(self.raw),
             hash: self.hash,
             bad: self.bad.clone(),
         }
+    }
+}
+
+/// Bytes per block of a [`LineArena`]: a few dozen lines of chat samples.
+const ARENA_BLOCK: usize = 64 << 10;
+
+/// Where the texts of lines read one after another are kept: blocks of
+/// [`ARENA_BLOCK`] bytes shared by the lines cut from them, so that a line costs no
+/// allocation of its own (glibc's malloc spends more on a kilobyte-sized allocation,
+/// and on its free on another thread, than on copying the line). A block is freed
+/// with the last of its lines: the lines of a run, which are dropped about in the
+/// order they are read, keep a few blocks alive at a time.
+#[derive(Debug, Default)]
+pub struct LineArena {
+    /// The current block's free space (what was cut from it is no longer in view).
+    block: BytesMut,
+}
+
+impl LineArena {
+    /// `bytes` as a line's text, or `None` when they are not UTF-8.
+    pub fn text(&mut self, bytes: &[u8]) -> Option<ByteString> {
+        if self.block.capacity() < bytes.len() {
+            self.block = BytesMut::with_capacity(ARENA_BLOCK.max(bytes.len()));
+        }
+        self.block.extend_from_slice(bytes);
+        ByteString::try_from(self.block.split().freeze()).ok()
+    }
+
+    /// [`LineArena::text`] of text known to be UTF-8.
+    pub fn text_of(&mut self, text: &str) -> ByteString {
+        self.text(text.as_bytes())
+            .unwrap_or_else(|| ByteString::from(text))
     }
 }
 
@@ -136,6 +158,8 @@ pub struct SamplesReader {
     buf: Vec<u8>,
     /// The text of the last line read when it was not UTF-8 (with replacements).
     lossy: String,
+    /// Where the lines given by [`Iterator::next`] keep their text.
+    arena: LineArena,
     /// Whether lines get their content hash (see [`SamplesReader::unhashed`]).
     hashing: bool,
 }
@@ -151,6 +175,7 @@ impl SamplesReader {
             pos: 0,
             buf: Vec::with_capacity(8192),
             lossy: String::new(),
+            arena: LineArena::default(),
             hashing: true,
         }
     }
@@ -262,7 +287,12 @@ impl Iterator for SamplesReader {
     type Item = std::io::Result<SampleLine>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        Some(self.read_next()?.map(|line| line.to_line()))
+        let mut arena = std::mem::take(&mut self.arena);
+        let line = self
+            .read_next()
+            .map(|read| read.map(|l| l.to_line(&mut arena)));
+        self.arena = arena;
+        line
     }
 }
 
@@ -425,6 +455,45 @@ impl LineFiles {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn lines_cut_from_one_arena_keep_their_own_text_whatever_their_lengths() {
+        let mut arena = LineArena::default();
+        // short and long lines, one longer than a block, one filling a block exactly,
+        // and texts that cross from one block into the next
+        let lengths = [
+            10,
+            70_000,
+            3,
+            ARENA_BLOCK - 20,
+            1,
+            ARENA_BLOCK,
+            0,
+            900,
+            5000,
+        ];
+        let texts: Vec<String> = lengths
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &n)| {
+                let fill = char::from(b'a' + i as u8);
+                [fill.to_string().repeat(n), "\u{e9}x".repeat(n % 7)]
+            })
+            .collect();
+        let mut kept = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            if i == 5 {
+                // not UTF-8: refused, and nothing of it shows in the next line
+                assert_eq!(arena.text(b"\xff\xfe{\"a\""), None);
+            }
+            kept.push(arena.text(text.as_bytes()).unwrap());
+        }
+        drop(arena); // the lines own their blocks
+        let got: Vec<&str> = kept.iter().map(|t| &**t).collect();
+        let want: Vec<&str> = texts.iter().map(String::as_str).collect();
+        assert_eq!(got, want);
+        assert_eq!(kept[2].len(), 70_000);
+    }
 
     #[test]
     fn checks_the_shape_of_a_line() {
