@@ -15,7 +15,6 @@ use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{SampleLine, SamplesFile};
 use bytestring::ByteString;
-use std::collections::hash_map::Entry;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -274,7 +273,7 @@ impl<'a> Feed<'a> {
     /// Notes that evaluator `index` owes a result for the sample, stored under `key`.
     fn register(&self, at: &SampleRef, hash: SampleHash, index: usize, key: SampleHash) {
         let mut map = self.inflight.lock().unwrap();
-        let entry = map.entry(at.index as u64).or_insert_with(|| InFlight {
+        let entry = map.get_or_insert_with(at.index as u64, || InFlight {
             at: at.clone(),
             hash,
             waiting: 0,
@@ -339,11 +338,7 @@ pub(super) fn show_result(
         evaluated[index].fetch_add(1, Ordering::Relaxed);
         let (at, hash, stored_as) = {
             let mut map = inflight.lock().unwrap();
-            // one lookup: the entry is read and, when this was its last result, removed
-            let Entry::Occupied(mut slot) = map.entry(id) else {
-                return None;
-            };
-            let entry = slot.get_mut();
+            let entry = map.get_mut(id)?;
             let stored_as = entry
                 .keys
                 .iter()
@@ -352,7 +347,7 @@ pub(super) fn show_result(
             let found = (entry.at.clone(), entry.hash, stored_as);
             entry.waiting -= 1;
             if entry.waiting == 0 {
-                slot.remove();
+                map.remove(id);
             }
             found
         };
