@@ -1,4 +1,6 @@
-//! The samples a run still waits on, by id (the sample's index in the run's files).
+//! What a run keeps per sample id (the sample's index in the run's files) while the
+//! sample is in flight: which evaluators it waits on ([`InFlightMap`]), and each
+//! evaluator's outcomes until their batch is answered (`learn.rs`).
 //!
 //! A run registers ids in file order and they are answered about in that order, so
 //! most live ids form a short range that moves forward: they are kept in a window
@@ -10,30 +12,39 @@
 use super::InFlight;
 use std::collections::VecDeque;
 
-/// The window never spans more ids than this (a slow sample at its front holds it
-/// back while later ids keep coming: those then go to the map), so it stays a few
-/// MB whatever happens.
+/// The samples some evaluators are still working on.
+pub(super) type InFlightMap = IdMap<InFlight>;
+
+/// The window of an [`InFlightMap`] never spans more ids than this (a slow sample at
+/// its front holds it back while later ids keep coming: those then go to the map), so
+/// it stays a few MB whatever happens.
 const MAX_WINDOW: u64 = 1 << 16;
 
-#[derive(Default)]
-pub(super) struct InFlightMap {
+/// Entries by id: ids within `SPAN` of the oldest in a window, the rest in a map.
+pub(super) struct IdMap<T, const SPAN: u64 = MAX_WINDOW> {
     /// The id of `window[0]`.
     base: u64,
     /// Ids `base..base + window.len()`; `None` for one not waited on. The front is
     /// never `None` (it is trimmed), so a window of only `None`s is empty. Each slot
     /// is made once and dropped once: registering and answering cost O(1) amortized.
-    window: VecDeque<Option<InFlight>>,
+    window: VecDeque<Option<T>>,
     /// The ids that did not fit the window when registered.
-    others: foldhash::HashMap<u64, InFlight>,
+    others: foldhash::HashMap<u64, T>,
 }
 
-impl InFlightMap {
+impl<T, const SPAN: u64> Default for IdMap<T, SPAN> {
+    fn default() -> IdMap<T, SPAN> {
+        IdMap {
+            base: 0,
+            window: VecDeque::new(),
+            others: foldhash::HashMap::default(),
+        }
+    }
+}
+
+impl<T, const SPAN: u64> IdMap<T, SPAN> {
     /// The entry of `id`, made by `make` when there is none.
-    pub(super) fn get_or_insert_with(
-        &mut self,
-        id: u64,
-        make: impl FnOnce() -> InFlight,
-    ) -> &mut InFlight {
+    pub(super) fn get_or_insert_with(&mut self, id: u64, make: impl FnOnce() -> T) -> &mut T {
         if self.others.contains_key(&id) {
             return self.others.entry(id).or_insert_with(make);
         }
@@ -41,7 +52,7 @@ impl InFlightMap {
             self.base = id;
         }
         match id.checked_sub(self.base) {
-            Some(offset) if offset < MAX_WINDOW => {
+            Some(offset) if offset < SPAN => {
                 let slot = offset as usize;
                 if slot >= self.window.len() {
                     self.window.resize_with(slot + 1, || None);
@@ -59,26 +70,35 @@ impl InFlightMap {
         self.window.get(slot)?.as_ref().map(|_| slot)
     }
 
-    pub(super) fn get_mut(&mut self, id: u64) -> Option<&mut InFlight> {
+    /// Sets the entry of `id` to `value`.
+    pub(super) fn insert(&mut self, id: u64, value: T) {
+        if let Some(old) = self.get_mut(id) {
+            *old = value;
+            return;
+        }
+        self.get_or_insert_with(id, || value);
+    }
+
+    pub(super) fn get_mut(&mut self, id: u64) -> Option<&mut T> {
         match self.slot(id) {
             Some(slot) => self.window[slot].as_mut(),
             None => self.others.get_mut(&id),
         }
     }
 
-    /// Forgets `id` (the run waits for nothing more of it).
-    pub(super) fn remove(&mut self, id: u64) {
+    /// Takes the entry of `id` out.
+    pub(super) fn remove(&mut self, id: u64) -> Option<T> {
         let Some(slot) = self.slot(id) else {
-            self.others.remove(&id);
-            return;
+            return self.others.remove(&id);
         };
-        self.window[slot] = None;
+        let value = self.window[slot].take();
         // the back is left as it is: ids keep coming after it, and trimming it would
         // make the next one fill the gap again
         while let Some(None) = self.window.front() {
             self.window.pop_front();
             self.base += 1;
         }
+        value
     }
 
     /// How many ids are waited on.
@@ -174,6 +194,21 @@ mod tests {
         assert_eq!(map.len(), 0);
         assert!(map.window.is_empty() && map.others.is_empty());
         assert!(map.get_mut(50_000).is_none(), "an answered id is not found");
+    }
+
+    #[test]
+    fn an_outcome_kept_is_given_back_once_in_the_window_or_out_of_it() {
+        let mut held: IdMap<String> = IdMap::default();
+        held.insert(5, "five".into());
+        held.insert(6, "six".into());
+        held.insert(2, "two".into()); // before the window: kept aside
+        held.insert(6, "six again".into());
+        assert_eq!(held.remove(6).as_deref(), Some("six again"));
+        assert_eq!(held.remove(6), None);
+        assert_eq!(held.remove(2).as_deref(), Some("two"));
+        assert_eq!(held.remove(2), None);
+        assert_eq!(held.remove(5).as_deref(), Some("five"));
+        assert!(held.window.is_empty() && held.others.is_empty());
     }
 
     #[test]
