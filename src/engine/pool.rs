@@ -15,6 +15,7 @@ use super::protocol::ThirdParty;
 use super::worker::{Next, Worker};
 use super::zygote::{Engine, EngineError};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome};
+use bytestring::ByteString;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,7 +33,7 @@ const MAX_BATCH_BYTES: usize = 4 << 20;
 #[derive(Clone, Debug)]
 pub struct PoolJob {
     pub id: u64,
-    pub raw: Arc<str>,
+    pub raw: ByteString,
 }
 
 /// What a pool's queue carries.
@@ -648,7 +649,7 @@ mod tests {
     fn job(id: u64) -> PoolJob {
         PoolJob {
             id,
-            raw: Arc::from("{}"),
+            raw: ByteString::from_static("{}"),
         }
     }
 
@@ -683,7 +684,7 @@ mod tests {
         ids.iter()
             .map(|&id| PoolJob {
                 id,
-                raw: Arc::from(format!("{{\"n\": {id}}}")),
+                raw: ByteString::from(format!("{{\"n\": {id}}}")),
             })
             .collect()
     }

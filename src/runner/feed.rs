@@ -14,7 +14,7 @@ use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{SampleLine, SamplesFile};
-use std::collections::hash_map::Entry;
+use bytestring::ByteString;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -81,7 +81,7 @@ impl Cache {
 struct Member {
     at: SampleRef,
     hash: SampleHash,
-    raw: Arc<str>,
+    raw: ByteString,
 }
 
 /// Hands one run's sample lines to the evaluators' queues, in file order.
@@ -211,13 +211,8 @@ impl<'a> Feed<'a> {
             }
             return;
         }
-        // the line is copied for the workers only when one needs it (not on a warm run)
-        let mut shared: Option<Arc<str>> = None;
-        let mut raw = || {
-            shared
-                .get_or_insert_with(|| Arc::from(line.raw.as_str()))
-                .clone()
-        };
+        // the workers' jobs share the line's text as it was read
+        let raw = || line.raw.clone();
         let evaluators = self.evaluators;
         let mut to_run = Vec::new();
         for (index, p) in evaluators.iter().enumerate() {
@@ -293,7 +288,7 @@ impl<'a> Feed<'a> {
     /// Notes that evaluator `index` owes a result for the sample, stored under `key`.
     fn register(&self, at: &SampleRef, hash: SampleHash, index: usize, key: SampleHash) {
         let mut map = self.inflight.lock().unwrap();
-        let entry = map.entry(at.index as u64).or_insert_with(|| InFlight {
+        let entry = map.get_or_insert_with(at.index as u64, || InFlight {
             at: at.clone(),
             hash,
             waiting: 0,
@@ -358,11 +353,7 @@ pub(super) fn show_result(
         evaluated[index].fetch_add(1, Ordering::Relaxed);
         let (at, hash, stored_as) = {
             let mut map = inflight.lock().unwrap();
-            // one lookup: the entry is read and, when this was its last result, removed
-            let Entry::Occupied(mut slot) = map.entry(id) else {
-                return None;
-            };
-            let entry = slot.get_mut();
+            let entry = map.get_mut(id)?;
             let stored_as = entry
                 .keys
                 .iter()
@@ -371,7 +362,7 @@ pub(super) fn show_result(
             let found = (entry.at.clone(), entry.hash, stored_as);
             entry.waiting -= 1;
             if entry.waiting == 0 {
-                slot.remove();
+                map.remove(id);
             }
             found
         };

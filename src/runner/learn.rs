@@ -7,6 +7,7 @@
 //! covers everything the worker had imported by then, so a stored result never depends
 //! on a file its key does not name (a batch whose worker died is not stored at all).
 
+use super::inflight::IdMap;
 use super::{code_key, file_hash, modified_since, stamp, third_party_parts, Prepared};
 use crate::engine::{BatchDone, Sink, ThirdParty};
 use crate::model::{EvaluatorSpec, Outcome};
@@ -14,6 +15,11 @@ use crate::store::{CodeKey, ImportMemo, SampleHash, Store, StoreWriter};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
+
+/// How far apart in ids the outcomes held in the window may be: a few batches per
+/// slot (an outcome of a batch whose worker died is held for good and pins the
+/// window's front: past this the others go to a map, and the window stays ~3 MB).
+const HELD_SPAN: u64 = 8192;
 
 /// What one evaluator of a run knows about its code, and the outcomes waiting for
 /// their batch to be answered.
@@ -26,7 +32,7 @@ pub(super) struct Learner {
     /// When the run started: a file first reported later but changed since may not
     /// be the code that ran.
     since: SystemTime,
-    held: foldhash::HashMap<u64, (SampleHash, Outcome)>,
+    held: IdMap<(SampleHash, Outcome), HELD_SPAN>,
     /// False once the run learned of a file it cannot vouch for (changed during the
     /// run, or gone): its outcomes are shown but not stored.
     storing: bool,
@@ -82,7 +88,7 @@ impl Learner {
             self.key = key;
         }
         for id in ids {
-            if let Some((hash, outcome)) = self.held.remove(id) {
+            if let Some((hash, outcome)) = self.held.remove(*id) {
                 if self.storing {
                     // a job's id is its sample's index in the run's files
                     self.writer

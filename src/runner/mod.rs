@@ -9,6 +9,7 @@ use crate::engine::{Engine, EngineError, Loaded, Pool, PoolWork, ThirdParty};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, SampleRef, Style};
 use crate::store::{CodeKey, ImportMemo, SampleHash, Stamp, Store, StoreWriter};
 use crate::workspace::{ReadAhead, SampleLine, SamplesFile, SamplesReader};
+use inflight::InFlightMap;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -17,6 +18,7 @@ use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
 
 mod feed;
+mod inflight;
 mod learn;
 mod priority;
 mod probes;
@@ -77,10 +79,6 @@ pub struct Runner {
     store: Option<Arc<Store>>,
     identity: String,
 }
-
-/// The samples some evaluators are still working on, by sample index (foldhash: two
-/// lookups per evaluation, and ids need no SipHash).
-type InFlightMap = foldhash::HashMap<u64, InFlight>;
 
 /// A sample some evaluators are still working on.
 struct InFlight {
@@ -530,10 +528,7 @@ async fn check_chunk(
     by_id: &HashMap<u64, &SampleLine>,
     out: &mut Vec<Breaks>,
 ) -> bool {
-    let jobs: Vec<(u64, &str)> = chunk
-        .iter()
-        .map(|s| (s.at.index as u64, s.raw.as_str()))
-        .collect();
+    let jobs: Vec<(u64, &str)> = chunk.iter().map(|s| (s.at.index as u64, &*s.raw)).collect();
     let _ = worker.send_check(&jobs).await;
     let mut answered = 0;
     loop {

@@ -105,7 +105,7 @@ fn line_of(app: &App, index: usize) -> Option<SampleLine> {
     Some(SampleLine {
         at: sample.at.clone(),
         offset: sample.offset,
-        raw,
+        raw: raw.into(),
         hash: sample.hash,
         bad: None,
     })

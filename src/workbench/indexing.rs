@@ -5,7 +5,7 @@
 use super::follow::{follow, Chunk, ChunkSender};
 use super::Live;
 use crate::ui::app::{Lines, Msg, Sample};
-use crate::workspace::{LineFiles, SampleIndex, SampleLine, SamplesFile, SamplesReader};
+use crate::workspace::{LineFiles, LineView, SampleIndex, SamplesFile, SamplesReader};
 use std::sync::Arc;
 
 /// On first open, the list shows after this many samples are indexed; the rest
@@ -60,7 +60,7 @@ struct Stream<F: FnMut(Vec<Sample>)> {
 }
 
 impl<F: FnMut(Vec<Sample>)> Stream<F> {
-    fn push(&mut self, line: &SampleLine, index: &SampleIndex) {
+    fn push(&mut self, line: &LineView, index: &SampleIndex) {
         let entry = *index.entry(line.at.index).expect("pushed before");
         if let Some(why) = &line.bad {
             self.chunk.bad.push((line.at.index, why.clone()));
@@ -103,7 +103,7 @@ impl<F: FnMut(Vec<Sample>)> Stream<F> {
     }
 }
 
-fn sample_of(l: &SampleLine) -> Sample {
+fn sample_of(l: &LineView) -> Sample {
     Sample {
         at: l.at.clone(),
         offset: l.offset,
@@ -265,7 +265,9 @@ fn index_samples<F: FnMut(Vec<Sample>)>(
     let lines = LineFiles::open(files)?;
     let mut index = SampleIndex::start(files);
     let mut samples = Vec::new();
-    for line in SamplesReader::new(files) {
+    // each line's text is borrowed from the reader: the index keeps none of it
+    let mut reader = SamplesReader::new(files);
+    while let Some(line) = reader.read_next() {
         let l = line?;
         index.push(&l);
         match stream.as_mut() {

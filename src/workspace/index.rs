@@ -7,9 +7,10 @@
 //! ([`SampleIndex::is_current`]); a run fed from it checks that before each file and
 //! that every line still ends where the index says.
 
-use super::samples::{SampleLine, SamplesReader};
+use super::samples::{LineArena, LineView, SampleLine, SamplesReader};
 use super::SamplesFile;
 use crate::model::SampleRef;
+use bytestring::ByteString;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -34,7 +35,7 @@ pub struct Entry {
 impl Entry {
     /// Sample `index`, the line this entry locates, with its text `raw` (empty for a
     /// bad sample, whose text is sent nowhere).
-    pub fn sample_line(&self, index: usize, raw: String, bad: Option<String>) -> SampleLine {
+    pub fn sample_line(&self, index: usize, raw: ByteString, bad: Option<String>) -> SampleLine {
         SampleLine {
             at: SampleRef {
                 index,
@@ -89,14 +90,15 @@ impl SampleIndex {
     /// Indexes `files` whole.
     pub fn build(files: &[SamplesFile]) -> std::io::Result<SampleIndex> {
         let mut index = SampleIndex::start(files);
-        for line in SamplesReader::new(files) {
+        let mut reader = SamplesReader::new(files);
+        while let Some(line) = reader.read_next() {
             index.push(&line?);
         }
         Ok(index)
     }
 
     /// Adds the next line read by a [`SamplesReader`] over the index's files.
-    pub fn push(&mut self, line: &SampleLine) {
+    pub fn push(&mut self, line: &LineView) {
         debug_assert_eq!(line.at.index, self.entries.len());
         if let Some(why) = &line.bad {
             self.bad.insert(line.at.index as u32, why.as_str().into());
@@ -151,8 +153,8 @@ impl SampleIndex {
         let e = self.entries.get(index)?;
         let bad = self.bad(index).map(String::from);
         let raw = match bad {
-            Some(_) => String::new(),
-            None => files.read(e.file as usize, e.offset, e.len)?,
+            Some(_) => ByteString::new(),
+            None => files.read(e.file as usize, e.offset, e.len)?.into(),
         };
         Some(e.sample_line(index, raw, bad))
     }
@@ -165,6 +167,8 @@ impl SampleIndex {
             index: self,
             next: 0,
             open: None,
+            buf: Vec::new(),
+            arena: LineArena::default(),
         }
     }
 }
@@ -177,12 +181,59 @@ pub fn changed_error(label: &str) -> std::io::Error {
     )
 }
 
+/// Why [`read_entry`] could not give a line's text.
+pub enum ReadError {
+    Io(std::io::Error),
+    /// The line is no longer where it was indexed, or no longer text.
+    Changed,
+}
+
+impl From<std::io::Error> for ReadError {
+    fn from(e: std::io::Error) -> ReadError {
+        ReadError::Io(e)
+    }
+}
+
+/// Reads the text of entry `e` from `reader` (at file position `pos`, moved past
+/// the line) through `buf`, reused from line to line, into `arena`; checks that the
+/// line still ends where it was indexed and is still UTF-8 text.
+pub fn read_entry(
+    reader: &mut BufReader<File>,
+    pos: &mut u64,
+    e: &Entry,
+    buf: &mut Vec<u8>,
+    arena: &mut LineArena,
+) -> Result<ByteString, ReadError> {
+    if e.offset < *pos {
+        return Err(ReadError::Changed);
+    }
+    reader.seek_relative((e.offset - *pos) as i64)?;
+    let len = e.len as usize;
+    if buf.len() < len {
+        buf.resize(len, 0);
+    }
+    let text = &mut buf[..len];
+    reader.read_exact(text)?;
+    *pos = e.offset + u64::from(e.len);
+    let ends = reader
+        .fill_buf()?
+        .first()
+        .is_none_or(|b| matches!(b, b'\n' | b'\r'));
+    if !ends {
+        return Err(ReadError::Changed);
+    }
+    arena.text(text).ok_or(ReadError::Changed)
+}
+
 /// The lines of a [`SampleIndex`] (see [`SampleIndex::lines`]).
 pub struct IndexedLines<'a> {
     index: &'a SampleIndex,
     next: usize,
     /// The file being read: its number, reader and position.
     open: Option<(u32, BufReader<File>, u64)>,
+    /// Where each line's text is read (reused from line to line), and kept.
+    buf: Vec<u8>,
+    arena: LineArena,
 }
 
 impl IndexedLines<'_> {
@@ -208,24 +259,13 @@ impl IndexedLines<'_> {
 
     /// Reads the text of entry `e` of the open file, checking that it still ends
     /// where the index says.
-    fn read(&mut self, e: &Entry) -> std::io::Result<String> {
+    fn read(&mut self, e: &Entry) -> std::io::Result<ByteString> {
         let (file, reader, pos) = self.open.as_mut().expect("opened before reading");
         let label = &self.index.files[*file as usize].label;
-        if e.offset < *pos {
-            return Err(changed_error(label));
-        }
-        reader.seek_relative((e.offset - *pos) as i64)?;
-        let mut buf = vec![0u8; e.len as usize];
-        reader.read_exact(&mut buf)?;
-        *pos = e.offset + e.len as u64;
-        let ends = match reader.fill_buf()?.first() {
-            None => true,
-            Some(b) => matches!(b, b'\n' | b'\r'),
-        };
-        if !ends {
-            return Err(changed_error(label));
-        }
-        String::from_utf8(buf).map_err(|_| changed_error(label))
+        read_entry(reader, pos, e, &mut self.buf, &mut self.arena).map_err(|err| match err {
+            ReadError::Io(err) => err,
+            ReadError::Changed => changed_error(label),
+        })
     }
 }
 
@@ -238,7 +278,7 @@ impl Iterator for IndexedLines<'_> {
         self.next += 1;
         let bad = self.index.bad(index).map(String::from);
         let raw = if bad.is_some() {
-            Ok(String::new()) // a bad sample's text is not sent anywhere
+            Ok(ByteString::new()) // a bad sample's text is not sent anywhere
         } else {
             self.open(e.file).and_then(|()| self.read(&e))
         };
@@ -268,6 +308,36 @@ mod tests {
     const A: &str = r#"{"messages": [{"role": "user", "content": "a"}]}"#;
     const B: &str = r#"{"messages": [{"role": "user", "content": "bb"}]}"#;
 
+    /// A sample whose text is `n` times `fill` (its line is longer by the JSON).
+    fn sample_of_len(n: usize, fill: &str) -> String {
+        let content = fill.repeat(n);
+        format!(r#"{{"messages": [{{"role": "user", "content": "{content}"}}]}}"#)
+    }
+
+    #[test]
+    fn a_long_line_leaves_none_of_its_bytes_in_the_short_lines_after_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let lines = [
+            sample_of_len(9000, "x"),
+            sample_of_len(0, "y"),
+            "not json".to_string(),
+            sample_of_len(3, "\u{e9}"),
+            sample_of_len(20_000, "w"),
+            sample_of_len(1, "v"),
+        ];
+        let files = [file_with(dir.path(), "s.jsonl", &(lines.join("\n") + "\n"))];
+        let index = SampleIndex::build(&files).unwrap();
+        let fed: Vec<SampleLine> = index.lines().map(|l| l.unwrap()).collect();
+        let texts: Vec<&str> = fed.iter().map(|l| &*l.raw).collect();
+        let mut want: Vec<&str> = lines.iter().map(String::as_str).collect();
+        want[2] = ""; // a bad line's text is not read
+        assert_eq!(texts, want);
+        for (l, text) in fed.iter().zip(&lines) {
+            let hash = crate::workspace::hash_line(text);
+            assert_eq!(l.hash, hash, "line {}", l.at.line);
+        }
+    }
+
     #[test]
     fn lines_come_back_from_the_index_as_the_reader_read_them() {
         let dir = tempfile::tempdir().unwrap();
@@ -292,7 +362,7 @@ mod tests {
             if r.bad.is_none() {
                 assert_eq!(r.raw, f.raw);
             } else {
-                assert_eq!(f.raw, "", "a bad line's text is not read");
+                assert_eq!(&*f.raw, "", "a bad line's text is not read");
             }
         }
         assert_eq!(fed.len(), read.len());

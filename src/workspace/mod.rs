@@ -11,9 +11,10 @@ mod samples;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
-pub use index::{changed_error, Entry, IndexedLines, SampleIndex};
+pub use index::{changed_error, read_entry, Entry, IndexedLines, ReadError, SampleIndex};
 pub use samples::{
-    check_sample, hash_line, holds_no_sample, LineFiles, ReadAhead, SampleLine, SamplesReader,
+    check_sample, hash_line, holds_no_sample, LineArena, LineFiles, LineView, ReadAhead,
+    SampleLine, SamplesReader,
 };
 pub use watcher::{relevant, Watcher};
 

@@ -2,6 +2,8 @@
 
 use super::SamplesFile;
 use crate::model::SampleRef;
+use bytes::BytesMut;
+use bytestring::ByteString;
 use serde::de::IgnoredAny;
 use serde::Deserialize;
 use serde_json::value::RawValue;
@@ -18,13 +20,71 @@ pub struct SampleLine {
     pub at: SampleRef,
     /// Byte offset of the line in its file (to read it again later).
     pub offset: u64,
-    /// The line without its line ending.
-    pub raw: String,
+    /// The line without its line ending (shared: the workers' jobs take it as it is,
+    /// and it may share its allocation with the lines read before and after it: see
+    /// [`LineArena`]).
+    pub raw: ByteString,
     /// Content hash of the trimmed line (the cache key's sample part); all zeros
     /// from a reader made [`SamplesReader::unhashed`], whose taker needs no hash.
     pub hash: [u8; 16],
     /// Why this line is not a usable sample (`BadSample`).
     pub bad: Option<String>,
+}
+
+/// A line as [`SamplesReader::read_next`] reads it: its text borrowed from the
+/// reader's buffer, for a taker that keeps no text (the samples index).
+#[derive(Debug)]
+pub struct LineView<'a> {
+    pub at: SampleRef,
+    pub offset: u64,
+    pub raw: &'a str,
+    pub hash: [u8; 16],
+    pub bad: Option<String>,
+}
+
+impl LineView<'_> {
+    /// The line with a copy of its text in `arena`.
+    pub fn to_line(&self, arena: &mut LineArena) -> SampleLine {
+        SampleLine {
+            at: self.at.clone(),
+            offset: self.offset,
+            raw: arena.text_of(self.raw),
+            hash: self.hash,
+            bad: self.bad.clone(),
+        }
+    }
+}
+
+/// Bytes per block of a [`LineArena`]: a few dozen lines of chat samples.
+const ARENA_BLOCK: usize = 64 << 10;
+
+/// Where the texts of lines read one after another are kept: blocks of
+/// [`ARENA_BLOCK`] bytes shared by the lines cut from them, so that a line costs no
+/// allocation of its own (glibc's malloc spends more on a kilobyte-sized allocation,
+/// and on its free on another thread, than on copying the line). A block is freed
+/// with the last of its lines: the lines of a run, which are dropped about in the
+/// order they are read, keep a few blocks alive at a time.
+#[derive(Debug, Default)]
+pub struct LineArena {
+    /// The current block's free space (what was cut from it is no longer in view).
+    block: BytesMut,
+}
+
+impl LineArena {
+    /// `bytes` as a line's text, or `None` when they are not UTF-8.
+    pub fn text(&mut self, bytes: &[u8]) -> Option<ByteString> {
+        if self.block.capacity() < bytes.len() {
+            self.block = BytesMut::with_capacity(ARENA_BLOCK.max(bytes.len()));
+        }
+        self.block.extend_from_slice(bytes);
+        ByteString::try_from(self.block.split().freeze()).ok()
+    }
+
+    /// [`LineArena::text`] of text known to be UTF-8.
+    pub fn text_of(&mut self, text: &str) -> ByteString {
+        self.text(text.as_bytes())
+            .unwrap_or_else(|| ByteString::from(text))
+    }
 }
 
 pub fn hash_line(raw: &str) -> [u8; 16] {
@@ -96,6 +156,10 @@ pub struct SamplesReader {
     /// Byte offset of the next line in the current file.
     pos: u64,
     buf: Vec<u8>,
+    /// The text of the last line read when it was not UTF-8 (with replacements).
+    lossy: String,
+    /// Where the lines given by [`Iterator::next`] keep their text.
+    arena: LineArena,
     /// Whether lines get their content hash (see [`SamplesReader::unhashed`]).
     hashing: bool,
 }
@@ -110,6 +174,8 @@ impl SamplesReader {
             index: 0,
             pos: 0,
             buf: Vec::with_capacity(8192),
+            lossy: String::new(),
+            arena: LineArena::default(),
             hashing: true,
         }
     }
@@ -125,10 +191,42 @@ impl SamplesReader {
     }
 }
 
-impl Iterator for SamplesReader {
-    type Item = std::io::Result<SampleLine>;
+impl SamplesReader {
+    /// The next line, its text borrowed from the reader (no copy of it is made): for
+    /// a taker that keeps no text. [`Iterator::next`] gives the same lines, owned.
+    pub fn read_next(&mut self) -> Option<std::io::Result<LineView<'_>>> {
+        let (at, offset) = match self.next_raw()? {
+            Ok(found) => found,
+            Err(e) => return Some(Err(e)),
+        };
+        let (raw, bad) = match std::str::from_utf8(&self.buf) {
+            Ok(text) => (text, check_sample(text).err()),
+            Err(e) => {
+                self.lossy = String::from_utf8_lossy(&self.buf).into_owned();
+                let why = format!(
+                    "not UTF-8 text (invalid byte at column {})",
+                    e.valid_up_to() + 1
+                );
+                (self.lossy.as_str(), Some(why))
+            }
+        };
+        let hash = if self.hashing {
+            hash_line(raw)
+        } else {
+            [0; 16]
+        };
+        Some(Ok(LineView {
+            at,
+            offset,
+            raw,
+            hash,
+            bad,
+        }))
+    }
 
-    fn next(&mut self) -> Option<Self::Item> {
+    /// Reads the next non-blank line into `buf` (without its line ending and a first
+    /// line's byte order mark): its number and offset.
+    fn next_raw(&mut self) -> Option<std::io::Result<(SampleRef, u64)>> {
         loop {
             if self.current.is_none() {
                 let file = self.files.get(self.next_file)?;
@@ -180,33 +278,21 @@ impl Iterator for SamplesReader {
                 line: self.line_no,
             };
             self.index += 1;
-            let (raw, bad) = match std::str::from_utf8(&self.buf) {
-                Ok(text) => {
-                    let raw = text.to_string();
-                    let bad = check_sample(&raw).err();
-                    (raw, bad)
-                }
-                Err(e) => (
-                    String::from_utf8_lossy(&self.buf).into_owned(),
-                    Some(format!(
-                        "not UTF-8 text (invalid byte at column {})",
-                        e.valid_up_to() + 1
-                    )),
-                ),
-            };
-            let hash = if self.hashing {
-                hash_line(&raw)
-            } else {
-                [0; 16]
-            };
-            return Some(Ok(SampleLine {
-                at,
-                offset,
-                raw,
-                hash,
-                bad,
-            }));
+            return Some(Ok((at, offset)));
         }
+    }
+}
+
+impl Iterator for SamplesReader {
+    type Item = std::io::Result<SampleLine>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let mut arena = std::mem::take(&mut self.arena);
+        let line = self
+            .read_next()
+            .map(|read| read.map(|l| l.to_line(&mut arena)));
+        self.arena = arena;
+        line
     }
 }
 
@@ -371,6 +457,45 @@ mod tests {
     use super::*;
 
     #[test]
+    fn lines_cut_from_one_arena_keep_their_own_text_whatever_their_lengths() {
+        let mut arena = LineArena::default();
+        // short and long lines, one longer than a block, one filling a block exactly,
+        // and texts that cross from one block into the next
+        let lengths = [
+            10,
+            70_000,
+            3,
+            ARENA_BLOCK - 20,
+            1,
+            ARENA_BLOCK,
+            0,
+            900,
+            5000,
+        ];
+        let texts: Vec<String> = lengths
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &n)| {
+                let fill = char::from(b'a' + i as u8);
+                [fill.to_string().repeat(n), "\u{e9}x".repeat(n % 7)]
+            })
+            .collect();
+        let mut kept = Vec::new();
+        for (i, text) in texts.iter().enumerate() {
+            if i == 5 {
+                // not UTF-8: refused, and nothing of it shows in the next line
+                assert_eq!(arena.text(b"\xff\xfe{\"a\""), None);
+            }
+            kept.push(arena.text(text.as_bytes()).unwrap());
+        }
+        drop(arena); // the lines own their blocks
+        let got: Vec<&str> = kept.iter().map(|t| &**t).collect();
+        let want: Vec<&str> = texts.iter().map(String::as_str).collect();
+        assert_eq!(got, want);
+        assert_eq!(kept[2].len(), 70_000);
+    }
+
+    #[test]
     fn checks_the_shape_of_a_line() {
         assert!(check_sample(r#"{"messages": [{"role": "user", "content": "hi"}]}"#).is_ok());
         let e = check_sample("{\"messages\": [").unwrap_err();
@@ -417,7 +542,7 @@ mod tests {
         let again = LineFiles::open(&files).unwrap();
         for l in &lines {
             let text = again.read(l.at.file, l.offset, l.raw.len() as u32).unwrap();
-            assert_eq!(text, l.raw, "a line reads back from its offset");
+            assert_eq!(text, &*l.raw, "a line reads back from its offset");
         }
     }
 
@@ -447,7 +572,7 @@ mod tests {
                 .collect()
         };
         let (a, b) = (read(&plain), read(&marked));
-        assert_eq!(b[0].raw, line);
+        assert_eq!(&*b[0].raw, line);
         assert!(b[0].bad.is_none());
         assert_eq!(b[0].hash, a[0].hash, "the same sample as without the mark");
         assert_eq!((b[0].offset, b[1].offset), (3, a[1].offset + 3));
@@ -455,7 +580,7 @@ mod tests {
         let again = LineFiles::open(std::slice::from_ref(&marked)).unwrap();
         for l in &b {
             let text = again.read(0, l.offset, l.raw.len() as u32).unwrap();
-            assert_eq!(text, l.raw);
+            assert_eq!(text, &*l.raw);
         }
         // only at the start of a file: later, the mark is the line's own (not JSON)
         let inner = file_with(
@@ -569,13 +694,10 @@ mod tests {
         assert_eq!(ahead.len(), 604);
         // exact places: "not json" follows a blank line and a line of spaces
         let bad = &ahead[301];
+        assert_eq!((bad.at.file, bad.at.line, &*bad.raw), (0, 304, "not json"));
         assert_eq!(
-            (bad.at.file, bad.at.line, bad.raw.as_str()),
-            (0, 304, "not json")
-        );
-        assert_eq!(
-            ahead[0].raw,
-            ok(0),
+            &*ahead[0].raw,
+            ok(0).as_str(),
             "no carriage return is left on a CRLF line"
         );
         assert_eq!(ahead[0].hash, hash_line(&ok(0)));
@@ -589,10 +711,7 @@ mod tests {
             (huge.len(), hash_line(&huge))
         );
         assert!(tail[1].bad.is_none());
-        assert_eq!(
-            (tail[2].at.line, tail[2].raw.as_str()),
-            (3, ok(1001).as_str())
-        );
+        assert_eq!((tail[2].at.line, &*tail[2].raw), (3, ok(1001).as_str()));
         assert_eq!(tail[2].at.index, 603);
     }
 
