@@ -211,8 +211,6 @@ impl<'a> Feed<'a> {
             }
             return;
         }
-        // the workers' jobs share the line's text as it was read
-        let raw = || line.raw.clone();
         let evaluators = self.evaluators;
         let mut to_run = Vec::new();
         for (index, p) in evaluators.iter().enumerate() {
@@ -231,7 +229,7 @@ impl<'a> Feed<'a> {
                 self.filling[index].push(Member {
                     at: line.at.clone(),
                     hash: line.hash,
-                    raw: raw(),
+                    raw: line.raw.clone(),
                 });
                 if self.filling[index].len() >= size {
                     self.flush(index).await;
@@ -247,7 +245,7 @@ impl<'a> Feed<'a> {
             self.register(&line.at, line.hash, index, line.hash);
             let job = PoolJob {
                 id: line.at.index as u64,
-                raw: raw(),
+                raw: line.raw.clone(), // shares the text as it was read
             };
             self.submit(index, PoolWork::One(job)).await;
         }

@@ -6,9 +6,7 @@
 //! a save or a rerun during the first load stops the run, and the indexer then goes
 //! on at full speed (the new run starts on the whole index).
 
-use crate::workspace::{
-    changed_error, read_entry, Entry, LineArena, ReadError, SampleLine, SamplesFile,
-};
+use crate::workspace::{read_entry, Entry, LineArena, SampleLine, SamplesFile};
 use bytestring::ByteString;
 use std::fs::File;
 use std::io::BufReader;
@@ -73,10 +71,7 @@ impl FollowLines {
             self.open = Some((e.file, BufReader::with_capacity(1 << 16, file), 0));
         }
         let (_, reader, pos) = self.open.as_mut().expect("opened above");
-        read_entry(reader, pos, e, &mut self.buf, &mut self.arena).map_err(|err| match err {
-            ReadError::Io(err) => err,
-            ReadError::Changed => changed_error(label),
-        })
+        read_entry(reader, pos, e, label, &mut self.buf, &mut self.arena)
     }
 }
 

@@ -181,31 +181,20 @@ pub fn changed_error(label: &str) -> std::io::Error {
     )
 }
 
-/// Why [`read_entry`] could not give a line's text.
-pub enum ReadError {
-    Io(std::io::Error),
-    /// The line is no longer where it was indexed, or no longer text.
-    Changed,
-}
-
-impl From<std::io::Error> for ReadError {
-    fn from(e: std::io::Error) -> ReadError {
-        ReadError::Io(e)
-    }
-}
-
-/// Reads the text of entry `e` from `reader` (at file position `pos`, moved past
-/// the line) through `buf`, reused from line to line, into `arena`; checks that the
-/// line still ends where it was indexed and is still UTF-8 text.
+/// Reads the text of entry `e` of the file labelled `label` from `reader` (at file
+/// position `pos`, moved past the line) through `buf`, reused from line to line,
+/// into `arena`; a line that no longer ends where it was indexed, or is no longer
+/// UTF-8 text, is the file's [`changed_error`].
 pub fn read_entry(
     reader: &mut BufReader<File>,
     pos: &mut u64,
     e: &Entry,
+    label: &str,
     buf: &mut Vec<u8>,
     arena: &mut LineArena,
-) -> Result<ByteString, ReadError> {
+) -> std::io::Result<ByteString> {
     if e.offset < *pos {
-        return Err(ReadError::Changed);
+        return Err(changed_error(label));
     }
     reader.seek_relative((e.offset - *pos) as i64)?;
     let len = e.len as usize;
@@ -220,9 +209,9 @@ pub fn read_entry(
         .first()
         .is_none_or(|b| matches!(b, b'\n' | b'\r'));
     if !ends {
-        return Err(ReadError::Changed);
+        return Err(changed_error(label));
     }
-    arena.text(text).ok_or(ReadError::Changed)
+    arena.text(text).ok_or_else(|| changed_error(label))
 }
 
 /// The lines of a [`SampleIndex`] (see [`SampleIndex::lines`]).
@@ -262,10 +251,7 @@ impl IndexedLines<'_> {
     fn read(&mut self, e: &Entry) -> std::io::Result<ByteString> {
         let (file, reader, pos) = self.open.as_mut().expect("opened before reading");
         let label = &self.index.files[*file as usize].label;
-        read_entry(reader, pos, e, &mut self.buf, &mut self.arena).map_err(|err| match err {
-            ReadError::Io(err) => err,
-            ReadError::Changed => changed_error(label),
-        })
+        read_entry(reader, pos, e, label, &mut self.buf, &mut self.arena)
     }
 }
 

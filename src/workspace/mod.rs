@@ -11,7 +11,7 @@ mod samples;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
-pub use index::{changed_error, read_entry, Entry, IndexedLines, ReadError, SampleIndex};
+pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use samples::{
     check_sample, hash_line, holds_no_sample, LineArena, LineFiles, LineView, ReadAhead,
     SampleLine, SamplesReader,
