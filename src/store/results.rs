@@ -199,6 +199,8 @@ const UNSORTED: usize = 1024;
 /// Built by one scan of the code's rows and extended with newer ones; a row found
 /// through it is read back and its full hash checked, so two samples that share a
 /// hash's first bytes, or a row deleted since, never answer for another sample.
+/// Extending it scans on from the last row seen, so a code's row ids only grow: no
+/// id of a deleted row is given again (see [`rekey`]).
 pub(super) struct Locator {
     sorted: Vec<u64>,
     tail: Vec<u64>,
@@ -595,6 +597,9 @@ fn rekey(
     if moved.is_empty() {
         return Ok(());
     }
+    // past `to`'s last row before any of its rows goes: a code's row ids only grow
+    // (locators scan on from the last row they saw)
+    let shift = codes.next_row(tx, target)? - moved[0].0;
     let samples: std::collections::HashSet<&[u8]> =
         moved.iter().map(|(_, h)| h.as_slice()).collect();
     for (row, hash) in hashes_of(tx, target)? {
@@ -602,7 +607,6 @@ fn rekey(
             tx.execute("DELETE FROM results WHERE row = ?1", params![row])?;
         }
     }
-    let shift = codes.next_row(tx, target)? - moved[0].0;
     tx.execute(
         "UPDATE results SET row = row + ?3 WHERE row >= ?1 AND row < ?2",
         params![first(source), first(source + 1), shift],
@@ -975,6 +979,29 @@ mod tests {
         }
         // 0..5 stay first (5..10 were replaced), the moved 5..20 follow in order
         assert_eq!(reader.fallbacks(), 0);
+    }
+
+    #[test]
+    fn rows_a_rekey_moves_are_found_by_a_locator_built_before_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let other: CodeKey = [6; 32];
+        let writer = store.writer().unwrap();
+        for i in 0..10 {
+            writer.put_at(&other, &hash(i), i, true, &scored(100 + i));
+        }
+        writer.finish();
+        // the store's locator of `other` learns its rows
+        assert_eq!(store.outcome(&other, &hash(9)).unwrap(), Some(scored(109)));
+        // the moved 9 replaces `other`'s last row: the moved rows come after it
+        let writer = store.writer().unwrap();
+        writer.put_at(&KEY, &hash(20), 0, true, &scored(20));
+        writer.put_at(&KEY, &hash(9), 1, true, &scored(9));
+        writer.rekey(&KEY, &other);
+        writer.finish();
+        assert_eq!(store.outcome(&other, &hash(20)).unwrap(), Some(scored(20)));
+        assert_eq!(store.outcome(&other, &hash(9)).unwrap(), Some(scored(9)));
+        assert_eq!(store.outcome(&other, &hash(8)).unwrap(), Some(scored(108)));
     }
 
     #[test]
