@@ -211,21 +211,9 @@ pub(super) struct Locator {
 impl Locator {
     /// Every row of code `id`.
     pub(super) fn build(conn: &Connection, id: i64) -> Locator {
-        // room for every row at once (a code's row ids are about dense): no doubling
-        // of a growing list while a million rows are read
-        let span: Option<(i64, i64)> = conn
-            .prepare_cached("SELECT min(row), max(row) FROM results WHERE row >= ?1 AND row < ?2")
-            .and_then(|mut s| {
-                s.query_row(params![first(id), first(id + 1)], |r| {
-                    Ok(r.get::<_, Option<i64>>(0)?.zip(r.get::<_, Option<i64>>(1)?))
-                })
-            })
-            .ok()
-            .flatten();
-        let rows = span.map_or(0, |(low, high)| (high - low + 1).clamp(0, 1 << 24) as usize);
         let mut locator = Locator {
             sorted: Vec::new(),
-            tail: Vec::with_capacity(rows),
+            tail: Vec::new(),
             next: first(id),
         };
         locator.refresh(conn, id);
@@ -246,34 +234,20 @@ impl Locator {
             let Ok(row) = r.get::<_, i64>(0) else {
                 continue;
             };
-            if let Ok(Ok(hash)) = r.get_ref(1).map(|v| v.as_blob()) {
-                if hash.len() >= 4 {
-                    self.tail.push(entry(hash, row & ((1 << SEQ_BITS) - 1)));
-                }
+            match r.get_ref(1).map(|v| v.as_blob()) {
+                Ok(Ok(hash)) if hash.len() >= 4 => self.add(hash, row),
+                _ => self.next = self.next.max(row + 1),
             }
-            self.next = self.next.max(row + 1);
         }
-        self.merge();
     }
 
     /// Adds a row (newer than every row added before).
     fn add(&mut self, hash: &[u8], row: i64) {
         self.tail.push(entry(hash, row & ((1 << SEQ_BITS) - 1)));
         self.next = self.next.max(row + 1);
-        self.merge();
-    }
-
-    /// Sorts the tail into the sorted entries once it is long enough to search slowly.
-    fn merge(&mut self) {
-        if self.tail.len() <= UNSORTED + self.sorted.len() / 8 {
-            return;
-        }
-        self.tail.sort_unstable();
-        if self.sorted.is_empty() {
-            // a first scan: sorted in place, with no second list
-            std::mem::swap(&mut self.sorted, &mut self.tail);
-        } else {
+        if self.tail.len() > UNSORTED + self.sorted.len() / 8 {
             // two sorted runs: the stable sort finds them and merges them in one pass
+            self.tail.sort_unstable();
             self.sorted.append(&mut self.tail);
             self.sorted.sort();
         }
