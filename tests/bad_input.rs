@@ -463,14 +463,12 @@ fn a_workspace_path_that_is_not_utf8_gets_a_message_not_a_panic() {
         dir.display()
     );
     let rwb_in = |cwd: &std::path::Path, args: &[&OsStr]| {
-        Run::from(
-            std::process::Command::new(RWB)
-                .args(args)
-                .current_dir(cwd)
-                .env_remove("VIRTUAL_ENV")
-                .output()
-                .unwrap(),
-        )
+        let mut command = std::process::Command::new(RWB);
+        command
+            .args(args)
+            .current_dir(cwd)
+            .env_remove("VIRTUAL_ENV");
+        Run::from(output_within(&mut command, RUN_LIMIT))
     };
     let run = OsStr::new("run");
     // the folder given, the current folder, and the workbench (not a terminal here)

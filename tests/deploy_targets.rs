@@ -71,7 +71,7 @@ impl Tools {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        Run::from(cmd.output().expect("rwb runs"))
+        Run::from(common::output_within(&mut cmd, common::RUN_LIMIT))
     }
 
     /// Every recorded call, one per line; a `--data-file`/`--from-file` temporary path
@@ -255,7 +255,7 @@ fn missing_gcloud_and_missing_flags_are_reported_before_anything_runs() {
     cmd.args(["deploy", ws.path().to_str().unwrap()])
         .args(CLOUD_RUN)
         .env("PATH", tools.bin.path());
-    let run = Run::from(cmd.output().unwrap());
+    let run = Run::from(common::output_within(&mut cmd, common::RUN_LIMIT));
     assert_eq!(run.code, 1, "{}", show(&run));
     assert!(run.stderr.ends_with("rwb: deploy failed: gcloud is not installed or not on PATH (No such file or directory (os error 2)): install the Google Cloud CLI (https://cloud.google.com/sdk/docs/install), then run `gcloud auth login`\n"), "{}", run.stderr);
 
@@ -506,7 +506,7 @@ fn each_k8s_failure_says_what_to_do() {
             cmd.args(["deploy", ws.path().to_str().unwrap()])
                 .args(args)
                 .env("PATH", tools.bin.path());
-            Run::from(cmd.output().unwrap())
+            Run::from(common::output_within(&mut cmd, common::RUN_LIMIT))
         } else {
             tools.deploy(&ws, args, mode, &[])
         };

@@ -222,7 +222,7 @@ impl Stand {
         for (k, v) in env {
             cmd.env(k, v);
         }
-        Run::from(cmd.output().expect("rwb runs"))
+        Run::from(common::output_within(&mut cmd, common::RUN_LIMIT))
     }
 }
 

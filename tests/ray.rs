@@ -239,7 +239,7 @@ fn run(ws: &Ws, python: &Path, args: &[&str], envs: &[(&str, &str)]) -> Run {
     for (k, v) in envs {
         command.env(k, v);
     }
-    Run::from(command.output().expect("rwb runs"))
+    Run::from(common::output_within(&mut command, common::RUN_LIMIT))
 }
 
 /// Each row as printed, without its (timing) `duration_ms`.

@@ -113,7 +113,7 @@ fn run_env(ws: &Ws, env: &[(&str, &str)]) -> Run {
     for (k, v) in env {
         cmd.env(k, v);
     }
-    Run::from(cmd.output().unwrap())
+    Run::from(common::output_within(&mut cmd, common::RUN_LIMIT))
 }
 
 fn error_of(run: &Run, sample: u64) -> (String, String) {

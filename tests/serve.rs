@@ -835,13 +835,12 @@ fn a_url_evaluator_on_rwb_serve_gives_exactly_the_local_scores() {
         ("samples.jsonl", &samples(12)),
     ]);
     let run_with_key = |key: &str| -> Run {
-        let output = Command::new(RWB)
+        let mut command = Command::new(RWB);
+        command
             .args(["run", edited.path().to_str().unwrap(), "--format", "jsonl"])
             .env_remove("VIRTUAL_ENV")
-            .env("PROD_KEY", key)
-            .output()
-            .unwrap();
-        Run::from(output)
+            .env("PROD_KEY", key);
+        Run::from(output_within(&mut command, RUN_LIMIT))
     };
     let wrong = run_with_key("not-the-key");
     assert_eq!(wrong.code, 1, "{}", wrong.stderr);

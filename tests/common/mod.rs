@@ -2,8 +2,10 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 pub const RWB: &str = env!("CARGO_BIN_EXE_rwb");
 
@@ -47,13 +49,78 @@ impl Ws {
 
 /// Runs rwb with `args`, current directory `cwd`.
 pub fn rwb(args: &[&str], cwd: &Path) -> Run {
-    let output = Command::new(RWB)
+    let mut command = Command::new(RWB);
+    command
         .args(args)
         .current_dir(cwd)
-        .env_remove("VIRTUAL_ENV")
-        .output()
+        .env_remove("VIRTUAL_ENV");
+    Run::from(output_within(&mut command, RUN_LIMIT))
+}
+
+/// Longer than any run of the suite takes on a loaded 2-core machine.
+pub const RUN_LIMIT: Duration = Duration::from_secs(240);
+
+/// `command.output()`, but a run still going after `limit` fails the test with the
+/// stacks of its threads (when `gdb` is installed) and what it printed so far, and is
+/// killed: a hang is reported where it happened instead of stalling the suite.
+pub fn output_within(command: &mut Command, limit: Duration) -> Output {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("rwb runs");
-    Run::from(output)
+    let stdout = collect(child.stdout.take().expect("piped"));
+    let stderr = collect(child.stderr.take().expect("piped"));
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("waiting for rwb") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let stacks = thread_stacks(child.id());
+            let _ = child.kill();
+            let _ = child.wait();
+            let out = String::from_utf8_lossy(&stdout.join().unwrap_or_default()).into_owned();
+            let err = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
+            panic!(
+                "{command:?} still ran after {limit:?}: killed.\nstdout so far:\n{out}\nstderr so far:\n{err}\nits threads:\n{stacks}"
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }
+}
+
+/// Reads a pipe to its end on a thread of its own.
+fn collect(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let _ = pipe.read_to_end(&mut bytes);
+        bytes
+    })
+}
+
+/// Every thread's stack of process `pid`, as gdb prints them (or why there are none).
+pub fn thread_stacks(pid: u32) -> String {
+    let gdb = Command::new("gdb")
+        .args([
+            "-p",
+            &pid.to_string(),
+            "-batch",
+            "-ex",
+            "thread apply all bt",
+        ])
+        .stdin(Stdio::null())
+        .output();
+    match gdb {
+        Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Err(e) => format!("(no stacks: gdb: {e})"),
+    }
 }
 
 pub struct Run {
