@@ -675,3 +675,38 @@ fn a_cached_run_streams_its_outcomes_instead_of_holding_them_all() {
         "a warm run over 80 MB of cached outcomes peaked at {peak_mb:.1} MB"
     );
 }
+
+/// A run of a samples file that changed more than two seconds ago remembers its
+/// lines' hashes (`.rwb/lines`), and the next run of the same version takes them from
+/// there. A line rewritten in place with the same length right after (same size,
+/// same line offsets, perhaps the same modification second) is still seen as new.
+#[test]
+fn a_line_rewritten_in_place_right_after_a_run_is_evaluated_again() {
+    let line = |answer: &str| {
+        format!("{{\"messages\": [{{\"role\": \"user\", \"content\": \"q\"}}, {{\"role\": \"assistant\", \"content\": \"{answer}\"}}]}}\n")
+    };
+    let ws = Ws::new(&[
+        (
+            "metrics/says_yes/main.py",
+            "def evaluate(messages, **kwargs):\n    return {\"score\": float(messages[-1][\"content\"].lower() == \"yes\"), \"reason\": \"\"}\n",
+        ),
+        ("samples.jsonl", &format!("{}{}", line("no!"), line("yes"))),
+    ]);
+    // older than rwb's slack for coarse file-system clocks (2 s): its memo is kept
+    std::thread::sleep(std::time::Duration::from_millis(2100));
+    let first = ws.run(&[]);
+    assert_eq!(first.evaluated("says_yes"), 2, "{}", first.stderr);
+    let memos: Vec<_> = std::fs::read_dir(ws.file(".rwb/lines")).unwrap().collect();
+    assert_eq!(memos.len(), 1, "one samples file, one memo");
+    assert_eq!(ws.run(&[]).evaluated("says_yes"), 0);
+
+    ws.write("samples.jsonl", &format!("{}{}", line("YES"), line("yes")));
+    let edited = ws.run(&[]);
+    assert_eq!(edited.evaluated("says_yes"), 1, "{}", edited.stderr);
+    assert_eq!(
+        edited.row(0, "says_yes")["score"],
+        1.0,
+        "the new line's score"
+    );
+    assert_eq!(edited.row(1, "says_yes")["score"], 1.0);
+}

@@ -242,7 +242,9 @@ impl Runner {
         events: mpsc::UnboundedSender<Event>,
     ) -> std::io::Result<RunStats> {
         // read, checked and hashed on a thread of its own, ahead of the lookups
-        let reader = if hashes || self.store.is_some() {
+        let reader = if let Some(store) = &self.store {
+            SamplesReader::new(files).with_memos(store.line_memos())
+        } else if hashes {
             SamplesReader::new(files)
         } else {
             SamplesReader::unhashed(files)

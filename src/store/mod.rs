@@ -116,6 +116,13 @@ impl Store {
         &self.path
     }
 
+    /// The hashes of samples files' lines remembered beside the cache (see
+    /// [`crate::workspace::LineMemos`]).
+    pub fn line_memos(&self) -> crate::workspace::LineMemos {
+        let dir = self.path.parent().unwrap_or(Path::new("."));
+        crate::workspace::LineMemos::in_dir(dir)
+    }
+
     fn fail(&self, e: impl std::fmt::Display) -> StoreError {
         StoreError {
             path: self.path.clone(),

@@ -5,7 +5,7 @@
 use super::follow::{follow, Chunk, ChunkSender};
 use super::Live;
 use crate::ui::app::{Lines, Msg, Sample};
-use crate::workspace::{LineFiles, LineView, SampleIndex, SamplesFile, SamplesReader};
+use crate::workspace::{LineFiles, LineMemos, LineView, SampleIndex, SamplesFile, SamplesReader};
 use std::sync::Arc;
 
 /// On first open, the list shows after this many samples are indexed; the rest
@@ -135,6 +135,7 @@ impl Live {
         self.index_generation += 1;
         let generation = self.index_generation;
         let files = self.session.workspace.samples.clone();
+        let memos = self.session.runner.store().map(|s| s.line_memos());
         let tx = self.index_tx.clone();
         let (run, lines) = follow.unzip();
         tokio::task::spawn_blocking(move || {
@@ -147,7 +148,7 @@ impl Live {
                 samples: Vec::new(),
                 chunk: Chunk::default(),
             });
-            match index_samples(&files, stream) {
+            match index_samples(&files, memos, stream) {
                 Ok((samples, index, lines)) => send(Indexed::Done(samples, index, lines)),
                 Err(e) => send(Indexed::Failed(e.to_string())),
             }
@@ -258,8 +259,11 @@ impl Live {
 /// Reads every samples line into the app's list and the index (no text is kept). A
 /// first load hands its samples over in chunks as they are read (`stream`) and
 /// gives back no list; a reload gives back the whole list.
+/// With `memos`, an unchanged file's line hashes are taken from its memo (and a
+/// file read without one gets one).
 fn index_samples<F: FnMut(Vec<Sample>)>(
     files: &[SamplesFile],
+    memos: Option<LineMemos>,
     mut stream: Option<Stream<F>>,
 ) -> std::io::Result<(Option<Vec<Sample>>, SampleIndex, LineFiles)> {
     let lines = LineFiles::open(files)?;
@@ -267,6 +271,9 @@ fn index_samples<F: FnMut(Vec<Sample>)>(
     let mut samples = Vec::new();
     // each line's text is borrowed from the reader: the index keeps none of it
     let mut reader = SamplesReader::new(files);
+    if let Some(memos) = memos {
+        reader = reader.with_memos(memos);
+    }
     while let Some(line) = reader.read_next() {
         let l = line?;
         index.push(&l);

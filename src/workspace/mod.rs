@@ -6,12 +6,14 @@
 
 mod config;
 mod index;
+mod line_memo;
 mod remote;
 mod samples;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
+pub use line_memo::LineMemos;
 pub use samples::{
     check_sample, hash_line, holds_no_sample, LineArena, LineFiles, LineView, ReadAhead,
     SampleLine, SamplesReader,

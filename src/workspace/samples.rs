@@ -1,6 +1,7 @@
 //! Samples files, read one line at a time (never loaded whole).
 
-use super::SamplesFile;
+use super::line_memo::{FileRead, FileReads, FileStamp, MemoReader, MemoRecorder, Remembered};
+use super::{LineMemos, SamplesFile};
 use crate::model::SampleRef;
 use bytes::BytesMut;
 use bytestring::ByteString;
@@ -162,6 +163,14 @@ pub struct SamplesReader {
     arena: LineArena,
     /// Whether lines get their content hash (see [`SamplesReader::unhashed`]).
     hashing: bool,
+    /// Line hashes remembered from earlier runs (see [`SamplesReader::with_memos`]).
+    memos: Option<LineMemos>,
+    /// The current file's memo, while it agrees with the file.
+    memo: Option<MemoReader>,
+    /// How each file was read, for whoever writes its memo.
+    reads: FileReads,
+    /// Writes the memos of files read without one, when this reader hashes.
+    recorder: Option<MemoRecorder>,
 }
 
 impl SamplesReader {
@@ -177,7 +186,24 @@ impl SamplesReader {
             lossy: String::new(),
             arena: LineArena::default(),
             hashing: true,
+            memos: None,
+            memo: None,
+            reads: FileReads::default(),
+            recorder: None,
         }
+    }
+
+    /// Takes the hashes of a file's lines from its memo in `memos` when the file is
+    /// the version the memo was written for (its lines are not checked or hashed
+    /// again, only read), and writes a memo for each file read to its end without
+    /// one (see [`super::line_memo`]).
+    pub fn with_memos(mut self, memos: LineMemos) -> SamplesReader {
+        if self.hashing {
+            let paths = self.files.iter().map(|f| f.path.clone()).collect();
+            self.recorder = Some(MemoRecorder::new(memos.clone(), self.reads.clone(), paths));
+            self.memos = Some(memos);
+        }
+        self
     }
 
     /// A reader whose lines carry no content hash (all zeros): for a run that neither
@@ -199,22 +225,45 @@ impl SamplesReader {
             Ok(found) => found,
             Err(e) => return Some(Err(e)),
         };
-        let (raw, bad) = match std::str::from_utf8(&self.buf) {
-            Ok(text) => (text, check_sample(text).err()),
+        let remembered = self.remembered(offset);
+        let (raw, bad, hash) = match std::str::from_utf8(&self.buf) {
+            Ok(text) => match remembered {
+                Some(hash) => (text, None, hash),
+                None => {
+                    let bad = check_sample(text).err();
+                    let hash = if self.hashing {
+                        hash_line(text)
+                    } else {
+                        [0; 16]
+                    };
+                    (text, bad, hash)
+                }
+            },
             Err(e) => {
+                if remembered.is_some() {
+                    // it took a line that is not text for a good sample
+                    self.memo = None;
+                    if let (Some(memos), Some(f)) = (&self.memos, self.files.get(at.file)) {
+                        memos.forget(&f.path);
+                    }
+                }
                 self.lossy = String::from_utf8_lossy(&self.buf).into_owned();
                 let why = format!(
                     "not UTF-8 text (invalid byte at column {})",
                     e.valid_up_to() + 1
                 );
-                (self.lossy.as_str(), Some(why))
+                let hash = if self.hashing {
+                    hash_line(&self.lossy)
+                } else {
+                    [0; 16]
+                };
+                (self.lossy.as_str(), Some(why), hash)
             }
         };
-        let hash = if self.hashing {
-            hash_line(raw)
-        } else {
-            [0; 16]
-        };
+        if let (Some(recorder), None) = (&mut self.recorder, remembered) {
+            let bad = bad.is_some();
+            recorder.record(at.file, Remembered { offset, bad, hash });
+        }
         Some(Ok(LineView {
             at,
             offset,
@@ -224,12 +273,61 @@ impl SamplesReader {
         }))
     }
 
+    /// The hash the current file's memo gives the line at `offset` when it is a
+    /// good sample (a bad one is checked again, for its reason). A memo that
+    /// disagrees with the file is forgotten.
+    fn remembered(&mut self, offset: u64) -> Option<[u8; 16]> {
+        let memo = self.memo.as_mut()?;
+        match memo.next() {
+            Some(line) if line.offset == offset => (!line.bad).then_some(line.hash),
+            _ => {
+                self.memo = None;
+                let file = self.current.as_ref().and_then(|(f, _)| self.files.get(*f));
+                if let (Some(memos), Some(f)) = (&self.memos, file) {
+                    memos.forget(&f.path);
+                }
+                None
+            }
+        }
+    }
+
+    /// Notes how file `index` was opened (and takes its memo when it has one).
+    fn opened(&mut self, index: usize, file: &File, began: std::time::SystemTime) {
+        let Some(memos) = &self.memos else { return };
+        let Ok(meta) = file.metadata() else { return };
+        let opened = FileStamp::of(&meta);
+        self.memo = memos.open(&self.files[index].path, &opened);
+        let mut reads = self.reads.lock().unwrap();
+        if reads.len() <= index {
+            reads.resize(index + 1, None);
+        }
+        reads[index] = Some(FileRead {
+            opened,
+            began,
+            ended: None,
+            from_memo: self.memo.is_some(),
+        });
+    }
+
+    /// Notes that file `index` was read to its end.
+    fn ended(&mut self, index: usize, file: &File) {
+        self.memo = None;
+        if self.memos.is_none() {
+            return;
+        }
+        let ended = file.metadata().ok().map(|m| FileStamp::of(&m));
+        if let Some(Some(read)) = self.reads.lock().unwrap().get_mut(index) {
+            read.ended = ended;
+        }
+    }
+
     /// Reads the next non-blank line into `buf` (without its line ending and a first
     /// line's byte order mark): its number and offset.
     fn next_raw(&mut self) -> Option<std::io::Result<(SampleRef, u64)>> {
         loop {
             if self.current.is_none() {
                 let file = self.files.get(self.next_file)?;
+                let began = std::time::SystemTime::now();
                 let opened = File::open(&file.path).map_err(|e| {
                     std::io::Error::new(
                         e.kind(),
@@ -237,7 +335,10 @@ impl SamplesReader {
                     )
                 });
                 let reader = match opened {
-                    Ok(f) => BufReader::with_capacity(1 << 16, f),
+                    Ok(f) => {
+                        self.opened(self.next_file, &f, began);
+                        BufReader::with_capacity(1 << 16, f)
+                    }
                     Err(e) => {
                         self.next_file = self.files.len();
                         return Some(Err(e));
@@ -254,7 +355,9 @@ impl SamplesReader {
             let mut offset = self.pos;
             match reader.read_until(b'\n', &mut self.buf) {
                 Ok(0) => {
-                    self.current = None;
+                    if let Some((index, reader)) = self.current.take() {
+                        self.ended(index, reader.get_ref());
+                    }
                     continue;
                 }
                 Ok(n) => self.pos += n as u64,
@@ -328,6 +431,8 @@ impl ReadAhead {
     /// work as reading and checking them, and the two overlap.
     pub fn spawn_reader(mut reader: SamplesReader, limit: Option<usize>) -> ReadAhead {
         let hashing = std::mem::replace(&mut reader.hashing, false);
+        // the hashing thread writes the memos, since it has the hashes
+        let recorder = reader.recorder.take();
         let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
         let lines = reader.take(limit.unwrap_or(usize::MAX));
         let spawned = std::thread::Builder::new()
@@ -335,7 +440,7 @@ impl ReadAhead {
             .spawn(move || send_batches(lines, &tx))
             .map_err(|e| ("reads", e));
         let rx = match spawned {
-            Ok(_) if hashing => spawn_hashing(rx).map_err(|e| ("hashes", e)),
+            Ok(_) if hashing => spawn_hashing(rx, recorder).map_err(|e| ("hashes", e)),
             Ok(_) => Ok(rx),
             Err(e) => Err(e),
         };
@@ -356,10 +461,13 @@ impl ReadAhead {
     }
 }
 
-/// A thread that gives every line of the batches from `read` its content hash and
-/// hands them on in order; it ends with `read` or when the taker is gone.
+/// A thread that gives every line of the batches from `read` its content hash
+/// (unless its file's memo gave it one: all zeros is no hash) and hands them on in
+/// order, recording the memos of files read without one; it ends with `read` or
+/// when the taker is gone.
 fn spawn_hashing(
     read: std::sync::mpsc::Receiver<Batch>,
+    mut recorder: Option<MemoRecorder>,
 ) -> std::io::Result<std::sync::mpsc::Receiver<Batch>> {
     let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
     std::thread::Builder::new()
@@ -367,7 +475,13 @@ fn spawn_hashing(
         .spawn(move || {
             for mut batch in read {
                 for line in batch.iter_mut().flatten() {
-                    line.hash = hash_line(&line.raw);
+                    if line.hash == [0; 16] {
+                        line.hash = hash_line(&line.raw);
+                    }
+                    if let Some(recorder) = &mut recorder {
+                        let (offset, bad, hash) = (line.offset, line.bad.is_some(), line.hash);
+                        recorder.record(line.at.file, Remembered { offset, bad, hash });
+                    }
                 }
                 if tx.send(batch).is_err() {
                     return;
@@ -747,6 +861,120 @@ mod tests {
         let mut early = ReadAhead::spawn(std::slice::from_ref(&many_lines(&dir)), None);
         assert!(early.next().is_some());
         drop(early);
+    }
+
+    /// Good, bad, non-UTF-8 and blank lines, after a byte order mark, in two files.
+    fn mixed_files(dir: &std::path::Path) -> Vec<SamplesFile> {
+        let mut first = b"\xEF\xBB\xBF{\"messages\": [1]}\r\n\nnot json\n".to_vec();
+        first.extend_from_slice(b"{\"messages\": \"x\"}\n{\"messages\": [\"\xff\"]}\n");
+        first.extend_from_slice("{\"messages\": [\"é\"]}".as_bytes());
+        vec![
+            file_with(dir, "a.jsonl", &first),
+            file_with(dir, "b.jsonl", b"{\"messages\": []}\n[1]\n"),
+        ]
+    }
+
+    fn memos_in(dir: &std::path::Path) -> LineMemos {
+        LineMemos::in_dir(&dir.join(".rwb")).with_slack(std::time::Duration::ZERO)
+    }
+
+    fn read_all(files: &[SamplesFile], memos: Option<&LineMemos>, ahead: bool) -> Vec<SampleLine> {
+        let reader = SamplesReader::new(files);
+        let reader = match memos {
+            Some(m) => reader.with_memos(m.clone()),
+            None => reader,
+        };
+        if ahead {
+            ReadAhead::spawn_reader(reader, None)
+                .map(Result::unwrap)
+                .collect()
+        } else {
+            reader.map(Result::unwrap).collect()
+        }
+    }
+
+    /// Sets the remembered hash of the `n`th line of `file`'s memo to `hash`.
+    fn tamper(memos: &LineMemos, file: &SamplesFile, n: usize, hash: [u8; 16]) {
+        let path = memos.path_for(&file.path);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let at = bytes.len() - (bytes.len() - 72) / 24 * 24 + n * 24 + 8;
+        bytes[at..at + 16].copy_from_slice(&hash);
+        std::fs::write(&path, bytes).unwrap();
+    }
+
+    #[test]
+    fn lines_read_through_memos_are_the_lines_read_without_them() {
+        for ahead in [false, true] {
+            let dir = tempfile::tempdir().unwrap();
+            let files = mixed_files(dir.path());
+            let memos = memos_in(dir.path());
+            let plain = summary(&read_all(&files, None, ahead));
+            assert_eq!(plain.len(), 7);
+            // the first read writes the memos, the second reads them
+            assert_eq!(summary(&read_all(&files, Some(&memos), ahead)), plain);
+            for f in &files {
+                assert!(memos.path_for(&f.path).exists(), "{ahead}: {}", f.label);
+            }
+            assert_eq!(summary(&read_all(&files, Some(&memos), ahead)), plain);
+            // proof that a memo gives the hashes: a remembered hash is the one read
+            tamper(&memos, &files[1], 0, [7; 16]);
+            let read = read_all(&files, Some(&memos), ahead);
+            assert_eq!(read[5].hash, [7; 16], "{ahead}");
+            assert_eq!(summary(&read[..5]), plain[..5]);
+        }
+    }
+
+    #[test]
+    fn a_file_rewritten_in_place_is_hashed_again_whatever_its_memo_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = mixed_files(dir.path());
+        let memos = memos_in(dir.path());
+        read_all(&files, Some(&memos), true);
+        tamper(&memos, &files[1], 0, [7; 16]);
+        // the same bytes but one, the same length and line offsets
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        std::fs::write(&files[1].path, b"{\"messages\": [2]}\n[1]\n").unwrap();
+        let read = read_all(&files, Some(&memos), true);
+        assert_eq!(read[5].hash, hash_line("{\"messages\": [2]}"));
+        assert_eq!(summary(&read), summary(&read_all(&files, None, true)));
+    }
+
+    #[test]
+    fn a_memo_that_disagrees_with_its_file_is_forgotten_and_the_lines_hashed() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = mixed_files(dir.path());
+        let memos = memos_in(dir.path());
+        read_all(&files, Some(&memos), false);
+        // a memo of another file put in place of a.jsonl's, identity and all
+        let a = memos.path_for(&files[0].path);
+        let mut foreign = std::fs::read(memos.path_for(&files[1].path)).unwrap();
+        foreign[..72].copy_from_slice(&std::fs::read(&a).unwrap()[..72]);
+        foreign[64..72].copy_from_slice(&2u64.to_le_bytes());
+        std::fs::write(&a, &foreign).unwrap();
+        let read = read_all(&files, Some(&memos), false);
+        assert_eq!(summary(&read), summary(&read_all(&files, None, false)));
+        assert!(!a.exists(), "the disagreeing memo is gone");
+    }
+
+    #[test]
+    fn a_file_read_in_part_gets_no_memo() {
+        let dir = tempfile::tempdir().unwrap();
+        let files = mixed_files(dir.path());
+        let memos = memos_in(dir.path());
+        let reader = SamplesReader::new(&files).with_memos(memos.clone());
+        let some: Vec<_> = ReadAhead::spawn_reader(reader, Some(3)).collect();
+        assert_eq!(some.len(), 3);
+        drop(some);
+        let mut reader = SamplesReader::new(&files).with_memos(memos.clone());
+        reader.next();
+        drop(reader);
+        for f in &files {
+            assert!(!memos.path_for(&f.path).exists(), "{}", f.label);
+        }
+        let left: Vec<_> = std::fs::read_dir(dir.path().join(".rwb/lines"))
+            .map(|d| d.collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{left:?}");
     }
 
     fn many_lines(dir: &tempfile::TempDir) -> SamplesFile {
