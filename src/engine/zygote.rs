@@ -94,6 +94,9 @@ struct Shared {
     retired: StdMutex<Vec<Zygote>>,
     pending: StdMutex<HashMap<u64, oneshot::Sender<Connection>>>,
     next_token: AtomicU64,
+    /// How long a worker may hold finished results before sending them, in µs (see
+    /// [`Engine::answer_promptly`]).
+    flush_us: AtomicU64,
     stderr_tail: Arc<StdMutex<VecDeque<u8>>>,
     listener: tokio::task::JoinHandle<()>,
     groups: Groups,
@@ -127,7 +130,22 @@ pub struct Engine {
     shared: Arc<Shared>,
 }
 
+/// How long a worker may hold finished results to send them together: each send
+/// wakes rwb's reading, run and printing threads, so a run over a file costs less
+/// with a few results a send than with one.
+const RESULT_INTERVAL: Duration = Duration::from_millis(10);
+/// The same for a server, whose clients each wait for their own result.
+const PROMPT_RESULT_INTERVAL: Duration = Duration::from_millis(1);
+
 impl Engine {
+    /// Workers forked from now on send each result within [`PROMPT_RESULT_INTERVAL`]
+    /// of computing it, not [`RESULT_INTERVAL`] (for serving; workers forked before
+    /// keep theirs, and hold a result at most [`RESULT_INTERVAL`] longer).
+    pub fn answer_promptly(&self) {
+        let us = PROMPT_RESULT_INTERVAL.as_micros() as u64;
+        self.shared.flush_us.store(us, Ordering::Relaxed);
+    }
+
     /// Prepares the runtime folder and socket. Must be called inside a tokio runtime.
     /// Starts no process: the zygote starts with the first worker.
     pub fn new(python: PathBuf, root: PathBuf) -> std::io::Result<Engine> {
@@ -184,6 +202,7 @@ impl Engine {
                 retired: StdMutex::default(),
                 pending,
                 next_token: AtomicU64::new(1),
+                flush_us: AtomicU64::new(RESULT_INTERVAL.as_micros() as u64),
                 stderr_tail: Default::default(),
                 listener: task,
                 groups: Groups::default(),
@@ -328,6 +347,7 @@ impl Engine {
                 "solution_str": spec.solution_str.as_str(),
                 "kwargs": spec.kwargs,
                 "timeout": spec.timeout,
+                "flush_ms": self.shared.flush_us.load(Ordering::Relaxed) as f64 / 1000.0,
             }
         })
         .to_string()
@@ -608,5 +628,36 @@ pub(crate) fn kill_group(pid: i32) {
     };
     if kill_process_group(pid, Signal::KILL).is_err() {
         let _ = kill_process(pid, Signal::KILL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Source;
+
+    fn flush_ms(engine: &Engine) -> f64 {
+        let spec = EvaluatorSpec {
+            name: "e".into(),
+            source: Source::Folder(PathBuf::from("metrics/e")),
+            style: None,
+            timeout: 30.0,
+            kwargs: Default::default(),
+            batch_size: 1,
+            solution_str: Default::default(),
+            concurrency: 1,
+        };
+        let command: serde_json::Value =
+            serde_json::from_str(&engine.fork_command(1, &spec)).unwrap();
+        command["evaluator"]["flush_ms"].as_f64().unwrap()
+    }
+
+    #[tokio::test]
+    async fn workers_hold_results_10_ms_unless_serving_asks_for_them_at_once() {
+        let root = tempfile::tempdir().unwrap();
+        let engine = Engine::new("python3".into(), root.path().to_path_buf()).unwrap();
+        assert_eq!(flush_ms(&engine), 10.0);
+        engine.answer_promptly();
+        assert_eq!(flush_ms(&engine), 1.0);
     }
 }

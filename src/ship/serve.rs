@@ -307,6 +307,8 @@ pub async fn start_with(
     let limits = Limits::of(workspace)?;
     let allowed_hosts = workspace.config.allowed_hosts()?;
     let waiting: Waiting = Arc::default();
+    // each request's client waits for its result: no holding results to send together
+    runner.engine().answer_promptly();
     let (evaluators, drains) = queues(&runner, workspace, &waiting).await?;
     let default = workspace
         .config

@@ -9,6 +9,7 @@ import socket
 import tempfile
 import textwrap
 import threading
+import time
 import unittest
 
 from test_worker_helpers import W
@@ -31,20 +32,25 @@ EVALUATOR = textwrap.dedent(
             return {"score": float("nan"), "reason": "r"}
         if kind == "surrogate":
             return {"score": 0.5, "reason": "lone \\ud800"}
+        if kind == "slow":
+            import time
+            time.sleep(0.2)
+            return {"score": 0.5, "reason": "r", "metrics": {}}
         raise ValueError("boom " + kind)
     '''
 )
 
 
 class PointwiseRowsTest(unittest.TestCase):
-    def serve(self, samples):
-        """Rows a worker writes for `samples` (dicts) sent as one batch, by sample id."""
+    def serve(self, samples, **spec):
+        """Rows a worker writes for `samples` (dicts) sent as one batch, by sample id
+        (each with the time it arrived, in seconds after the batch was sent, as "at")."""
         folder = tempfile.mkdtemp()
         path = os.path.join(folder, "main.py")
         with open(path, "w") as f:
             f.write(EVALUATOR)
         ours, theirs = socket.socketpair()
-        worker = W.Worker(theirs, {"name": "e", "file": path, "timeout": 0}, folder)
+        worker = W.Worker(theirs, dict({"name": "e", "file": path, "timeout": 0}, **spec), folder)
         worker.open_mark(os.path.join(folder, "mark"))
 
         def run():
@@ -57,7 +63,8 @@ class PointwiseRowsTest(unittest.TestCase):
         thread.start()
         lines = ["B %d" % len(samples)] + ["%d %s" % (10 + n, json.dumps(s)) for n, s in enumerate(samples)]
         ours.sendall(("\n".join(lines) + "\nQ\n").encode())
-        reply = ours.makefile("rb")
+        sent = time.perf_counter()
+        reply = ours.makefile("rb", buffering=0)
         ready = json.loads(reply.readline())
         self.assertTrue(ready.get("ready"), ready)
         rows = []
@@ -67,6 +74,7 @@ class PointwiseRowsTest(unittest.TestCase):
                 self.assertEqual(row, {"done": len(samples)})
                 break
             rows.append(row)
+            row["at"] = time.perf_counter() - sent
         thread.join()
         ours.close()
         return {row["i"]: row for row in rows}
@@ -79,6 +87,7 @@ class PointwiseRowsTest(unittest.TestCase):
         self.assertEqual(sorted(rows), list(range(10, 10 + len(kinds))))
         for row in rows.values():
             self.assertIsInstance(row.pop("ms"), float)
+            row.pop("at")
         plain = {"is_score_valid": True, "metrics": {}, "step_outputs": None, "error": None}
         self.assertEqual(rows[10], {"i": 10, "ok": dict(plain, score=0.1, reason='caf\u00e9 "q"')})
         self.assertEqual(rows[11], {"i": 11, "ok": dict(plain, score=1e-300, reason=None)})
@@ -92,6 +101,19 @@ class PointwiseRowsTest(unittest.TestCase):
         self.assertIn("cannot be written as JSON", rows[16]["err"]["message"])
         self.assertEqual((rows[17]["err"]["type"], rows[17]["err"]["message"]), ("ValueError", "boom raises"))
         self.assertEqual(rows[18], {"i": 18, "ok": dict(plain, score=0.9, reason='caf\u00e9 "q"')})
+
+    def test_results_are_held_for_the_interval_rwb_names_then_sent_together(self):
+        samples = [{"messages": [], "kind": "slow"}] * 3  # 0.2 s each
+        # held for up to a minute: all three come with the batch's end
+        held = sorted(r["at"] for r in self.serve(samples, flush_ms=60000).values())
+        self.assertGreater(held[0], 0.5, held)
+        self.assertLess(held[-1] - held[0], 0.1, held)
+        # sent as soon as computed (1 ms, a server's interval): 0.2 s apart
+        prompt = sorted(r["at"] for r in self.serve(samples, flush_ms=1).values())
+        self.assertGreater(prompt[-1] - prompt[0], 0.3, prompt)
+        # a fork command without one (an older rwb): the worker's own default
+        worker = W.Worker(socket.socketpair()[0], {"name": "e", "file": "x.py"}, ".")
+        self.assertEqual(worker.flush_seconds, W.FLUSH_SECONDS)
 
     def test_a_plain_line_is_the_general_result_with_ms_in_six_decimals(self):
         for value in ({"score": 0.1, "reason": "r\n\u2028", "metrics": {}}, {"score": -0.0}, {"score": 1e300, "reason": None}):
