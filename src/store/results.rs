@@ -21,7 +21,7 @@ use crate::model::{EvalError, Outcome};
 use rusqlite::{params, Connection, OptionalExtension, Transaction};
 use serde_json::{Map, Value};
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::time::Duration;
 
 /// Bits of a row id that number the rows of one code (the rest is the code's id).
@@ -203,7 +203,9 @@ const UNSORTED: usize = 1024;
 /// id of a deleted row is given again (see [`rekey`]).
 pub(super) struct Locator {
     sorted: Vec<u64>,
-    tail: Vec<u64>,
+    /// Entries added one at a time since the last merge (a set: a lookup finds
+    /// them without walking them all, however many a rerun that replaces rows adds).
+    tail: BTreeSet<u64>,
     /// The next row id a scan starts from (past every row seen).
     next: i64,
 }
@@ -213,7 +215,7 @@ impl Locator {
     pub(super) fn build(conn: &Connection, id: i64) -> Locator {
         let mut locator = Locator {
             sorted: Vec::new(),
-            tail: Vec::new(),
+            tail: BTreeSet::new(),
             next: first(id),
         };
         locator.refresh(conn, id);
@@ -230,26 +232,54 @@ impl Locator {
         let Ok(mut rows) = stmt.query(params![self.next, first(id + 1)]) else {
             return;
         };
+        let mut scanned = Vec::new();
         while let Ok(Some(r)) = rows.next() {
             let Ok(row) = r.get::<_, i64>(0) else {
                 continue;
             };
-            match r.get_ref(1).map(|v| v.as_blob()) {
-                Ok(Ok(hash)) if hash.len() >= 4 => self.add(hash, row),
-                _ => self.next = self.next.max(row + 1),
+            if let Ok(Ok(hash)) = r.get_ref(1).map(|v| v.as_blob()) {
+                if hash.len() >= 4 {
+                    scanned.push(entry(hash, row & ((1 << SEQ_BITS) - 1)));
+                }
             }
+            self.next = self.next.max(row + 1);
+        }
+        scanned.sort_unstable();
+        if self.sorted.is_empty() {
+            self.sorted = scanned; // a first scan: no second list
+        } else {
+            self.merge(&scanned);
         }
     }
 
     /// Adds a row (newer than every row added before).
     fn add(&mut self, hash: &[u8], row: i64) {
-        self.tail.push(entry(hash, row & ((1 << SEQ_BITS) - 1)));
+        self.tail.insert(entry(hash, row & ((1 << SEQ_BITS) - 1)));
         self.next = self.next.max(row + 1);
         if self.tail.len() > UNSORTED + self.sorted.len() / 8 {
-            // two sorted runs: the stable sort finds them and merges them in one pass
-            self.tail.sort_unstable();
-            self.sorted.append(&mut self.tail);
-            self.sorted.sort();
+            let tail: Vec<u64> = std::mem::take(&mut self.tail).into_iter().collect();
+            self.merge(&tail);
+        }
+    }
+
+    /// Merges the sorted entries `new` into the sorted entries, from the back, in
+    /// place (no scratch list the size of the entries).
+    fn merge(&mut self, new: &[u64]) {
+        let (n, m) = (self.sorted.len(), new.len());
+        self.sorted.reserve_exact(m);
+        self.sorted.resize(n + m, 0);
+        let (mut i, mut j) = (n, m);
+        for k in (0..n + m).rev() {
+            if j == 0 {
+                break; // what is left of the sorted entries is in place
+            }
+            if i > 0 && self.sorted[i - 1] > new[j - 1] {
+                self.sorted[k] = self.sorted[i - 1];
+                i -= 1;
+            } else {
+                self.sorted[k] = new[j - 1];
+                j -= 1;
+            }
         }
     }
 
@@ -260,7 +290,7 @@ impl Locator {
         let from = self.sorted.partition_point(|e| *e < low);
         let to = self.sorted.partition_point(|e| *e <= high);
         let mut seqs: Vec<u64> = self.sorted[from..to].to_vec();
-        seqs.extend(self.tail.iter().filter(|e| (low..=high).contains(*e)));
+        seqs.extend(self.tail.range(low..=high));
         seqs.sort_unstable_by(|a, b| b.cmp(a));
         let base = first(id) as u64;
         seqs.into_iter()
@@ -979,6 +1009,42 @@ mod tests {
         }
         // 0..5 stay first (5..10 were replaced), the moved 5..20 follow in order
         assert_eq!(reader.fallbacks(), 0);
+    }
+
+    #[test]
+    fn a_locator_keeps_its_entries_sorted_through_scans_and_added_rows() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(dir.path()).unwrap();
+        let writer = store.writer().unwrap();
+        for i in 0..20_000 {
+            writer.put_at(&KEY, &hash(i), i, true, &scored(i));
+        }
+        writer.finish();
+        let conn = store.conn.lock().unwrap();
+        let id = code_id(&conn, &KEY).unwrap().unwrap();
+        let mut locator = Locator::build(&conn, id);
+        assert!(locator.tail.is_empty(), "{}", locator.tail.len());
+        assert_eq!(locator.sorted.len(), 20_000);
+        assert!(locator.sorted.is_sorted());
+        assert_eq!(locator.candidates(id, &hash(12_345)).len(), 1);
+        drop(conn);
+        let writer = store.writer().unwrap();
+        for i in 20_000..25_000 {
+            writer.put_at(&KEY, &hash(i), i, true, &scored(i));
+        }
+        writer.finish();
+        locator.refresh(&store.conn.lock().unwrap(), id);
+        assert!(locator.tail.is_empty(), "{}", locator.tail.len());
+        assert_eq!(locator.sorted.len(), 25_000);
+        assert!(locator.sorted.is_sorted());
+        assert_eq!(locator.candidates(id, &hash(24_999)).len(), 1);
+        // rows added one at a time (a rerun that replaces rows) merge in order too
+        for i in 0..10_000u64 {
+            locator.add(&hash(i % 7 * 1000 + 30_000), (i + 25_000) as i64);
+        }
+        assert_eq!(locator.sorted.len() + locator.tail.len(), 35_000);
+        assert!(locator.sorted.is_sorted());
+        assert_eq!(locator.candidates(id, &hash(30_000)).len(), 1429);
     }
 
     #[test]
