@@ -31,8 +31,11 @@ const CACHE_VERSION: &str = "rwb-cache-2";
 /// File-system clocks are coarse: a file changed this shortly after the fork-server
 /// started counts as changed before it (it restarts once too often, never too rarely).
 const CLOCK_SLACK: Duration = Duration::from_millis(20);
-/// Jobs queued per evaluator ahead of the workers (bounds memory on huge files).
-const QUEUE_DEPTH: usize = 4096;
+/// Jobs queued per evaluator ahead of the workers, per worker slot (two batches of
+/// the most a batch takes): enough to keep every slot fed, and a bound on memory
+/// (a queued line keeps its 64 KB block of read text alive: with 4,096 a run of
+/// 1,000,000 samples, 38% of them new, peaked at 58 MB instead of 49).
+const QUEUE_PER_SLOT: usize = 512;
 
 /// An evaluator ready to run: its code key, or why it cannot run.
 #[derive(Clone, Debug)]
@@ -282,7 +285,8 @@ impl Runner {
                 queues.push(None);
                 continue;
             }
-            let (tx, rx) = flume::bounded::<PoolWork>(QUEUE_DEPTH);
+            let depth = QUEUE_PER_SLOT * self.pool.jobs();
+            let (tx, rx) = flume::bounded::<PoolWork>(depth);
             queues.push(Some(tx));
             let show =
                 feed::show_result(index, inflight.clone(), events.clone(), evaluated.clone());
