@@ -338,6 +338,21 @@ mod tests {
             .collect()
     }
 
+    /// A file just written, and how it was read whole (unchanged) right after.
+    fn read_whole() -> (tempfile::TempDir, PathBuf, FileRead) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.jsonl");
+        std::fs::write(&file, "x\n").unwrap();
+        let stamp = stamp_of(&file);
+        let read = FileRead {
+            opened: stamp,
+            began: SystemTime::now(),
+            ended: Some(stamp),
+            from_memo: false,
+        };
+        (dir, file, read)
+    }
+
     fn write(memos: &LineMemos, file: &Path, read: FileRead) {
         let mut w = memos.writer(file).unwrap();
         for line in lines() {
@@ -348,18 +363,9 @@ mod tests {
 
     #[test]
     fn a_memo_is_read_back_for_the_same_version_of_its_file_only() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, file, read) = read_whole();
+        let stamp = read.opened;
         let memos = LineMemos::in_dir(dir.path()).with_slack(Duration::ZERO);
-        let file = dir.path().join("s.jsonl");
-        std::fs::write(&file, "x\n").unwrap();
-        let stamp = stamp_of(&file);
-        let began = SystemTime::now();
-        let read = FileRead {
-            opened: stamp,
-            began,
-            ended: Some(stamp),
-            from_memo: false,
-        };
         write(&memos, &file, read);
         let back: Vec<Remembered> = memos.open(&file, &stamp).unwrap().collect();
         assert_eq!(back, lines());
@@ -374,17 +380,8 @@ mod tests {
 
     #[test]
     fn no_memo_is_kept_for_a_file_changed_lately_or_while_it_was_read() {
-        let dir = tempfile::tempdir().unwrap();
-        let file = dir.path().join("s.jsonl");
-        std::fs::write(&file, "x\n").unwrap();
-        let stamp = stamp_of(&file);
-        let began = SystemTime::now();
-        let read = FileRead {
-            opened: stamp,
-            began,
-            ended: Some(stamp),
-            from_memo: false,
-        };
+        let (dir, file, read) = read_whole();
+        let stamp = read.opened;
         // changed less than RACY_SLACK before reading began
         let strict = LineMemos::in_dir(dir.path());
         write(&strict, &file, read);
@@ -406,17 +403,9 @@ mod tests {
 
     #[test]
     fn a_truncated_or_foreign_memo_is_not_used() {
-        let dir = tempfile::tempdir().unwrap();
+        let (dir, file, read) = read_whole();
+        let stamp = read.opened;
         let memos = LineMemos::in_dir(dir.path()).with_slack(Duration::ZERO);
-        let file = dir.path().join("s.jsonl");
-        std::fs::write(&file, "x\n").unwrap();
-        let stamp = stamp_of(&file);
-        let read = FileRead {
-            opened: stamp,
-            began: SystemTime::now(),
-            ended: Some(stamp),
-            from_memo: false,
-        };
         write(&memos, &file, read);
         let path = memos.path_for(&file);
         let bytes = std::fs::read(&path).unwrap();
