@@ -484,6 +484,10 @@ fn spawn_hashing(
                     }
                 }
                 if tx.send(batch).is_err() {
+                    // the taker is gone: what was recorded may stop short of the end
+                    if let Some(recorder) = &mut recorder {
+                        recorder.abandon();
+                    }
                     return;
                 }
             }
@@ -968,7 +972,17 @@ mod tests {
         let mut reader = SamplesReader::new(&files).with_memos(memos.clone());
         reader.next();
         drop(reader);
-        for f in &files {
+        // read to its end ahead of a taker that stops after one line: 8 batches, one
+        // taken, 3 hashed and waiting, 1 hashed and held, 3 read and waiting
+        let text = "{\"messages\": []}\n".repeat(7 * BATCH_LINES + 8);
+        let ahead = file_with(dir.path(), "c.jsonl", text.as_bytes());
+        let reader = SamplesReader::new(std::slice::from_ref(&ahead)).with_memos(memos.clone());
+        let mut early = ReadAhead::spawn_reader(reader, None);
+        assert!(early.next().is_some());
+        std::thread::sleep(std::time::Duration::from_millis(100)); // it reads ahead
+        drop(early);
+        std::thread::sleep(std::time::Duration::from_millis(300)); // the threads end
+        for f in files.iter().chain([&ahead]) {
             assert!(!memos.path_for(&f.path).exists(), "{}", f.label);
         }
         let left: Vec<_> = std::fs::read_dir(dir.path().join(".rwb/lines"))
