@@ -289,19 +289,23 @@ impl Pool {
         flight.push(batch);
         let mut progress = Instant::now();
         loop {
-            let deadline = progress + w.patience();
-            let more = lane.open && lane.retry.is_empty() && flight.len() < 2;
-            tokio::select! {
-                message = w.next_message(deadline) => {
-                    let since = std::mem::replace(&mut progress, Instant::now());
-                    if let Some(alive) = lane.on_message(w, message, since, &mut flight) {
-                        return alive;
-                    }
-                },
-                job = lane.queue.recv_async(), if more => match job {
+            // The next batch is taken when there is room for it, from what is queued
+            // then, never by waiting on the queue beside the worker: flume loses the
+            // wake-up a receiving future was given when that future is dropped
+            // unfinished (as `select!` drops the branch that lost), and with every
+            // lane asleep on a full queue the run stalled for good.
+            while lane.open && lane.retry.is_empty() && flight.len() < 2 {
+                match lane.queue.try_recv() {
                     Ok(work) => self.send_next(lane, w, work, &mut flight).await,
-                    Err(_) => lane.open = false,
-                },
+                    Err(flume::TryRecvError::Empty) => break,
+                    Err(flume::TryRecvError::Disconnected) => lane.open = false,
+                }
+            }
+            let deadline = progress + w.patience();
+            let message = w.next_message(deadline).await;
+            let since = std::mem::replace(&mut progress, Instant::now());
+            if let Some(alive) = lane.on_message(w, message, since, &mut flight) {
+                return alive;
             }
         }
     }
