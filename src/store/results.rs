@@ -191,11 +191,13 @@ fn entry(hash: &[u8], seq: i64) -> u64 {
     (u64::from(head) << 32) | (seq as u64 & u64::from(u32::MAX))
 }
 
-/// Rows added unsorted before they are merged into the sorted ones.
-const UNSORTED: usize = 1024;
+/// Rows added one at a time that are kept in the tail set, at least, before they
+/// are merged into the sorted list.
+const TAIL_LEAST: usize = 1024;
 
-/// Where one code's stored samples are: an entry per row (see [`entry`]), most of
-/// them sorted, the newest in an unsorted tail until there are enough to merge.
+/// Where one code's stored samples are: an entry per row (see [`entry`]) in a sorted
+/// list, but for the rows added one at a time since the last merge, which wait in a
+/// set until there are enough to merge (a scan's rows are merged at once).
 /// Built by one scan of the code's rows and extended with newer ones; a row found
 /// through it is read back and its full hash checked, so two samples that share a
 /// hash's first bytes, or a row deleted since, never answer for another sample.
@@ -256,7 +258,7 @@ impl Locator {
     fn add(&mut self, hash: &[u8], row: i64) {
         self.tail.insert(entry(hash, row & ((1 << SEQ_BITS) - 1)));
         self.next = self.next.max(row + 1);
-        if self.tail.len() > UNSORTED + self.sorted.len() / 8 {
+        if self.tail.len() > TAIL_LEAST + self.sorted.len() / 8 {
             let tail: Vec<u64> = std::mem::take(&mut self.tail).into_iter().collect();
             self.merge(&tail);
         }
