@@ -26,7 +26,7 @@ enum Kind {
     ChatMl,
     Raw,
     Jinja {
-        env: Environment<'static>,
+        env: Box<Environment<'static>>,
         special_tokens: Vec<(String, String)>,
     },
 }
@@ -70,14 +70,16 @@ impl ChatTemplate {
                     .build()
                     .map_err(|e| template_error(origin, &e))?;
                 env.set_syntax(syntax);
-                env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+                env.set_unknown_method_callback(
+                    minijinja_contrib::pycompat::unknown_method_callback,
+                );
                 env.add_function("raise_exception", raise_exception);
                 env.add_function("strftime_now", strftime_now);
                 env.add_filter("tojson", tojson);
                 env.add_template_owned(NAME, text.clone())
                     .map_err(|e| template_error(origin, &e))?;
                 Kind::Jinja {
-                    env,
+                    env: Box::new(env),
                     special_tokens: special_tokens.clone(),
                 }
             }
@@ -96,7 +98,9 @@ impl ChatTemplate {
                 env,
                 special_tokens,
             } => {
-                let template = env.get_template(NAME).map_err(|e| template_error(origin, &e))?;
+                let template = env
+                    .get_template(NAME)
+                    .map_err(|e| template_error(origin, &e))?;
                 let mut values: std::collections::BTreeMap<&str, Value> = special_tokens
                     .iter()
                     .map(|(name, token)| (name.as_str(), Value::from(token.as_str())))
@@ -153,14 +157,22 @@ fn chatml(turns: &[Json]) -> String {
     let mut out = String::new();
     for turn in turns {
         let role = turn.get("role").and_then(Json::as_str).unwrap_or("");
-        let _ = write!(out, "<|im_start|>{role}\n{}<|im_end|>\n", content_text(turn));
+        let _ = write!(
+            out,
+            "<|im_start|>{role}\n{}<|im_end|>\n",
+            content_text(turn)
+        );
     }
     out.push_str("<|im_start|>assistant\n");
     out
 }
 
 fn raw(turns: &[Json]) -> String {
-    turns.iter().map(content_text).collect::<Vec<_>>().join("\n")
+    turns
+        .iter()
+        .map(content_text)
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 fn template_error(origin: &str, e: &Error) -> TemplateError {
@@ -209,8 +221,18 @@ fn now_utc() -> (i64, u32, u32, u32, u32, u32) {
 /// The strftime directives chat templates use (`%d %b %Y`, `%Y-%m-%d`, ...).
 fn strftime(format: &str, t: &(i64, u32, u32, u32, u32, u32)) -> String {
     const MONTHS: [&str; 12] = [
-        "January", "February", "March", "April", "May", "June", "July", "August", "September",
-        "October", "November", "December",
+        "January",
+        "February",
+        "March",
+        "April",
+        "May",
+        "June",
+        "July",
+        "August",
+        "September",
+        "October",
+        "November",
+        "December",
     ];
     let (year, month, day, hour, minute, second) = *t;
     let name = MONTHS[(month as usize).clamp(1, 12) - 1];
@@ -334,7 +356,10 @@ mod tests {
         TemplateSource::Jinja {
             origin: "t.jinja".into(),
             text: text.into(),
-            special_tokens: vec![("bos_token".into(), "<s>".into()), ("eos_token".into(), "</s>".into())],
+            special_tokens: vec![
+                ("bos_token".into(), "<s>".into()),
+                ("eos_token".into(), "</s>".into()),
+            ],
         }
     }
 
@@ -346,7 +371,10 @@ mod tests {
             "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nWhat is 2+2?<|im_end|>\n<|im_start|>assistant\n"
         );
         let raw = ChatTemplate::compile(&TemplateSource::Raw).unwrap();
-        assert_eq!(raw.render(&turns(), "-").unwrap(), "Be brief.\nWhat is 2+2?");
+        assert_eq!(
+            raw.render(&turns(), "-").unwrap(),
+            "Be brief.\nWhat is 2+2?"
+        );
     }
 
     #[test]
@@ -360,10 +388,15 @@ mod tests {
 
     #[test]
     fn tojson_writes_what_python_json_dumps_writes() {
-        let t = ChatTemplate::compile(&jinja("{{ messages | tojson }}|{{ messages[0] | tojson(indent=2) }}"))
-            .unwrap();
+        let t = ChatTemplate::compile(&jinja(
+            "{{ messages | tojson }}|{{ messages[0] | tojson(indent=2) }}",
+        ))
+        .unwrap();
         let out = t
-            .render(&[json!({"role": "user", "content": "<a> & é", "n": 1.0, "k": [1, 2]})], "t")
+            .render(
+                &[json!({"role": "user", "content": "<a> & é", "n": 1.0, "k": [1, 2]})],
+                "t",
+            )
             .unwrap();
         assert_eq!(
             out,
@@ -373,10 +406,17 @@ mod tests {
 
     #[test]
     fn errors_name_the_template_line_and_what_went_wrong() {
-        let broken = ChatTemplate::compile(&jinja("line one\n{% for m in messages %}\n{{ m.content }")).err().unwrap();
+        let broken =
+            ChatTemplate::compile(&jinja("line one\n{% for m in messages %}\n{{ m.content }"))
+                .err()
+                .unwrap();
         assert_eq!(broken.origin, "t.jinja");
         assert_eq!(broken.line, Some(3));
-        assert!(broken.message.contains("syntax error"), "{}", broken.message);
+        assert!(
+            broken.message.contains("syntax error"),
+            "{}",
+            broken.message
+        );
 
         let refusing = ChatTemplate::compile(&jinja(
             "{% if messages[0].role == 'system' %}\n{{ raise_exception('System role not supported') }}\n{% endif %}",
@@ -384,15 +424,25 @@ mod tests {
         .unwrap();
         let e = refusing.render(&turns(), "gemma.json").unwrap_err();
         assert_eq!(e.line, Some(2));
-        assert!(e.message.contains("System role not supported"), "{}", e.message);
-        assert!(e.to_string().starts_with("gemma.json: template line 2: "), "{e}");
+        assert!(
+            e.message.contains("System role not supported"),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.to_string().starts_with("gemma.json: template line 2: "),
+            "{e}"
+        );
     }
 
     #[test]
     fn strftime_formats_the_directives_templates_use() {
         let t = (2024, 7, 26, 9, 5, 3);
         assert_eq!(strftime("%d %b %Y", &t), "26 Jul 2024");
-        assert_eq!(strftime("%Y-%m-%d %H:%M:%S %B %%", &t), "2024-07-26 09:05:03 July %");
+        assert_eq!(
+            strftime("%Y-%m-%d %H:%M:%S %B %%", &t),
+            "2024-07-26 09:05:03 July %"
+        );
         let (y, m, d, ..) = now_utc();
         assert!(y >= 2024 && (1..=12).contains(&m) && (1..=31).contains(&d));
     }

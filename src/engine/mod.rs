@@ -8,6 +8,7 @@
 //! Must not: draw, serve HTTP, read samples files or touch the cache. It takes raw
 //! sample lines and gives back [`Outcome`](crate::model::Outcome)s.
 
+pub mod chat_template;
 mod pool;
 mod protocol;
 mod ray;

@@ -31,6 +31,11 @@ pub struct Config {
     pub insight: Option<InsightConfig>,
     #[serde(default)]
     pub engine: Option<EngineConfig>,
+    /// The trainer the user trains with (SPEC §3): how a signature that fits
+    /// several styles is called.
+    pub trainer: Option<crate::model::Trainer>,
+    /// How that trainer templated prompts: `chatml`, `raw`, or a template file.
+    pub chat_template: Option<String>,
 }
 
 /// `[engine]`: where evaluations run.
@@ -67,6 +72,10 @@ pub struct EvaluatorConfig {
     pub api_key_env: Option<String>,
     /// The id of a deployed Fireworks evaluator that scores instead of local code.
     pub fireworks: Option<String>,
+    /// This evaluator's trainer, over the workspace's `trainer`.
+    pub trainer: Option<crate::model::Trainer>,
+    /// This evaluator's chat template, over the workspace's `chat_template`.
+    pub chat_template: Option<String>,
 }
 
 /// `[insight]`: how baselines and rollout groups are read.
@@ -192,6 +201,22 @@ fn field_at(text: &str, line: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_trainer_names_the_line_and_the_accepted_values() {
+        let c = Config::parse("trainer = \"tunix\"\nchat_template = \"raw\"\n[evaluators.a]\nfunction = \"r.py::f\"\ntrainer = \"openrlhf\"\n").unwrap();
+        assert_eq!(c.trainer, Some(crate::model::Trainer::Tunix));
+        assert_eq!(c.chat_template.as_deref(), Some("raw"));
+        assert_eq!(
+            c.evaluators["a"].trainer,
+            Some(crate::model::Trainer::OpenRlhf)
+        );
+        let e = Config::parse("python = \"p\"\ntrainer = \"trx\"\n").unwrap_err();
+        assert_eq!(
+            e,
+            "line 2: trainer: unknown variant `trx`, expected one of `trl`, `tunix`, `verl`, `openrlhf`, `verifiers`, `reward-kit`"
+        );
+    }
 
     #[test]
     fn parses_every_section() {

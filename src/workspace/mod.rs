@@ -9,6 +9,7 @@ mod index;
 mod line_memo;
 mod remote;
 mod samples;
+pub mod template;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig};
@@ -299,6 +300,8 @@ fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
         batch_size: DEFAULT_BATCH_SIZE,
         solution_str: SolutionStr::Response,
         concurrency: 1,
+        trainer: None,
+        chat_template: Default::default(),
     }
 }
 
@@ -319,13 +322,26 @@ fn resolve_evaluators(
         (None, Some(t)) => checked_timeout(t, || "rwb.toml: timeout".into())?,
         (None, None) => DEFAULT_TIMEOUT,
     };
+    let templates = template::Templates::new(root);
     for spec in &mut specs {
         spec.timeout = timeout;
         if let Some(n) = overrides.concurrency {
             spec.concurrency = n;
         }
-        if let Some(entry) = config.evaluators.get(&spec.name) {
+        let entry = config.evaluators.get(&spec.name);
+        if let Some(entry) = entry {
             apply_evaluator_config(spec, entry, overrides)?;
+        }
+        spec.trainer = entry.and_then(|e| e.trainer).or(config.trainer);
+        let (chosen, field) = match entry.and_then(|e| e.chat_template.as_deref()) {
+            Some(own) => (
+                Some(own),
+                format!("[evaluators.{}] chat_template", spec.name),
+            ),
+            None => (config.chat_template.as_deref(), "chat_template".to_string()),
+        };
+        if let Some(chosen) = chosen {
+            spec.chat_template = templates.load(chosen, &field)?;
         }
     }
     if specs.is_empty() {
@@ -420,8 +436,9 @@ fn apply_evaluator_config(
     if let Some(style) = &entry.style {
         spec.style = Some(Style::parse(style).ok_or_else(|| {
             WorkspaceError(format!(
-                "rwb.toml: [evaluators.{}] style = \"{style}\" is not one of reward-kit, batch, simple, trl, verl, verifiers",
-                spec.name
+                "rwb.toml: [evaluators.{}] style = \"{style}\" is not one of {}",
+                spec.name,
+                Style::NAMES
             ))
         })?);
     }

@@ -2,7 +2,7 @@
 //! the workspace (SPEC §3). `chatml` and `raw` are built in; anything else is a path
 //! relative to the workspace: a `.json` file is a Hugging Face `tokenizer_config.json`
 //! (its `chat_template` and special tokens), any other file is the template's text.
-//! The text is compiled when a run starts (see `session.rs`), not here.
+//! A template that does not compile is an error here, naming its file and line.
 
 use super::WorkspaceError;
 use crate::model::TemplateSource;
@@ -59,11 +59,12 @@ impl Templates {
                 path.display()
             ))
         })?;
-        let is_json = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("json"));
+        let is_json = path
+            .extension()
+            .is_some_and(|e| e.eq_ignore_ascii_case("json"));
         let source = if is_json {
-            from_tokenizer_config(value, &text).map_err(|why| {
-                WorkspaceError(format!("rwb.toml: {field} = \"{value}\": {why}"))
-            })?
+            from_tokenizer_config(value, &text)
+                .map_err(|why| WorkspaceError(format!("rwb.toml: {field} = \"{value}\": {why}")))?
         } else {
             TemplateSource::Jinja {
                 origin: value.to_string(),
@@ -71,6 +72,9 @@ impl Templates {
                 special_tokens: Vec::new(),
             }
         };
+        // a template that does not compile stops the run before it starts
+        crate::engine::chat_template::ChatTemplate::compile(&source)
+            .map_err(|e| WorkspaceError(format!("rwb.toml: {field} = \"{value}\": {e}")))?;
         self.read.borrow_mut().insert(path, source.clone());
         Ok(source)
     }
@@ -125,7 +129,10 @@ mod tests {
     fn names_files_and_tokenizer_configs_are_read_as_hugging_face_has_them() {
         let dir = tempfile::tempdir().unwrap();
         let t = Templates::new(dir.path());
-        assert_eq!(t.load("chatml", "chat_template").unwrap(), TemplateSource::ChatMl);
+        assert_eq!(
+            t.load("chatml", "chat_template").unwrap(),
+            TemplateSource::ChatMl
+        );
         assert_eq!(t.load("raw", "chat_template").unwrap(), TemplateSource::Raw);
         std::fs::write(dir.path().join("t.jinja"), "{{ messages[0].content }}").unwrap();
         assert_eq!(
@@ -159,13 +166,31 @@ mod tests {
     fn a_missing_or_unusable_template_names_the_key_the_file_and_what_to_write() {
         let dir = tempfile::tempdir().unwrap();
         let t = Templates::new(dir.path());
-        let e = t.load("qwen.jinja", "[evaluators.math] chat_template").unwrap_err().0;
-        assert!(e.starts_with("rwb.toml: [evaluators.math] chat_template = \"qwen.jinja\": cannot read "), "{e}");
+        let e = t
+            .load("qwen.jinja", "[evaluators.math] chat_template")
+            .unwrap_err()
+            .0;
+        assert!(
+            e.starts_with(
+                "rwb.toml: [evaluators.math] chat_template = \"qwen.jinja\": cannot read "
+            ),
+            "{e}"
+        );
         assert!(e.contains("\"chatml\", \"raw\""), "{e}");
         std::fs::write(dir.path().join("tc.json"), r#"{"eos_token": "</s>"}"#).unwrap();
         let e = t.load("tc.json", "chat_template").unwrap_err().0;
         assert_eq!(e, "rwb.toml: chat_template = \"tc.json\": tc.json has no chat_template (a tokenizer_config.json of a chat model has one)");
         let e = t.load(" ", "chat_template").unwrap_err().0;
         assert!(e.contains("is empty"), "{e}");
+        std::fs::write(
+            dir.path().join("broken.jinja"),
+            "{% for m in messages %}\n{{ m.content }\n",
+        )
+        .unwrap();
+        let e = t.load("broken.jinja", "chat_template").unwrap_err().0;
+        assert!(
+            e.starts_with("rwb.toml: chat_template = \"broken.jinja\": broken.jinja: template line 2: syntax error"),
+            "{e}"
+        );
     }
 }
