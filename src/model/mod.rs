@@ -9,7 +9,9 @@ use std::fmt;
 use std::path::PathBuf;
 
 mod placement;
+mod trainer;
 pub use placement::Placement;
+pub use trainer::Trainer;
 
 /// How rwb calls an evaluator (SPEC §3), detected from its signature or set in `rwb.toml`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
