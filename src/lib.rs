@@ -3,7 +3,7 @@
 //!
 //! One folder per part: `model` (plain data), `workspace` (discovery, config, samples
 //! files), `engine` (Python workers), `store` (the SQLite cache), `runner` (a run
-//! through the cache), `ui` (state and drawing), `workbench` (the live loop), `cli`
+//! through the cache), `training` (rewards into advantages, as trainers do), `ui` (state and drawing), `workbench` (the live loop), `cli`
 //! (the commands).
 
 pub mod cli;
@@ -15,6 +15,7 @@ pub mod runner;
 pub mod session;
 pub mod ship;
 pub mod store;
+pub mod training;
 pub mod ui;
 pub mod workbench;
 pub mod workspace;

@@ -9,6 +9,7 @@ mod output;
 mod preview;
 mod probe;
 mod progress;
+mod reward_rows;
 mod run;
 mod serve;
 mod tunnel;

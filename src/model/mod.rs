@@ -9,7 +9,9 @@ use std::fmt;
 use std::path::PathBuf;
 
 mod placement;
+mod trainer;
 pub use placement::Placement;
+pub use trainer::Trainer;
 
 /// How rwb calls an evaluator (SPEC §3), detected from its signature or set in `rwb.toml`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -78,48 +80,6 @@ impl Style {
     /// `prompts`, OpenRLHF's `queries` and `prompts`).
     pub fn takes_templated_prompt(self) -> bool {
         matches!(self, Style::Tunix | Style::OpenRlhf)
-    }
-}
-
-/// The trainer the user trains with (`trainer = "..."` in `rwb.toml`, at the top or
-/// per evaluator): a function whose signature fits several styles is called as that
-/// trainer calls it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Trainer {
-    Trl,
-    Tunix,
-    Verl,
-    OpenRlhf,
-    Verifiers,
-    #[serde(rename = "reward-kit")]
-    RewardKit,
-}
-
-impl Trainer {
-    pub const NAMES: &'static str = "trl, tunix, verl, openrlhf, verifiers, reward-kit";
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Trainer::Trl => "trl",
-            Trainer::Tunix => "tunix",
-            Trainer::Verl => "verl",
-            Trainer::OpenRlhf => "openrlhf",
-            Trainer::Verifiers => "verifiers",
-            Trainer::RewardKit => "reward-kit",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Trainer> {
-        Some(match text {
-            "trl" => Trainer::Trl,
-            "tunix" => Trainer::Tunix,
-            "verl" => Trainer::Verl,
-            "openrlhf" => Trainer::OpenRlhf,
-            "verifiers" => Trainer::Verifiers,
-            "reward-kit" | "reward_kit" => Trainer::RewardKit,
-            _ => return None,
-        })
     }
 }
 

@@ -12,7 +12,7 @@ mod samples;
 pub mod template;
 mod watcher;
 
-pub use config::{Config, EvaluatorConfig};
+pub use config::{Config, EvaluatorConfig, TrainingConfig};
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
 pub use samples::{
@@ -32,6 +32,9 @@ pub const DEFAULT_TIMEOUT: f64 = 30.0;
 pub const MAX_TIMEOUT: f64 = 365.0 * 24.0 * 3600.0;
 /// What a timeout may be, for messages about a bad one.
 pub const TIMEOUT_HINT: &str = "give a number of seconds, 0 or more (0 or inf: no limit)";
+/// The evaluator name of the combined reward's row (`[training]`, SPEC §14), which no
+/// evaluator may then have.
+pub const REWARD_ROW: &str = "reward";
 /// Default samples per call for batched styles (TRL).
 pub const DEFAULT_BATCH_SIZE: usize = 16;
 
@@ -93,6 +96,12 @@ impl Workspace {
         let root = dir.to_path_buf();
         let config = Config::load(&root.join("rwb.toml"))?;
         let evaluators = resolve_evaluators(&root, &config, overrides)?;
+        if config.training.is_some() && evaluators.iter().any(|e| e.name == REWARD_ROW) {
+            return err(format!(
+                "{}: [training] adds a row named `{REWARD_ROW}` to each sample (the combined reward and its advantage): rename the evaluator `{REWARD_ROW}`",
+                root.join("rwb.toml").display()
+            ));
+        }
         paths_are_text(&root, &evaluators)?;
         let (samples, warnings) = resolve_samples(&root, &config, overrides)?;
         let python = resolve_python(&root, &config, overrides);
@@ -106,6 +115,16 @@ impl Workspace {
         })
     }
 
+    /// The `weight` rwb.toml gives an evaluator, if any.
+    fn given_weight(&self, name: &str) -> Option<f64> {
+        self.config.evaluators.get(name).and_then(|e| e.weight)
+    }
+
+    /// An evaluator's weight in the combined reward (1 unless rwb.toml says).
+    pub fn weight(&self, name: &str) -> f64 {
+        self.given_weight(name).unwrap_or(1.0)
+    }
+
     pub fn evaluator(&self, name: &str) -> Option<&EvaluatorSpec> {
         self.evaluators.iter().find(|e| e.name == name)
     }
@@ -113,7 +132,7 @@ impl Workspace {
     /// Weights of the combined reward, in evaluator order, when rwb.toml gives a
     /// `weight` to any evaluator (the others weigh 1, as in TRL's reward_weights).
     pub fn weights(&self) -> Option<Vec<f64>> {
-        let given = |name: &str| self.config.evaluators.get(name).and_then(|e| e.weight);
+        let given = |name: &str| self.given_weight(name);
         self.evaluators
             .iter()
             .any(|e| given(&e.name).is_some())

@@ -210,6 +210,8 @@ pub struct App {
     pub threshold: f64,
     /// Weights for the combined reward (TRL's reward_weights), when rwb.toml gives any.
     pub weights: Option<Vec<f64>>,
+    /// `[training]`: how the trainer turns rewards into advantages, when rwb.toml says.
+    pub training: Option<crate::training::Settings>,
     pub history: Option<History>,
     pub report: Option<(String, Vec<String>)>,
     /// Bumped whenever scores or the baseline change (what derived views key on).
@@ -296,6 +298,7 @@ impl App {
             ship: Ship::default(),
             threshold: crate::insight::DEFAULT_THRESHOLD,
             weights: None,
+            training: None,
             history: None,
             report: None,
             revision: 0,
