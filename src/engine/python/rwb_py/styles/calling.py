@@ -32,12 +32,24 @@ def is_decorated(fn):
     return getattr(fn, "_reward_function_mode", None) is not None
 
 
-class Pointwise:
+class Calling:
+    """What every style's Caller holds: the function, the keywords rwb.toml adds
+    (`kwargs`) and what the function accepts. `spec` is the evaluator's spec, for a
+    style's own options."""
+
+    style = None
+
+    def __init__(self, fn, extra_kwargs, spec):
+        self.fn = fn
+        self.extra = extra_kwargs
+        self.accepted = _accepts(fn)
+
+
+class Pointwise(Calling):
     """One call per sample. A style's Caller sets `style` and writes `arguments`: a
     parsed sample -> the call's keywords."""
 
     batched = False
-    style = None
     # whether a plain dict return ({"score", "reason"}) is the result as it stands,
     # so that Worker.run_pointwise writes its line directly (veRL's is not: it reads a
     # dict's other keys as metrics)
@@ -47,11 +59,6 @@ class Pointwise:
     unit_metrics = False
     # whether the return was validated already (a decorated reward-kit function's)
     strict = False
-
-    def __init__(self, fn, extra_kwargs, spec):
-        self.fn = fn
-        self.extra = extra_kwargs
-        self.accepted = _accepts(fn)
 
     def result(self, value):
         if type(value) is Swallowed:
@@ -82,19 +89,13 @@ class Swallowed:
         }
 
 
-class Batched:
+class Batched(Calling):
     """One call per batch. A style's Caller sets `style` and writes `arguments`:
     parsed samples -> the call's keywords."""
 
     batched = True
-    style = None
     # whether None for a sample means "no score" (TRL) rather than an invalid result
     none_is_no_score = False
-
-    def __init__(self, fn, extra_kwargs, spec):
-        self.fn = fn
-        self.extra = extra_kwargs
-        self.accepted = _accepts(fn)
 
     def results(self, value, count):
         if not isinstance(value, (list, tuple)):
