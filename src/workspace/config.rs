@@ -31,6 +31,30 @@ pub struct Config {
     pub insight: Option<InsightConfig>,
     #[serde(default)]
     pub engine: Option<EngineConfig>,
+    #[serde(default)]
+    pub generate: Option<GenerateConfig>,
+}
+
+/// `[generate]`: how `rwb generate` (and the workbench's `g`) ask a server for
+/// completions; each is also a flag of `rwb generate`, which overrides it.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateConfig {
+    /// The OpenAI-compatible server's root (`http://127.0.0.1:8000`, `…/v1`).
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    /// Completions per prompt.
+    pub n: Option<u32>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<i64>,
+    /// Requests in flight.
+    pub concurrency: Option<usize>,
+    /// The variable holding the key sent as `Authorization: Bearer`.
+    pub api_key_env: Option<String>,
+    /// Seconds one request may take.
+    pub timeout: Option<f64>,
 }
 
 /// `[engine]`: where evaluations run.

@@ -11,7 +11,7 @@ mod remote;
 mod samples;
 mod watcher;
 
-pub use config::{Config, EvaluatorConfig};
+pub use config::{Config, EvaluatorConfig, GenerateConfig};
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
 pub use samples::{
