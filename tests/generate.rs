@@ -792,3 +792,29 @@ fn a_verl_parquet_dataset_gives_scored_groups() {
         "rwb: questions.parquet row 1: no `prompt` or `messages`; columns found: question, answer; a prompt set needs `prompt` (a string, or a list of {\"role\", \"content\"} messages) or `messages` in every row\n"
     );
 }
+
+#[test]
+fn a_terminal_shows_progress_and_the_summary_replaces_it() {
+    let server = Server::with(&["--latency-ms", "150"]);
+    let names: Vec<String> = (0..12).map(|i| format!("question {i}")).collect();
+    let names: Vec<&str> = names.iter().map(String::as_str).collect();
+    let ws = Ws::new(&[("prompts.jsonl", &prompts(&names))]);
+    let command = format!(
+        "env -u CI -u OPENAI_API_KEY {RWB} generate prompts.jsonl --endpoint {} --model {MODEL} -n 2 --concurrency 1 -o out.jsonl; sleep 60",
+        server.url()
+    );
+    let tmux = common::Tmux::start(&ws, 120, 10, &command);
+    let screen = tmux.wait_for("the progress line", |s| {
+        s.contains("/24 completions") && s.contains("/12 prompts") && s.contains("tokens")
+    });
+    assert!(screen.contains("ETA"), "{screen}");
+    let screen = tmux.wait_for("the summary", |s| s.contains("written to out.jsonl"));
+    assert!(
+        screen.contains("rwb: 24 completions of 12 prompts written to out.jsonl (0 from the cache, 24 asked for in 12 requests)"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("ETA"),
+        "the progress line is cleared:\n{screen}"
+    );
+}
