@@ -5,7 +5,7 @@
 //! usage, prompt-set or endpoint errors.
 
 use super::Fail;
-use crate::generate::{self, Event, Params, Secret, Settings};
+use crate::generate::{self, Event};
 use crate::workspace::{Config, GenerateConfig};
 use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -62,7 +62,7 @@ pub async fn generate(args: GenerateArgs) -> Result<ExitCode, Fail> {
         _ => PathBuf::from("."),
     };
     let config = workspace_config(&dir)?.generate.unwrap_or_default();
-    let settings = settings(&args, &config)?;
+    let settings = generate::settings(&flags(&args), &config).map_err(Fail::Usage)?;
     let prompts = generate::prompts::read(&args.prompts).map_err(Fail::Usage)?;
     if let Some(out) = &args.output {
         if out.is_dir() {
@@ -137,68 +137,20 @@ fn workspace_config(dir: &Path) -> Result<Config, Fail> {
     }
 }
 
-/// The flags over `[generate]`, checked.
-fn settings(args: &GenerateArgs, config: &GenerateConfig) -> Result<Settings, Fail> {
-    let usage = |m: String| Fail::Usage(m);
-    let endpoint = args.endpoint.clone().or_else(|| config.endpoint.clone()).ok_or_else(|| {
-        usage("no endpoint: give --endpoint URL (an OpenAI-compatible server such as vLLM's, e.g. http://127.0.0.1:8000) or `endpoint` under [generate] in rwb.toml".into())
-    })?;
-    let model = args.model.clone().or_else(|| config.model.clone()).ok_or_else(|| {
-        usage("no model: give --model NAME (the name the server serves) or `model` under [generate] in rwb.toml".into())
-    })?;
-    let n = args.n.or(config.n).ok_or_else(|| {
-        usage(
-            "no -n: give -n N, the completions per prompt (or `n` under [generate] in rwb.toml)"
-                .into(),
-        )
-    })?;
-    let concurrency = args
-        .concurrency
-        .or(config.concurrency)
-        .unwrap_or(generate::DEFAULT_CONCURRENCY);
-    if !(1..=1024).contains(&concurrency) {
-        return Err(usage(format!(
-            "--concurrency must be from 1 to 1024, not {concurrency}"
-        )));
+/// The flags as a `[generate]` layer over the file's.
+fn flags(args: &GenerateArgs) -> GenerateConfig {
+    GenerateConfig {
+        endpoint: args.endpoint.clone(),
+        model: args.model.clone(),
+        n: args.n,
+        temperature: args.temperature,
+        top_p: args.top_p,
+        max_tokens: args.max_tokens,
+        seed: args.seed,
+        concurrency: args.concurrency,
+        api_key_env: args.api_key_env.clone(),
+        timeout: args.timeout,
     }
-    let timeout = match args.timeout.or(config.timeout) {
-        None => generate::DEFAULT_TIMEOUT,
-        Some(secs) if secs.is_finite() && secs > 0.0 => Duration::from_secs_f64(secs.min(1e7)),
-        Some(secs) => {
-            return Err(usage(format!(
-                "--timeout must be a number of seconds above 0, not {secs}"
-            )))
-        }
-    };
-    let api_key_env = args
-        .api_key_env
-        .clone()
-        .or_else(|| config.api_key_env.clone())
-        .unwrap_or_else(|| generate::DEFAULT_KEY_ENV.to_string());
-    let key = std::env::var(&api_key_env)
-        .ok()
-        .filter(|k| !k.trim().is_empty())
-        .map(Secret::new);
-    let settings = Settings {
-        params: Params {
-            endpoint: generate::endpoint_root(&endpoint).map_err(usage)?,
-            model,
-            temperature: args.temperature.or(config.temperature),
-            top_p: args.top_p.or(config.top_p),
-            max_tokens: args
-                .max_tokens
-                .or(config.max_tokens)
-                .unwrap_or(generate::DEFAULT_MAX_TOKENS),
-            seed: args.seed.or(config.seed),
-        },
-        n,
-        concurrency,
-        api_key_env,
-        key,
-        timeout,
-    };
-    settings.check().map_err(usage)?;
-    Ok(settings)
 }
 
 /// The progress line on stderr: completions asked for and got, prompts done, tokens

@@ -16,12 +16,14 @@ mod client;
 pub mod prompts;
 mod rows;
 mod run;
+mod settings;
 
 pub use answer::Completion;
 pub use cache::Cache;
 pub use prompts::{Prompt, PromptInput};
 pub use rows::{row, write_rows, write_rows_to};
 pub use run::{generate, Report};
+pub use settings::settings;
 
 use std::time::Duration;
 
