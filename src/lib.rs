@@ -8,6 +8,7 @@
 
 pub mod cli;
 pub mod engine;
+pub mod generate;
 pub mod insight;
 pub mod model;
 pub mod remote;

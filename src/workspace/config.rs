@@ -40,6 +40,8 @@ pub struct Config {
     pub chat_template: Option<String>,
     #[serde(default)]
     pub training: Option<TrainingConfig>,
+    #[serde(default)]
+    pub generate: Option<GenerateConfig>,
 }
 
 /// `[training]`: how the user's trainer turns rewards into advantages (SPEC §14).
@@ -57,6 +59,28 @@ pub struct TrainingConfig {
     pub group_size: Option<usize>,
     /// TRL's `multi_objective_aggregation`.
     pub multi_objective_aggregation: Option<Aggregation>,
+}
+
+/// `[generate]`: how `rwb generate` (and the workbench's `g`) ask a server for
+/// completions; each is also a flag of `rwb generate`, which overrides it.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateConfig {
+    /// The OpenAI-compatible server's root (`http://127.0.0.1:8000`, `…/v1`).
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    /// Completions per prompt.
+    pub n: Option<u32>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<i64>,
+    /// Requests in flight.
+    pub concurrency: Option<usize>,
+    /// The variable holding the key sent as `Authorization: Bearer`.
+    pub api_key_env: Option<String>,
+    /// Seconds one request may take.
+    pub timeout: Option<f64>,
 }
 
 /// `[engine]`: where evaluations run.

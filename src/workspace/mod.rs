@@ -12,7 +12,7 @@ mod samples;
 pub mod template;
 mod watcher;
 
-pub use config::{Config, EvaluatorConfig, TrainingConfig};
+pub use config::{Config, EvaluatorConfig, GenerateConfig, TrainingConfig};
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
 pub use samples::{

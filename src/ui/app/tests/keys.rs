@@ -13,7 +13,7 @@ fn keys_move_the_selection_within_bounds() {
     assert_eq!(app.selected(), Some(4));
     app.update(key('j'));
     assert_eq!(app.selected(), Some(4), "stays on the last sample");
-    app.update(key('g'));
+    app.update(code(KeyCode::Home));
     app.update(key('k'));
     assert_eq!(app.selected(), Some(0));
 }
