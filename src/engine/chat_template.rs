@@ -126,8 +126,9 @@ pub fn templated_prompt(
     origin: &str,
 ) -> Result<Option<String>, TemplateError> {
     let turns = match (sample.get("messages"), sample.get("prompt")) {
+        // a string prompt, also beside `messages`, is the text the trainer saw
+        (_, Some(Json::String(text))) => return Ok(Some(text.clone())),
         (Some(Json::Array(messages)), _) => prompt_turns(messages),
-        (None, Some(Json::String(text))) => return Ok(Some(text.clone())),
         (None, Some(Json::Array(turns))) => turns.as_slice(),
         _ => return Ok(None),
     };

@@ -67,6 +67,14 @@ pub const PYTHON_FILES: &[(&str, &str)] = &[
         include_str!("python/rwb_py/styles/calling.py"),
     ),
     (
+        "rwb_py/styles/openrlhf.py",
+        include_str!("python/rwb_py/styles/openrlhf.py"),
+    ),
+    (
+        "rwb_py/styles/tunix.py",
+        include_str!("python/rwb_py/styles/tunix.py"),
+    ),
+    (
         "rwb_py/styles/reward_kit.py",
         include_str!("python/rwb_py/styles/reward_kit.py"),
     ),

@@ -17,7 +17,8 @@ evaluation and returned with the result, and file descriptor 1 points at stderr.
 Protocol (one JSON object per line unless said otherwise):
   rwb -> zygote stdin   {"op": "fork", "token": T, "root": DIR, "evaluator": {...}}
                         (evaluator: name, file, folder, module (package functions),
-                        function, style, solution_str, kwargs, timeout)
+                        function, style, trainer, chat_template ("chatml", "raw",
+                        "jinja": rendered by rwb), solution_str, kwargs, timeout)
                         {"op": "preload", "modules": ["numpy", ...]}
   zygote -> rwb stdout  {"zygote": "ready", "python": ..., "reward_kit": ...}
   worker -> socket      {"hello": T, "pid": P}
@@ -27,6 +28,10 @@ Protocol (one JSON object per line unless said otherwise):
   rwb -> socket         "B <n>" then n lines "<id> <raw sample JSON>"; "Q" to quit
                         "B <n> <c>": the same with up to c evaluations in flight (see
                         Concurrent); "B <n>" keeps one at a time, as before
+                        "P <n> <c>": as "B", each sample line followed by a line holding
+                        the prompt rwb rendered with the trainer's Jinja chat template
+                        (a JSON string, or null); it reaches the styles inside the
+                        sample under styles.samples.TEMPLATED
   worker -> socket      {"i": id, "ms": f, "ok": {...result...}, "out": "..."}
                         {"i": id, "ms": f, "err": {...}, "out": "..."}
                         {"done": n, "files": [...]?, "packages": {...}?} after each batch

@@ -22,6 +22,7 @@ from .results import NO_SCORE, InvalidResult
 from .styles import choose_style, make_caller
 from .styles.calling import is_decorated
 from .timeouts import EvalTimeout, Evaluation
+from .styles.samples import with_templated_prompt
 from .wire import FLUSH_COUNT, FLUSH_SECONDS, MARK_SLOTS, _MARK, _dumps, _plain_line, _result_line, _sample
 
 
@@ -80,7 +81,7 @@ class Worker:
             style = self.spec["style"]
             reason = 'set by style = "%s" in rwb.toml' % style
         else:
-            style, reason = choose_style(fn)
+            style, reason = choose_style(fn, self.spec.get("trainer"))
         extra = self.spec.get("kwargs") or {}
         self.style = style
         self.caller = make_caller(fn, style, extra, self.spec)
@@ -132,6 +133,7 @@ class Worker:
             if not header or header.startswith(b"Q"):
                 return
             checking = header.startswith(b"C")
+            prompted = header.startswith(b"P")
             fields = header.split()
             count = int(fields[1])
             limit = int(fields[2]) if len(fields) > 2 else 1
@@ -139,6 +141,10 @@ class Worker:
             for _ in range(count):
                 line = self.rfile.readline()
                 ident, _, raw = line.partition(b" ")
+                if prompted:
+                    # the prompt as rwb rendered the trainer's chat template, carried
+                    # in the sample under a key no sample has (samples.TEMPLATED)
+                    raw = with_templated_prompt(raw, self.rfile.readline())
                 batch.append((int(ident), raw))
             if checking:
                 self.run_checks(batch)

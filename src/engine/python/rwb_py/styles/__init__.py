@@ -10,7 +10,7 @@ in the order the rules are tried, so a new style is one module and one line ther
 import collections
 import inspect
 
-from . import batch, reward_kit, simple, trl, verifiers, verl
+from . import batch, openrlhf, reward_kit, simple, trl, tunix, verifiers, verl
 from .calling import _accepts
 
 
@@ -21,7 +21,9 @@ Style = collections.namedtuple("Style", ("name", "detect", "caller"))
 
 STYLES = (
     Style(batch.NAME, batch.by_decorator, batch.Caller),
+    Style(tunix.NAME, tunix.by_trainer, tunix.Caller),
     Style(trl.NAME, trl.detect, trl.Caller),
+    Style(openrlhf.NAME, openrlhf.detect, openrlhf.Caller),
     Style(verl.NAME, verl.detect, verl.Caller),
     Style(verifiers.NAME, verifiers.detect, verifiers.Caller),
     Style(batch.NAME, batch.by_parameters, batch.Caller),
@@ -39,8 +41,10 @@ class Signature:
     parameters and whether it takes **kwargs (read on first use), and `what`, how a
     reason names what declares them."""
 
-    def __init__(self, fn):
+    def __init__(self, fn, trainer=None):
         self.fn = fn
+        # the trainer rwb.toml names, for the rules that depend on it (Tunix)
+        self.trainer = trainer
         self.what = "declares"
         if not inspect.isroutine(fn) and not inspect.isclass(fn) and callable(fn):
             self.what = "is a callable %s object whose __call__ declares" % type(fn).__name__
@@ -60,17 +64,17 @@ class Signature:
         return self._read()[1]
 
 
-def detect_style(fn):
-    return choose_style(fn)[0]
+def detect_style(fn, trainer=None):
+    return choose_style(fn, trainer)[0]
 
 
-def choose_style(fn):
+def choose_style(fn, trainer=None):
     """(style, why) for a function or callable object, from its signature (SPEC §3).
 
     A callable object (TRL's reward classes) is read through its `__call__`. Real TRL
     functions declare `completions` and `**kwargs` but seldom `prompts`, so
     `completions` without `messages` is enough for trl."""
-    seen = Signature(fn)
+    seen = Signature(fn, trainer)
     for style in STYLES:
         reason = style.detect(seen)
         if reason is not None:

@@ -3,7 +3,7 @@ batch.
 """
 
 from .calling import Batched, _filter_kwargs
-from .samples import _columns
+from .samples import batch_columns, conversation, parts
 
 
 NAME = "batch"
@@ -28,6 +28,6 @@ class Caller(Batched):
 
     def arguments(self, samples):
         kwargs = dict(self.extra)
-        kwargs.update(_columns(samples, exclude=("messages",)))
-        kwargs["rollouts_messages"] = [s["messages"] for s in samples]
+        kwargs.update(batch_columns(samples, [parts(s) for s in samples]))
+        kwargs["rollouts_messages"] = [conversation(s) for s in samples]
         return _filter_kwargs(kwargs, self.accepted)

@@ -3,6 +3,7 @@ one call per sample; a function no other rule claims is called so too.
 """
 
 from .calling import Pointwise, _filter_kwargs, is_decorated
+from .samples import columns_of, conversation
 
 
 NAME = "reward-kit"
@@ -45,7 +46,10 @@ class Caller(Pointwise):
 
     def arguments(self, sample):
         kwargs = dict(self.extra)
-        kwargs.update(sample)
-        kwargs["messages"] = sample["messages"]
+        if "messages" in sample:
+            kwargs.update(sample)
+        else:  # prompt and completion: one conversation, the other keys columns
+            kwargs.update(columns_of(sample, ("prompt", "completion")))
+            kwargs["messages"] = conversation(sample)
         kwargs["ground_truth"] = sample.get("ground_truth")
         return _filter_kwargs(kwargs, self.accepted)

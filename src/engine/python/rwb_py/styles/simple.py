@@ -3,7 +3,7 @@ per sample, with the last assistant and user messages as text.
 """
 
 from .calling import Pointwise, _filter_kwargs
-from .samples import _last
+from .samples import as_text, columns_of, parts
 
 
 NAME = "simple"
@@ -21,11 +21,11 @@ class Caller(Pointwise):
     unit_score = True
 
     def arguments(self, sample):
-        messages = sample["messages"]
+        conv = parts(sample)
         kwargs = dict(self.extra)
-        kwargs.update({k: v for k, v in sample.items() if k != "messages"})
-        kwargs["response"] = _last(messages, "assistant")
-        kwargs["prompt"] = _last(messages, "user")
+        kwargs.update(columns_of(sample, conv.keys))
+        kwargs["response"] = as_text(conv.completion, "assistant")
+        kwargs["prompt"] = as_text(conv.prompt, "user")
         answer = sample.get("answer", sample.get("ground_truth"))
         kwargs["answer"] = "" if answer is None else answer
         return _filter_kwargs(kwargs, self.accepted)

@@ -3,15 +3,23 @@ per batch of consecutive samples; None for a sample is "no score".
 """
 
 from .calling import Batched, _filter_kwargs
-from .samples import _columns, _prompt_messages
+from .samples import batch_columns, parts
 
 
 NAME = "trl"
 
 
 def detect(seen):
-    """It declares `completions`, and `prompts` or no `messages`."""
+    """It declares `completions`, and `prompts` or no `messages`; or, as TRL's factory
+    callables (soft overlong punishment, token repetition penalty), `completion_ids`
+    and none of the other styles' names."""
     names, var_kw = seen.names, seen.var_kw
+    others = {"messages", "solution_str", "response", "queries", "completion", "rollouts_messages"}
+    if "completion_ids" in names and "completions" not in names and not names & others:
+        return "%s completion_ids%s (a TRL reward callable over token ids)" % (
+            seen.what,
+            ", **kwargs" if var_kw else "",
+        )
     if "completions" in names and ("prompts" in names or "messages" not in names):
         parts = [p for p in ("prompts", "completions") if p in names] + (["**kwargs"] if var_kw else [])
         declared = " and ".join([", ".join(parts[:-1]), parts[-1]]) if len(parts) > 1 else parts[0]
@@ -26,14 +34,11 @@ class Caller(Batched):
     none_is_no_score = True
 
     def arguments(self, samples):
-        prompts, completions = [], []
-        for s in samples:
-            messages = s["messages"]
-            prompt = _prompt_messages(messages)
-            prompts.append(prompt)
-            completions.append(messages[len(prompt) :])
+        # in the sample's own form, as TRL passes its dataset's: strings for the
+        # standard format, message lists for conversational and chat samples
+        each = [parts(s) for s in samples]
         kwargs = dict(self.extra)
-        kwargs.update(_columns(samples, exclude=("messages",)))
-        kwargs["prompts"] = prompts
-        kwargs["completions"] = completions
+        kwargs.update(batch_columns(samples, each))
+        kwargs["prompts"] = [p.prompt for p in each]
+        kwargs["completions"] = [p.completion for p in each]
         return _filter_kwargs(kwargs, self.accepted)

@@ -5,7 +5,7 @@ parser); an exception scores 0.0 and is shown on the row, as a Rubric logs it.
 
 from ..asyncs import _is_async
 from .calling import Pointwise, Swallowed, _filter_kwargs
-from .samples import _last, _prompt_messages
+from .samples import _last, _prompt_messages, conversation
 
 
 # What a verifiers Rubric passes a reward function, by keyword, filtered to what it
@@ -35,7 +35,9 @@ class Caller(Pointwise):
             self.extra = _with_verifiers_parser(extra_kwargs)
 
     def arguments(self, sample):
-        messages = sample["messages"]
+        messages = sample.get("messages")
+        if not isinstance(messages, list):  # prompt and completion, as a Rubric has them
+            messages = conversation(sample)
         return _filter_kwargs(_verifiers_arguments(sample, messages, self.extra), self.accepted)
 
 

@@ -4,16 +4,18 @@ one call per sample; a dict return's keys other than `score` are its metrics.
 
 from ..results import _as_result, _number
 from .calling import Pointwise, Swallowed, _filter_kwargs
-from .samples import _last, _prompt_text
+from .samples import as_text, parts, templated_prompt
 
 
 NAME = "verl"
 
 
 def detect(seen):
-    """It declares `solution_str`."""
+    """It declares `solution_str` (or DeepScaleR's `llm_solution`)."""
     if "solution_str" in seen.names:
         return "%s solution_str (veRL's compute_score signature)" % seen.what
+    if "llm_solution" in seen.names:
+        return "%s llm_solution (DeepScaleR's veRL compute_score signature)" % seen.what
     return None
 
 
@@ -25,23 +27,25 @@ class Caller(Pointwise):
         Pointwise.__init__(self, fn, extra_kwargs, spec)
         # veRL: "response", or "prompt+response" as older veRL (TinyZero) decodes it
         self.with_prompt = (spec.get("solution_str") or "response") == "prompt+response"
+        self.template = spec.get("chat_template") or "chatml"
+        # DeepScaleR's fork names the argument llm_solution
+        self.solution_key = "llm_solution" if "llm_solution" in self.accepted[0] else "solution_str"
 
     def arguments(self, sample):
-        messages = sample["messages"]
         ground_truth = sample.get("ground_truth")
         reward_model = sample.get("reward_model")
         if ground_truth is None and isinstance(reward_model, dict):
             ground_truth = reward_model.get("ground_truth")
-        solution = _last(messages, "assistant")
+        solution = as_text(parts(sample).completion)
         if self.with_prompt:
-            solution = _prompt_text(sample) + solution
+            solution = templated_prompt(sample, self.template) + solution
         kwargs = dict(self.extra)
         kwargs.update(
             data_source=sample.get("data_source"),
-            solution_str=solution,
             ground_truth=ground_truth,
             extra_info=sample.get("extra_info"),
         )
+        kwargs[self.solution_key] = solution
         return _filter_kwargs(kwargs, self.accepted)
 
     def result(self, value):
