@@ -2,7 +2,7 @@
 //! score, component and reason at each save, then serve, tunnel or deploy them.
 //!
 //! One folder per part: `model` (plain data), `workspace` (discovery, config, samples
-//! files), `engine` (Python workers), `store` (the SQLite cache), `runner` (a run
+//! files), `sources` (other tools' rollout files), `engine` (Python workers), `store` (the SQLite cache), `runner` (a run
 //! through the cache), `ui` (state and drawing), `workbench` (the live loop), `cli`
 //! (the commands).
 
@@ -14,6 +14,7 @@ pub mod remote;
 pub mod runner;
 pub mod session;
 pub mod ship;
+pub mod sources;
 pub mod store;
 pub mod ui;
 pub mod workbench;

@@ -5,6 +5,7 @@ mod check;
 mod deploy;
 mod deploy_targets;
 mod init;
+mod logged;
 mod output;
 mod preview;
 mod probe;

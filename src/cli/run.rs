@@ -35,6 +35,18 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .map(|f| f.label.clone())
         .collect();
     let mut printer = Printer::new(args.format, names.clone(), labels);
+    let logged: Vec<Option<String>> = names
+        .iter()
+        .map(|n| {
+            session
+                .workspace
+                .config
+                .evaluators
+                .get(n)
+                .and_then(|e| e.logged.clone())
+        })
+        .collect();
+    printer.logged = super::logged::LoggedCmp::new(&names, &logged);
     printer.placements = prepared
         .iter()
         .map(|p| session.runner.placement(&p.spec).fit(PLACEMENT_WIDTH))

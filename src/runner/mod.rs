@@ -246,7 +246,10 @@ impl Runner {
     ) -> std::io::Result<RunStats> {
         // read, checked and hashed on a thread of its own, ahead of the lookups
         let reader = if let Some(store) = &self.store {
-            SamplesReader::new(files).with_memos(store.line_memos())
+            // foreign files' row files make the next run read them as JSONL
+            SamplesReader::new(files)
+                .with_memos(store.line_memos())
+                .writing_rows()
         } else if hashes {
             SamplesReader::new(files)
         } else {

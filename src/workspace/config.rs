@@ -16,8 +16,9 @@ pub struct Config {
     /// Per-evaluation timeout in seconds for every evaluator.
     pub timeout: Option<f64>,
     pub theme: Option<String>,
-    /// Samples files relative to the workspace (replaces discovery).
-    pub samples: Option<Vec<String>>,
+    /// Samples files relative to the workspace (replaces discovery): a list of
+    /// paths, or `[samples.NAME]` tables mapping a file's columns (SPEC §13).
+    pub samples: Option<SamplesConfig>,
     #[serde(default)]
     pub evaluators: BTreeMap<String, EvaluatorConfig>,
     /// Sections later parts read (serve, tunnel, deploy, insight); kept as raw tables.
@@ -31,6 +32,14 @@ pub struct Config {
     pub insight: Option<InsightConfig>,
     #[serde(default)]
     pub engine: Option<EngineConfig>,
+}
+
+/// `samples = [...]`, or `[samples.NAME]` tables.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum SamplesConfig {
+    Paths(Vec<String>),
+    Mapped(BTreeMap<String, crate::sources::Mapping>),
 }
 
 /// `[engine]`: where evaluations run.
@@ -67,6 +76,9 @@ pub struct EvaluatorConfig {
     pub api_key_env: Option<String>,
     /// The id of a deployed Fireworks evaluator that scores instead of local code.
     pub fireworks: Option<String>,
+    /// The logged score this evaluator is compared with (a logged name, or a dotted
+    /// path into the source's rows); by default the one of its own name.
+    pub logged: Option<String>,
 }
 
 /// `[insight]`: how baselines and rollout groups are read.
