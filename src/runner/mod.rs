@@ -322,8 +322,17 @@ impl Runner {
         if let Some(priority) = priority {
             feed.feed_first(priority).await;
         }
+        // a file that cannot be read on (damaged, changed) ends the lines; those
+        // read before it are still evaluated, then the error is the run's
+        let mut failed = None;
         for line in lines {
-            feed.line(line?).await;
+            match line {
+                Ok(line) => feed.line(line).await,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
         let mut stats = feed.finish().await;
         while drains.join_next().await.is_some() {}
@@ -335,7 +344,10 @@ impl Runner {
         for (i, n) in evaluated.iter().enumerate() {
             stats.evaluated[i] = n.load(Ordering::Relaxed);
         }
-        Ok(stats)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(stats),
+        }
     }
 }
 
