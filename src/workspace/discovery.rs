@@ -118,7 +118,7 @@ pub(super) fn resolve_samples(
             format!(" ({})", warnings.join("; "))
         };
         return err(format!(
-            "no samples in {}: add a *.jsonl file there or in samples/ or give -s FILE{skipped}",
+            "no samples in {}: add a *.jsonl file there or in samples/, or give -s FILE{skipped}",
             root.display()
         ));
     }
