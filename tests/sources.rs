@@ -556,3 +556,85 @@ fn discovery_finds_tool_files_and_a_warm_rerun_reads_their_row_files() {
     };
     assert_eq!(strip(&second), strip(&first));
 }
+
+/// Writes a Parquet file of `n` chat rows in row groups of 1,000 (pyarrow) and the
+/// same rows as JSONL, byte for byte as rwb encodes a row.
+const WRITE_TWINS: &str = r#"
+import json, sys
+import pyarrow as pa, pyarrow.parquet as pq
+n, parquet, jsonl = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+rows = [{"messages": [{"role": "user", "content": "question %d" % i},
+                      {"role": "assistant", "content": "x" * (i % 37)}],
+         "ground_truth": str(i % 5), "id": i} for i in range(n)]
+pq.write_table(pa.Table.from_pylist(rows), parquet, row_group_size=1000)
+with open(jsonl, "w") as f:
+    for r in rows:
+        f.write(json.dumps(r, separators=(",", ":")) + "\n")
+"#;
+
+#[test]
+fn a_parquet_file_of_several_row_groups_is_its_jsonl_twin_to_the_cache() {
+    let Some(python) = std::env::var_os("RWB_DATA_PYTHON") else {
+        eprintln!(
+            "skipped: RWB_DATA_PYTHON is not set (.ci/run sets it: a virtualenv with pyarrow)"
+        );
+        return;
+    };
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", common::LENGTH_EVALUATOR),
+        ("twins.py", WRITE_TWINS),
+    ]);
+    let n = 2500;
+    let (parquet, jsonl) = (ws.file("data/rows.parquet"), ws.file("data/rows.jsonl"));
+    std::fs::create_dir_all(ws.file("data")).unwrap();
+    let done = std::process::Command::new(python)
+        .args([
+            ws.file("twins.py").as_os_str(),
+            n.to_string().as_ref(),
+            parquet.as_os_str(),
+            jsonl.as_os_str(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        done.status.success(),
+        "{}",
+        String::from_utf8_lossy(&done.stderr)
+    );
+    // streamed in batches across the row groups: every row, in order, as the JSONL line
+    let format = sources::detect(&parquet).unwrap().unwrap();
+    let rows: Vec<Row> = format
+        .open(&parquet, &Options::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let lines: Vec<String> = std::fs::read_to_string(&jsonl)
+        .unwrap()
+        .lines()
+        .map(String::from)
+        .collect();
+    assert_eq!(rows.len(), n);
+    for (i, (row, line)) in rows.iter().zip(&lines).enumerate() {
+        assert_eq!((&row.sample, row.line), (line, i + 1));
+    }
+    // a sample's cache key is its content: the JSONL run fills the cache, the Parquet
+    // run finds every sample there
+    let first = ws.run(&["-s", jsonl.to_str().unwrap()]);
+    assert_eq!(
+        (first.code, first.evaluated("length")),
+        (0, n),
+        "{}",
+        first.stderr
+    );
+    let second = ws.run(&["-s", parquet.to_str().unwrap()]);
+    assert_eq!(
+        (second.code, second.evaluated("length")),
+        (0, 0),
+        "{}",
+        second.stderr
+    );
+    let scores = |run: &common::Run| -> Vec<Value> {
+        run.rows().iter().map(|r| r["score"].clone()).collect()
+    };
+    assert_eq!(scores(&second), scores(&first));
+}
