@@ -42,6 +42,11 @@ What it does:
        M  rwb run on 100*N samples (1,000,000) of which 61.8% are cached: the cache is
           filled by a run over the first 618 of every 1,000 lines, then the whole file
           is run with the cache on; its peak RSS                  (target <= 64 MB)
+       P  (only with --only P) a TRL-shaped log of 100*N rows in one Parquet file (one
+          row group, as pandas writes TRL's) against the same rows as JSONL, the plain
+          evaluator: rwb run --no-cache time (target <= 1.0x JSONL) and peak RSS
+          (target <= JSONL + 32 MB), and a warm rerun (target ~1.0x JSONL's). Needs
+          pyarrow and pandas: RWB_DATA_PYTHON, else ${TMPDIR:-/tmp}/rwb-ci-data.
      Every rwb run must exit 0 and produce exactly the expected rows without errors,
      so a broken run cannot look fast.
   5. Prints a table: scenario, rwb s, baseline s, ratio, target, PASS/FAIL.
@@ -1181,6 +1186,137 @@ def _expect_counts(summary, evaluated, cached, what, problems):
 
 
 # --------------------------------------------------------------------------------------
+# P: a trainer's log in Parquet against the same rows as JSONL (SPEC §13)
+# --------------------------------------------------------------------------------------
+
+WRITE_TRL_SHAPED = r"""
+import json, random, sys
+import pandas as pd
+n, parquet_path, jsonl_path, text_form = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4] == "text"
+rng = random.Random(7)
+words = "the of and a to in is it that for on with as was by at be this from or an".split() + [
+    "reward", "policy", "gradient", "answer", "number", "prime", "sum", "proof", "value", "model"]
+def text(k):
+    return " ".join(rng.choice(words) for _ in range(k))
+prompts = [text(rng.randint(20, 40)) for _ in range(n // 8 + 1)]
+rows = {"step": [], "prompt": [], "completion": [], "accuracy_reward": [], "golden_answer": [], "advantage": []}
+for i in range(n):
+    group = i // 8  # 8 generations a prompt, as GRPO's num_generations
+    rows["step"].append(1 + group // 64)
+    rows["prompt"].append(prompts[group])
+    rows["completion"].append(text(rng.randint(30, 120)))
+    r = float(rng.random() < 0.5)
+    rows["accuracy_reward"].append(r)
+    rows["golden_answer"].append(str(group % 97))
+    rows["advantage"].append(r - 0.5)
+if not text_form:
+    # before prompt/completion samples are evaluated: the same texts as chat turns
+    rows["messages"] = [[{"role": "user", "content": p}, {"role": "assistant", "content": c}]
+                        for p, c in zip(rows.pop("prompt"), rows.pop("completion"))]
+    rows = {k: rows[k] for k in ["messages", "golden_answer", "step", "accuracy_reward", "advantage"]}
+df = pd.DataFrame(rows)
+df.to_parquet(parquet_path)  # as TRL writes its log: pyarrow's default row group, a million rows
+with open(jsonl_path, "w", encoding="utf-8") as out:
+    for record in df.to_dict(orient="records"):
+        out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n")
+"""
+
+
+def data_python():
+    """An interpreter with pyarrow and pandas: RWB_DATA_PYTHON, else .ci/run's venv."""
+    given = os.environ.get("RWB_DATA_PYTHON")
+    if given:
+        return given
+    return str(Path(os.environ.get("TMPDIR", "/tmp")) / "rwb-ci-data" / "bin" / "python")
+
+
+def scenario_p(bench, n):
+    """P: n TRL-shaped rows (8 generations a prompt) in one Parquet file (one row group)
+    against the same rows as JSONL, the plain evaluator: rwb run --no-cache time and
+    peak RSS, and a warm rerun's time (the row file and its line memo against the JSONL
+    file and its memo)."""
+    text_form = bench.args.text_form
+    bench.log("\n[P] %d TRL-shaped rows (%s): Parquet vs the same rows as JSONL, rwb run (--jobs %d)"
+              % (n, "prompt/completion" if text_form else "as chat messages", bench.jobs))
+    data = bench.tmp / "data"
+    data.mkdir(exist_ok=True)
+    parquet, jsonl = data / ("trl_%d.parquet" % n), data / ("trl_%d.jsonl" % n)
+    if not parquet.exists():
+        t0 = time.perf_counter()
+        script = bench.tmp / "write_trl.py"
+        script.write_text(WRITE_TRL_SHAPED)
+        done = subprocess.run([data_python(), str(script), str(n), str(parquet), str(jsonl),
+                               "text" if text_form else "chat"], capture_output=True, text=True)
+        if done.returncode != 0:
+            raise BenchError("writing the Parquet file failed (is pyarrow in %s? set RWB_DATA_PYTHON):\n%s"
+                             % (data_python(), done.stderr[-2000:]))
+        bench.log("samples: %s %.1f MB, %s %.1f MB, written in %.1f s"
+                  % (parquet.name, parquet.stat().st_size / 1e6, jsonl.name, jsonl.stat().st_size / 1e6,
+                     time.perf_counter() - t0))
+    roots = {}
+    for kind, source in (("jsonl", jsonl), ("parquet", parquet)):
+        root = bench.tmp / ("ws_p_%s_%d" % (kind, n))
+        (root / "metrics" / "plain").mkdir(parents=True, exist_ok=True)
+        (root / "metrics" / "plain" / "main.py").write_text(PLAIN_EVALUATOR)
+        roots[kind] = (root, source)
+
+    def run(kind, cache, label):
+        root, source = roots[kind]
+        cmd = [bench.rwb, "run", str(root), "-s", str(source), "--format", "jsonl", "--jobs", str(bench.jobs),
+               "--python", bench.python] + ([] if cache else ["--no-cache"])
+        out = bench.out / ("rwb_p_%s.jsonl" % kind)
+        seconds, err, foreign = bench.timed(cmd, out)
+        peak = bench.peak_mb
+        check_rows_streaming(out, "plain", n, "%s %s" % (kind, label))
+        out.unlink()
+        summary = parse_summary(err)
+        bench.log("  %-62s %8.3f s  %s, peak RSS %s%s" % ("%s %s" % (kind, label), seconds,
+                                                         _evaluated_text(summary), _mb(peak), _noise(foreign)))
+        return seconds, peak, summary
+
+    times = {"jsonl": [], "parquet": []}
+    peaks = {"jsonl": [], "parquet": []}
+    for _ in range(bench.args.repeat):
+        for kind in ("jsonl", "parquet"):
+            seconds, peak, _ = run(kind, False, "--no-cache")
+            times[kind].append(seconds)
+            peaks[kind].append(peak)
+    # warm: a cold run fills the cache (and writes the Parquet file's row file), a
+    # second run, past the line memos' 2 s settling time, writes the memos, then the
+    # timed runs take everything from there
+    warm = {"jsonl": [], "parquet": []}
+    problems = []
+    for kind in ("jsonl", "parquet"):
+        shutil.rmtree(roots[kind][0] / ".rwb", ignore_errors=True)
+        run(kind, True, "cold, fills the cache")
+        time.sleep(2.5)
+        run(kind, True, "warm, writes the line memo")
+    for _ in range(bench.args.repeat):
+        for kind in ("jsonl", "parquet"):
+            seconds, _, summary = run(kind, True, "warm")
+            warm[kind].append(seconds)
+            _expect_counts(summary, 0, n, "the warm %s run" % kind, problems)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    wmed = {k: statistics.median(v) for k, v in warm.items()}
+    notes = [x for x in problems + [_disturbed(bench)] if x]
+    k = n // 1000
+    rows = [{"scenario": "P parquet %dk --no-cache" % k, "rwb": med["parquet"], "base": med["jsonl"],
+             "ratio": "%.3f" % (med["parquet"] / med["jsonl"]), "target": "<= 1.00 (vs JSONL)",
+             "ok": med["parquet"] <= med["jsonl"] and not problems, "note": "; ".join(notes)},
+            {"scenario": "P parquet %dk warm" % k, "rwb": wmed["parquet"], "base": wmed["jsonl"],
+             "ratio": "%.3f" % (wmed["parquet"] / wmed["jsonl"]), "target": "~1.00 (vs JSONL)",
+             "ok": wmed["parquet"] <= 1.05 * wmed["jsonl"] and not problems, "note": ""}]
+    if None in peaks["parquet"] or None in peaks["jsonl"]:
+        rows.append({"scenario": "P parquet %dk peak RSS" % k, "error": "no %s to measure memory" % GNU_TIME})
+        return rows
+    pmb, jmb = statistics.median(peaks["parquet"]), statistics.median(peaks["jsonl"])
+    rows.append({"scenario": "P parquet %dk --no-cache peak RSS MB" % k, "rwb": pmb, "base": jmb,
+                 "ratio": "%+.1f MB" % (pmb - jmb), "target": "<= JSONL + 32 MB", "ok": pmb <= jmb + 32.0,
+                 "note": "rwb and base columns are MB here (Parquet and JSONL), not seconds"})
+    return rows
+
+
+# --------------------------------------------------------------------------------------
 
 
 def print_table(results, rwb_label):
@@ -1221,9 +1357,13 @@ def main():
                         help="before each timed run, wait up to this many seconds for other processes "
                              "to go quiet (default 300)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (its path is printed)")
+    parser.add_argument("--text-form", action="store_true",
+                        help="P: TRL's own prompt/completion text columns (needs prompt/completion samples "
+                             "evaluated); without it the same texts as chat messages")
     parser.add_argument("--only", default="ABCDEIMW",
                         help="scenarios to run, e.g. AC (default ABCDEIMW; E runs E-H, the undecorated evaluator; "
-                             "M generates 1,000,000 samples, about 1 GB)")
+                             "M generates 1,000,000 samples, about 1 GB; P, not in the default, a 1,000,000-row "
+                             "Parquet file and the same rows as JSONL)")
     args = parser.parse_args()
     if args.repeat < 1 or args.jobs < 1:
         parser.error("--repeat and --jobs must be at least 1")
@@ -1242,7 +1382,8 @@ def main():
         scenarios = {"A": (scenario_a, small), "B": (scenario_b, large),
                      "C": (scenario_c, small), "D": (scenario_d, small), "E": (scenario_plain, large),
                      "W": (scenario_waiting, WAITING_SAMPLES),
-                     "I": (scenario_i, small), "M": (scenario_m, 10 * large)}
+                     "I": (scenario_i, small), "M": (scenario_m, 10 * large),
+                     "P": (scenario_p, 10 * large)}
         for key in args.only.upper():
             if key not in scenarios:
                 parser.error("--only: unknown scenario %r" % key)

@@ -2,8 +2,9 @@
 //! score, component and reason at each save, then serve, tunnel or deploy them.
 //!
 //! One folder per part: `model` (plain data), `workspace` (discovery, config, samples
-//! files), `engine` (Python workers), `store` (the SQLite cache), `runner` (a run
-//! through the cache), `training` (rewards into advantages, as trainers do), `ui` (state and drawing), `workbench` (the live loop), `cli`
+//! files), `sources` (other tools' rollout files), `engine` (Python workers), `store` (the
+//! SQLite cache), `runner` (a run through the cache), `training` (rewards into advantages,
+//! as trainers do), `ui` (state and drawing), `workbench` (the live loop), `cli`
 //! (the commands).
 
 pub mod cli;
@@ -15,6 +16,7 @@ pub mod remote;
 pub mod runner;
 pub mod session;
 pub mod ship;
+pub mod sources;
 pub mod store;
 pub mod training;
 pub mod ui;

@@ -6,6 +6,7 @@ mod deploy;
 mod deploy_targets;
 mod generate;
 mod init;
+mod logged;
 mod output;
 mod preview;
 mod probe;

@@ -69,6 +69,17 @@ struct Row<'a> {
     baseline_score: Option<Option<f64>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     delta: Option<Option<f64>>,
+    /// The score the source logged, and this score minus it (SPEC §13).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logged_score: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    logged_delta: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    epoch: Option<i64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    split: Option<&'a str>,
 }
 
 type Pending = (SampleRef, [u8; 16], Vec<Option<Outcome>>, usize);
@@ -149,6 +160,8 @@ pub struct Printer {
     pub placements: Vec<String>,
     /// With `[training]`: the scores gathered for the reward rows.
     pub training: Option<RewardRows>,
+    /// Scores compared with those the samples' source logged.
+    pub logged: super::logged::LoggedCmp,
 }
 
 impl Printer {
@@ -164,6 +177,7 @@ impl Printer {
         out: Box<dyn Write + Send>,
     ) -> Printer {
         let n = names.len();
+        let names_for_logged = names.clone();
         Printer {
             format,
             reorder: Reorder::new(n),
@@ -178,6 +192,7 @@ impl Printer {
             baseline: None,
             placements: Vec::new(),
             training: None,
+            logged: super::logged::LoggedCmp::new(&names_for_logged, &[]),
         }
     }
 
@@ -211,6 +226,11 @@ impl Printer {
 
     /// Records how a completed sample moved against the baseline.
     fn compare(&mut self, sample: &SampleResults) {
+        if let Some(facts) = &sample.at.facts {
+            for (i, outcome) in sample.outcomes.iter().enumerate() {
+                self.logged.add(facts, i, outcome.score);
+            }
+        }
         let Some(b) = self.baseline.as_mut() else {
             return;
         };
@@ -248,6 +268,8 @@ impl Printer {
 
     fn row<'a>(&'a self, sample: &'a SampleResults, i: usize) -> Row<'a> {
         let (baseline_score, delta) = self.baseline_fields(sample, i);
+        let facts = sample.at.facts.as_deref();
+        let (logged_score, logged_delta) = self.logged.fields(facts, i, sample.outcomes[i].score);
         Row {
             row: ResultRow::new(
                 &sample.at,
@@ -257,6 +279,11 @@ impl Printer {
             ),
             baseline_score,
             delta,
+            logged_score,
+            logged_delta,
+            step: facts.and_then(|f| f.step),
+            epoch: facts.and_then(|f| f.epoch),
+            split: facts.and_then(|f| f.split.as_deref()),
         }
     }
 
@@ -268,7 +295,7 @@ impl Printer {
         text.clear();
         for i in 0..sample.outcomes.len() {
             let row = self.row(sample, i);
-            let _ = if self.baseline.is_some() {
+            let _ = if self.baseline.is_some() || sample.at.facts.is_some() {
                 serde_json::to_writer(&mut text, &row)
             } else {
                 serde_json::to_writer(&mut text, &row.row)
@@ -338,11 +365,15 @@ impl Printer {
                     .names
                     .iter()
                     .zip(&summaries)
-                    .map(|(n, s)| {
-                        (
-                            n.clone(),
-                            serde_json::to_value(s).expect("summaries serialize"),
-                        )
+                    .enumerate()
+                    .map(|(i, (n, s))| {
+                        let mut value = serde_json::to_value(s).expect("summaries serialize");
+                        if let (Some(logged), Some(m)) =
+                            (self.logged.summary(i), value.as_object_mut())
+                        {
+                            m.insert("logged".into(), logged);
+                        }
+                        (n.clone(), value)
                     })
                     .collect();
                 if let Some(r) = &rewards {
@@ -394,7 +425,8 @@ impl Printer {
         if let Some(warning) = rewards.as_ref().and_then(|r| r.warning.as_ref()) {
             eprintln!("rwb: warning: {warning}");
         }
-        let lines = self.attribution_lines();
+        let mut lines = self.logged.lines();
+        lines.extend(self.attribution_lines());
         if !lines.is_empty() {
             let out: &mut dyn Write = if self.format == Format::Table {
                 &mut self.out
@@ -710,6 +742,7 @@ mod tests {
             index,
             file: 0,
             line: index + 1,
+            facts: None,
         }
     }
 

@@ -77,7 +77,12 @@ fn errors_text(errors: usize) -> String {
 /// mark at its start is no content). An unreadable file counts as empty (the run
 /// reports it).
 pub fn count_samples(file: &SamplesFile) -> u64 {
-    let Ok(mut f) = std::fs::File::open(&file.path) else {
+    if let Some(foreign) = &file.foreign {
+        if !foreign.is_current(&file.path) {
+            return crate::sources::row_count(&file.path).unwrap_or(0);
+        }
+    }
+    let Ok(mut f) = std::fs::File::open(file.text_path()) else {
         return 0;
     };
     let mut buf = vec![0u8; 1 << 20];
@@ -118,6 +123,7 @@ mod tests {
         let file = SamplesFile {
             path: path.clone(),
             label: "s.jsonl".into(),
+            foreign: None,
         };
         let read = crate::workspace::SamplesReader::new(std::slice::from_ref(&file)).count();
         assert_eq!(read, 5);
@@ -125,6 +131,7 @@ mod tests {
         let missing = SamplesFile {
             path: dir.path().join("gone.jsonl"),
             label: "gone.jsonl".into(),
+            foreign: None,
         };
         assert_eq!(count_samples(&missing), 0);
     }

@@ -36,6 +36,18 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .map(|f| f.label.clone())
         .collect();
     let mut printer = Printer::new(args.format, names.clone(), labels);
+    let logged: Vec<Option<String>> = names
+        .iter()
+        .map(|n| {
+            session
+                .workspace
+                .config
+                .evaluators
+                .get(n)
+                .and_then(|e| e.logged.clone())
+        })
+        .collect();
+    printer.logged = super::logged::LoggedCmp::new(&names, &logged);
     printer.placements = prepared
         .iter()
         .map(|p| session.runner.placement(&p.spec).fit(PLACEMENT_WIDTH))
@@ -81,7 +93,12 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .join()
         .map_err(|_| Fail::Usage("the thread printing the results failed".into()))?;
     progress.finish();
-    let stats = stats.map_err(|e| Fail::Usage(e.to_string()))?;
+    // a samples file that could not be read to its end: what was read is printed,
+    // then the error (exit code 2)
+    let (stats, unread) = match stats {
+        Ok(stats) => (stats, None),
+        Err(e) => (crate::runner::RunStats::default(), Some(e.to_string())),
+    };
     let errors = printer.errors;
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);
     let summaries = printer.finish(&stats, started.elapsed().as_secs_f64());
@@ -92,6 +109,10 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     session.runner.record_versions(&prepared, &scored);
     if let (Some(name), Some(store)) = (&args.save_baseline, &store) {
         save_baseline(store, name, &session, &names, &kept)?;
+    }
+    if let Some(e) = unread {
+        eprintln!("rwb: {e}");
+        return Ok(ExitCode::from(2));
     }
     let checks_failed = failed_checks(&args, &names, &summaries, regressions);
     let failed = errors > 0 || checks_failed;

@@ -8,8 +8,10 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::path::PathBuf;
 
+mod facts;
 mod placement;
 mod trainer;
+pub use facts::{Facts, Logged};
 pub use placement::Placement;
 pub use trainer::Trainer;
 
@@ -439,8 +441,10 @@ pub struct SampleRef {
     pub index: usize,
     /// Index into the run's list of samples files.
     pub file: usize,
-    /// 1-based physical line.
+    /// 1-based physical line (a row number in a file of rows, SPEC §13).
     pub line: usize,
+    /// What the sample's source logged about it (none for a JSONL line).
+    pub facts: Option<std::sync::Arc<Facts>>,
 }
 
 /// One (sample, evaluator) row as `rwb run --format jsonl` prints it (SPEC §4).

@@ -120,6 +120,7 @@ mod tests {
                 index: id as usize,
                 file: 0,
                 line: id as usize + 1,
+                facts: None,
             },
             hash: [id as u8; 16],
             waiting: 0,

@@ -247,7 +247,10 @@ impl Runner {
     ) -> std::io::Result<RunStats> {
         // read, checked and hashed on a thread of its own, ahead of the lookups
         let reader = if let Some(store) = &self.store {
-            SamplesReader::new(files).with_memos(store.line_memos())
+            // foreign files' row files make the next run read them as JSONL
+            SamplesReader::new(files)
+                .with_memos(store.line_memos())
+                .writing_rows()
         } else if hashes {
             SamplesReader::new(files)
         } else {
@@ -320,8 +323,17 @@ impl Runner {
         if let Some(priority) = priority {
             feed.feed_first(priority).await;
         }
+        // a file that cannot be read on (damaged, changed) ends the lines; those
+        // read before it are still evaluated, then the error is the run's
+        let mut failed = None;
         for line in lines {
-            feed.line(line?).await;
+            match line {
+                Ok(line) => feed.line(line).await,
+                Err(e) => {
+                    failed = Some(e);
+                    break;
+                }
+            }
         }
         let mut stats = feed.finish().await;
         while drains.join_next().await.is_some() {}
@@ -333,7 +345,10 @@ impl Runner {
         for (i, n) in evaluated.iter().enumerate() {
             stats.evaluated[i] = n.load(Ordering::Relaxed);
         }
-        Ok(stats)
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(stats),
+        }
     }
 }
 

@@ -76,6 +76,7 @@ impl Runner {
         let probe_files = [SamplesFile {
             path: tmp.path().to_path_buf(),
             label: "probes".into(),
+            foreign: None,
         }];
         let tallies = self
             .tally(evaluators, &probe_files, read_cache, &kinds)

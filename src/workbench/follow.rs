@@ -67,7 +67,7 @@ impl FollowLines {
     fn read(&mut self, e: &Entry) -> std::io::Result<ByteString> {
         let label = &self.files[e.file as usize].label;
         if self.open.as_ref().is_none_or(|(f, _, _)| *f != e.file) {
-            let file = File::open(&self.files[e.file as usize].path)?;
+            let file = File::open(self.files[e.file as usize].text_path())?;
             self.open = Some((e.file, BufReader::with_capacity(1 << 16, file), 0));
         }
         let (_, reader, pos) = self.open.as_mut().expect("opened above");
@@ -147,6 +147,7 @@ mod tests {
         let files = vec![SamplesFile {
             path,
             label: "s.jsonl".into(),
+            foreign: None,
         }];
         let (tx, lines) = follow(&files);
         let sent = chunks(&files, 3);
@@ -189,6 +190,7 @@ mod tests {
         let files = vec![SamplesFile {
             path,
             label: "s.jsonl".into(),
+            foreign: None,
         }];
         let (tx, follow_lines) = follow(&files);
         let sent = chunks(&files, 2);
@@ -209,6 +211,7 @@ mod tests {
         let files = vec![SamplesFile {
             path: path.clone(),
             label: "s.jsonl".into(),
+            foreign: None,
         }];
         let sent = chunks(&files, 4);
         std::fs::write(&path, line.replace("hi", "hello").repeat(4)).unwrap();

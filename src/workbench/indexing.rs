@@ -60,7 +60,8 @@ struct Stream<F: FnMut(Vec<Sample>)> {
 }
 
 impl<F: FnMut(Vec<Sample>)> Stream<F> {
-    fn push(&mut self, line: &LineView, index: &SampleIndex) {
+    /// Takes a line; whether a chunk is due to be handed over ([`Stream::flush`]).
+    fn push(&mut self, line: &LineView, index: &SampleIndex) -> bool {
         let entry = *index.entry(line.at.index).expect("pushed before");
         if let Some(why) = &line.bad {
             self.chunk.bad.push((line.at.index, why.clone()));
@@ -73,9 +74,7 @@ impl<F: FnMut(Vec<Sample>)> Stream<F> {
         } else {
             MORE_CHUNK
         };
-        if self.samples.len() >= size {
-            self.flush();
-        }
+        self.samples.len() >= size
     }
 
     /// Hands over the samples read since the last chunk: the list first, so that no
@@ -269,17 +268,25 @@ fn index_samples<F: FnMut(Vec<Sample>)>(
     let lines = LineFiles::open(files)?;
     let mut index = SampleIndex::start(files);
     let mut samples = Vec::new();
-    // each line's text is borrowed from the reader: the index keeps none of it
-    let mut reader = SamplesReader::new(files);
+    // each line's text is borrowed from the reader: the index keeps none of it;
+    // foreign files' rows are written to their row files, where the text is read
+    let mut reader = SamplesReader::new(files).writing_rows();
     if let Some(memos) = memos {
         reader = reader.with_memos(memos);
     }
     while let Some(line) = reader.read_next() {
         let l = line?;
         index.push(&l);
-        match stream.as_mut() {
+        let due = match stream.as_mut() {
             Some(stream) => stream.push(&l, &index),
-            None => samples.push(sample_of(&l)),
+            None => {
+                samples.push(sample_of(&l));
+                false
+            }
+        };
+        if let (true, Some(stream)) = (due, stream.as_mut()) {
+            reader.flush_rows(); // the rows handed over are readable at their offsets
+            stream.flush();
         }
     }
     index.shrink();

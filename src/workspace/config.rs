@@ -18,8 +18,9 @@ pub struct Config {
     /// Per-evaluation timeout in seconds for every evaluator.
     pub timeout: Option<f64>,
     pub theme: Option<String>,
-    /// Samples files relative to the workspace (replaces discovery).
-    pub samples: Option<Vec<String>>,
+    /// Samples files relative to the workspace (replaces discovery): a list of
+    /// paths, or `[samples.NAME]` tables mapping a file's columns (SPEC §13).
+    pub samples: Option<SamplesConfig>,
     /// The trainer the user trains with (SPEC §3): how functions are called and how
     /// rewards become advantages.
     pub trainer: Option<Trainer>,
@@ -83,6 +84,14 @@ pub struct GenerateConfig {
     pub timeout: Option<f64>,
 }
 
+/// `samples = [...]`, or `[samples.NAME]` tables.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(untagged)]
+pub enum SamplesConfig {
+    Paths(Vec<String>),
+    Mapped(BTreeMap<String, crate::sources::Mapping>),
+}
+
 /// `[engine]`: where evaluations run.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields)]
@@ -121,6 +130,9 @@ pub struct EvaluatorConfig {
     pub trainer: Option<Trainer>,
     /// This evaluator's chat template, over the workspace's `chat_template`.
     pub chat_template: Option<String>,
+    /// The logged score this evaluator is compared with (a logged name, or a dotted
+    /// path into the source's rows); by default the one of its own name.
+    pub logged: Option<String>,
 }
 
 /// `[insight]`: how baselines and rollout groups are read.

@@ -41,6 +41,7 @@ impl Entry {
                 index,
                 file: self.file as usize,
                 line: self.line as usize,
+                facts: None,
             },
             offset: self.offset,
             raw,
@@ -207,7 +208,7 @@ pub fn read_entry(
     let ends = reader
         .fill_buf()?
         .first()
-        .is_none_or(|b| matches!(b, b'\n' | b'\r'));
+        .is_none_or(|b| matches!(*b, b'\n' | b'\r' | super::rows::FACTS_SEPARATOR));
     if !ends {
         return Err(changed_error(label));
     }
@@ -236,7 +237,7 @@ impl IndexedLines<'_> {
         if stamp.is_none() || stamp_of(&f.path) != stamp {
             return Err(changed_error(&f.label));
         }
-        let reader = File::open(&f.path).map_err(|e| {
+        let reader = File::open(f.text_path()).map_err(|e| {
             std::io::Error::new(
                 e.kind(),
                 format!("cannot read samples file {}: {e}", f.label),
@@ -288,6 +289,7 @@ mod tests {
         SamplesFile {
             path,
             label: name.into(),
+            foreign: None,
         }
     }
 

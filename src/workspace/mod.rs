@@ -5,19 +5,24 @@
 //! streaming JSONL reader. Must not know the screen, run Python or touch the cache.
 
 mod config;
+mod discovery;
+mod forms;
 mod index;
 mod line_memo;
 mod remote;
+mod rows;
 mod samples;
 pub mod template;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig, GenerateConfig, TrainingConfig};
+pub use forms::check_sample;
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
+pub use rows::{Foreign, Reader};
 pub use samples::{
-    check_sample, hash_line, holds_no_sample, LineArena, LineFiles, LineView, ReadAhead,
-    SampleLine, SamplesReader,
+    hash_line, holds_no_sample, LineArena, LineFiles, LineView, ReadAhead, SampleLine,
+    SamplesReader,
 };
 pub use watcher::{relevant, Watcher};
 
@@ -68,6 +73,28 @@ pub struct SamplesFile {
     pub path: PathBuf,
     /// The path as given on the command line, or relative to the workspace.
     pub label: String,
+    /// How a file another tool wrote is read (`None`: rwb's own JSONL).
+    pub foreign: Option<std::sync::Arc<Foreign>>,
+}
+
+impl SamplesFile {
+    /// An rwb JSONL samples file.
+    pub fn jsonl(path: PathBuf, label: String) -> SamplesFile {
+        SamplesFile {
+            path,
+            label,
+            foreign: None,
+        }
+    }
+
+    /// Where the samples' text is read again at its offsets: the file itself, or a
+    /// foreign file's row file (see [`rows`]).
+    pub fn text_path(&self) -> &Path {
+        match &self.foreign {
+            Some(f) => &f.rows,
+            None => &self.path,
+        }
+    }
 }
 
 /// A resolved workspace.
@@ -103,7 +130,7 @@ impl Workspace {
             ));
         }
         paths_are_text(&root, &evaluators)?;
-        let (samples, warnings) = resolve_samples(&root, &config, overrides)?;
+        let (samples, warnings) = discovery::resolve_samples(&root, &config, overrides)?;
         let python = resolve_python(&root, &config, overrides);
         Ok(Workspace {
             root,
@@ -496,94 +523,9 @@ fn apply_evaluator_config(
     Ok(())
 }
 
-/// The samples files and warnings about discovered files that were skipped.
-type Resolved = (Vec<SamplesFile>, Vec<String>);
-
-fn resolve_samples(
-    root: &Path,
-    config: &Config,
-    overrides: &Overrides,
-) -> Result<Resolved, WorkspaceError> {
-    let mut files = Vec::new();
-    if !overrides.samples.is_empty() {
-        for given in &overrides.samples {
-            let path = PathBuf::from(given);
-            if !path.is_file() {
-                return err(format!("samples file not found: {given}"));
-            }
-            files.push(SamplesFile {
-                path,
-                label: given.clone(),
-            });
-        }
-        return Ok((files, Vec::new()));
-    }
-    if let Some(listed) = &config.samples {
-        for rel in listed {
-            let path = root.join(rel);
-            if !path.is_file() {
-                return err(format!(
-                    "samples file not found: {} (listed in rwb.toml)",
-                    path.display()
-                ));
-            }
-            files.push(SamplesFile {
-                path,
-                label: rel.clone(),
-            });
-        }
-        return Ok((files, Vec::new()));
-    }
-    let (files, warnings) = discover_samples(root);
-    if files.is_empty() {
-        let skipped = if warnings.is_empty() {
-            String::new()
-        } else {
-            format!(" ({})", warnings.join("; "))
-        };
-        return err(format!(
-            "no samples in {}: add a *.jsonl file there or in samples/, or give -s FILE{skipped}",
-            root.display()
-        ));
-    }
-    Ok((files, warnings))
-}
-
-/// Every `*.jsonl` in DIR and in `DIR/samples/`, in name order, except files none of
-/// whose lines is a sample (saved output): those are skipped with a warning each.
-fn discover_samples(root: &Path) -> Resolved {
-    let mut files = Vec::new();
-    let mut warnings = Vec::new();
-    for (dir, prefix) in [(root.to_path_buf(), ""), (root.join("samples"), "samples/")] {
-        let Ok(entries) = std::fs::read_dir(&dir) else {
-            continue;
-        };
-        let mut found: Vec<PathBuf> = entries
-            .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        found.sort();
-        for path in found {
-            let name = path.file_name().unwrap_or_default().to_string_lossy();
-            let file = SamplesFile {
-                label: format!("{prefix}{name}"),
-                path,
-            };
-            if holds_no_sample(&file) {
-                warnings.push(format!(
-                    "skipped {}: none of its lines is a sample (a JSON object with a \"messages\" list), as in saved output; name it with -s to evaluate it anyway",
-                    file.label
-                ));
-            } else {
-                files.push(file);
-            }
-        }
-    }
-    (files, warnings)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::discovery::discover_samples;
     use super::*;
 
     #[test]

@@ -39,6 +39,7 @@ fn app() -> App {
                 index: i,
                 file: 0,
                 line: i + 1,
+                facts: None,
             },
             hash: crate::workspace::hash_line(text),
             offset: *offset,

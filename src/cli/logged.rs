@@ -1,0 +1,238 @@
+//! The score a trainer or eval tool logged beside the one the evaluator gives now
+//! (SPEC §13): each evaluator is paired with the logged score of its own name, or
+//! the one its `logged = "NAME"` names. A score *moved* when |Δ| > 1e-6 × max(1,
+//! |logged|) (logs keep float32), or when only one of the two is a number; it
+//! *flipped* when the two lie on either side of 0.5.
+
+use crate::model::{Facts, Logged};
+use std::collections::BTreeMap;
+
+/// Tolerance of "moved", relative to the logged score (at least 1).
+const MOVED: f64 = 1e-6;
+/// The line a flip crosses.
+const FLIP_AT: f64 = 0.5;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Counts {
+    /// Samples with a logged score to compare with.
+    pub compared: usize,
+    pub moved: usize,
+    pub flipped: usize,
+}
+
+/// The comparison of a run's scores with the logged ones.
+#[derive(Debug)]
+pub struct LoggedCmp {
+    evaluators: Vec<String>,
+    /// Per evaluator, the logged name it is paired with.
+    names: Vec<String>,
+    pub counts: Vec<Counts>,
+    /// Logged values found not to be numbers, by logged name: what they are.
+    not_numeric: BTreeMap<String, String>,
+}
+
+impl LoggedCmp {
+    /// `logged[i]`: evaluator `i`'s `logged = "NAME"`, if set.
+    pub fn new(evaluators: &[String], logged: &[Option<String>]) -> LoggedCmp {
+        let names = evaluators
+            .iter()
+            .enumerate()
+            .map(|(i, e)| {
+                logged
+                    .get(i)
+                    .cloned()
+                    .flatten()
+                    .unwrap_or_else(|| e.clone())
+            })
+            .collect();
+        LoggedCmp {
+            evaluators: evaluators.to_vec(),
+            names,
+            counts: vec![Counts::default(); evaluators.len()],
+            not_numeric: BTreeMap::new(),
+        }
+    }
+
+    /// The logged score of evaluator `i` for a sample: `None` when none is paired;
+    /// `Some(None)` when the log says no score (NaN) or is not a number.
+    pub fn logged(&self, facts: &Facts, i: usize) -> Option<Option<f64>> {
+        match facts.logged(&self.names[i])? {
+            Logged::Score(x) => Some(*x),
+            Logged::NotNumeric { .. } => Some(None),
+        }
+    }
+
+    /// (logged score, score − logged) of a row, when it has a logged score.
+    pub fn fields(
+        &self,
+        facts: Option<&Facts>,
+        i: usize,
+        score: Option<f64>,
+    ) -> (Option<Option<f64>>, Option<Option<f64>>) {
+        let Some(logged) = facts.and_then(|f| self.logged(f, i)) else {
+            return (None, None);
+        };
+        let delta = match (score, logged) {
+            (Some(s), Some(l)) => Some(s - l),
+            _ => None,
+        };
+        (Some(logged), Some(delta))
+    }
+
+    /// Counts evaluator `i`'s `score` for a sample against the log.
+    pub fn add(&mut self, facts: &Facts, i: usize, score: Option<f64>) {
+        let Some(value) = facts.logged(&self.names[i]) else {
+            return;
+        };
+        let logged = match value {
+            Logged::Score(x) => *x,
+            Logged::NotNumeric { not_numeric } => {
+                self.not_numeric
+                    .entry(self.names[i].clone())
+                    .or_insert_with(|| not_numeric.clone());
+                return;
+            }
+        };
+        let c = &mut self.counts[i];
+        c.compared += 1;
+        match (score, logged) {
+            (Some(s), Some(l)) => {
+                if (s - l).abs() > MOVED * l.abs().max(1.0) {
+                    c.moved += 1;
+                }
+                if (s >= FLIP_AT) != (l >= FLIP_AT) {
+                    c.flipped += 1;
+                }
+            }
+            (None, None) => {}
+            _ => c.moved += 1,
+        }
+    }
+
+    /// The summary's lines: one per evaluator compared with a log, and one per
+    /// logged value that is not a number.
+    pub fn lines(&self) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (i, c) in self.counts.iter().enumerate() {
+            if c.compared == 0 {
+                continue;
+            }
+            let against = if self.names[i] == self.evaluators[i] {
+                String::new()
+            } else {
+                format!(" (logged as {})", self.names[i])
+            };
+            lines.push(format!(
+                "{}{against}: {} of {} rollouts score differently than logged; {} flip across {FLIP_AT}",
+                self.evaluators[i],
+                thousands(c.moved),
+                thousands(c.compared),
+                thousands(c.flipped),
+            ));
+        }
+        for (name, what) in &self.not_numeric {
+            lines.push(format!(
+                "the logged value {name} is not a number ({what}): not compared; name a numeric one with logged = \"NAME\" under [evaluators.EVALUATOR] in rwb.toml"
+            ));
+        }
+        lines
+    }
+
+    /// Evaluator `i`'s counts for the JSON summary, when it was compared.
+    pub fn summary(&self, i: usize) -> Option<serde_json::Value> {
+        let c = self.counts.get(i).filter(|c| c.compared > 0)?;
+        Some(serde_json::json!({
+            "name": self.names[i],
+            "compared": c.compared,
+            "moved": c.moved,
+            "flipped": c.flipped,
+        }))
+    }
+}
+
+/// 16384 as "16,384".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts(logged: Logged) -> Facts {
+        Facts {
+            logged: vec![("acc".into(), logged)],
+            ..Facts::default()
+        }
+    }
+
+    #[test]
+    fn moved_and_flipped_are_counted_with_float32_tolerance() {
+        let mut cmp = LoggedCmp::new(&["acc".into(), "other".into()], &[None, None]);
+        let cases = [
+            (Some(1.0), Logged::Score(Some(1.0))),           // same
+            (Some(0.1), Logged::Score(Some(0.1f32 as f64))), // float32 of the same: not moved
+            (Some(0.0), Logged::Score(Some(1.0))),           // moved and flipped
+            (Some(0.6), Logged::Score(Some(0.7))),           // moved, same side
+            (Some(0.5), Logged::Score(None)),                // logged NaN, scored now: moved
+            (None, Logged::Score(None)),                     // neither: not moved
+        ];
+        for (score, logged) in cases {
+            let f = facts(logged);
+            cmp.add(&f, 0, score);
+            cmp.add(&f, 1, score); // "other" has no logged score of its name
+        }
+        assert_eq!(
+            cmp.counts[0],
+            Counts {
+                compared: 6,
+                moved: 3,
+                flipped: 1
+            }
+        );
+        assert_eq!(cmp.counts[1], Counts::default());
+        assert_eq!(
+            cmp.lines(),
+            vec![
+                "acc: 3 of 6 rollouts score differently than logged; 1 flip across 0.5".to_string()
+            ]
+        );
+        let f = facts(Logged::Score(Some(0.25)));
+        assert_eq!(
+            cmp.fields(Some(&f), 0, Some(1.0)),
+            (Some(Some(0.25)), Some(Some(0.75)))
+        );
+        assert_eq!(cmp.fields(Some(&f), 1, Some(1.0)), (None, None));
+        assert_eq!(thousands(16384), "16,384");
+        assert_eq!(thousands(311), "311");
+    }
+
+    #[test]
+    fn a_logged_value_that_is_no_number_is_named_not_guessed() {
+        let mut cmp = LoggedCmp::new(&["grade".into()], &[Some("pred".into())]);
+        let f = Facts {
+            logged: vec![(
+                "pred".into(),
+                Logged::NotNumeric {
+                    not_numeric: "the string \"42\"".into(),
+                },
+            )],
+            ..Facts::default()
+        };
+        cmp.add(&f, 0, Some(1.0));
+        assert_eq!(cmp.counts[0], Counts::default());
+        assert_eq!(cmp.fields(Some(&f), 0, Some(1.0)), (Some(None), Some(None)));
+        assert_eq!(
+            cmp.lines(),
+            vec!["the logged value pred is not a number (the string \"42\"): not compared; name a numeric one with logged = \"NAME\" under [evaluators.EVALUATOR] in rwb.toml".to_string()]
+        );
+    }
+}

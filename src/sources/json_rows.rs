@@ -1,0 +1,223 @@
+//! JSON as Python writes it: objects a line (JSONL) or one document, where
+//! `json.dumps` puts bare `NaN`, `Infinity` and `-Infinity` tokens for non-finite
+//! floats (veRL's scores, TRL's rewards of `None`). Those read as `null` ("no
+//! score"), never as an error.
+
+use serde_json::{Map, Value};
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+/// Parses JSON text, reading Python's non-finite tokens outside strings as `null`.
+pub fn parse(text: &str) -> Result<Value, serde_json::Error> {
+    match serde_json::from_str(text) {
+        Ok(v) => Ok(v),
+        Err(e) => match without_non_finite(text) {
+            Some(fixed) => serde_json::from_str(&fixed),
+            None => Err(e),
+        },
+    }
+}
+
+/// `text` with every bare `NaN`, `Infinity` and `-Infinity` outside strings
+/// replaced by `null`; `None` when it has none.
+fn without_non_finite(text: &str) -> Option<String> {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let (mut in_string, mut escaped, mut changed) = (false, false, false);
+    let mut i = 0;
+    let mut copied = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            i += 1;
+            continue;
+        }
+        let token = [&b"-Infinity"[..], b"Infinity", b"NaN"]
+            .into_iter()
+            .find(|t| bytes[i..].starts_with(t));
+        match token {
+            Some(t) => {
+                out.push_str(&text[copied..i]);
+                out.push_str("null");
+                i += t.len();
+                copied = i;
+                changed = true;
+            }
+            None => i += 1,
+        }
+    }
+    out.push_str(&text[copied..]);
+    changed.then_some(out)
+}
+
+/// The keys of the first non-blank line of a JSONL file (none when it is not an
+/// object: rwb's own reader then says what is wrong with each line).
+pub fn first_line_keys(path: &Path) -> Result<Vec<String>, String> {
+    let file = File::open(path)
+        .map_err(|e| format!("cannot read samples file {}: {e}", path.display()))?;
+    let mut reader = BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match reader.read_until(b'\n', &mut line) {
+            Ok(0) => return Ok(Vec::new()),
+            Ok(_) => {}
+            Err(e) => return Err(format!("cannot read samples file {}: {e}", path.display())),
+        }
+        let text = String::from_utf8_lossy(&line);
+        let text = text.trim_start_matches('\u{feff}').trim();
+        if text.is_empty() {
+            continue;
+        }
+        return Ok(match parse(text) {
+            Ok(Value::Object(m)) => m.keys().cloned().collect(),
+            _ => Vec::new(),
+        });
+    }
+}
+
+/// The top-level keys of a JSON document, read without keeping its values.
+pub fn top_keys(path: &Path) -> Result<Vec<String>, String> {
+    let doc = read_doc(path)?;
+    Ok(match doc {
+        Value::Object(m) => m.keys().cloned().collect(),
+        _ => Vec::new(),
+    })
+}
+
+/// A whole JSON document (Inspect's `.json` and promptfoo's `results.json` are one
+/// document each).
+pub fn read_doc(path: &Path) -> Result<Value, String> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("cannot read samples file {}: {e}", path.display()))?;
+    parse(text.trim_start_matches('\u{feff}')).map_err(|e| {
+        format!(
+            "{}: not a whole JSON document ({e}): is it truncated?",
+            path.display()
+        )
+    })
+}
+
+/// The objects of a JSONL file with their 1-based line numbers, streamed; a line
+/// that is not a JSON object comes as `Err((line, why))` and the rest go on.
+pub struct JsonLines {
+    reader: BufReader<File>,
+    line_no: usize,
+    buf: Vec<u8>,
+}
+
+impl JsonLines {
+    pub fn open(path: &Path) -> Result<JsonLines, String> {
+        let file = File::open(path)
+            .map_err(|e| format!("cannot read samples file {}: {e}", path.display()))?;
+        Ok(JsonLines {
+            reader: BufReader::with_capacity(1 << 16, file),
+            line_no: 0,
+            buf: Vec::new(),
+        })
+    }
+}
+
+/// A JSONL line: its number and object, or why it is none.
+pub type JsonLine = (usize, Result<Map<String, Value>, String>);
+
+impl Iterator for JsonLines {
+    type Item = Result<JsonLine, String>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            self.buf.clear();
+            match self.reader.read_until(b'\n', &mut self.buf) {
+                Ok(0) => return None,
+                Ok(_) => self.line_no += 1,
+                Err(e) => return Some(Err(e.to_string())),
+            }
+            let text = String::from_utf8_lossy(&self.buf);
+            let text = text.trim_start_matches('\u{feff}').trim();
+            if text.is_empty() {
+                continue;
+            }
+            let row = match parse(text) {
+                Ok(Value::Object(m)) => Ok(m),
+                Ok(_) => Err("the line is not a JSON object".to_string()),
+                Err(e) => Err(format!("not JSON: {e}")),
+            };
+            return Some(Ok((self.line_no, row)));
+        }
+    }
+}
+
+/// The text of a sample object (keys in the order given).
+pub fn sample_text(sample: &Map<String, Value>) -> String {
+    serde_json::to_string(sample).expect("a JSON map serializes")
+}
+
+/// The row for a line that is not an object: a `BadSample` with the reason.
+pub fn bad_row(line: usize, why: &str) -> super::Row {
+    super::Row {
+        line,
+        sample: "{}".into(),
+        facts: Default::default(),
+        bad: Some(why.to_string()),
+    }
+}
+
+/// The rows of a JSONL file, each line's object made a row by `to_row` (given the
+/// line number); lines that are no objects are bad rows.
+pub fn map_lines<F>(path: &Path, to_row: F) -> Result<super::Rows, String>
+where
+    F: Fn(usize, Map<String, Value>) -> super::Row + Send + 'static,
+{
+    let shown = path.display().to_string();
+    let lines = JsonLines::open(path)?;
+    Ok(Box::new(lines.map(move |line| match line {
+        Ok((n, Ok(object))) => Ok(to_row(n, object)),
+        Ok((n, Err(why))) => Ok(bad_row(n, &why)),
+        Err(e) => Err(format!("cannot read {shown}: {e}")),
+    })))
+}
+
+/// A logged value at a dotted path of `row`, added to `facts` under the path.
+pub fn add_logged_paths(row: &Value, paths: &[String], facts: &mut crate::model::Facts) {
+    for path in paths {
+        if facts.logged(path).is_none() {
+            if let Some(v) = super::dotted(row, path) {
+                facts
+                    .logged
+                    .push((path.clone(), crate::model::Logged::of_json(v)));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pythons_non_finite_tokens_read_as_null_outside_strings_only() {
+        let v = parse(
+            r#"{"score": NaN, "b": -Infinity, "c": Infinity, "s": "NaN and Infinity", "d": 1.5}"#,
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"score": null, "b": null, "c": null, "s": "NaN and Infinity", "d": 1.5})
+        );
+        let v = parse(r#"{"s": "a \"NaN\" b", "x": NaN}"#).unwrap();
+        assert_eq!(v, serde_json::json!({"s": "a \"NaN\" b", "x": null}));
+        assert!(parse("{\"x\": Nope}").is_err());
+    }
+}

@@ -1,0 +1,151 @@
+//! Rollouts where they live (SPEC §13): reads the files trainers and eval tools
+//! write — TRL's completion logs, veRL's dumps, verifiers, Inspect, eval-protocol and
+//! promptfoo logs, any Parquet or Arrow table, Hugging Face `save_to_disk` folders,
+//! and anything else through `[samples.NAME]` column mapping — as samples.
+//!
+//! Each format is one file behind [`Format`]: a shape test on what [`peek`] saw of a
+//! file (its container and first row's keys) and a streaming iterator of [`Row`]s.
+//! [`FORMATS`] decides which reader takes a file. A row leaves here as a sample's JSON
+//! text in one of SPEC §3's forms (chat `messages`, or `prompt` and `completion`, plus
+//! columns) and the source's [`Facts`] (group, step, logged scores): nothing after
+//! this part knows which tool wrote it.
+//!
+//! Owns formats only. Must not discover or watch files (that is `workspace/`), know
+//! the cache, or run Python.
+
+mod arrow;
+mod eval_protocol;
+mod inspect;
+mod json_rows;
+pub mod mapping;
+mod parquet;
+mod peek;
+mod promptfoo;
+mod table;
+mod trl;
+mod verifiers;
+mod verl;
+
+pub use mapping::Mapping;
+pub use peek::{peek, Container, Peek};
+
+use crate::model::Facts;
+use std::path::Path;
+
+/// One row of a source, as a sample.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// 1-based position in the source: the line of a JSONL file, the row (sample)
+    /// number of anything else.
+    pub line: usize,
+    /// The sample: a JSON object's text in chat or prompt/completion form.
+    pub sample: String,
+    pub facts: Facts,
+    /// Why the row is no sample, when its reader knows (a line that is not JSON);
+    /// otherwise rwb checks the sample's form.
+    pub bad: Option<String>,
+}
+
+/// A source's rows, streamed. An `Err` names what is wrong with the file (truncated,
+/// corrupt) and ends the rows: those before it are good.
+pub type Rows = Box<dyn Iterator<Item = Result<Row, String>> + Send>;
+
+/// What a reader is told beside the file.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Options {
+    /// Dotted paths into the row whose values are wanted as logged scores too (an
+    /// evaluator's `logged = "evaluation_result.score"`).
+    pub logged_paths: Vec<String>,
+    /// `[samples.NAME] form = "conversational"`: a text completion is handed on as
+    /// one assistant message.
+    pub conversational: bool,
+}
+
+/// One foreign format.
+pub trait Format: Sync {
+    /// How messages name it ("TRL completion log").
+    fn name(&self) -> &'static str;
+    /// Whether a file of this shape is this format's.
+    fn recognises(&self, peek: &Peek) -> bool;
+    /// The file's rows, streamed.
+    fn open(&self, path: &Path, options: &Options) -> Result<Rows, String>;
+}
+
+/// Every format, most particular first: the first that recognises a file reads it.
+/// A JSONL file none of them takes is rwb's own samples file; any other file none of
+/// them takes is an error that lists its columns ([`unrecognised`]).
+pub static FORMATS: &[&dyn Format] = &[
+    &trl::Trl,
+    &verl::Verl,
+    &verifiers::Verifiers,
+    &eval_protocol::EvalProtocolJsonl,
+    &eval_protocol::EvalProtocolDb,
+    &inspect::InspectEval,
+    &inspect::InspectJson,
+    &promptfoo::PromptfooJson,
+    &promptfoo::PromptfooJsonl,
+    &table::AnyTable,
+];
+
+/// The format of the file at `path`: `Ok(None)` for rwb's own JSONL samples (read
+/// line by line as they are), else the reader that takes it.
+pub fn detect(path: &Path) -> Result<Option<&'static dyn Format>, String> {
+    let peek = peek(path)?;
+    if let Some(format) = FORMATS.iter().find(|f| f.recognises(&peek)) {
+        return Ok(Some(*format));
+    }
+    match peek.container {
+        Container::Jsonl => Ok(None),
+        _ => Err(unrecognised(path, &peek)),
+    }
+}
+
+/// The error for a file of a shape no reader takes: the columns found, and the
+/// `[samples.NAME]` lines that would map them.
+pub fn unrecognised(path: &Path, peek: &Peek) -> String {
+    let name = path
+        .file_stem()
+        .map(|s| {
+            s.to_string_lossy()
+                .replace(|c: char| !c.is_alphanumeric(), "_")
+        })
+        .unwrap_or_else(|| "mine".into());
+    let columns = if peek.keys.is_empty() {
+        "no columns".to_string()
+    } else {
+        format!("columns {}", peek.keys.join(", "))
+    };
+    format!(
+        "{}: rwb does not recognise this {} ({columns}); map it in rwb.toml: [samples.{name}] path = \"{}\" with prompt = \"COLUMN\" and completion = \"COLUMN\" (or messages = \"COLUMN\"), and optionally ground_truth, group, step and logged = [\"COLUMN\", ...]",
+        path.display(),
+        peek.container.describe(),
+        path.display(),
+    )
+}
+
+/// How many rows a file holds, when its container says without reading them
+/// (Parquet's footer).
+pub fn row_count(path: &Path) -> Option<u64> {
+    parquet::row_count(path)
+}
+
+/// The value at a dotted path (`evaluation_result.score`) in a JSON value.
+pub fn dotted<'a>(value: &'a serde_json::Value, path: &str) -> Option<&'a serde_json::Value> {
+    if let Some(v) = value.get(path) {
+        return Some(v); // a key with a dot in it wins
+    }
+    path.split('.').try_fold(value, |v, key| match v {
+        serde_json::Value::Array(items) => items.get(key.parse::<usize>().ok()?),
+        _ => v.get(key),
+    })
+}
+
+/// A short stable id for a rollout group made of some parts (a step and a prompt).
+pub fn group_id(parts: &[&[u8]]) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for p in parts {
+        hasher.update(&(p.len() as u64).to_le_bytes());
+        hasher.update(p);
+    }
+    hasher.finalize().to_hex()[..16].to_string()
+}

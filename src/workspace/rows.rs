@@ -1,0 +1,305 @@
+//! Samples files written by other tools (SPEC §13), read through their *row file*.
+//!
+//! As a foreign source is read (by [`crate::sources`]), each of its rows is written,
+//! as rwb's samples reader then hands it on, to a line of its row file in
+//! `.rwb/rows/`: the sample's JSON text, then (after an ASCII record separator,
+//! which JSON text never holds unescaped) the source's facts as JSON. Row N is line
+//! N (blank lines fill the gaps of a JSONL source's blank or skipped lines), so a
+//! sample's place is the same in both. Everything that reads a sample again by its
+//! offset (the samples index, runs fed from it, the conversation pane) reads it
+//! there, exactly as from a JSONL file.
+//!
+//! A row file written whole for the source's current version is read instead of the
+//! source (and its line memo spares the hashing): a warm rerun of a Parquet file
+//! costs what one of a JSONL file does. Writing takes an exclusive lock on the row
+//! file; a reader that cannot have it reads the source without writing.
+
+use super::line_memo::FileStamp;
+use crate::model::Facts;
+use crate::sources::{self, Format, Mapping, Options, Rows};
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What separates a row file line's sample from its facts.
+pub const FACTS_SEPARATOR: u8 = 0x1e;
+
+/// How a foreign samples file is read.
+#[derive(Clone)]
+pub enum Reader {
+    /// A format rwb recognised by the file's shape.
+    Format(&'static dyn Format),
+    /// `[samples.NAME]` column mapping.
+    Mapped(Box<Mapping>),
+}
+
+impl std::fmt::Debug for Reader {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        match self {
+            Reader::Format(format) => write!(f, "{}", format.name()),
+            Reader::Mapped(m) => write!(f, "mapped {m:?}"),
+        }
+    }
+}
+
+impl PartialEq for Reader {
+    fn eq(&self, other: &Reader) -> bool {
+        format!("{self:?}") == format!("{other:?}")
+    }
+}
+
+/// A samples file in a format of another tool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Foreign {
+    pub reader: Reader,
+    pub options: Options,
+    /// Its row file.
+    pub rows: PathBuf,
+}
+
+impl Foreign {
+    /// `path`'s reader and row file (in `rwb_dir/rows/`).
+    pub fn new(path: &Path, reader: Reader, options: Options, rwb_dir: &Path) -> Foreign {
+        let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        let digest = blake3::hash(absolute.as_os_str().as_encoded_bytes());
+        let rows = rwb_dir
+            .join("rows")
+            .join(format!("{}.jsonl", &digest.to_hex().as_str()[..32]));
+        Foreign {
+            reader,
+            options,
+            rows,
+        }
+    }
+
+    /// The source's rows, streamed.
+    pub fn open(&self, path: &Path) -> Result<Rows, String> {
+        match &self.reader {
+            Reader::Format(format) => format.open(path, &self.options),
+            Reader::Mapped(mapping) => sources::mapping::open(path, mapping, &self.options),
+        }
+    }
+
+    /// What the row file was written from: the reader and the source's version (a
+    /// folder's: every file in it).
+    fn identity(&self, path: &Path) -> Option<String> {
+        let mut text = format!("{:?}\n{:?}\n", self.reader, self.options);
+        let mut files = vec![path.to_path_buf()];
+        if path.is_dir() {
+            files = walk(path);
+        }
+        for f in files {
+            let meta = std::fs::metadata(&f).ok()?;
+            text += &format!("{} {:?}\n", f.display(), FileStamp::of(&meta));
+        }
+        Some(text)
+    }
+
+    fn done_path(&self) -> PathBuf {
+        self.rows.with_extension("done")
+    }
+
+    /// Whether the row file holds every row of the source as it is now.
+    pub fn is_current(&self, path: &Path) -> bool {
+        let (Some(identity), Ok(done)) = (
+            self.identity(path),
+            std::fs::read_to_string(self.done_path()),
+        ) else {
+            return false;
+        };
+        done == identity
+    }
+
+    /// A writer of the row file, when no one else is writing it (`None` then, or
+    /// when `.rwb/rows` cannot be written: the rows are read without one).
+    pub fn writer(&self, path: &Path) -> Option<RowWriter> {
+        std::fs::create_dir_all(self.rows.parent()?).ok()?;
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&self.rows)
+            .ok()?;
+        // SAFETY: flock on a file descriptor this function owns
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+            return None;
+        }
+        let _ = std::fs::remove_file(self.done_path());
+        file.set_len(0).ok()?;
+        Some(RowWriter {
+            out: BufWriter::with_capacity(1 << 16, file),
+            line: 0,
+            done: self.done_path(),
+            identity: self.identity(path)?,
+            failed: false,
+        })
+    }
+}
+
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    entries.sort();
+    for p in entries {
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+/// Writes a row file as its rows are read (holding its lock until dropped).
+pub struct RowWriter {
+    out: BufWriter<File>,
+    /// Lines written so far.
+    line: usize,
+    done: PathBuf,
+    identity: String,
+    failed: bool,
+}
+
+impl RowWriter {
+    /// Writes row `line` (1-based, after every row before it): blank lines up to it,
+    /// then the sample and its facts.
+    pub fn write(&mut self, line: usize, sample: &str, facts: &str) {
+        let mut text = Vec::with_capacity(sample.len() + facts.len() + 8);
+        while self.line + 1 < line {
+            text.push(b'\n');
+            self.line += 1;
+        }
+        text.extend_from_slice(sample.as_bytes());
+        if !facts.is_empty() {
+            text.push(FACTS_SEPARATOR);
+            text.extend_from_slice(facts.as_bytes());
+        }
+        text.push(b'\n');
+        self.line = line;
+        self.failed |= self.out.write_all(&text).is_err();
+    }
+
+    /// Makes what was written readable at its offsets.
+    pub fn flush(&mut self) {
+        self.failed |= self.out.flush().is_err();
+    }
+
+    /// Marks the row file whole (every row of the source was written).
+    pub fn finish(mut self) {
+        self.flush();
+        if !self.failed {
+            let _ = std::fs::write(&self.done, &self.identity);
+        }
+    }
+}
+
+/// How many bytes row `line`'s text would start at after `pos`, given the lines
+/// written before (blank lines fill gaps): kept by readers that write no row file,
+/// so that offsets are the same either way.
+pub fn offset_after_gap(pos: u64, previous_line: usize, line: usize) -> u64 {
+    pos + line.saturating_sub(previous_line + 1) as u64
+}
+
+/// The facts of a row file line as JSON text (empty when there are none).
+pub fn facts_text(facts: &Facts) -> String {
+    if facts.is_empty() {
+        String::new()
+    } else {
+        serde_json::to_string(facts).expect("facts serialize")
+    }
+}
+
+/// A row file line split into its sample text and its facts.
+pub fn split_facts(line: &[u8]) -> (&[u8], Option<Arc<Facts>>) {
+    match line.iter().position(|&b| b == FACTS_SEPARATOR) {
+        Some(at) => {
+            let facts = serde_json::from_slice::<Facts>(&line[at + 1..])
+                .ok()
+                .map(Arc::new);
+            (&line[..at], facts)
+        }
+        None => (line, None),
+    }
+}
+
+/// A foreign source being read, row by row, into its row file (when this reader
+/// may write it).
+pub struct Converting {
+    rows: Rows,
+    writer: Option<RowWriter>,
+    /// Where the next line starts in the row file, and the last row's number.
+    pos: u64,
+    line: usize,
+}
+
+/// One row as a samples reader takes it (its sample text is in the reader's buffer).
+pub struct Converted {
+    pub line: usize,
+    /// Where its text starts in the row file.
+    pub offset: u64,
+    pub facts: Option<Arc<Facts>>,
+    pub bad: Option<String>,
+}
+
+impl Converting {
+    /// Starts reading the source at `path`, writing its row file when `write`.
+    pub fn start(path: &Path, foreign: &Foreign, write: bool) -> Result<Converting, String> {
+        let rows = foreign.open(path)?;
+        let writer = if write { foreign.writer(path) } else { None };
+        Ok(Converting {
+            rows,
+            writer,
+            pos: 0,
+            line: 0,
+        })
+    }
+
+    /// The next row, its sample text put in `buf`; `None` after the last (the row
+    /// file is then whole); an error (a damaged file) ends the rows.
+    pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Option<Result<Converted, String>> {
+        let row = match self.rows.next() {
+            None => {
+                if let Some(writer) = self.writer.take() {
+                    writer.finish();
+                }
+                return None;
+            }
+            Some(Err(e)) => {
+                if let Some(mut writer) = self.writer.take() {
+                    writer.flush(); // the rows before the damage stay readable
+                }
+                return Some(Err(e));
+            }
+            Some(Ok(row)) => row,
+        };
+        let offset = offset_after_gap(self.pos, self.line, row.line);
+        let facts = facts_text(&row.facts);
+        if let Some(writer) = &mut self.writer {
+            writer.write(row.line, &row.sample, &facts);
+        }
+        let separated = if facts.is_empty() { 0 } else { 1 + facts.len() };
+        self.pos = offset + (row.sample.len() + separated + 1) as u64;
+        self.line = row.line;
+        buf.clear();
+        buf.extend_from_slice(row.sample.as_bytes());
+        let facts = (!row.facts.is_empty()).then(|| Arc::new(row.facts));
+        Some(Ok(Converted {
+            line: row.line,
+            offset,
+            facts,
+            bad: row.bad,
+        }))
+    }
+
+    /// Makes the rows written so far readable at their offsets.
+    pub fn flush(&mut self) {
+        if let Some(writer) = &mut self.writer {
+            writer.flush();
+        }
+    }
+}

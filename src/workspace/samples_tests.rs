@@ -1,0 +1,414 @@
+//! Tests of the samples reader (`samples.rs`).
+
+use super::*;
+
+#[test]
+fn lines_cut_from_one_arena_keep_their_own_text_whatever_their_lengths() {
+    let mut arena = LineArena::default();
+    // short and long lines, one longer than a block, one filling a block exactly,
+    // and texts that cross from one block into the next
+    let lengths = [
+        10,
+        70_000,
+        3,
+        ARENA_BLOCK - 20,
+        1,
+        ARENA_BLOCK,
+        0,
+        900,
+        5000,
+    ];
+    let texts: Vec<String> = lengths
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &n)| {
+            let fill = char::from(b'a' + i as u8);
+            [fill.to_string().repeat(n), "\u{e9}x".repeat(n % 7)]
+        })
+        .collect();
+    let mut kept = Vec::new();
+    for (i, text) in texts.iter().enumerate() {
+        if i == 5 {
+            // not UTF-8: refused, and nothing of it shows in the next line
+            assert_eq!(arena.text(b"\xff\xfe{\"a\""), None);
+        }
+        kept.push(arena.text(text.as_bytes()).unwrap());
+    }
+    drop(arena); // the lines own their blocks
+    let got: Vec<&str> = kept.iter().map(|t| &**t).collect();
+    let want: Vec<&str> = texts.iter().map(String::as_str).collect();
+    assert_eq!(got, want);
+    assert_eq!(kept[2].len(), 70_000);
+}
+
+#[test]
+fn numbers_samples_across_files_and_skips_blank_lines() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.jsonl");
+    let b = dir.path().join("b.jsonl");
+    std::fs::write(&a, "{\"messages\": []}\n\n{\"messages\": []}\r\n").unwrap();
+    std::fs::write(&b, "  \nnot json\n").unwrap();
+    let files = [
+        SamplesFile {
+            path: a,
+            label: "a.jsonl".into(),
+            foreign: None,
+        },
+        SamplesFile {
+            path: b,
+            label: "b.jsonl".into(),
+            foreign: None,
+        },
+    ];
+    let lines: Vec<SampleLine> = SamplesReader::new(&files).map(|l| l.unwrap()).collect();
+    let at: Vec<(usize, usize, usize)> = lines
+        .iter()
+        .map(|l| (l.at.index, l.at.file, l.at.line))
+        .collect();
+    assert_eq!(at, vec![(0, 0, 1), (1, 0, 3), (2, 1, 2)]);
+    assert!(lines[1].bad.is_none());
+    assert_eq!(
+        lines[0].hash, lines[1].hash,
+        "line endings do not change the hash"
+    );
+    assert!(lines[2].bad.as_deref().unwrap().starts_with("not JSON"));
+    let again = LineFiles::open(&files).unwrap();
+    for l in &lines {
+        let text = again.read(l.at.file, l.offset, l.raw.len() as u32).unwrap();
+        assert_eq!(text, &*l.raw, "a line reads back from its offset");
+    }
+}
+
+fn file_with(dir: &std::path::Path, name: &str, bytes: &[u8]) -> SamplesFile {
+    let path = dir.join(name);
+    std::fs::write(&path, bytes).unwrap();
+    SamplesFile {
+        path,
+        label: name.into(),
+        foreign: None,
+    }
+}
+
+#[test]
+fn a_byte_order_mark_is_skipped_and_offsets_stay_right() {
+    let dir = tempfile::tempdir().unwrap();
+    let line = r#"{"messages": [{"role": "user", "content": "héllo"}]}"#;
+    let text = format!("{line}\n{line}x\n");
+    let plain = file_with(dir.path(), "plain.jsonl", text.as_bytes());
+    let marked = file_with(
+        dir.path(),
+        "bom.jsonl",
+        format!("\u{FEFF}{text}").as_bytes(),
+    );
+    let read = |f: &SamplesFile| -> Vec<SampleLine> {
+        SamplesReader::new(std::slice::from_ref(f))
+            .map(|l| l.unwrap())
+            .collect()
+    };
+    let (a, b) = (read(&plain), read(&marked));
+    assert_eq!(&*b[0].raw, line);
+    assert!(b[0].bad.is_none());
+    assert_eq!(b[0].hash, a[0].hash, "the same sample as without the mark");
+    assert_eq!((b[0].offset, b[1].offset), (3, a[1].offset + 3));
+    assert_eq!(b[0].at.line, 1);
+    let again = LineFiles::open(std::slice::from_ref(&marked)).unwrap();
+    for l in &b {
+        let text = again.read(0, l.offset, l.raw.len() as u32).unwrap();
+        assert_eq!(text, &*l.raw);
+    }
+    // only at the start of a file: later, the mark is the line's own (not JSON)
+    let inner = file_with(
+        dir.path(),
+        "inner.jsonl",
+        format!("{line}\n\u{FEFF}{line}\n").as_bytes(),
+    );
+    let lines = read(&inner);
+    assert!(lines[1].bad.as_deref().unwrap().starts_with("not JSON"));
+    // a mark alone on line 1 leaves a blank line: no sample
+    let alone = file_with(
+        dir.path(),
+        "alone.jsonl",
+        format!("\u{FEFF}\n{line}\n").as_bytes(),
+    );
+    let lines = read(&alone);
+    assert_eq!(lines.len(), 1);
+    assert_eq!((lines[0].at.line, lines[0].offset), (2, 4));
+}
+
+#[test]
+fn a_file_of_saved_output_holds_no_sample() {
+    let dir = tempfile::tempdir().unwrap();
+    let row = r#"{"sample": 0, "file": "samples.jsonl", "score": 0.5}"#;
+    let sample = r#"{"messages": []}"#;
+    let saved = file_with(
+        dir.path(),
+        "out.jsonl",
+        format!("{row}\n\n{row}\n").as_bytes(),
+    );
+    assert!(holds_no_sample(&saved));
+    let late = file_with(
+        dir.path(),
+        "late.jsonl",
+        format!("{row}\nnot json\n{sample}\n").as_bytes(),
+    );
+    assert!(!holds_no_sample(&late), "one sample line keeps the file");
+    let empty = file_with(dir.path(), "empty.jsonl", b"\n  \n");
+    assert!(
+        !holds_no_sample(&empty),
+        "an empty file is kept (it may be filled)"
+    );
+    let missing = SamplesFile {
+        path: dir.path().join("gone.jsonl"),
+        label: "gone.jsonl".into(),
+        foreign: None,
+    };
+    assert!(
+        !holds_no_sample(&missing),
+        "the run reports an unreadable file"
+    );
+}
+/// Where, what and whether usable, for every line of a read (as text to compare).
+fn summary(lines: &[SampleLine]) -> Vec<String> {
+    lines
+        .iter()
+        .map(|l| {
+            format!(
+                "{:?} {} {:?} {:?} {:?}",
+                l.at, l.offset, l.raw, l.hash, l.bad
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_unhashed_reader_gives_the_same_lines_with_zero_hashes() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "{\"messages\": []}\r\n\nnot json\n{\"messages\": [1]}";
+    let files = [file_with(dir.path(), "a.jsonl", text.as_bytes())];
+    let hashed: Vec<SampleLine> = SamplesReader::new(&files).map(|l| l.unwrap()).collect();
+    let unhashed: Vec<SampleLine> = ReadAhead::spawn_reader(SamplesReader::unhashed(&files), None)
+        .map(|l| l.unwrap())
+        .collect();
+    assert_eq!(hashed.len(), 3);
+    assert_eq!(hashed[0].hash, hash_line("{\"messages\": []}"));
+    assert!(unhashed.iter().all(|l| l.hash == [0; 16]));
+    let zeroed: Vec<SampleLine> = hashed
+        .into_iter()
+        .map(|l| SampleLine { hash: [0; 16], ..l })
+        .collect();
+    assert_eq!(summary(&unhashed), summary(&zeroed));
+}
+
+#[test]
+fn reading_ahead_gives_the_lines_the_reader_gives_across_batches_and_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let ok = |n: usize| format!(r#"{{"messages": [{{"role": "user", "content": "q{n}"}}]}}"#);
+    // CRLF endings, a blank line, a bad line, and more lines than one batch holds
+    let mut first = String::new();
+    for n in 0..600 {
+        first += &ok(n);
+        first += if n % 2 == 0 { "\r\n" } else { "\n" };
+        if n == 300 {
+            first += "\n   \nnot json\n";
+        }
+    }
+    // a line longer than a whole batch's bytes, then a last line with no newline
+    let huge = format!(
+        r#"{{"messages": [{{"role": "user", "content": "{}"}}]}}"#,
+        "x".repeat(3 * BATCH_BYTES)
+    );
+    let second = format!("{}\n{huge}\n{}", ok(1000), ok(1001));
+    let files = [
+        file_with(dir.path(), "a.jsonl", first.as_bytes()),
+        file_with(dir.path(), "b.jsonl", second.as_bytes()),
+    ];
+    let plain: Vec<SampleLine> = SamplesReader::new(&files).map(|l| l.unwrap()).collect();
+    let ahead: Vec<SampleLine> = ReadAhead::spawn(&files, None).map(|l| l.unwrap()).collect();
+    assert_eq!(summary(&ahead), summary(&plain));
+    assert_eq!(ahead.len(), 604);
+    // exact places: "not json" follows a blank line and a line of spaces
+    let bad = &ahead[301];
+    assert_eq!((bad.at.file, bad.at.line, &*bad.raw), (0, 304, "not json"));
+    assert_eq!(
+        &*ahead[0].raw,
+        ok(0).as_str(),
+        "no carriage return is left on a CRLF line"
+    );
+    assert_eq!(ahead[0].hash, hash_line(&ok(0)));
+    let tail = &ahead[601..];
+    assert_eq!(
+        (tail[0].at.file, tail[0].at.line, tail[0].offset),
+        (1, 1, 0)
+    );
+    assert_eq!(
+        (tail[1].raw.len(), tail[1].hash),
+        (huge.len(), hash_line(&huge))
+    );
+    assert!(tail[1].bad.is_none());
+    assert_eq!((tail[2].at.line, &*tail[2].raw), (3, ok(1001).as_str()));
+    assert_eq!(tail[2].at.index, 603);
+}
+
+#[test]
+fn reading_ahead_stops_at_the_limit_and_at_an_unreadable_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = "{\"messages\": []}\n".repeat(1000);
+    let file = file_with(dir.path(), "s.jsonl", text.as_bytes());
+    let five: Vec<SampleLine> = ReadAhead::spawn(std::slice::from_ref(&file), Some(5))
+        .map(|l| l.unwrap())
+        .collect();
+    assert_eq!(
+        five.iter().map(|l| l.at.line).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5]
+    );
+    let missing = SamplesFile {
+        path: dir.path().join("gone.jsonl"),
+        label: "gone.jsonl".into(),
+        foreign: None,
+    };
+    let read: Vec<std::io::Result<SampleLine>> =
+        ReadAhead::spawn(&[file.clone(), missing, file], None).collect();
+    assert_eq!(
+        read.len(),
+        1001,
+        "the first file's lines, then the error, then no more"
+    );
+    let error = read[1000].as_ref().unwrap_err().to_string();
+    assert!(
+        error.starts_with("cannot read samples file gone.jsonl: "),
+        "{error}"
+    );
+    // a taker that stops early lets the reading thread end (no hang on drop)
+    let mut early = ReadAhead::spawn(std::slice::from_ref(&many_lines(&dir)), None);
+    assert!(early.next().is_some());
+    drop(early);
+}
+
+/// Good, bad, non-UTF-8 and blank lines, after a byte order mark, in two files.
+fn mixed_files(dir: &std::path::Path) -> Vec<SamplesFile> {
+    let mut first = b"\xEF\xBB\xBF{\"messages\": [1]}\r\n\nnot json\n".to_vec();
+    first.extend_from_slice(b"{\"messages\": \"x\"}\n{\"messages\": [\"\xff\"]}\n");
+    first.extend_from_slice("{\"messages\": [\"é\"]}".as_bytes());
+    vec![
+        file_with(dir, "a.jsonl", &first),
+        file_with(dir, "b.jsonl", b"{\"messages\": []}\n[1]\n"),
+    ]
+}
+
+fn memos_in(dir: &std::path::Path) -> LineMemos {
+    LineMemos::in_dir(&dir.join(".rwb")).with_slack(std::time::Duration::ZERO)
+}
+
+fn read_all(files: &[SamplesFile], memos: Option<&LineMemos>, ahead: bool) -> Vec<SampleLine> {
+    let reader = SamplesReader::new(files);
+    let reader = match memos {
+        Some(m) => reader.with_memos(m.clone()),
+        None => reader,
+    };
+    if ahead {
+        ReadAhead::spawn_reader(reader, None)
+            .map(Result::unwrap)
+            .collect()
+    } else {
+        reader.map(Result::unwrap).collect()
+    }
+}
+
+/// Sets the remembered hash of the `n`th line of `file`'s memo to `hash`.
+fn tamper(memos: &LineMemos, file: &SamplesFile, n: usize, hash: [u8; 16]) {
+    let path = memos.path_for(&file.path);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at = bytes.len() - (bytes.len() - 72) / 24 * 24 + n * 24 + 8;
+    bytes[at..at + 16].copy_from_slice(&hash);
+    std::fs::write(&path, bytes).unwrap();
+}
+
+#[test]
+fn lines_read_through_memos_are_the_lines_read_without_them() {
+    for ahead in [false, true] {
+        let dir = tempfile::tempdir().unwrap();
+        let files = mixed_files(dir.path());
+        let memos = memos_in(dir.path());
+        let plain = summary(&read_all(&files, None, ahead));
+        assert_eq!(plain.len(), 7);
+        // the first read writes the memos, the second reads them
+        assert_eq!(summary(&read_all(&files, Some(&memos), ahead)), plain);
+        for f in &files {
+            assert!(memos.path_for(&f.path).exists(), "{ahead}: {}", f.label);
+        }
+        assert_eq!(summary(&read_all(&files, Some(&memos), ahead)), plain);
+        // proof that a memo gives the hashes: a remembered hash is the one read
+        tamper(&memos, &files[1], 0, [7; 16]);
+        let read = read_all(&files, Some(&memos), ahead);
+        assert_eq!(read[5].hash, [7; 16], "{ahead}");
+        assert_eq!(summary(&read[..5]), plain[..5]);
+    }
+}
+
+#[test]
+fn a_file_rewritten_in_place_is_hashed_again_whatever_its_memo_says() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = mixed_files(dir.path());
+    let memos = memos_in(dir.path());
+    read_all(&files, Some(&memos), true);
+    tamper(&memos, &files[1], 0, [7; 16]);
+    // the same bytes but one, the same length and line offsets
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    std::fs::write(&files[1].path, b"{\"messages\": [2]}\n[1]\n").unwrap();
+    let read = read_all(&files, Some(&memos), true);
+    assert_eq!(read[5].hash, hash_line("{\"messages\": [2]}"));
+    assert_eq!(summary(&read), summary(&read_all(&files, None, true)));
+}
+
+#[test]
+fn a_memo_that_disagrees_with_its_file_is_forgotten_and_the_lines_hashed() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = mixed_files(dir.path());
+    let memos = memos_in(dir.path());
+    read_all(&files, Some(&memos), false);
+    // a memo of another file put in place of a.jsonl's, identity and all
+    let a = memos.path_for(&files[0].path);
+    let mut foreign = std::fs::read(memos.path_for(&files[1].path)).unwrap();
+    foreign[..72].copy_from_slice(&std::fs::read(&a).unwrap()[..72]);
+    foreign[64..72].copy_from_slice(&2u64.to_le_bytes());
+    std::fs::write(&a, &foreign).unwrap();
+    let read = read_all(&files, Some(&memos), false);
+    assert_eq!(summary(&read), summary(&read_all(&files, None, false)));
+    assert!(!a.exists(), "the disagreeing memo is gone");
+}
+
+#[test]
+fn a_file_read_in_part_gets_no_memo() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = mixed_files(dir.path());
+    let memos = memos_in(dir.path());
+    let reader = SamplesReader::new(&files).with_memos(memos.clone());
+    let some: Vec<_> = ReadAhead::spawn_reader(reader, Some(3)).collect();
+    assert_eq!(some.len(), 3);
+    drop(some);
+    let mut reader = SamplesReader::new(&files).with_memos(memos.clone());
+    reader.next();
+    drop(reader);
+    // read to its end ahead of a taker that stops after one line: 8 batches, one
+    // taken, 3 hashed and waiting, 1 hashed and held, 3 read and waiting
+    let text = "{\"messages\": []}\n".repeat(7 * BATCH_LINES + 8);
+    let ahead = file_with(dir.path(), "c.jsonl", text.as_bytes());
+    let reader = SamplesReader::new(std::slice::from_ref(&ahead)).with_memos(memos.clone());
+    let mut early = ReadAhead::spawn_reader(reader, None);
+    assert!(early.next().is_some());
+    std::thread::sleep(std::time::Duration::from_millis(100)); // it reads ahead
+    drop(early);
+    std::thread::sleep(std::time::Duration::from_millis(300)); // the threads end
+    for f in files.iter().chain([&ahead]) {
+        assert!(!memos.path_for(&f.path).exists(), "{}", f.label);
+    }
+    let left: Vec<_> = std::fs::read_dir(dir.path().join(".rwb/lines"))
+        .map(|d| d.collect())
+        .unwrap_or_default();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+fn many_lines(dir: &tempfile::TempDir) -> SamplesFile {
+    let text = "{\"messages\": []}\n".repeat(50_000);
+    file_with(dir.path(), "many.jsonl", text.as_bytes())
+}
