@@ -1,0 +1,122 @@
+//! Called exactly as every trainer calls it (issue 23, SPEC §3): each workspace of
+//! tests/corpus_trainers/ holds evaluators shaped like one trainer's published reward
+//! code (Tunix's demo and CLI files, OpenRLHF's reward files, TRL's text and
+//! conversational functions and factory callables, Logic-RL's, Search-R1's and
+//! DeepScaleR's veRL scorers), with `trainer`, `style` and `chat_template` as their
+//! users would set them. rwb's rows must equal, number for number, what
+//! tests/corpus_trainers/direct.py gets by calling each function the way its trainer's
+//! code does (cited there and in tests/corpus/TRAINERS.md), templates rendered by
+//! `transformers`.
+//!
+//! Needs `RWB_HF_PYTHON` (an interpreter with transformers, jinja2 and numpy; `.ci/run`
+//! makes one); without it the test says why it does nothing.
+
+mod common;
+
+use common::{output_within, RUN_LIMIT, RWB};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+type Rows = BTreeMap<(u64, String), (Option<f64>, Value)>;
+
+fn rows(stdout: &[u8]) -> Rows {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| {
+            let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
+            let key = (v["sample"].as_u64().unwrap(), v["evaluator"].as_str().unwrap().to_string());
+            (key, (v["score"].as_f64(), v["metrics"].clone()))
+        })
+        .collect()
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap().flatten() {
+        let name = entry.file_name();
+        if name == ".rwb" || name == "__pycache__" {
+            continue;
+        }
+        let path = entry.path();
+        if path.is_dir() {
+            copy_dir(&path, &to.join(&name));
+        } else {
+            std::fs::copy(&path, to.join(&name)).unwrap();
+        }
+    }
+}
+
+#[test]
+fn every_trainers_functions_score_as_the_trainer_computes() {
+    let Some(python) = std::env::var_os("RWB_HF_PYTHON").map(PathBuf::from) else {
+        eprintln!("skipped: set RWB_HF_PYTHON to a Python with transformers, jinja2 and numpy (.ci/run makes one)");
+        return;
+    };
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_trainers");
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().join("corpus_trainers");
+    copy_dir(&source, &root); // templates are named as ../templates/X.json
+    let mut workspaces: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.join("rwb.toml").is_file())
+        .collect();
+    workspaces.sort();
+    assert!(workspaces.len() >= 7, "{workspaces:?}");
+    let mut compared = 0;
+    for ws in &workspaces {
+        let name = ws.file_name().unwrap().to_string_lossy().into_owned();
+        let direct = Command::new(&python)
+            .arg(root.join("direct.py"))
+            .arg(ws)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+            .unwrap();
+        assert!(
+            direct.status.success(),
+            "{name}: direct.py failed:\n{}",
+            String::from_utf8_lossy(&direct.stderr)
+        );
+        let expected = rows(&direct.stdout);
+        let mut command = Command::new(RWB);
+        command
+            .args(["run", ws.to_str().unwrap(), "--format", "jsonl", "--no-cache", "--python"])
+            .arg(&python)
+            .env_remove("VIRTUAL_ENV");
+        let out = output_within(&mut command, RUN_LIMIT);
+        let got = rows(&out.stdout);
+        assert_eq!(
+            got.len(),
+            expected.len(),
+            "{name}: rwb gave {} rows, the trainers {}\nstderr: {}",
+            got.len(),
+            expected.len(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for (key, (score, metrics)) in &expected {
+            let (ours, our_metrics) = got
+                .get(key)
+                .unwrap_or_else(|| panic!("{name}: rwb has no row for {key:?}"));
+            match (score, ours) {
+                (Some(a), Some(b)) => assert!((a - b).abs() <= 1e-12, "{name} {key:?}: trainer {a}, rwb {b}"),
+                (a, b) => assert_eq!(a, b, "{name} {key:?}"),
+            }
+            if let Value::Object(m) = metrics {
+                for (metric, value) in m {
+                    let ours = &our_metrics[metric]["score"];
+                    assert_eq!(
+                        ours.as_f64(),
+                        value.as_f64(),
+                        "{name} {key:?}: metric {metric}"
+                    );
+                }
+            }
+            compared += 1;
+        }
+    }
+    assert!(compared >= 400, "only {compared} rows compared");
+}
