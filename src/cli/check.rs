@@ -1,7 +1,7 @@
 //! `rwb check`: call every evaluator the way its trainer would and report contract
 //! breaks, grouped by what broke. Exits 1 when anything broke (for CI).
 
-use super::{CheckArgs, Fail, Format, Session};
+use super::{check_calls, CheckArgs, Fail, Format, Session};
 use crate::model::Style;
 use crate::runner::{group_breaks, CheckReport, Prepared};
 use serde_json::{json, Value};
@@ -20,12 +20,43 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
         .await
         .map_err(|e| Fail::Usage(e.to_string()))?;
     let grouped = group_breaks(&breaks, prepared.len());
+    let styles: Vec<Option<Style>> = prepared
+        .iter()
+        .zip(&reasons)
+        .map(|(p, chosen)| chosen.as_ref().map(|c| c.0).or(p.style))
+        .collect();
+    let warnings = check_calls::form_warnings(
+        &session.runner,
+        &prepared,
+        &session.workspace.samples,
+        args.max_samples,
+        &styles,
+    )
+    .await;
+    let first = check_calls::first_sample(&session.workspace.samples);
     let total: usize = grouped
         .iter()
         .flat_map(|r| &r.breaks)
         .map(|(_, at)| at.len())
         .sum();
-    let report = evaluator_reports(&session, &prepared, &grouped, &reasons);
+    let mut report = evaluator_reports(&session, &prepared, &grouped, &reasons);
+    for ((r, p), (style, warning)) in report
+        .iter_mut()
+        .zip(&prepared)
+        .zip(styles.iter().zip(warnings))
+    {
+        r["trainer"] = json!(p.spec.trainer.map(|t| t.as_str()));
+        r["warning"] = json!(warning);
+        if let (Some(style), Some(sample)) = (style, &first) {
+            r["arguments"] = json!(check_calls::arguments_form(*style, &p.spec, sample));
+            if let Some((which, text)) = check_calls::rendered_prompt(*style, &p.spec, sample) {
+                r["prompt"] = match text {
+                    Ok(text) => json!({"template": which, "text": text}),
+                    Err(e) => json!({"template": which, "error": e}),
+                };
+            }
+        }
+    }
     if args.format == Format::Json {
         println!(
             "{}",
@@ -109,6 +140,31 @@ fn print_evaluator_report(r: &Value) {
     }
     if let Some(why) = r["style_reason"].as_str() {
         println!("  style {style}: {why}");
+    }
+    match r["trainer"].as_str() {
+        Some(trainer) => println!("  trainer: {trainer} (rwb.toml)"),
+        None => println!("  trainer: not set (trainer = \"...\" in rwb.toml)"),
+    }
+    if let Some(form) = r["arguments"].as_str() {
+        println!("  arguments: {form}");
+    }
+    if let Some(prompt) = r["prompt"].as_object() {
+        let which = prompt["template"].as_str().unwrap_or("");
+        match prompt.get("text").and_then(Value::as_str) {
+            Some(text) => {
+                println!("  first sample's prompt, by {which}:");
+                for line in text.lines().take(12) {
+                    println!("    │ {line}");
+                }
+            }
+            None => println!(
+                "  ✗ the first sample's prompt does not render with {which}: {}",
+                prompt["error"].as_str().unwrap_or("")
+            ),
+        }
+    }
+    if let Some(warning) = r["warning"].as_str() {
+        println!("  ⚠ {warning}");
     }
     for b in r["breaks"].as_array().into_iter().flatten() {
         let at: Vec<&str> = b["samples"]

@@ -2,6 +2,7 @@
 //! command. Holds no evaluation logic of its own.
 
 mod check;
+mod check_calls;
 mod deploy;
 mod deploy_targets;
 mod generate;

@@ -1,0 +1,141 @@
+//! What `rwb check` says about how each evaluator is called (SPEC §3): the trainer,
+//! the form its arguments take (text or messages), the first sample's prompt as the
+//! trainer templated it, and a warning when the scores suggest the function got a
+//! form it was not written for (every sample the same score, or every call failing
+//! on its arguments' type).
+
+use crate::engine::chat_template::{templated_prompt, ChatTemplate};
+use crate::model::{EvaluatorSpec, Outcome, SolutionStr, Style};
+use crate::runner::{Event, Prepared, Runner};
+use crate::workspace::{ReadAhead, SamplesFile};
+use serde_json::Value;
+
+/// The first sample of the files, parsed (`None`: there is none, or it is bad).
+pub(super) fn first_sample(files: &[SamplesFile]) -> Option<Value> {
+    let line = ReadAhead::spawn(files, Some(1)).next()?.ok()?;
+    if line.bad.is_some() {
+        return None;
+    }
+    serde_json::from_str(&line.raw).ok()
+}
+
+/// Whether a sample holds its conversation as text (a string `completion`).
+fn text_form(sample: &Value) -> bool {
+    !sample.get("messages").is_some_and(Value::is_array)
+        && sample.get("completion").is_some_and(Value::is_string)
+}
+
+/// The form of the arguments `style` passes for `sample`, in words.
+pub(super) fn arguments_form(style: Style, spec: &EvaluatorSpec, sample: &Value) -> String {
+    let as_held = if text_form(sample) {
+        "text (the samples' string prompt and completion)"
+    } else {
+        "lists of messages"
+    };
+    match style {
+        Style::Trl => format!("prompts and completions as {as_held}, one call per batch"),
+        Style::Tunix => {
+            "prompts as templated text, completions as text, columns as arrays, one call per batch"
+                .into()
+        }
+        Style::OpenRlhf => {
+            "queries (templated prompt + completion) and prompts as text, labels; one sample a call"
+                .into()
+        }
+        Style::Verl if spec.solution_str == SolutionStr::PromptAndResponse => {
+            "solution_str as text: the templated prompt followed by the completion".into()
+        }
+        Style::Verl => "solution_str as text: the completion".into(),
+        Style::RewardKit => "messages as message dicts (a text prompt is one user turn)".into(),
+        Style::Batch => "rollouts_messages, lists of message dicts, one call per batch".into(),
+        Style::Simple => "response and prompt as text".into(),
+        Style::Verifiers => format!("prompt and completion as {as_held}"),
+    }
+}
+
+/// The first sample's prompt as `spec`'s trainer templated it, for the styles that
+/// hand templated text to the function: (which template made it, the text).
+pub(super) fn rendered_prompt(
+    style: Style,
+    spec: &EvaluatorSpec,
+    sample: &Value,
+) -> Option<(String, Result<String, String>)> {
+    let templated = style.takes_templated_prompt()
+        || (style == Style::Verl && spec.solution_str == SolutionStr::PromptAndResponse);
+    if !templated {
+        return None;
+    }
+    let which = spec.chat_template.describe();
+    let text = ChatTemplate::compile(&spec.chat_template)
+        .and_then(|t| templated_prompt(sample, &t, &which))
+        .map(|p| p.unwrap_or_default())
+        .map_err(|e| e.to_string());
+    Some((which, text))
+}
+
+/// Scores every evaluator on the checked samples (through the cache) and says, per
+/// evaluator, what looks like a function called in a form it was not written for.
+pub(super) async fn form_warnings(
+    runner: &Runner,
+    prepared: &[Prepared],
+    files: &[SamplesFile],
+    max_samples: usize,
+    styles: &[Option<Style>],
+) -> Vec<Option<String>> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = runner.run(prepared, files, Some(max_samples), true, false, tx);
+    let collect = async {
+        let mut outcomes: Vec<Vec<Outcome>> = vec![Vec::new(); prepared.len()];
+        while let Some(Event::Result {
+            evaluator, outcome, ..
+        }) = rx.recv().await
+        {
+            outcomes[evaluator].push(outcome);
+        }
+        outcomes
+    };
+    let (_, outcomes) = tokio::join!(run, collect);
+    outcomes
+        .iter()
+        .zip(styles)
+        .map(|(o, style)| style.and_then(|s| warning(s, o)))
+        .collect()
+}
+
+/// The warning for one evaluator's outcomes, if any.
+fn warning(style: Style, outcomes: &[Outcome]) -> Option<String> {
+    if outcomes.len() < 2 {
+        return None;
+    }
+    let passed = match style {
+        Style::Trl | Style::Verifiers => "the samples' own form",
+        Style::Tunix | Style::OpenRlhf | Style::Verl | Style::Simple => "text",
+        Style::RewardKit | Style::Batch => "message dicts",
+    };
+    let form_error = |o: &Outcome| {
+        o.error.as_ref().is_some_and(|e| {
+            matches!(e.kind.as_str(), "TypeError" | "AttributeError")
+                && ["str", "list", "dict", "expected string"]
+                    .iter()
+                    .any(|t| e.message.contains(t))
+        })
+    };
+    if outcomes.iter().all(form_error) {
+        let first = outcomes[0]
+            .error
+            .as_ref()
+            .map(|e| format!("{}: {}", e.kind, e.message));
+        return Some(format!(
+            "every call failed on the form of its arguments ({}): it was passed {passed}; if your trainer passes another form, set trainer = \"...\" (or style) in rwb.toml",
+            first.unwrap_or_default()
+        ));
+    }
+    let scores: Vec<f64> = outcomes.iter().filter_map(|o| o.score).collect();
+    if scores.len() == outcomes.len() && scores.windows(2).all(|w| w[0] == w[1]) {
+        return Some(format!(
+            "every sample scores {}: check that the function reads the form it is passed ({passed}); Tunix and OpenRLHF pass templated text, TRL the dataset's own form (trainer = \"...\" in rwb.toml)",
+            scores[0]
+        ));
+    }
+    None
+}
