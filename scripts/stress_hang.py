@@ -11,8 +11,8 @@ tests/corpus), starts busy loops that hold every core, and runs rwb again and ag
 run bounded by --limit seconds. A run still going at its limit is a hang: the script
 prints (and saves under --out) gdb's stacks of every rwb thread and `py-spy dump` of
 every Python process under it (the zygote and its workers), or, without py-spy, sends
-the workers SIGUSR1 (rwb's worker registers faulthandler for it) and keeps what they
-wrote; then it kills the run and goes on.
+the workers SIGUSR1 (rwb's worker registers faulthandler for it, writing stacks-PID.txt
+in its runtime folder) and keeps what they wrote; then it kills the run and goes on.
 
 Every finished run must exit 0 or 1 and print exactly one row per (sample, evaluator):
 a run that finishes with rows missing counts as a failure too.
@@ -182,13 +182,17 @@ def diagnose(proc, err_file):
             )
             parts.append(f"=== py-spy: {pid} {cmd} ===\n{r.stdout}{r.stderr[-2000:]}")
         else:
+            # each worker's faulthandler writes its threads' stacks to stacks-PID.txt in
+            # its runtime folder (the folder of the rwb_worker.py on its command line)
+            script = next((a for a in cmd.split() if a.endswith(".py")), None)
             try:
-                os.kill(pid, signal.SIGUSR1)  # the worker's faulthandler writes its stacks
+                os.kill(pid, signal.SIGUSR1)
             except OSError:
-                pass
-    if not pyspy:
-        time.sleep(1.0)
-        parts.append("=== workers' faulthandler output (stderr) ===\n" + err_file.read_text(errors="replace")[-20000:])
+                continue
+            time.sleep(0.3)
+            stacks = Path(script).with_name("stacks-%d.txt" % pid) if script else None
+            text = stacks.read_text(errors="replace") if stacks and stacks.exists() else "(none written)"
+            parts.append(f"=== faulthandler: {pid} {cmd} ===\n{text}")
     return "\n".join(parts)
 
 

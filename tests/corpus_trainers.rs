@@ -27,7 +27,10 @@ fn rows(stdout: &[u8]) -> Rows {
         .filter(|l| !l.trim().is_empty())
         .map(|l| {
             let v: Value = serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}"));
-            let key = (v["sample"].as_u64().unwrap(), v["evaluator"].as_str().unwrap().to_string());
+            let key = (
+                v["sample"].as_u64().unwrap(),
+                v["evaluator"].as_str().unwrap().to_string(),
+            );
             (key, (v["score"].as_f64(), v["metrics"].clone()))
         })
         .collect()
@@ -84,7 +87,14 @@ fn every_trainers_functions_score_as_the_trainer_computes() {
         let expected = rows(&direct.stdout);
         let mut command = Command::new(RWB);
         command
-            .args(["run", ws.to_str().unwrap(), "--format", "jsonl", "--no-cache", "--python"])
+            .args([
+                "run",
+                ws.to_str().unwrap(),
+                "--format",
+                "jsonl",
+                "--no-cache",
+                "--python",
+            ])
             .arg(&python)
             .env_remove("VIRTUAL_ENV");
         let out = output_within(&mut command, RUN_LIMIT);
@@ -102,7 +112,10 @@ fn every_trainers_functions_score_as_the_trainer_computes() {
                 .get(key)
                 .unwrap_or_else(|| panic!("{name}: rwb has no row for {key:?}"));
             match (score, ours) {
-                (Some(a), Some(b)) => assert!((a - b).abs() <= 1e-12, "{name} {key:?}: trainer {a}, rwb {b}"),
+                (Some(a), Some(b)) => assert!(
+                    (a - b).abs() <= 1e-12,
+                    "{name} {key:?}: trainer {a}, rwb {b}"
+                ),
                 (a, b) => assert_eq!(a, b, "{name} {key:?}"),
             }
             if let Value::Object(m) = metrics {

@@ -215,8 +215,12 @@ fn trl_functions_without_prompts_and_callable_objects_are_detected_as_trl() {
         [
             "acc (trl): no contract break on 2 samples",
             "  style trl: declares completions and **kwargs, no messages (TRL's reward function signature)",
+            "  trainer: not set (trainer = \"...\" in rwb.toml)",
+            "  arguments: prompts and completions as lists of messages, one call per batch",
             "think (trl): no contract break on 2 samples",
             "  style trl: is a callable ThinkFormatReward object whose __call__ declares completions and **kwargs, no messages (TRL's reward function signature)",
+            "  trainer: not set (trainer = \"...\" in rwb.toml)",
+            "  arguments: prompts and completions as lists of messages, one call per batch",
         ],
         "{}",
         check.stdout

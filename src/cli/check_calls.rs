@@ -82,15 +82,20 @@ pub(super) async fn form_warnings(
     max_samples: usize,
     styles: &[Option<Style>],
 ) -> Vec<Option<String>> {
+    // local evaluators only: a remote one's contract is checked where it runs
+    let local: Vec<usize> = (0..prepared.len())
+        .filter(|&i| !prepared[i].spec.source.is_remote())
+        .collect();
+    let scored: Vec<Prepared> = local.iter().map(|&i| prepared[i].clone()).collect();
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = runner.run(prepared, files, Some(max_samples), true, false, tx);
+    let run = runner.run(&scored, files, Some(max_samples), true, false, tx);
     let collect = async {
         let mut outcomes: Vec<Vec<Outcome>> = vec![Vec::new(); prepared.len()];
         while let Some(Event::Result {
             evaluator, outcome, ..
         }) = rx.recv().await
         {
-            outcomes[evaluator].push(outcome);
+            outcomes[local[evaluator]].push(outcome);
         }
         outcomes
     };

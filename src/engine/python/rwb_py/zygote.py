@@ -49,6 +49,20 @@ def _leave(code):
     os._exit(code)
 
 
+def _stacks_on_request(folder):
+    """SIGUSR1 makes this worker write every thread's Python stack to
+    stacks-PID.txt beside its mark page: what a stuck run's report shows (tests'
+    output_within, scripts/stress_hang.py) when py-spy is not installed."""
+    try:
+        import faulthandler
+
+        path = os.path.join(folder, "stacks-%d.txt" % os.getpid())
+        stream = open(path, "w")
+        faulthandler.register(signal.SIGUSR1, file=stream, all_threads=True, chain=False)
+    except Exception:
+        pass  # only a diagnosis aid
+
+
 def _child(sock_path, token, root, spec):
     _own_process_group()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
@@ -70,6 +84,7 @@ def _child(sock_path, token, root, spec):
     sys.path[0:0] = [folder, root]
     worker = Worker(sock, spec, root)
     worker.open_mark(os.path.join(os.path.dirname(sock_path), "mark-%d" % os.getpid()))
+    _stacks_on_request(os.path.dirname(sock_path))
     sys.stdin = open(os.devnull)
     sys.stdout = worker.capture
     sys.stderr = worker.capture
@@ -124,6 +139,7 @@ def main(argv):
     sys.stdout = sys.stderr  # anything the preloaded modules print stays off the control pipe
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _stacks_on_request(os.path.dirname(sock_path))
     info = _load_reward_kit(compat_dir)
 
     def reply(obj):
