@@ -2,12 +2,14 @@
 //! score, component and reason at each save, then serve, tunnel or deploy them.
 //!
 //! One folder per part: `model` (plain data), `workspace` (discovery, config, samples
-//! files), `sources` (other tools' rollout files), `engine` (Python workers), `store` (the SQLite cache), `runner` (a run
-//! through the cache), `ui` (state and drawing), `workbench` (the live loop), `cli`
+//! files), `sources` (other tools' rollout files), `engine` (Python workers), `store` (the
+//! SQLite cache), `runner` (a run through the cache), `training` (rewards into advantages,
+//! as trainers do), `ui` (state and drawing), `workbench` (the live loop), `cli`
 //! (the commands).
 
 pub mod cli;
 pub mod engine;
+pub mod generate;
 pub mod insight;
 pub mod model;
 pub mod remote;
@@ -16,6 +18,7 @@ pub mod session;
 pub mod ship;
 pub mod sources;
 pub mod store;
+pub mod training;
 pub mod ui;
 pub mod workbench;
 pub mod workspace;

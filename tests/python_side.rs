@@ -17,3 +17,42 @@ fn python_unit_tests_pass() {
     assert!(output.status.success(), "python unittest failed:\n{report}");
     assert!(report.contains("\nOK"), "no tests ran?\n{report}");
 }
+
+/// Every Python file under src/engine/python is embedded (a style module added to the
+/// worker package but not to `PYTHON_FILES` would be missing from the runtime folder),
+/// at the path the runtime folder gives it: the bundled reward_kit under `compat/`.
+#[test]
+fn every_python_file_is_embedded() {
+    fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, base, out);
+            } else if path.extension().is_some_and(|e| e == "py") {
+                let rel = path
+                    .strip_prefix(base)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                out.push(match rel.strip_prefix("reward_kit/") {
+                    Some(rest) => format!("compat/reward_kit/{rest}"),
+                    None => rel,
+                });
+            }
+        }
+    }
+    let base = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine/python");
+    let mut on_disk = Vec::new();
+    walk(&base, &base, &mut on_disk);
+    on_disk.sort();
+    let mut embedded: Vec<String> = reward_workbench::engine::PYTHON_FILES
+        .iter()
+        .map(|(rel, _)| rel.to_string())
+        .collect();
+    embedded.sort();
+    assert_eq!(embedded, on_disk);
+    for (rel, text) in reward_workbench::engine::PYTHON_FILES {
+        let source = std::fs::read_to_string(base.join(rel.replace("compat/", ""))).unwrap();
+        assert_eq!(*text, source, "{rel} is embedded as it is on disk");
+    }
+}

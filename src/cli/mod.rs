@@ -4,12 +4,14 @@
 mod check;
 mod deploy;
 mod deploy_targets;
+mod generate;
 mod init;
 mod logged;
 mod output;
 mod preview;
 mod probe;
 mod progress;
+mod reward_rows;
 mod run;
 mod serve;
 mod tunnel;
@@ -57,6 +59,9 @@ enum Command {
     Probe(ProbeArgs),
     /// Call each evaluator the way its trainer would and report contract breaks.
     Check(CheckArgs),
+    /// Ask an OpenAI-compatible server (vLLM, SGLang, …) for N completions of every
+    /// prompt and write them as samples, one rollout group per prompt.
+    Generate(generate::GenerateArgs),
     /// Write a small workspace that runs at once.
     Init {
         /// Folder to create (default: the current directory).
@@ -313,6 +318,7 @@ pub fn main() -> ExitCode {
         Some(Command::Check(args)) => block_on(check::check(args)),
         Some(Command::Tunnel(args)) => block_on_one_thread(tunnel::tunnel(args)),
         Some(Command::Deploy(args)) => block_on(deploy::deploy(args)),
+        Some(Command::Generate(args)) => block_on(generate::generate(args)),
         None => {
             let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {

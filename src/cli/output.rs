@@ -1,5 +1,6 @@
 //! Writing results as `rwb run --format table|json|jsonl|csv` (SPEC §4).
 
+use super::reward_rows::{RewardRows, Rewards};
 use super::Format;
 use crate::insight::{attribute_compact, component_scores, EPSILON};
 use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
@@ -157,6 +158,8 @@ pub struct Printer {
     pub baseline: Option<BaselineCmp>,
     /// Where each evaluator ran (`local ×2`, `remote URL`), for the summary.
     pub placements: Vec<String>,
+    /// With `[training]`: the scores gathered for the reward rows.
+    pub training: Option<RewardRows>,
     /// Scores compared with those the samples' source logged.
     pub logged: super::logged::LoggedCmp,
 }
@@ -188,6 +191,7 @@ impl Printer {
             errors: 0,
             baseline: None,
             placements: Vec::new(),
+            training: None,
             logged: super::logged::LoggedCmp::new(&names_for_logged, &[]),
         }
     }
@@ -208,6 +212,9 @@ impl Printer {
         self.reorder.add(evaluator, at, hash, outcome, &mut ready);
         for sample in ready.drain(..) {
             self.compare(&sample);
+            if let Some(t) = self.training.as_mut() {
+                t.add(&sample);
+            }
             if self.format == Format::Jsonl {
                 self.write_jsonl(&sample);
             } else {
@@ -328,20 +335,33 @@ impl Printer {
     /// on stdout, or on stderr for the machine formats (stdout holds only results).
     pub fn finish(mut self, stats: &RunStats, seconds: f64) -> Vec<Summary> {
         let summaries = self.summaries();
+        let rewards = self.training.take().map(RewardRows::finish);
         match self.format {
             Format::Jsonl => {
+                if let Some(r) = &rewards {
+                    let mut text = Vec::new();
+                    for i in 0..r.at.len() {
+                        let _ = serde_json::to_writer(&mut text, &r.row(i, &self.labels));
+                        text.push(b'\n');
+                    }
+                    let _ = self.out.write_all(&text);
+                }
                 let _ = self.out.flush();
             }
             Format::Json => {
                 let mut results = Vec::new();
-                for sample in &self.kept {
+                for (k, sample) in self.kept.iter().enumerate() {
                     for i in 0..sample.outcomes.len() {
                         results.push(
                             serde_json::to_value(self.row(sample, i)).expect("rows serialize"),
                         );
                     }
+                    if let Some(r) = &rewards {
+                        let row = r.row(k, &self.labels);
+                        results.push(serde_json::to_value(row).expect("rows serialize"));
+                    }
                 }
-                let summary: serde_json::Map<String, serde_json::Value> = self
+                let mut summary: serde_json::Map<String, serde_json::Value> = self
                     .names
                     .iter()
                     .zip(&summaries)
@@ -356,17 +376,21 @@ impl Printer {
                         (n.clone(), value)
                     })
                     .collect();
+                if let Some(r) = &rewards {
+                    let value = serde_json::to_value(&r.summary).expect("summaries serialize");
+                    summary.insert(crate::workspace::REWARD_ROW.to_string(), value);
+                }
                 let doc = json!({"results": results, "summary": summary});
                 let _ = serde_json::to_writer_pretty(&mut self.out, &doc);
                 let _ = self.out.write_all(b"\n");
                 let _ = self.out.flush();
             }
             Format::Csv => {
-                let _ = self.write_csv();
+                let _ = self.write_csv(rewards.as_ref());
                 let _ = self.out.flush();
             }
             Format::Table => {
-                let _ = self.write_table();
+                let _ = self.write_table(rewards.as_ref());
                 let _ = writeln!(self.out);
                 let _ = write_summary(
                     &mut self.out,
@@ -376,6 +400,9 @@ impl Printer {
                     stats,
                     seconds,
                 );
+                if let Some(r) = &rewards {
+                    let _ = writeln!(self.out, "{}", r.summary_line());
+                }
                 let _ = self.write_error_list();
                 let _ = self.out.flush();
             }
@@ -391,6 +418,12 @@ impl Printer {
                 stats,
                 seconds,
             );
+            if let Some(r) = &rewards {
+                let _ = writeln!(err, "{}", r.summary_line());
+            }
+        }
+        if let Some(warning) = rewards.as_ref().and_then(|r| r.warning.as_ref()) {
+            eprintln!("rwb: warning: {warning}");
         }
         let mut lines = self.logged.lines();
         lines.extend(self.attribution_lines());
@@ -408,7 +441,7 @@ impl Printer {
         summaries
     }
 
-    fn write_table(&mut self) -> std::io::Result<()> {
+    fn write_table(&mut self, rewards: Option<&Rewards>) -> std::io::Result<()> {
         let widths: Vec<usize> = (0..self.names.len())
             .map(|i| {
                 let errors = self.kept.iter().any(|s| s.outcomes[i].is_error());
@@ -434,8 +467,11 @@ impl Printer {
         for (name, w) in self.names.iter().zip(&widths) {
             write!(self.out, "  {name:>w$}")?;
         }
+        if rewards.is_some() {
+            write!(self.out, "  {:>8}  {:>9}", "reward", "advantage")?;
+        }
         writeln!(self.out)?;
-        for sample in &self.kept {
+        for (k, sample) in self.kept.iter().enumerate() {
             let place = format!("{}:{}", self.labels[sample.at.file], sample.at.line);
             write!(
                 self.out,
@@ -449,6 +485,17 @@ impl Printer {
                     (None, None) => "n/a".to_string(),
                 };
                 write!(self.out, "  {cell:>w$}")?;
+            }
+            if let Some(r) = rewards {
+                let show = |x: f64| {
+                    if x.is_nan() {
+                        "-".to_string()
+                    } else {
+                        format!("{x:.4}")
+                    }
+                };
+                let (reward, advantage) = (r.signal.reward[k], r.signal.advantage[k]);
+                write!(self.out, "  {:>8}  {:>9}", show(reward), show(advantage))?;
             }
             writeln!(self.out)?;
         }
@@ -495,7 +542,7 @@ impl Printer {
         Ok(())
     }
 
-    fn write_csv(&mut self) -> std::io::Result<()> {
+    fn write_csv(&mut self, rewards: Option<&Rewards>) -> std::io::Result<()> {
         let mut metric_names: Vec<String> = Vec::new();
         for sample in &self.kept {
             for outcome in &sample.outcomes {
@@ -506,11 +553,31 @@ impl Printer {
                 }
             }
         }
-        let header = self.csv_header(&metric_names);
+        let mut header = self.csv_header(&metric_names);
+        if rewards.is_some() {
+            header.extend(["advantage", "group", "group_size"].map(String::from));
+        }
         write_csv_record(&mut self.out, &header)?;
-        for sample in &self.kept {
+        for (k, sample) in self.kept.iter().enumerate() {
             for (i, outcome) in sample.outcomes.iter().enumerate() {
-                let record = self.csv_record(sample, i, outcome, &metric_names);
+                let mut record = self.csv_record(sample, i, outcome, &metric_names);
+                if rewards.is_some() {
+                    record.extend([String::new(), String::new(), String::new()]);
+                }
+                write_csv_record(&mut self.out, &record)?;
+            }
+            if let Some(r) = rewards {
+                let row = r.row(k, &self.labels);
+                let mut record = vec![String::new(); header.len()];
+                record[0] = row.sample.to_string();
+                record[1] = row.file.to_string();
+                record[2] = row.line.to_string();
+                record[3] = row.evaluator.to_string();
+                record[4] = row.score.map(float).unwrap_or_default();
+                let n = header.len();
+                record[n - 3] = row.advantage.map(float).unwrap_or_default();
+                record[n - 2] = row.group.unwrap_or_default();
+                record[n - 1] = row.group_size.to_string();
                 write_csv_record(&mut self.out, &record)?;
             }
         }

@@ -2,6 +2,7 @@
 
 use super::output::{BaselineCmp, Printer};
 use super::progress::Progress;
+use super::reward_rows::RewardRows;
 use super::{Fail, RunArgs, Session};
 use crate::runner::Event;
 use crate::session::RayChoice;
@@ -51,6 +52,15 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .iter()
         .map(|p| session.runner.placement(&p.spec).fit(PLACEMENT_WIDTH))
         .collect();
+    if let Some(settings) = session.workspace.config.training() {
+        let weights = names.iter().map(|n| session.workspace.weight(n)).collect();
+        printer.training = Some(RewardRows::start(
+            settings,
+            weights,
+            &session.workspace.samples,
+            args.max_samples,
+        ));
+    }
     let store = if args.baseline.is_some() || args.save_baseline.is_some() {
         Some(Store::open(&session.workspace.root).map_err(|e| Fail::Usage(e.to_string()))?)
     } else {

@@ -8,6 +8,7 @@
 //! Must not: draw, serve HTTP, read samples files or touch the cache. It takes raw
 //! sample lines and gives back [`Outcome`](crate::model::Outcome)s.
 
+pub mod chat_template;
 mod pool;
 mod protocol;
 mod ray;
@@ -24,6 +25,79 @@ pub use zygote::{Engine, EngineError, ZygoteInfo};
 /// when the engine starts. Paths are relative to that folder.
 pub const PYTHON_FILES: &[(&str, &str)] = &[
     ("rwb_worker.py", include_str!("python/rwb_worker.py")),
+    (
+        "rwb_py/__init__.py",
+        include_str!("python/rwb_py/__init__.py"),
+    ),
+    ("rwb_py/asyncs.py", include_str!("python/rwb_py/asyncs.py")),
+    ("rwb_py/checks.py", include_str!("python/rwb_py/checks.py")),
+    (
+        "rwb_py/concurrent.py",
+        include_str!("python/rwb_py/concurrent.py"),
+    ),
+    ("rwb_py/errors.py", include_str!("python/rwb_py/errors.py")),
+    (
+        "rwb_py/imports.py",
+        include_str!("python/rwb_py/imports.py"),
+    ),
+    ("rwb_py/load.py", include_str!("python/rwb_py/load.py")),
+    ("rwb_py/output.py", include_str!("python/rwb_py/output.py")),
+    ("rwb_py/paths.py", include_str!("python/rwb_py/paths.py")),
+    (
+        "rwb_py/results.py",
+        include_str!("python/rwb_py/results.py"),
+    ),
+    (
+        "rwb_py/timeouts.py",
+        include_str!("python/rwb_py/timeouts.py"),
+    ),
+    ("rwb_py/wire.py", include_str!("python/rwb_py/wire.py")),
+    ("rwb_py/worker.py", include_str!("python/rwb_py/worker.py")),
+    ("rwb_py/zygote.py", include_str!("python/rwb_py/zygote.py")),
+    (
+        "rwb_py/styles/__init__.py",
+        include_str!("python/rwb_py/styles/__init__.py"),
+    ),
+    (
+        "rwb_py/styles/batch.py",
+        include_str!("python/rwb_py/styles/batch.py"),
+    ),
+    (
+        "rwb_py/styles/calling.py",
+        include_str!("python/rwb_py/styles/calling.py"),
+    ),
+    (
+        "rwb_py/styles/openrlhf.py",
+        include_str!("python/rwb_py/styles/openrlhf.py"),
+    ),
+    (
+        "rwb_py/styles/tunix.py",
+        include_str!("python/rwb_py/styles/tunix.py"),
+    ),
+    (
+        "rwb_py/styles/reward_kit.py",
+        include_str!("python/rwb_py/styles/reward_kit.py"),
+    ),
+    (
+        "rwb_py/styles/samples.py",
+        include_str!("python/rwb_py/styles/samples.py"),
+    ),
+    (
+        "rwb_py/styles/simple.py",
+        include_str!("python/rwb_py/styles/simple.py"),
+    ),
+    (
+        "rwb_py/styles/trl.py",
+        include_str!("python/rwb_py/styles/trl.py"),
+    ),
+    (
+        "rwb_py/styles/verifiers.py",
+        include_str!("python/rwb_py/styles/verifiers.py"),
+    ),
+    (
+        "rwb_py/styles/verl.py",
+        include_str!("python/rwb_py/styles/verl.py"),
+    ),
     ("rwb_ray.py", include_str!("python/rwb_ray.py")),
     ("rwb_ray_task.py", include_str!("python/rwb_ray_task.py")),
     (

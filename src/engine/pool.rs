@@ -11,10 +11,11 @@
 //! worker dies, the samples it had in flight run again one at a time
 //! ([`PoolWork::Alone`]), so the crash is blamed on its own sample.
 
+use super::chat_template::{templated_prompt, ChatTemplate};
 use super::protocol::ThirdParty;
 use super::worker::{Next, Worker};
 use super::zygote::{Engine, EngineError};
-use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome};
+use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, TemplateSource};
 use bytestring::ByteString;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -201,6 +202,13 @@ impl Pool {
         on_done: Option<BatchDone>,
     ) {
         let average_ms = Arc::new(AtomicU64::new(f64::NAN.to_bits()));
+        // compiled once for the run (a broken template stopped the run before it began)
+        let template = match &spec.chat_template {
+            TemplateSource::Jinja { .. } => ChatTemplate::compile(&spec.chat_template)
+                .ok()
+                .map(Arc::new),
+            _ => None,
+        };
         let mut tasks = JoinSet::new();
         for _ in 0..self.jobs {
             let pool = self.clone();
@@ -209,8 +217,9 @@ impl Pool {
             let sink = sink.clone();
             let average_ms = average_ms.clone();
             let on_done = on_done.clone();
+            let template = template.clone();
             tasks.spawn(async move {
-                pool.lane(&spec, key, queue, sink, &average_ms, on_done)
+                pool.lane(&spec, key, queue, sink, &average_ms, on_done, template)
                     .await;
             });
         }
@@ -220,6 +229,7 @@ impl Pool {
     /// One slot's worth of work for an evaluator: takes batches from the queue and
     /// keeps its worker fed, sending the next batch while the current one runs (at
     /// most two in flight), so the worker never waits for a round trip.
+    #[allow(clippy::too_many_arguments)]
     async fn lane(
         &self,
         spec: &EvaluatorSpec,
@@ -228,6 +238,7 @@ impl Pool {
         sink: Sink,
         average_ms: &AtomicU64,
         on_done: Option<BatchDone>,
+        template: Option<Arc<ChatTemplate>>,
     ) {
         let mut lane = Lane {
             spec,
@@ -237,6 +248,7 @@ impl Pool {
             on_done: on_done.as_ref(),
             retry: VecDeque::new(),
             open: true,
+            template,
         };
         let mut worker: Option<Worker> = None;
         while let Some(first) = lane.next_work().await {
@@ -285,8 +297,11 @@ impl Pool {
         } else {
             concurrency
         };
-        let _ = w.send(&pairs(&batch), concurrency).await; // a failed write shows as Dead below
-        flight.push(batch);
+        // a failed write shows as Dead below
+        if !lane.send(w, batch, concurrency, &mut flight).await {
+            w.idle();
+            return true; // nothing of it could be sent: the worker is as it was
+        }
         let mut progress = Instant::now();
         loop {
             // The next batch is taken when there is room for it, from what is queued
@@ -322,8 +337,7 @@ impl Pool {
         let concurrency = in_flight_for(lane.spec, Some(&*w), &work);
         let next = take_batch(work, &mut lane.retry, lane.queue, limit);
         if !next.is_empty() {
-            let _ = w.send(&pairs(&next), concurrency).await;
-            flight.push(next);
+            lane.send(w, next, concurrency, flight).await;
         }
     }
 
@@ -416,9 +430,69 @@ struct Lane<'a> {
     retry: VecDeque<PoolWork>,
     /// Whether the queue may still hold work.
     open: bool,
+    /// The evaluator's Jinja chat template, when it has one.
+    template: Option<Arc<ChatTemplate>>,
 }
 
 impl Lane<'_> {
+    /// Sends `batch` to `w` and puts it in flight; with the prompts the trainer would
+    /// have templated when the worker's style takes templated text and the template is
+    /// rwb's to render. A sample whose prompt the template refuses fails (a batched
+    /// call: its whole batch, as the trainer's step would) and is not sent. Returns
+    /// whether anything was sent.
+    async fn send(
+        &mut self,
+        w: &mut Worker,
+        batch: Vec<PoolJob>,
+        concurrency: usize,
+        flight: &mut Flight,
+    ) -> bool {
+        let style = w.loaded.style;
+        let templated = style.takes_templated_prompt()
+            || (style == crate::model::Style::Verl
+                && self.spec.solution_str == crate::model::SolutionStr::PromptAndResponse);
+        let Some(template) = self.template.as_ref().filter(|_| templated) else {
+            let _ = w.send(&pairs(&batch), concurrency).await;
+            flight.push(batch);
+            return true;
+        };
+        let origin = self.spec.chat_template.describe();
+        let rendered = render_prompts(template, &batch, &origin);
+        let failed = |e: &super::chat_template::TemplateError| {
+            let mut error = EvalError::new(kinds::TEMPLATE_ERROR, e.to_string());
+            error.file = Some(e.origin.clone());
+            error.line = e.line.map(|l| l as u32);
+            Outcome::failed(error)
+        };
+        let mut jobs = Vec::with_capacity(batch.len());
+        let mut prompts = Vec::with_capacity(batch.len());
+        if style.is_batched() {
+            if let Some(e) = rendered.iter().find_map(|r| r.as_ref().err()) {
+                for job in batch {
+                    (self.sink)(job.id, failed(e));
+                }
+                return false;
+            }
+        }
+        for (job, prompt) in batch.into_iter().zip(rendered) {
+            match prompt {
+                Ok(prompt) => {
+                    jobs.push(job);
+                    prompts.push(prompt);
+                }
+                Err(e) => (self.sink)(job.id, failed(&e)),
+            }
+        }
+        if jobs.is_empty() {
+            return false;
+        }
+        let _ = w
+            .send_with_prompts(&pairs(&jobs), concurrency, &prompts)
+            .await;
+        flight.push(jobs);
+        true
+    }
+
     /// The work to do next: a retry first, else the queue's next; `None` at the end.
     async fn next_work(&mut self) -> Option<PoolWork> {
         match self.retry.pop_front() {
@@ -628,6 +702,24 @@ fn no_result() -> EvalError {
         kinds::INVALID_RESULT,
         "the worker finished the batch without a result for this sample",
     )
+}
+
+/// Each job's prompt as the template renders it (`None`: a sample in neither form,
+/// which the worker reports).
+fn render_prompts(
+    template: &ChatTemplate,
+    batch: &[PoolJob],
+    origin: &str,
+) -> Vec<Result<Option<String>, super::chat_template::TemplateError>> {
+    batch
+        .iter()
+        .map(
+            |job| match serde_json::from_str::<serde_json::Value>(&job.raw) {
+                Ok(sample) => templated_prompt(&sample, template, origin),
+                Err(_) => Ok(None),
+            },
+        )
+        .collect()
 }
 
 fn pairs(batch: &[PoolJob]) -> Vec<(u64, &str)> {

@@ -113,6 +113,29 @@ impl Worker {
         }
     }
 
+    /// [`Worker::send`] with each sample's prompt as the trainer templated it (one
+    /// JSON string, or `null`, on the line after the sample's): op `P`.
+    pub async fn send_with_prompts(
+        &mut self,
+        jobs: &[(u64, &str)],
+        concurrency: usize,
+        prompts: &[Option<String>],
+    ) -> std::io::Result<()> {
+        let mut message = Vec::with_capacity(jobs.iter().map(|(_, raw)| 2 * raw.len() + 24).sum());
+        message.extend_from_slice(format!("P {} {}\n", jobs.len(), concurrency.max(1)).as_bytes());
+        let mut digits = itoa::Buffer::new();
+        for ((id, raw), prompt) in jobs.iter().zip(prompts) {
+            message.extend_from_slice(digits.format(*id).as_bytes());
+            message.push(b' ');
+            message.extend_from_slice(raw.trim().as_bytes());
+            message.push(b'\n');
+            // serde_json escapes every newline inside the string: one line
+            let _ = serde_json::to_writer(&mut message, prompt);
+            message.push(b'\n');
+        }
+        self.queue(message)
+    }
+
     /// Sends a batch to check rather than score: each sample is answered with the
     /// contract breaks found calling the evaluator the way its trainer does.
     pub async fn send_check(&mut self, jobs: &[(u64, &str)]) -> std::io::Result<()> {
@@ -131,6 +154,11 @@ impl Worker {
             message.extend_from_slice(raw.trim().as_bytes());
             message.push(b'\n');
         }
+        self.queue(message)
+    }
+
+    /// Hands a whole message to the writer task.
+    fn queue(&mut self, message: Vec<u8>) -> std::io::Result<()> {
         self.busy = true;
         self.outbox.send(message).map_err(|_| {
             std::io::Error::new(

@@ -345,6 +345,8 @@ impl Engine {
                 "function": spec.source.function(),
                 "style": spec.style.map(|s| s.as_str()),
                 "solution_str": spec.solution_str.as_str(),
+                "trainer": spec.trainer.map(|t| t.as_str()),
+                "chat_template": spec.chat_template.kind(),
                 "kwargs": spec.kwargs,
                 "timeout": spec.timeout,
                 "flush_ms": self.shared.flush_us.load(Ordering::Relaxed) as f64 / 1000.0,
@@ -646,6 +648,8 @@ mod tests {
             batch_size: 1,
             solution_str: Default::default(),
             concurrency: 1,
+            trainer: None,
+            chat_template: Default::default(),
         };
         let command: serde_json::Value =
             serde_json::from_str(&engine.fork_command(1, &spec)).unwrap();

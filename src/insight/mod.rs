@@ -169,34 +169,13 @@ pub fn ranks(scores: &[Option<f64>]) -> Vec<Option<usize>> {
     out
 }
 
-/// The default GRPO group key of a sample line: its messages before the last
-/// assistant turn (the prompt every rollout of the group shares).
-pub fn prompt_key(sample: &serde_json::Value) -> Option<[u8; 16]> {
-    let messages = sample.get("messages")?.as_array()?;
-    let cut = messages
-        .iter()
-        .rposition(|m| m.get("role").and_then(|r| r.as_str()) == Some("assistant"))
-        .unwrap_or(messages.len());
-    let text = serde_json::to_string(&messages[..cut]).ok()?;
-    let mut key = [0u8; 16];
-    key.copy_from_slice(&blake3::hash(text.as_bytes()).as_bytes()[..16]);
-    Some(key)
-}
-
-/// The group key of a sample: by default its prompt ([`prompt_key`]); with
-/// `group_by` naming a sample field (`[insight] group_by = "prompt_id"`), that field's
-/// value.
-pub fn group_key(sample: &serde_json::Value, group_by: Option<&str>) -> Option<[u8; 16]> {
-    match group_by {
-        None | Some("prompt") => prompt_key(sample),
-        Some(field) => {
-            let value = sample.get(field)?;
-            let text = serde_json::to_string(value).ok()?;
-            let mut key = [0u8; 16];
-            key.copy_from_slice(&blake3::hash(text.as_bytes()).as_bytes()[..16]);
-            Some(key)
-        }
-    }
+/// The rollout-group key of a sample line, as `[training]` groups samples
+/// ([`crate::training::place`]): by default its prompt (and step); with `group_by`
+/// naming a sample field (`group = "uid"`), that field's value. `None` when the line
+/// has no such key.
+pub fn group_key(line: &str, group_by: Option<&str>) -> Option<[u8; 16]> {
+    let by = crate::training::GroupBy::parse(group_by.unwrap_or("prompt"));
+    crate::training::place(line, &by).key
 }
 
 /// One rollout group as a trainer sees it.

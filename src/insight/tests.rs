@@ -85,14 +85,18 @@ fn groups_share_a_prompt_and_identical_rewards_are_flagged() {
         line("capital of France?", "Paris!"),
         line("alone", "x"),
     ];
-    let keys: Vec<_> = samples.iter().map(|s| group_key(s, None)).collect();
+    let keys: Vec<_> = samples
+        .iter()
+        .map(|s| group_key(&s.to_string(), None))
+        .collect();
     let by_field = |v: serde_json::Value| {
-        group_key(&json!({"messages": [], "prompt_id": v}), Some("prompt_id"))
+        let line = json!({"messages": [], "prompt_id": v}).to_string();
+        group_key(&line, Some("prompt_id"))
     };
     assert_eq!(by_field(json!(7)), by_field(json!(7)));
     assert_ne!(by_field(json!(7)), by_field(json!(8)));
     assert_eq!(
-        group_key(&json!({"messages": []}), Some("prompt_id")),
+        group_key(r#"{"messages": []}"#, Some("prompt_id")),
         None,
         "no field, no group"
     );

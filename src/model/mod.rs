@@ -10,8 +10,10 @@ use std::path::PathBuf;
 
 mod facts;
 mod placement;
+mod trainer;
 pub use facts::{Facts, Logged};
 pub use placement::Placement;
+pub use trainer::Trainer;
 
 /// How rwb calls an evaluator (SPEC §3), detected from its signature or set in `rwb.toml`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -32,6 +34,12 @@ pub enum Style {
     /// among `prompt`, `completion`, `answer`, `state`, `task`, `info`; an exception
     /// scores 0.0 and is shown on the row.
     Verifiers,
+    /// Tunix's `RLLearner`: `fn(prompts=[templated prompt text], completions=[text],
+    /// **columns)`, one call per batch.
+    Tunix,
+    /// OpenRLHF's reward file: `reward_func(queries, prompts, labels)`, one sample a
+    /// call, returning `{"rewards", "scores", "extra_logs"}`.
+    OpenRlhf,
 }
 
 impl Style {
@@ -43,8 +51,14 @@ impl Style {
             Style::Trl => "trl",
             Style::Verl => "verl",
             Style::Verifiers => "verifiers",
+            Style::Tunix => "tunix",
+            Style::OpenRlhf => "openrlhf",
         }
     }
+
+    /// Every style's name, as `rwb.toml` accepts them.
+    pub const NAMES: &'static str =
+        "reward-kit, batch, simple, trl, verl, verifiers, tunix, openrlhf";
 
     pub fn parse(text: &str) -> Option<Style> {
         Some(match text {
@@ -54,12 +68,77 @@ impl Style {
             "trl" => Style::Trl,
             "verl" => Style::Verl,
             "verifiers" => Style::Verifiers,
+            "tunix" => Style::Tunix,
+            "openrlhf" => Style::OpenRlhf,
             _ => return None,
         })
     }
 
     pub fn is_batched(self) -> bool {
-        matches!(self, Style::Trl | Style::Batch)
+        matches!(self, Style::Trl | Style::Batch | Style::Tunix)
+    }
+
+    /// Whether its trainer hands the function the prompt as templated text (Tunix's
+    /// `prompts`, OpenRLHF's `queries` and `prompts`).
+    pub fn takes_templated_prompt(self) -> bool {
+        matches!(self, Style::Tunix | Style::OpenRlhf)
+    }
+}
+
+/// Where an evaluator's chat template comes from (`chat_template` in `rwb.toml`): how
+/// its trainer turned the prompt turns into the text it hands the function.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub enum TemplateSource {
+    /// `<|im_start|>role\ncontent<|im_end|>\n` per turn, then the assistant's opening.
+    #[default]
+    ChatMl,
+    /// The prompt turns' contents joined by a newline, no markers.
+    Raw,
+    /// A Jinja template read from `origin` (a template file, or a
+    /// `tokenizer_config.json`'s `chat_template` with its special tokens:
+    /// `bos_token`, `eos_token`, `pad_token`, ... as `special_tokens_map` has them).
+    Jinja {
+        origin: String,
+        text: String,
+        special_tokens: Vec<(String, String)>,
+    },
+}
+
+impl TemplateSource {
+    /// How `rwb check` names it.
+    pub fn describe(&self) -> String {
+        match self {
+            TemplateSource::ChatMl => "chatml (the default)".into(),
+            TemplateSource::Raw => "raw (the turns' contents, no markers)".into(),
+            TemplateSource::Jinja { origin, .. } => format!("the Jinja template in {origin}"),
+        }
+    }
+
+    /// What the worker is told: "chatml", "raw" or "jinja" (rendered by rwb).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            TemplateSource::ChatMl => "chatml",
+            TemplateSource::Raw => "raw",
+            TemplateSource::Jinja { .. } => "jinja",
+        }
+    }
+
+    /// What the cache key covers of it: the template's whole text and tokens.
+    pub fn identity(&self) -> String {
+        match self {
+            TemplateSource::Jinja {
+                text,
+                special_tokens,
+                ..
+            } => {
+                let mut id = format!("jinja\0{text}");
+                for (name, token) in special_tokens {
+                    id.push_str(&format!("\0{name}={token}"));
+                }
+                id
+            }
+            other => other.kind().to_string(),
+        }
     }
 }
 
@@ -215,6 +294,10 @@ pub struct EvaluatorSpec {
     /// Evaluations kept in flight per worker (`concurrency = N`, `--concurrency N`;
     /// 1: one at a time). Pointwise styles only; not part of the cache key.
     pub concurrency: usize,
+    /// The trainer the user trains with, when `rwb.toml` says.
+    pub trainer: Option<Trainer>,
+    /// How the trainer templated the prompt.
+    pub chat_template: TemplateSource,
 }
 
 /// The most evaluations one worker keeps in flight (the slots of its mark page).
@@ -279,6 +362,9 @@ pub mod kinds {
     pub const IMPORT_FAILED: &str = "ImportFailed";
     pub const INVALID_RESULT: &str = "InvalidResult";
     pub const BAD_SAMPLE: &str = "BadSample";
+    /// The trainer's chat template refused the sample's prompt (Jinja's
+    /// `TemplateError`, as Hugging Face's `raise_exception` raises it).
+    pub const TEMPLATE_ERROR: &str = "TemplateError";
     /// A remote evaluator's endpoint answered with an HTTP error status.
     pub const REMOTE_ERROR: &str = "RemoteError";
     /// A remote evaluator's endpoint could not be reached (refused, DNS, TLS).

@@ -216,6 +216,7 @@ impl Runner {
             &spec.source.file().to_string_lossy(),
             spec.source.function(),
             spec.style.map(|s| s.as_str()).unwrap_or("-"),
+            spec.trainer.map(|t| t.as_str()).unwrap_or("-"),
         ] {
             h.update(part.as_bytes());
             h.update(&[0]);
@@ -604,6 +605,8 @@ fn code_key(identity: &str, spec: &EvaluatorSpec, memo: &ImportMemo) -> CodeKey 
         &kwargs,
         &spec.batch_size.to_string(),
         spec.solution_str.as_str(),
+        spec.trainer.map(|t| t.as_str()).unwrap_or("-"),
+        &spec.chat_template.identity(),
     ] {
         part(&mut h, text);
     }

@@ -61,6 +61,7 @@ impl Live {
                 }
                 Effect::DropColumn { name } => self.drop_column(&name),
                 Effect::Copy(text) => copy_to_clipboard(&text),
+                Effect::Generate { file, line, have } => self.generate(file, line, have),
                 Effect::Probes | Effect::Check => self.run_report(effect_is_probes(&effect)),
                 Effect::History { evaluator } => {
                     let versions = match self.session.runner.store() {

@@ -114,6 +114,8 @@ fn column(name: String, source: Source, timeout: f64) -> EvaluatorSpec {
         batch_size: 1,
         solution_str: Default::default(),
         concurrency: 1,
+        trainer: None,
+        chat_template: Default::default(),
     }
 }
 

@@ -13,6 +13,7 @@ mod effects;
 mod export;
 mod first;
 mod follow;
+mod generation;
 mod indexing;
 #[cfg(test)]
 mod live_column_tests;
@@ -124,6 +125,9 @@ struct Live {
     old_keys: HashMap<String, CodeKey>,
     /// An evaluator's code was saved: the source beside an error is read again.
     source_stale: bool,
+    /// How the generations asked for with `g` go.
+    generation_tx: mpsc::UnboundedSender<crate::ui::app::GenerationMsg>,
+    generation_rx: mpsc::UnboundedReceiver<crate::ui::app::GenerationMsg>,
 }
 
 impl Live {
@@ -145,6 +149,7 @@ impl Live {
         let runs = Runs::new(tx);
         let (ship_tx, ship_rx) = mpsc::unbounded_channel();
         let n = session.workspace.evaluators.len();
+        let (generation_tx, generation_rx) = mpsc::unbounded_channel();
         Live {
             session,
             options,
@@ -165,6 +170,8 @@ impl Live {
             ship_rx,
             old_keys: HashMap::new(),
             source_stale: false,
+            generation_tx,
+            generation_rx,
         }
     }
 
@@ -242,6 +249,9 @@ impl Live {
                     }
                 }
                 Some(event) = self.ship_rx.recv() => self.on_ship(event),
+                Some(m) = self.generation_rx.recv() => {
+                    self.app.update(Msg::Generation(m));
+                }
                 _ = stats_tick.tick(), if self.ship.server.is_some() => {
                     if let Some(m) = self.ship.request_stats() {
                         let now = match &m { ShipMsg::Requests(n, a, b) => Some((*n, *a, *b)), _ => None };

@@ -1,6 +1,8 @@
 //! `rwb.toml`: the workspace's own settings.
 
 use super::WorkspaceError;
+use crate::model::Trainer;
+use crate::training::{Aggregation, Algorithm, GroupBy, ScaleRewards, Settings};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -19,6 +21,9 @@ pub struct Config {
     /// Samples files relative to the workspace (replaces discovery): a list of
     /// paths, or `[samples.NAME]` tables mapping a file's columns (SPEC §13).
     pub samples: Option<SamplesConfig>,
+    /// The trainer the user trains with (SPEC §3): how functions are called and how
+    /// rewards become advantages.
+    pub trainer: Option<Trainer>,
     #[serde(default)]
     pub evaluators: BTreeMap<String, EvaluatorConfig>,
     /// Sections later parts read (serve, tunnel, deploy, insight); kept as raw tables.
@@ -32,6 +37,51 @@ pub struct Config {
     pub insight: Option<InsightConfig>,
     #[serde(default)]
     pub engine: Option<EngineConfig>,
+    /// How the trainer templated prompts: `chatml`, `raw`, or a template file.
+    pub chat_template: Option<String>,
+    #[serde(default)]
+    pub training: Option<TrainingConfig>,
+    #[serde(default)]
+    pub generate: Option<GenerateConfig>,
+}
+
+/// `[training]`: how the user's trainer turns rewards into advantages (SPEC §14).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct TrainingConfig {
+    pub algorithm: Option<Algorithm>,
+    /// TRL's `scale_rewards`.
+    pub scale_rewards: Option<ScaleRewards>,
+    /// veRL's `algorithm.norm_adv_by_std_in_grpo`.
+    pub norm_adv_by_std_in_grpo: Option<bool>,
+    /// `"prompt"` (the default) or a column name (`uid`, `example_id`).
+    pub group: Option<String>,
+    /// The group size the trainer uses (TRL's `num_generations`, veRL's `rollout.n`).
+    pub group_size: Option<usize>,
+    /// TRL's `multi_objective_aggregation`.
+    pub multi_objective_aggregation: Option<Aggregation>,
+}
+
+/// `[generate]`: how `rwb generate` (and the workbench's `g`) ask a server for
+/// completions; each is also a flag of `rwb generate`, which overrides it.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateConfig {
+    /// The OpenAI-compatible server's root (`http://127.0.0.1:8000`, `…/v1`).
+    pub endpoint: Option<String>,
+    pub model: Option<String>,
+    /// Completions per prompt.
+    pub n: Option<u32>,
+    pub temperature: Option<f64>,
+    pub top_p: Option<f64>,
+    pub max_tokens: Option<u32>,
+    pub seed: Option<i64>,
+    /// Requests in flight.
+    pub concurrency: Option<usize>,
+    /// The variable holding the key sent as `Authorization: Bearer`.
+    pub api_key_env: Option<String>,
+    /// Seconds one request may take.
+    pub timeout: Option<f64>,
 }
 
 /// `samples = [...]`, or `[samples.NAME]` tables.
@@ -76,6 +126,10 @@ pub struct EvaluatorConfig {
     pub api_key_env: Option<String>,
     /// The id of a deployed Fireworks evaluator that scores instead of local code.
     pub fireworks: Option<String>,
+    /// The trainer this evaluator is called as (overrides the top-level `trainer`).
+    pub trainer: Option<Trainer>,
+    /// This evaluator's chat template, over the workspace's `chat_template`.
+    pub chat_template: Option<String>,
     /// The logged score this evaluator is compared with (a logged name, or a dotted
     /// path into the source's rows); by default the one of its own name.
     pub logged: Option<String>,
@@ -119,10 +173,34 @@ impl Config {
             .unwrap_or(crate::model::DEFAULT_THRESHOLD)
     }
 
-    /// What makes samples one rollout group: `[insight] group_by`, a sample field, or
-    /// `None` for the default (the messages before the last assistant turn).
+    /// What makes samples one rollout group: `[training] group`, else `[insight]
+    /// group_by` (a sample field or `"prompt"`), or `None` for the default (the prompt).
     pub fn group_by(&self) -> Option<String> {
-        self.insight.as_ref()?.group_by.clone()
+        let training = self.training.as_ref().and_then(|t| t.group.clone());
+        training.or_else(|| self.insight.as_ref()?.group_by.clone())
+    }
+
+    /// `[training]` with its defaults, as the arithmetic takes it; `None` without the
+    /// section. (Its keys were checked when the file was parsed.)
+    pub fn training(&self) -> Option<Settings> {
+        let t = self.training.as_ref()?;
+        let trainer = self.trainer.unwrap_or(Trainer::Trl);
+        let algorithm = t.algorithm.unwrap_or_default();
+        let scale_rewards = match (trainer, algorithm) {
+            (Trainer::Trl, Algorithm::DrGrpo) => ScaleRewards::None,
+            _ => t.scale_rewards.unwrap_or_default(),
+        };
+        Some(Settings {
+            trainer,
+            algorithm,
+            scale_rewards,
+            norm_adv_by_std: t
+                .norm_adv_by_std_in_grpo
+                .unwrap_or(algorithm != Algorithm::DrGrpo),
+            aggregation: t.multi_objective_aggregation.unwrap_or_default(),
+            group: GroupBy::parse(t.group.as_deref().unwrap_or("prompt")),
+            group_size: t.group_size,
+        })
     }
 
     /// `[engine] ray`: the Ray address `rwb run` uses, if any. A blank value is an
@@ -179,8 +257,120 @@ impl Config {
             }
         })?;
         super::remote::check(&config, text)?;
+        check_training(&config, text)?;
         Ok(config)
     }
+}
+
+/// The line of `key` in `[table]` (top-level keys with `None`), or of the table's
+/// header when the key is not written there.
+fn line_of(text: &str, table: Option<&str>, key: &str) -> Option<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let bare = |l: &str| l.split('#').next().unwrap_or("").trim().to_string();
+    let start = match table {
+        None => 0,
+        Some(t) => lines.iter().position(|l| bare(l) == format!("[{t}]"))? + 1,
+    };
+    let found = lines[start..]
+        .iter()
+        .take_while(|l| !l.trim_start().starts_with('['))
+        .position(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == key));
+    match found {
+        Some(i) => Some(start + i + 1),
+        None => table.map(|_| start),
+    }
+}
+
+/// `[training]`'s keys make sense together and for the trainer: a key of the other
+/// trainer, or one the algorithm does not read, is an error naming its line.
+fn check_training(config: &Config, text: &str) -> Result<(), String> {
+    let Some(t) = &config.training else {
+        return Ok(());
+    };
+    let at = |key: &str, message: &str| {
+        let line = line_of(text, Some("training"), key)
+            .map(|n| format!("line {n}: "))
+            .unwrap_or_default();
+        Err(format!("{line}[training] {key}: {message}"))
+    };
+    let trainer = config.trainer.unwrap_or(Trainer::Trl);
+    let algorithm = t.algorithm.unwrap_or_default();
+    if algorithm != Algorithm::None && !matches!(trainer, Trainer::Trl | Trainer::Verl) {
+        let line = line_of(text, None, "trainer")
+            .map(|n| format!("line {n}: "))
+            .unwrap_or_default();
+        return Err(format!(
+            "{line}trainer: [training] computes advantages as TRL and veRL do, and rwb does not know how trainer = \"{trainer}\" does: set trainer = \"trl\" or \"verl\", or [training] algorithm = \"none\" for the combined reward only"
+        ));
+    }
+    if t.group.as_deref().is_some_and(|g| g.trim().is_empty()) {
+        return at(
+            "group",
+            "give \"prompt\" (samples with the same prompt, the default) or a column name such as \"uid\"",
+        );
+    }
+    if t.group_size == Some(0) {
+        return at(
+            "group_size",
+            "give the number of rollouts per prompt (2 or more)",
+        );
+    }
+    let trl_only = "a TRL setting (trainer = \"trl\"); veRL's is norm_adv_by_std_in_grpo";
+    match (trainer, algorithm) {
+        (_, Algorithm::None) => {}
+        (Trainer::Trl, _) if t.norm_adv_by_std_in_grpo.is_some() => {
+            return at(
+                "norm_adv_by_std_in_grpo",
+                "a veRL setting (trainer = \"verl\"); TRL's is scale_rewards = \"group\", \"batch\" or \"none\"",
+            )
+        }
+        (Trainer::Trl, Algorithm::DrGrpo) => {
+            if t.scale_rewards.is_some_and(|s| s != ScaleRewards::None) {
+                return at(
+                    "scale_rewards",
+                    "dr-grpo is scale_rewards = \"none\" in TRL: remove the key or write \"none\"",
+                );
+            }
+            if t.multi_objective_aggregation == Some(Aggregation::NormalizeThenSum) {
+                return at(
+                    "multi_objective_aggregation",
+                    "normalize_then_sum always divides by the batch's std, which dr-grpo does not: use sum_then_normalize",
+                );
+            }
+        }
+        (Trainer::Trl, Algorithm::Rloo) => {
+            for key in ["scale_rewards", "multi_objective_aggregation"] {
+                let given = match key {
+                    "scale_rewards" => t.scale_rewards.is_some(),
+                    _ => t.multi_objective_aggregation.is_some(),
+                };
+                if given {
+                    return at(key, "TRL's RLOOTrainer has no such setting: remove it");
+                }
+            }
+        }
+        (Trainer::Verl, _) if t.scale_rewards.is_some() => return at("scale_rewards", trl_only),
+        (Trainer::Verl, _) if t.multi_objective_aggregation.is_some() => {
+            return at(
+                "multi_objective_aggregation",
+                "a TRL setting (trainer = \"trl\"); veRL sums the evaluators with their weights",
+            )
+        }
+        (Trainer::Verl, Algorithm::DrGrpo) if t.norm_adv_by_std_in_grpo == Some(true) => {
+            return at(
+                "norm_adv_by_std_in_grpo",
+                "dr-grpo is norm_adv_by_std_in_grpo = false: remove the key, or use algorithm = \"grpo\"",
+            )
+        }
+        (Trainer::Verl, Algorithm::Rloo) if t.norm_adv_by_std_in_grpo.is_some() => {
+            return at(
+                "norm_adv_by_std_in_grpo",
+                "veRL's RLOO does not read it (only GRPO does): remove it",
+            )
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// The field a line of TOML sets, with its table: `[evaluators.math] timeout`.
@@ -204,6 +394,22 @@ fn field_at(text: &str, line: usize) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unknown_trainer_names_the_line_and_the_accepted_values() {
+        let c = Config::parse("trainer = \"tunix\"\nchat_template = \"raw\"\n[evaluators.a]\nfunction = \"r.py::f\"\ntrainer = \"openrlhf\"\n").unwrap();
+        assert_eq!(c.trainer, Some(crate::model::Trainer::Tunix));
+        assert_eq!(c.chat_template.as_deref(), Some("raw"));
+        assert_eq!(
+            c.evaluators["a"].trainer,
+            Some(crate::model::Trainer::OpenRlhf)
+        );
+        let e = Config::parse("python = \"p\"\ntrainer = \"trx\"\n").unwrap_err();
+        assert_eq!(
+            e,
+            "line 2: trainer: unknown variant `trx`, expected one of `trl`, `tunix`, `verl`, `openrlhf`, `verifiers`, `reward-kit`"
+        );
+    }
 
     #[test]
     fn parses_every_section() {
@@ -293,6 +499,64 @@ port = 9000
         assert!(c.ray().unwrap_err().contains("[engine] ray is empty"));
         let e = Config::parse("[engine]\nray = 6379\n").unwrap_err();
         assert!(e.starts_with("line 2: [engine] ray: invalid type"), "{e}");
+    }
+
+    #[test]
+    fn training_defaults_follow_the_trainer() {
+        assert_eq!(Config::default().training(), None);
+        let c = Config::parse("[training]\n").unwrap();
+        assert_eq!(c.training(), Some(Settings::default()));
+        let c = Config::parse("trainer = \"trl\"\n[training]\nalgorithm = \"dr-grpo\"\ngroup = \"uid\"\ngroup_size = 8\n").unwrap();
+        let t = c.training().unwrap();
+        assert_eq!(
+            t.scale_rewards,
+            ScaleRewards::None,
+            "dr-grpo is scale_rewards none in TRL"
+        );
+        assert_eq!(
+            (t.group, t.group_size),
+            (GroupBy::Column("uid".into()), Some(8))
+        );
+        assert_eq!(
+            c.group_by().as_deref(),
+            Some("uid"),
+            "[training] group groups the stats too"
+        );
+        let c = Config::parse("trainer = \"verl\"\n[training]\nalgorithm = \"dr-grpo\"\n").unwrap();
+        let t = c.training().unwrap();
+        assert_eq!((t.trainer, t.norm_adv_by_std), (Trainer::Verl, false));
+        let c = Config::parse("[evaluators.a]\npath = \"m\"\ntrainer = \"tunix\"\n").unwrap();
+        assert_eq!(c.evaluators["a"].trainer, Some(Trainer::Tunix));
+    }
+
+    #[test]
+    fn a_training_key_that_does_not_fit_names_its_line() {
+        let e = Config::parse("[training]\nalgorithm = \"ppo\"\n").unwrap_err();
+        assert_eq!(
+            e,
+            "line 2: [training] algorithm: unknown variant `ppo`, expected one of `grpo`, `dr-grpo`, `rloo`, `none`"
+        );
+        let e = Config::parse("[training]\nmulti_objective_aggregation = \"sum\"\n").unwrap_err();
+        assert!(e.starts_with("line 2: [training] multi_objective_aggregation: unknown variant `sum`, expected `sum_then_normalize` or `normalize_then_sum`"), "{e}");
+        let cases = [
+            ("[training]\nnorm_adv_by_std_in_grpo = false\n", "line 2: [training] norm_adv_by_std_in_grpo: a veRL setting"),
+            ("trainer = \"verl\"\n[training]\nscale_rewards = \"batch\"\n", "line 3: [training] scale_rewards: a TRL setting"),
+            ("[training]\nalgorithm = \"dr-grpo\"\nscale_rewards = \"group\"\n", "line 3: [training] scale_rewards: dr-grpo is scale_rewards = \"none\" in TRL"),
+            ("[training]\nalgorithm = \"rloo\"\nscale_rewards = \"group\"\n", "line 3: [training] scale_rewards: TRL's RLOOTrainer has no such setting"),
+            ("trainer = \"verl\"\n[training]\nalgorithm = \"dr-grpo\"\nnorm_adv_by_std_in_grpo = true\n", "line 4: [training] norm_adv_by_std_in_grpo: dr-grpo is"),
+            ("[training]\ngroup = \" \"\n", "line 2: [training] group: give \"prompt\""),
+            ("[training]\ngroup_size = 0\n", "line 2: [training] group_size: give the number"),
+            ("python = \"p\"\ntrainer = \"tunix\"\n[training]\n", "line 2: trainer: [training] computes advantages as TRL and veRL do"),
+        ];
+        for (text, start) in cases {
+            let e = Config::parse(text).unwrap_err();
+            assert!(e.starts_with(start), "{text:?}: {e}");
+        }
+        let ok = Config::parse("trainer = \"tunix\"\n[training]\nalgorithm = \"none\"\n");
+        assert!(
+            ok.is_ok(),
+            "the combined reward only needs no arithmetic: {ok:?}"
+        );
     }
 
     #[test]

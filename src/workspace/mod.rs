@@ -12,9 +12,10 @@ mod line_memo;
 mod remote;
 mod rows;
 mod samples;
+pub mod template;
 mod watcher;
 
-pub use config::{Config, EvaluatorConfig};
+pub use config::{Config, EvaluatorConfig, GenerateConfig, TrainingConfig};
 pub use forms::check_sample;
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
@@ -36,6 +37,9 @@ pub const DEFAULT_TIMEOUT: f64 = 30.0;
 pub const MAX_TIMEOUT: f64 = 365.0 * 24.0 * 3600.0;
 /// What a timeout may be, for messages about a bad one.
 pub const TIMEOUT_HINT: &str = "give a number of seconds, 0 or more (0 or inf: no limit)";
+/// The evaluator name of the combined reward's row (`[training]`, SPEC §14), which no
+/// evaluator may then have.
+pub const REWARD_ROW: &str = "reward";
 /// Default samples per call for batched styles (TRL).
 pub const DEFAULT_BATCH_SIZE: usize = 16;
 
@@ -119,6 +123,12 @@ impl Workspace {
         let root = dir.to_path_buf();
         let config = Config::load(&root.join("rwb.toml"))?;
         let evaluators = resolve_evaluators(&root, &config, overrides)?;
+        if config.training.is_some() && evaluators.iter().any(|e| e.name == REWARD_ROW) {
+            return err(format!(
+                "{}: [training] adds a row named `{REWARD_ROW}` to each sample (the combined reward and its advantage): rename the evaluator `{REWARD_ROW}`",
+                root.join("rwb.toml").display()
+            ));
+        }
         paths_are_text(&root, &evaluators)?;
         let (samples, warnings) = discovery::resolve_samples(&root, &config, overrides)?;
         let python = resolve_python(&root, &config, overrides);
@@ -132,6 +142,16 @@ impl Workspace {
         })
     }
 
+    /// The `weight` rwb.toml gives an evaluator, if any.
+    fn given_weight(&self, name: &str) -> Option<f64> {
+        self.config.evaluators.get(name).and_then(|e| e.weight)
+    }
+
+    /// An evaluator's weight in the combined reward (1 unless rwb.toml says).
+    pub fn weight(&self, name: &str) -> f64 {
+        self.given_weight(name).unwrap_or(1.0)
+    }
+
     pub fn evaluator(&self, name: &str) -> Option<&EvaluatorSpec> {
         self.evaluators.iter().find(|e| e.name == name)
     }
@@ -139,7 +159,7 @@ impl Workspace {
     /// Weights of the combined reward, in evaluator order, when rwb.toml gives a
     /// `weight` to any evaluator (the others weigh 1, as in TRL's reward_weights).
     pub fn weights(&self) -> Option<Vec<f64>> {
-        let given = |name: &str| self.config.evaluators.get(name).and_then(|e| e.weight);
+        let given = |name: &str| self.given_weight(name);
         self.evaluators
             .iter()
             .any(|e| given(&e.name).is_some())
@@ -326,6 +346,8 @@ fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
         batch_size: DEFAULT_BATCH_SIZE,
         solution_str: SolutionStr::Response,
         concurrency: 1,
+        trainer: None,
+        chat_template: Default::default(),
     }
 }
 
@@ -346,13 +368,26 @@ fn resolve_evaluators(
         (None, Some(t)) => checked_timeout(t, || "rwb.toml: timeout".into())?,
         (None, None) => DEFAULT_TIMEOUT,
     };
+    let templates = template::Templates::new(root);
     for spec in &mut specs {
         spec.timeout = timeout;
         if let Some(n) = overrides.concurrency {
             spec.concurrency = n;
         }
-        if let Some(entry) = config.evaluators.get(&spec.name) {
+        let entry = config.evaluators.get(&spec.name);
+        if let Some(entry) = entry {
             apply_evaluator_config(spec, entry, overrides)?;
+        }
+        spec.trainer = entry.and_then(|e| e.trainer).or(config.trainer);
+        let (chosen, field) = match entry.and_then(|e| e.chat_template.as_deref()) {
+            Some(own) => (
+                Some(own),
+                format!("[evaluators.{}] chat_template", spec.name),
+            ),
+            None => (config.chat_template.as_deref(), "chat_template".to_string()),
+        };
+        if let Some(chosen) = chosen {
+            spec.chat_template = templates.load(chosen, &field)?;
         }
     }
     if specs.is_empty() {
@@ -447,8 +482,9 @@ fn apply_evaluator_config(
     if let Some(style) = &entry.style {
         spec.style = Some(Style::parse(style).ok_or_else(|| {
             WorkspaceError(format!(
-                "rwb.toml: [evaluators.{}] style = \"{style}\" is not one of reward-kit, batch, simple, trl, verl, verifiers",
-                spec.name
+                "rwb.toml: [evaluators.{}] style = \"{style}\" is not one of {}",
+                spec.name,
+                Style::NAMES
             ))
         })?);
     }

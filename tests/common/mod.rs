@@ -79,12 +79,13 @@ pub fn output_within(command: &mut Command, limit: Duration) -> Output {
         }
         if Instant::now() > deadline {
             let stacks = thread_stacks(child.id());
+            let python = python_stacks(child.id());
             let _ = child.kill();
             let _ = child.wait();
             let out = String::from_utf8_lossy(&stdout.join().unwrap_or_default()).into_owned();
             let err = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
             panic!(
-                "{command:?} still ran after {limit:?}: killed.\nstdout so far:\n{out}\nstderr so far:\n{err}\nits threads:\n{stacks}"
+                "{command:?} still ran after {limit:?}: killed.\nstdout so far:\n{out}\nstderr so far:\n{err}\nits threads:\n{stacks}\nits Python processes:\n{python}"
             );
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -121,6 +122,70 @@ pub fn thread_stacks(pid: u32) -> String {
         Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
         Err(e) => format!("(no stacks: gdb: {e})"),
     }
+}
+
+/// The Python stacks of every process under `pid` (the fork-server and its workers):
+/// `py-spy dump` where py-spy is on PATH, else what each worker's faulthandler writes
+/// to `stacks-PID.txt` in its runtime folder when sent SIGUSR1.
+pub fn python_stacks(pid: u32) -> String {
+    let mut out = String::new();
+    for child in descendants(pid) {
+        let cmdline = std::fs::read(format!("/proc/{child}/cmdline")).unwrap_or_default();
+        let args: Vec<String> = cmdline
+            .split(|b| *b == 0)
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect();
+        let Some(script) = args.iter().find(|a| a.ends_with(".py")) else {
+            continue;
+        };
+        out.push_str(&format!("--- {child}: {}\n", args.join(" ")));
+        let spy = Command::new("py-spy")
+            .args(["dump", "--pid", &child.to_string()])
+            .stdin(Stdio::null())
+            .output();
+        if let Ok(o) = &spy {
+            if o.status.success() {
+                out.push_str(&String::from_utf8_lossy(&o.stdout));
+                continue;
+            }
+        }
+        let file = Path::new(script).with_file_name(format!("stacks-{child}.txt"));
+        let _ = Command::new("kill")
+            .args(["-USR1", &child.to_string()])
+            .status();
+        std::thread::sleep(Duration::from_millis(300));
+        match std::fs::read_to_string(&file) {
+            Ok(text) if !text.is_empty() => out.push_str(&text),
+            _ => out.push_str("(no stacks: py-spy is not on PATH and the process wrote none)\n"),
+        }
+    }
+    out
+}
+
+/// Every process below `pid`, from /proc.
+pub fn descendants(pid: u32) -> Vec<u32> {
+    let mut parent_of: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(child) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        let after = stat.rsplit_once(')').map_or("", |(_, rest)| rest);
+        if let Some(parent) = after.split_whitespace().nth(1).and_then(|p| p.parse().ok()) {
+            parent_of.push((child, parent));
+        }
+    }
+    let mut found = Vec::new();
+    let mut todo = vec![pid];
+    while let Some(p) = todo.pop() {
+        for &(child, parent) in &parent_of {
+            if parent == p {
+                found.push(child);
+                todo.push(child);
+            }
+        }
+    }
+    found
 }
 
 pub struct Run {

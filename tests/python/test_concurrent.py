@@ -17,7 +17,7 @@ class Host:
     """The parts of a Worker that Concurrent uses, with the rows it sends kept."""
 
     def __init__(self, fn, timeout=0):
-        self.caller = W.Pointwise(fn, "reward-kit", {})
+        self.caller = W.make_caller(fn, "reward-kit", {})
         self.caller.async_fn = fn if W._is_async(fn) else None
         self.evaluation = type("Evaluation", (), {"timeout": timeout})()
         self.mark = mmap.mmap(-1, 8 * (1 + W.MARK_SLOTS))

@@ -26,8 +26,8 @@ def _shipped_package():
     package = os.path.join(holder, "rwb_remote")
     os.makedirs(package)
     open(os.path.join(package, "__init__.py"), "w").close()
-    for name in ("rwb_worker.py", "rwb_ray_task.py"):
-        shutil.copy(os.path.join(ENGINE_DIR, name), package)
+    shutil.copy(os.path.join(ENGINE_DIR, "rwb_ray_task.py"), package)
+    shutil.copytree(os.path.join(ENGINE_DIR, "rwb_py"), os.path.join(package, "rwb_py"))
     os.symlink(ENGINE_DIR, os.path.join(package, "compat"))
     sys.path.insert(0, holder)
     try:

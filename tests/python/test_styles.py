@@ -102,12 +102,12 @@ class VerlSolutionStrTest(unittest.TestCase):
         return 1.0
 
     def test_response_only_by_default(self):
-        caller = W.Pointwise(self.compute_score, "verl", {})
+        caller = W.make_caller(self.compute_score, "verl", {})
         kwargs = caller.arguments({"messages": CONVERSATION, "ground_truth": "4"})
         self.assertEqual(kwargs["solution_str"], "<answer>4</answer>")
 
     def test_prompt_messages_in_chatml_then_the_response(self):
-        caller = W.Pointwise(self.compute_score, "verl", {}, "prompt+response")
+        caller = W.make_caller(self.compute_score, "verl", {}, {"solution_str": "prompt+response"})
         kwargs = caller.arguments({"messages": CONVERSATION, "ground_truth": "4"})
         self.assertEqual(
             kwargs["solution_str"],
@@ -117,7 +117,7 @@ class VerlSolutionStrTest(unittest.TestCase):
         )
 
     def test_a_string_prompt_is_used_as_it_is(self):
-        caller = W.Pointwise(self.compute_score, "verl", {}, "prompt+response")
+        caller = W.make_caller(self.compute_score, "verl", {}, {"solution_str": "prompt+response"})
         sample = {"messages": CONVERSATION, "prompt": "User: 2+2? Assistant:", "ground_truth": "4"}
         self.assertEqual(caller.arguments(sample)["solution_str"], "User: 2+2? Assistant:<answer>4</answer>")
 
@@ -127,7 +127,7 @@ class TrlArgumentsTest(unittest.TestCase):
         return [1.0 for _ in completions]
 
     def test_keyword_arguments_and_columns(self):
-        caller = W.Batched(self.reward, "trl", {})
+        caller = W.make_caller(self.reward, "trl", {})
         samples = [
             {"messages": CONVERSATION, "solution": "4"},
             {"messages": CONVERSATION[1:], "solution": "5", "extra": 1},
@@ -140,7 +140,7 @@ class TrlArgumentsTest(unittest.TestCase):
         self.assertNotIn("completion_ids", kwargs, "rwb has no tokenizer: nothing is invented")
 
     def test_completion_ids_pass_when_the_samples_have_them(self):
-        caller = W.Batched(self.reward, "trl", {})
+        caller = W.make_caller(self.reward, "trl", {})
         kwargs = caller.arguments([{"messages": CONVERSATION, "completion_ids": [1, 2]}])
         self.assertEqual(kwargs["completion_ids"], [[1, 2]])
 

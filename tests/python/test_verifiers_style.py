@@ -60,7 +60,7 @@ class DetectTest(unittest.TestCase):
 
 class CallTest(unittest.TestCase):
     def caller(self, fn):
-        caller = W.Pointwise(fn, "verifiers", {})
+        caller = W.make_caller(fn, "verifiers", {})
         return caller
 
     def test_a_chat_sample_as_the_rubric_passes_it(self):

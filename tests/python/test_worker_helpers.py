@@ -15,6 +15,7 @@ import sys
 import tempfile
 import textwrap
 import time
+import types
 import unittest
 from contextlib import redirect_stdout
 
@@ -22,11 +23,34 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ENGINE_DIR = os.path.normpath(os.path.join(HERE, "..", "..", "src", "engine", "python"))
 
 
+# The modules of the worker package (src/engine/python/rwb_py) whose names the tests
+# read through W. The style modules stay out: each has its own NAME, detect, Caller.
+PARTS = (
+    "paths", "wire", "results", "errors", "timeouts", "output", "imports", "asyncs", "load",
+    "styles", "styles.calling", "styles.samples", "worker", "concurrent", "checks", "zygote",
+)
+
+
 def _load_worker():
-    spec = importlib.util.spec_from_file_location("rwb_worker_under_test", os.path.join(ENGINE_DIR, "rwb_worker.py"))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    """The worker package, imported by path under a name of its own, with the names of
+    its modules in one namespace (a name two modules define must be the same object)."""
+    package_dir = os.path.join(ENGINE_DIR, "rwb_py")
+    spec = importlib.util.spec_from_file_location(
+        "rwb_py_under_test", os.path.join(package_dir, "__init__.py"), submodule_search_locations=[package_dir]
+    )
+    package = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = package
+    spec.loader.exec_module(package)
+    names = {}
+    for part in PARTS:
+        module = importlib.import_module("%s.%s" % (spec.name, part))
+        for name, value in vars(module).items():
+            if name.startswith("__"):
+                continue
+            if names.setdefault(name, value) is not value:
+                raise AssertionError("%s.%s is not the %s another module defines" % (part, name, name))
+    names["__file__"] = os.path.join(package_dir, "worker.py")
+    return types.SimpleNamespace(**names)
 
 
 W = _load_worker()

@@ -4,7 +4,7 @@ rwb starts it in place of rwb_worker.py's zygote, with the same arguments and on
 
     python rwb_ray.py SOCKET_PATH COMPAT_DIR ADDRESS ROOT
 
-and speaks the same protocol to it (see rwb_worker.py): a ready line on stdout, then
+and speaks the same protocol to it (see rwb_py/__init__.py): a ready line on stdout, then
 "fork" commands on stdin. ADDRESS is a Ray address, or "auto" (RAY_ADDRESS, a running
 local cluster, else a new local one). ROOT, the workspace, is shipped to the cluster
 as the job's `working_dir`; rwb's worker code and bundled reward_kit go with it as
@@ -60,8 +60,8 @@ def _package(runtime, compat):
     os.makedirs(package)
     with open(os.path.join(package, "__init__.py"), "w") as f:
         f.write('"""rwb\'s worker code, shipped to a Ray cluster."""\n')
-    for name in ("rwb_worker.py", "rwb_ray_task.py"):
-        shutil.copy(os.path.join(runtime, name), os.path.join(package, name))
+    shutil.copy(os.path.join(runtime, "rwb_ray_task.py"), os.path.join(package, "rwb_ray_task.py"))
+    shutil.copytree(os.path.join(runtime, "rwb_py"), os.path.join(package, "rwb_py"))
     shutil.copytree(compat, os.path.join(package, "compat"))
     return holder
 
@@ -352,12 +352,13 @@ def main(argv):
         first = (str(exc).strip().splitlines() or [""])[0]
         control.write(json.dumps({"error": "cannot use %s: %s: %s" % (where, type(exc).__name__, first)}) + "\n")
         return 2
-    from rwb_remote import rwb_worker
+    from rwb_remote.rwb_py.load import _load_reward_kit
+    from rwb_remote.rwb_py.wire import PROTOCOL_VERSION
 
-    info = rwb_worker._load_reward_kit(os.path.join(package, "rwb_remote", "compat"))
+    info = _load_reward_kit(os.path.join(package, "rwb_remote", "compat"))
     ready = {
         "zygote": "ready",
-        "protocol": rwb_worker.PROTOCOL_VERSION,
+        "protocol": PROTOCOL_VERSION,
         "python": sys.version.split()[0],
         "executable": sys.executable,
         "reward_kit": info,

@@ -1,7 +1,7 @@
 """What runs on a Ray worker when rwb runs batches on a Ray cluster (see rwb_ray.py).
 
-It is shipped to the cluster inside the `rwb_remote` package (with rwb_worker.py and
-the bundled reward_kit) through Ray's `runtime_env`, and evaluates with rwb_worker's
+It is shipped to the cluster inside the `rwb_remote` package (with the rwb_py package
+and the bundled reward_kit) through Ray's `runtime_env`, and evaluates with rwb_py's
 own Worker: the same loading, style detection, calling, timeouts and result lines as
 a local worker. The worker's socket is replaced by an outbox whose lines the task
 returns (the load) or yields (a batch, one sample at a time, so that a task whose
@@ -19,15 +19,19 @@ import os
 import signal
 import sys
 
-from rwb_remote import rwb_worker
+from rwb_remote.rwb_py.load import _load_reward_kit
+from rwb_remote.rwb_py.paths import RUNTIME_DIR, _file_of
+from rwb_remote.rwb_py.timeouts import TIMEOUT_SIGNAL
+from rwb_remote.rwb_py.wire import _dumps
+from rwb_remote.rwb_py.worker import Worker
 
-COMPAT_DIR = os.path.join(os.path.dirname(os.path.abspath(rwb_worker.__file__)), "compat")
+COMPAT_DIR = os.path.join(RUNTIME_DIR, "compat")
 # The first item a batch task yields once its evaluator is loaded: from then on, the
 # driver holds the task to the evaluation timeout.
 STARTED = b"started\n"
 
 _reward_kit = None
-# evaluator spec (as JSON) -> (its rwb_worker.Worker or None, its load reply), kept for
+# evaluator spec (as JSON) -> (its Worker or None, its load reply), kept for
 # the next batches this process runs.
 _workers = {}
 # The worker whose project modules are in sys.modules now. One Ray process serves
@@ -89,7 +93,7 @@ def _project_modules():
     here = os.path.realpath(os.getcwd()) + os.sep
     taken = {}
     for name, module in list(sys.modules.items()):
-        path = rwb_worker._file_of(module)
+        path = _file_of(module)
         if isinstance(path, str) and os.path.realpath(path).startswith(here):
             taken[name] = sys.modules.pop(name)
     return taken
@@ -107,7 +111,7 @@ def _switch(worker):
         _active = worker
     evaluation = worker.evaluation
     if evaluation.timeout:
-        signal.signal(rwb_worker.TIMEOUT_SIGNAL, evaluation._on_timeout_signal)
+        signal.signal(TIMEOUT_SIGNAL, evaluation._on_timeout_signal)
 
 
 def _enter(worker):
@@ -138,9 +142,9 @@ def load(spec, local_root):
     if found is not None:
         return found
     if _reward_kit is None:
-        _reward_kit = rwb_worker._load_reward_kit(COMPAT_DIR)
+        _reward_kit = _load_reward_kit(COMPAT_DIR)
     outbox = Outbox()
-    worker = rwb_worker.Worker(outbox, node_spec(spec), os.getcwd())
+    worker = Worker(outbox, node_spec(spec), os.getcwd())
     worker.mark = mmap.mmap(-1, 8)
     saved = _enter(worker)
     try:
@@ -168,8 +172,8 @@ def batch_task(spec, local_root, op, batch):
         failure = json.loads(reply)["import_error"]
         error = {k: failure[k] for k in ("type", "message", "traceback") if k in failure}
         for ident, _ in batch:
-            yield rwb_worker._dumps({"i": ident, "ms": 0.0, "err": error})
-        yield rwb_worker._dumps({"done": len(batch)})
+            yield _dumps({"i": ident, "ms": 0.0, "err": error})
+        yield _dumps({"done": len(batch)})
         return
     outbox = worker.sock
     batch = [(ident, raw.encode("utf-8")) for ident, raw in batch]
@@ -189,11 +193,11 @@ def batch_task(spec, local_root, op, batch):
         _leave(saved)
     if worker.retiring:
         _retire(spec)
-        yield rwb_worker._dumps({"retire": "timeout"})
+        yield _dumps({"retire": "timeout"})
         return
     done = {"done": len(batch)}
     worker._imports_report(done)
-    yield remap(rwb_worker._dumps(done))
+    yield remap(_dumps(done))
 
 
 def _parts(worker, op, batch):

@@ -252,6 +252,8 @@ mod tests {
             batch_size: 16,
             solution_str: Default::default(),
             concurrency: 1,
+            trainer: None,
+            chat_template: Default::default(),
         }
     }
 

@@ -173,6 +173,7 @@ impl App {
             | Action::CompareRemote
             | Action::DropColumn
             | Action::CopyUrl => return self.ship_action(action),
+            Action::Generate => return self.generate(),
             Action::Back => self.back(),
         }
         Vec::new()

@@ -6,6 +6,9 @@
 
 mod baseline;
 mod filter;
+mod generation;
+#[cfg(test)]
+mod generation_tests;
 mod keys;
 mod overlays;
 mod results;
@@ -17,6 +20,7 @@ mod text_match;
 
 pub use baseline::{Baseline, BaselineOf};
 pub use filter::{parse_filter, Cond, Op};
+pub use generation::GenerationMsg;
 pub use overlays::{DeployForm, History, Overlay};
 pub use results::Detail;
 pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sample};
@@ -81,6 +85,15 @@ pub enum Effect {
     },
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
+    /// Ask the policy server (`[generate]`) for more completions of this sample's
+    /// prompt: the sample's line, its samples file, and how many its rollout group
+    /// holds (the new completions are indices past them). Answered by
+    /// `Msg::Generation`.
+    Generate {
+        file: usize,
+        line: String,
+        have: usize,
+    },
 }
 
 /// Everything that can happen to the workbench.
@@ -130,6 +143,8 @@ pub enum Msg {
     Source(Source),
     /// A frame was drawn; how far its panes scroll.
     Drawn(ScrollLimits),
+    /// How a generation asked for with `g` goes.
+    Generation(GenerationMsg),
     /// Time to bring up to date what results streaming in left for later (see
     /// [`App::deferred`]): the live loop sends it at most a few times a second.
     Refresh,
@@ -210,6 +225,8 @@ pub struct App {
     pub threshold: f64,
     /// Weights for the combined reward (TRL's reward_weights), when rwb.toml gives any.
     pub weights: Option<Vec<f64>>,
+    /// `[training]`: how the trainer turns rewards into advantages, when rwb.toml says.
+    pub training: Option<crate::training::Settings>,
     pub history: Option<History>,
     pub report: Option<(String, Vec<String>)>,
     /// Bumped whenever scores or the baseline change (what derived views key on).
@@ -256,6 +273,8 @@ pub struct App {
     pub source: Option<Source>,
     /// The filter's words matched against every sample line (see `text_match.rs`).
     text_hits: text_match::TextHits,
+    /// A generation asked for with `g` is under way.
+    pub generating: bool,
 }
 
 impl App {
@@ -296,6 +315,7 @@ impl App {
             ship: Ship::default(),
             threshold: crate::insight::DEFAULT_THRESHOLD,
             weights: None,
+            training: None,
             history: None,
             report: None,
             revision: 0,
@@ -318,6 +338,7 @@ impl App {
             shown: Shown::default(),
             source: None,
             text_hits: Default::default(),
+            generating: false,
         }
     }
 
@@ -435,6 +456,7 @@ impl App {
             }
             Msg::Detail(detail) => self.take_detail(detail),
             Msg::Source(source) => self.source = Some(source),
+            Msg::Generation(m) => self.on_generation(m),
         }
     }
 

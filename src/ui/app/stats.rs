@@ -98,16 +98,26 @@ impl App {
         Some((scores.len(), mean, std, (own - mean) / (std + 1e-4)))
     }
 
-    /// The combined reward of a sample: the weighted sum of its evaluators' scores, as
-    /// TRL combines reward functions. `None` when weights are not configured or a score
-    /// is missing.
+    /// The combined reward of a sample, as the trainer combines its evaluators'
+    /// scores with their weights ([`crate::training::combined`]: TRL's unless
+    /// `[training]` names another trainer). `None` when weights are not configured, an
+    /// evaluator has not scored the sample yet or failed on it, or no score is left.
     pub fn combined(&self, sample: &Sample) -> Option<f64> {
         let weights = self.weights.as_ref()?;
-        let mut total = 0.0;
-        for (e, w) in weights.iter().enumerate() {
-            total += w * sample.cells.get(e)?.score()?;
+        let mut row = Vec::with_capacity(weights.len());
+        for e in 0..weights.len() {
+            let cell = sample.cells.get(e).filter(|c| c.outcome.is_some())?;
+            if cell.is_error() {
+                return None;
+            }
+            row.push(cell.score().unwrap_or(f64::NAN));
         }
-        Some(total)
+        let trainer = self
+            .training
+            .as_ref()
+            .map_or(crate::model::Trainer::Trl, |t| t.trainer);
+        let total = crate::training::combined(trainer, weights, &row);
+        (!total.is_nan()).then_some(total)
     }
 
     /// Each sample's rollout-group key (its prompt), read from the sample lines.
@@ -122,10 +132,7 @@ impl App {
         let keys = self
             .samples
             .iter()
-            .map(|s| {
-                let value: serde_json::Value = serde_json::from_str(&self.text(s)).ok()?;
-                crate::insight::group_key(&value, self.group_by.as_deref())
-            })
+            .map(|s| crate::insight::group_key(&self.text(s), self.group_by.as_deref()))
             .collect();
         self.group_keys = Some(keys);
     }

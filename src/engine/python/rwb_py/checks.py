@@ -1,0 +1,116 @@
+"""Contract checks (the "C" batch): the evaluator called twice the way its trainer
+calls it, and per sample what breaks the contract (an input it mutated, a result
+that cannot be read, a score outside [0, 1] where the style expects one, a second
+identical call that returns something else).
+"""
+
+import json
+
+from .results import InvalidResult, _as_result, _describe
+from .timeouts import EvalTimeout
+
+
+def run(worker, batch):
+    import copy
+
+    samples = []
+    for ident, raw in batch:
+        try:
+            samples.append((ident, json.loads(raw)))
+        except ValueError as exc:
+            worker.send_result({"i": ident, "issues": ["not JSON: %s" % exc]})
+    try:
+        if worker.caller.batched:
+            found = _check_batched(worker, [s for _, s in samples], copy)
+            for (ident, _), issues in zip(samples, found):
+                worker.send_result({"i": ident, "issues": issues})
+        else:
+            for ident, sample in samples:
+                worker.send_result({"i": ident, "issues": _check_pointwise(worker, sample, copy)})
+    finally:
+        worker.evaluation.take_output()
+
+
+def _call_for_check(worker, kwargs):
+    try:
+        return worker.evaluation.call(worker.caller.fn, kwargs), None
+    except EvalTimeout:
+        return None, "did not return within %g s" % worker.evaluation.timeout
+    except BaseException as exc:
+        return None, "raised %s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
+
+
+def _check_value(caller, value):
+    if value is None:
+        return ["returned None, not a score"]
+    if isinstance(value, dict) and "score" not in value:
+        return ["returned a dict without a 'score' key (keys: %s)" % ", ".join(map(str, value))]
+    try:
+        result = caller.result(value)
+    except InvalidResult as exc:
+        return [str(exc)]
+    issues = []
+    if caller.unit_score and not 0.0 <= result["score"] <= 1.0:
+        issues.append("score %r is outside [0, 1]" % result["score"])
+    for name, metric in result["metrics"].items():
+        if caller.unit_metrics and not 0.0 <= metric["score"] <= 1.0:
+            issues.append("component %r score %r is outside [0, 1]" % (name, metric["score"]))
+    return issues
+
+
+def _check_pointwise(worker, sample, copy):
+    kwargs = worker.caller.arguments(copy.deepcopy(sample))
+    before = copy.deepcopy(kwargs)
+    first, error = _call_for_check(worker, kwargs)
+    if error:
+        return [error]
+    issues = []
+    changed = sorted(k for k in before if kwargs.get(k) != before[k])
+    if changed:
+        issues.append("mutated its input: %s" % ", ".join(changed))
+    issues += _check_value(worker.caller, first)
+    second, error = _call_for_check(worker, worker.caller.arguments(copy.deepcopy(sample)))
+    if error:
+        issues.append("a second identical call " + error)
+    elif _comparable(worker.caller, first) != _comparable(worker.caller, second):
+        issues.append("a second identical call returned a different result")
+    return issues
+
+
+def _check_batched(worker, samples, copy):
+    n = len(samples)
+    kwargs = worker.caller.arguments(copy.deepcopy(samples))
+    before = copy.deepcopy(kwargs)
+    first, error = _call_for_check(worker, kwargs)
+    if error:
+        return [[error] for _ in samples]
+    shared = []
+    changed = sorted(k for k in before if kwargs.get(k) != before[k])
+    if changed:
+        shared.append("mutated its input: %s" % ", ".join(changed))
+    if not isinstance(first, (list, tuple)):
+        return [shared + ["returned %s, not a list of scores" % _describe(first)] for _ in samples]
+    if len(first) != n:
+        return [shared + ["returned %d scores for a batch of %d" % (len(first), n)] for _ in samples]
+    second, error = _call_for_check(worker, worker.caller.arguments(copy.deepcopy(samples)))
+    out = []
+    for i, item in enumerate(first):
+        issues = list(shared)
+        if item is not None:
+            try:
+                _as_result(item, False)
+            except InvalidResult as exc:
+                issues.append(str(exc))
+        if error:
+            issues.append("a second identical call " + error)
+        elif isinstance(second, (list, tuple)) and len(second) == n and repr(second[i]) != repr(item):
+            issues.append("a second identical call returned a different result (%r, then %r)" % (item, second[i]))
+        out.append(issues)
+    return out
+
+
+def _comparable(caller, value):
+    try:
+        return json.dumps(caller.result(value), sort_keys=True, default=repr)
+    except BaseException:
+        return repr(value)

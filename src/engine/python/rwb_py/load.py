@@ -1,0 +1,63 @@
+"""Loading: reward_kit once in the zygote (the real package when it imports, else the
+bundled copy), then in a worker the one evaluator's module and function.
+"""
+
+import os
+import sys
+
+
+def _load_reward_kit(compat_dir):
+    """Import reward_kit once in the zygote. Returns a description for rwb."""
+    real_error = None
+    try:
+        import reward_kit  # noqa: F401
+
+        return {"kind": "real", "version": getattr(reward_kit, "__version__", None)}
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("reward_kit",):
+            real_error = "%s: %s" % (type(exc).__name__, exc)
+    except Exception as exc:  # an installed but broken package
+        real_error = "%s: %s" % (type(exc).__name__, exc)
+    for name in [m for m in sys.modules if m == "reward_kit" or m.startswith("reward_kit.")]:
+        del sys.modules[name]
+    sys.path.append(compat_dir)
+    import reward_kit  # noqa: F811,F401  (the bundled one)
+    import reward_kit.models  # noqa: F401
+    import reward_kit.typed_interface  # noqa: F401
+
+    out = {"kind": "bundled", "version": getattr(reward_kit, "__version__", None)}
+    if real_error:
+        out["real_error"] = real_error
+    return out
+
+
+def evaluator_function(spec, name, path):
+    """The evaluator's function: its module imported (import_evaluator), then the
+    function the spec names ("evaluate" by default). Raises what the import raises,
+    AttributeError for a missing function and TypeError for one that is not callable."""
+    module = import_evaluator(spec, name, path)
+    shown = spec.get("module") or os.path.basename(path)
+    function = spec.get("function") or "evaluate"
+    fn = getattr(module, function, None)
+    if fn is None:
+        raise AttributeError("%s defines no function %r" % (shown, function))
+    if not callable(fn):
+        raise TypeError("%r in %s is %s, not a function" % (function, shown, type(fn).__name__))
+    return fn
+
+
+def import_evaluator(spec, name, path):
+    """The evaluator's module: by name for a package function (the workspace root
+    is first on sys.path, so its relative imports work), else from its file."""
+    import importlib
+    import importlib.util
+
+    if spec.get("module"):
+        return importlib.import_module(name)
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    if module_spec is None:
+        raise ImportError("cannot load %s as a Python module" % path)
+    module = importlib.util.module_from_spec(module_spec)
+    sys.modules[name] = module
+    module_spec.loader.exec_module(module)
+    return module

@@ -1,0 +1,280 @@
+"""The worker: one evaluator, many batches. It imports the evaluator (load), then
+serves the batches rwb sends over its socket: one evaluation at a time
+(run_pointwise, the hot path), one call per batch (run_batched), several in flight
+(Concurrent) or contract checks; results leave in chunks (send_result, flush).
+"""
+
+import mmap
+import os
+import struct
+import sys
+import time
+
+from . import checks
+from .asyncs import _awaited, _is_async
+from .concurrent import Concurrent
+from .errors import _error_info
+from .imports import Inventory, _packages
+from .load import evaluator_function
+from .output import Capture, RoutedOutput
+from .paths import _is_project_file, _module_file
+from .results import NO_SCORE, InvalidResult
+from .styles import choose_style, make_caller
+from .styles.calling import is_decorated
+from .timeouts import EvalTimeout, Evaluation
+from .styles.samples import with_templated_prompt
+from .wire import FLUSH_COUNT, FLUSH_SECONDS, MARK_SLOTS, _MARK, _dumps, _plain_line, _result_line, _sample
+
+
+class Worker:
+    def __init__(self, sock, spec, root):
+        self.sock = sock
+        self.rfile = sock.makefile("rb", buffering=1 << 16)
+        self.spec = spec
+        self.root = os.path.realpath(root)
+        folder = spec.get("folder") or os.path.dirname(spec["file"])
+        self.folder = os.path.realpath(folder)
+        self.roots = [self.root, self.folder]
+        self.capture = Capture()
+        self.evaluation = Evaluation(spec.get("timeout") or 0, self.capture)
+        self.inventory = Inventory(self.roots)
+        self.project_files = []
+        self.pending = []
+        self.last_flush = time.perf_counter()
+        flush_ms = spec.get("flush_ms")
+        self.flush_seconds = flush_ms / 1000.0 if isinstance(flush_ms, (int, float)) else FLUSH_SECONDS
+        self.mark = None
+        self.retiring = False
+        self._concurrent = None
+
+    def open_mark(self, path):
+        """An 8-byte shared page holding the id of the sample being evaluated: if this
+        process dies, rwb reads it to know which sample killed it, exactly, even though
+        results computed just before were still in the send buffer."""
+        size = 8 * (1 + MARK_SLOTS)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o600)
+        os.ftruncate(fd, size)
+        self.mark = mmap.mmap(fd, size)
+        os.close(fd)
+        struct.pack_into("<%dq" % (1 + MARK_SLOTS), self.mark, 0, *([-1] * (1 + MARK_SLOTS)))
+
+    def send(self, obj):
+        self.sock.sendall(_dumps(obj))
+
+    def load(self):
+        """Import the evaluator's module; report its files, style and imports."""
+        before = set(sys.modules)
+        path = os.path.realpath(self.spec["file"])
+        name = self.spec.get("module") or os.path.splitext(os.path.basename(path))[0]
+        try:
+            fn = evaluator_function(self.spec, name, path)
+        except BaseException as exc:  # SyntaxError, a missing module, anything the module raises
+            info = _error_info(exc, self.roots, kind="ImportFailed")
+            info["message"] = "%s: %s" % (type(exc).__name__, exc)
+            info["output"] = self.capture.take()
+            self.inventory.scan()
+            self.project_files = self.inventory.project_files()
+            info["files"] = self.project_files
+            self.send({"import_error": info})
+            return None
+        if self.spec.get("style"):
+            style = self.spec["style"]
+            reason = 'set by style = "%s" in rwb.toml' % style
+        else:
+            style, reason = choose_style(fn, self.spec.get("trainer"))
+        extra = self.spec.get("kwargs") or {}
+        self.style = style
+        self.caller = make_caller(fn, style, extra, self.spec)
+        # an `async def` evaluator (any style): awaited one at a time by the plain
+        # path, or many at once on one event loop by Concurrent
+        self.caller.async_fn = self.caller.fn if _is_async(self.caller.fn) else None
+        if self.caller.async_fn is not None:
+            self.caller.fn = _awaited(self.caller.async_fn)
+        third_party = sorted(
+            {
+                m.split(".")[0]
+                for m in set(sys.modules) - before
+                if m.split(".")[0] != name.split(".")[0]
+                and not _is_project_file(_module_file(sys.modules.get(m)), self.roots)
+            }
+        )
+        _, third = self.inventory.scan()
+        self.project_files = self.inventory.project_files()
+        self.send(
+            {
+                "ready": True,
+                "style": style,
+                "style_reason": reason,
+                "decorated": is_decorated(fn),
+                "files": self.project_files,
+                "third_party": third_party,
+                "packages": _packages(third),
+                "output": self.capture.take(),
+            }
+        )
+        return fn
+
+    def _imports_report(self, done):
+        """Adds to a batch's `done` line what the batch imported that was not reported
+        yet: the project files (all of them, when there are new ones) and the new
+        third-party modules with their distributions."""
+        if not self.inventory.grew():
+            return
+        project, third = self.inventory.scan()
+        if project:
+            self.project_files = self.inventory.project_files()
+            done["files"] = self.project_files
+        if third:
+            done["packages"] = _packages(third)
+
+    def serve(self):
+        while True:
+            header = self.rfile.readline()
+            if not header or header.startswith(b"Q"):
+                return
+            checking = header.startswith(b"C")
+            prompted = header.startswith(b"P")
+            fields = header.split()
+            count = int(fields[1])
+            limit = int(fields[2]) if len(fields) > 2 else 1
+            batch = []
+            for _ in range(count):
+                line = self.rfile.readline()
+                ident, _, raw = line.partition(b" ")
+                if prompted:
+                    # the prompt as rwb rendered the trainer's chat template, carried
+                    # in the sample under a key no sample has (samples.TEMPLATED)
+                    raw = with_templated_prompt(raw, self.rfile.readline())
+                batch.append((int(ident), raw))
+            if checking:
+                self.run_checks(batch)
+            elif self.caller.batched:
+                self.run_batched(batch)
+            elif limit > 1:
+                self.concurrent().run(batch, limit)
+            else:
+                self.run_pointwise(batch)
+            if self.retiring:
+                # An evaluation was interrupted: what it started (processes, threads,
+                # half-updated module state) must not outlive it. Say so and leave;
+                # the worker's process group dies with it and rwb goes on with a
+                # fresh worker.
+                self.pending.append(_dumps({"retire": "timeout"}))
+                self.flush()
+                return
+            done = {"done": count}
+            self._imports_report(done)
+            self.pending.append(_dumps(done))
+            self.flush()
+
+    def concurrent(self):
+        """The runner of evaluations in flight together, made on first use; from then
+        on what user code prints is routed to the evaluation that printed it."""
+        if self._concurrent is None:
+            self._concurrent = Concurrent(self)
+            sys.stdout = sys.stderr = RoutedOutput(self.capture)
+        return self._concurrent
+
+    def run_pointwise(self, batch):
+        """One evaluation at a time. A plain dict result that printed nothing is
+        written straight as its protocol line (_plain_line); anything else is read and
+        written by the general path."""
+        caller, evaluation, capture = self.caller, self.evaluation, self.capture
+        arguments, fn, call = caller.arguments, caller.fn, evaluation.call
+        direct = caller.style != "verl"  # veRL reads a dict's other keys as metrics
+        clock, mark, pending, interval = time.perf_counter, self.mark, self.pending, self.flush_seconds
+        for ident, raw in batch:
+            _MARK.pack_into(mark, 0, ident)
+            t0 = clock()
+            try:
+                kwargs = arguments(_sample(raw))
+                t0 = clock()
+                value = call(fn, kwargs)
+                t1 = clock()
+                line = _plain_line(ident, (t1 - t0) * 1000.0, value) if direct and not capture.written() else None
+                if line is not None:
+                    pending.append(line)
+                    if len(pending) >= FLUSH_COUNT or t1 - self.last_flush >= interval:
+                        self.flush(t1)
+                    continue
+                message = {"i": ident, "ms": (t1 - t0) * 1000.0, "ok": caller.result(value)}
+            except EvalTimeout:
+                message = self._timeout(ident, t0)
+                self.retiring = True
+            except InvalidResult as exc:
+                message = {"i": ident, "ms": (clock() - t0) * 1000.0, "err": {"type": "InvalidResult", "message": str(exc)}}
+            except BaseException as exc:
+                message = {"i": ident, "ms": (clock() - t0) * 1000.0, "err": _error_info(exc, self.roots, skip_frames=2)}
+            out = evaluation.take_output()
+            if out is not None:
+                message["out"] = out
+            self.send_result(message)
+            if self.retiring:
+                return
+
+    def run_batched(self, batch):
+        t0 = time.perf_counter()
+        idents = [ident for ident, _ in batch]
+        struct.pack_into("<q", self.mark, 0, idents[0] if idents else -1)
+        try:
+            samples = [_sample(raw) for _, raw in batch]
+            kwargs = self.caller.arguments(samples)
+            t0 = time.perf_counter()
+            value = self.evaluation.call(self.caller.fn, kwargs)
+            ms = (time.perf_counter() - t0) * 1000.0 / max(1, len(batch))
+            results = self.caller.results(value, len(batch))
+            messages = [
+                {"i": ident, "ms": ms, "ok": NO_SCORE if r is None else r} for ident, r in zip(idents, results)
+            ]
+        except EvalTimeout:
+            messages = [self._timeout(ident, t0) for ident in idents]
+            self.retiring = True
+        except InvalidResult as exc:
+            err = {"type": "InvalidResult", "message": str(exc)}
+            messages = [{"i": ident, "ms": 0.0, "err": err} for ident in idents]
+        except BaseException as exc:
+            err = _error_info(exc, self.roots, skip_frames=2)
+            messages = [{"i": ident, "ms": 0.0, "err": err} for ident in idents]
+        out = self.evaluation.take_output()
+        if out is not None and messages:
+            messages[0]["out"] = out
+        for message in messages:
+            self.send_result(message)
+
+    def run_checks(self, batch):
+        """Contract checks of a "C" batch (see checks.py)."""
+        checks.run(self, batch)
+
+    def _timeout(self, ident, t0):
+        ms = (time.perf_counter() - t0) * 1000.0
+        limit = self.evaluation.timeout
+        return {
+            "i": ident,
+            "ms": ms,
+            "err": {
+                "type": "Timeout",
+                "message": "the evaluation did not return within %g s (set --timeout or `timeout` in rwb.toml)" % limit,
+            },
+        }
+
+    def send_result(self, message):
+        try:
+            data = _result_line(message)
+        except (TypeError, ValueError) as exc:
+            # NaN/inf inside step_outputs, or an object json cannot write
+            message = {
+                "i": message["i"],
+                "ms": message.get("ms", 0.0),
+                "err": {"type": "InvalidResult", "message": "the result cannot be written as JSON: %s" % exc},
+            }
+            data = _dumps(message)
+        self.pending.append(data)
+        now = time.perf_counter()
+        if len(self.pending) >= FLUSH_COUNT or now - self.last_flush >= self.flush_seconds:
+            self.flush(now)
+
+    def flush(self, now=None):
+        if self.pending:
+            self.sock.sendall(b"".join(self.pending))
+            self.pending.clear()  # in place: run_pointwise holds the list
+        self.last_flush = now if now is not None else time.perf_counter()

@@ -1,0 +1,183 @@
+"""The zygote: a warm interpreter that forks one worker per evaluator (main), and what
+a forked child does before it serves (_child): its own process group, stdin and fd 1
+away from the control pipe, connected to rwb's socket. When rwb goes away it kills
+every worker group it forked.
+"""
+
+import json
+import os
+import signal
+import socket
+import sys
+import traceback
+
+from .imports import _warm_dist_index
+from .load import _load_reward_kit
+from .wire import PROTOCOL_VERSION, _dumps
+from .worker import Worker
+
+
+def _set_parent_death_signal():
+    """Linux: die with the zygote, even if it is killed with SIGKILL."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except Exception:
+        pass
+
+
+def _own_process_group():
+    """Make this process the leader of a new process group, so that what its
+    evaluations start can be killed with it."""
+    try:
+        os.setpgid(0, 0)
+    except OSError:
+        pass
+
+
+def _leave(code):
+    """End a worker: kill its process group (every process an evaluation started,
+    and this one), then exit. Never the zygote's group, should setpgid have failed."""
+    sys.__stderr__.flush()
+    if os.getpgrp() == os.getpid():
+        try:
+            os.killpg(0, signal.SIGKILL)
+        except OSError:
+            pass
+    os._exit(code)
+
+
+def _child(sock_path, token, root, spec):
+    _own_process_group()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    _set_parent_death_signal()
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(2, 1)  # C-level writes to stdout must never reach the zygote's control pipe
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(sock_path)
+    sock.sendall(_dumps({"hello": token, "pid": os.getpid()}))
+    if "random" in sys.modules:
+        sys.modules["random"].seed()
+    folder = spec.get("folder") or os.path.dirname(spec["file"])
+    os.chdir(root)
+    for entry in (root, folder):
+        while entry in sys.path:
+            sys.path.remove(entry)
+    sys.path[0:0] = [folder, root]
+    worker = Worker(sock, spec, root)
+    worker.open_mark(os.path.join(os.path.dirname(sock_path), "mark-%d" % os.getpid()))
+    sys.stdin = open(os.devnull)
+    sys.stdout = worker.capture
+    sys.stderr = worker.capture
+    code = 0
+    try:
+        if worker.load() is not None:
+            worker.serve()
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    except BaseException:
+        sys.__stderr__.write(traceback.format_exc())
+        code = 70
+    _leave(code)
+
+
+def _kill_worker_groups(pids):
+    """Kill the process group of every worker this zygote forked that may still have
+    members. A pid that now belongs to a process that is not our child was reused:
+    its group is someone else's."""
+    me = os.getpid()
+    for pid in pids:
+        try:
+            with open("/proc/%d/stat" % pid, "rb") as stat:
+                fields = stat.read().rsplit(b")", 1)[1].split()
+            if int(fields[1]) != me:
+                continue
+        except (OSError, IndexError, ValueError):
+            pass  # gone (its group may live on), or no /proc
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+def _live_groups(pids):
+    """The worker groups that still have a member."""
+    live = set()
+    for pid in pids:
+        try:
+            os.killpg(pid, 0)
+            live.add(pid)
+        except PermissionError:
+            live.add(pid)
+        except OSError:
+            pass
+    return live
+
+
+def main(argv):
+    sock_path, compat_dir = argv[1], argv[2]
+    control_out = sys.stdout
+    sys.stdout = sys.stderr  # anything the preloaded modules print stays off the control pipe
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    info = _load_reward_kit(compat_dir)
+
+    def reply(obj):
+        control_out.write(json.dumps(obj) + "\n")
+        control_out.flush()
+
+    reply(
+        {
+            "zygote": "ready",
+            "protocol": PROTOCOL_VERSION,
+            "python": sys.version.split()[0],
+            "executable": sys.executable,
+            "reward_kit": info,
+        }
+    )
+    stdin = sys.stdin.buffer
+    warmed = False
+    forked = set()  # worker pids, each the id of its own process group
+    while True:
+        line = stdin.readline()
+        if not line:
+            break
+        command = json.loads(line)
+        op = command.get("op")
+        if op == "fork":
+            sys.stderr.flush()
+            forked = _live_groups(forked)
+            pid = os.fork()
+            if pid == 0:
+                signal.signal(signal.SIGINT, signal.SIG_DFL)
+                _child(sock_path, command["token"], command["root"], command["evaluator"])
+            try:
+                os.setpgid(pid, pid)  # also here, so that no kill can race the child's own call
+            except OSError:
+                pass
+            forked.add(pid)
+            reply({"forked": command["token"], "pid": pid})
+            if not warmed:
+                warmed = True
+                try:
+                    _warm_dist_index()
+                except Exception:
+                    pass  # only a head start: workers read the index themselves
+        elif op == "preload":
+            for name in command.get("modules", []):
+                if name in sys.modules:
+                    continue
+                try:
+                    __import__(name)
+                except BaseException:
+                    pass
+    # rwb went away: take every worker, and what its evaluations started, with us
+    _kill_worker_groups(forked)
+    try:
+        os.killpg(0, signal.SIGKILL)
+    except OSError:
+        pass

@@ -1,0 +1,171 @@
+//! The routes behind their guards (the in-flight cap, the `Host`, the key, a JSON
+//! body read whole within its limits), and reward-kit's `/health` answer.
+
+use super::evaluate::{evaluate_default, evaluate_named};
+use super::limits::Limits;
+use super::openrlhf::batch;
+use super::Shared;
+use crate::ship::guard::{self, Verdict};
+use axum::body::Body;
+use axum::extract::{DefaultBodyLimit, Request, State};
+use axum::http::{header, HeaderMap, HeaderValue, StatusCode};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Json, Router};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use serde_json::{json, Map, Value};
+use std::sync::Arc;
+
+/// The routes, behind their guards: every request is admitted first (the in-flight
+/// cap, then the `Host`), and evaluations also need the key, a JSON body and the
+/// whole body within the body timeout.
+pub(super) fn router(shared: Arc<Shared>) -> Router {
+    let protected = Router::new()
+        .route("/evaluate", post(evaluate_default))
+        .route("/evaluate/{name}", post(evaluate_named))
+        .route("/batch/{name}", post(batch))
+        .route_layer(axum::middleware::from_fn_with_state(
+            shared.clone(),
+            authorize,
+        ));
+    Router::new()
+        .route("/health", get(health))
+        .merge(protected)
+        .layer(DefaultBodyLimit::max(shared.limits.max_body))
+        .layer(axum::middleware::from_fn_with_state(shared.clone(), admit))
+        .with_state(shared)
+}
+
+pub(super) fn detail(status: StatusCode, text: impl Into<String>) -> Response {
+    (status, Json(json!({"detail": text.into()}))).into_response()
+}
+
+/// Every request first: a place among the requests in flight (503 beyond the cap),
+/// then a `Host` this server answers (421 otherwise: a page the user visits cannot
+/// reach a loopback server through a name that resolves to 127.0.0.1).
+async fn admit(State(s): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    let Ok(_permit) = s.in_flight.clone().try_acquire_owned() else {
+        let mut busy = detail(
+            StatusCode::SERVICE_UNAVAILABLE,
+            format!(
+                "the server is busy: {} requests are in flight (the limit is [serve] max_in_flight in rwb.toml); try again shortly",
+                s.limits.max_in_flight
+            ),
+        );
+        busy.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from_static("1"));
+        return busy;
+    };
+    let host = request
+        .headers()
+        .get(header::HOST)
+        .map(|h| String::from_utf8_lossy(h.as_bytes()).into_owned())
+        .or_else(|| request.uri().authority().map(|a| a.to_string()));
+    if !s.hosts.admits(host.as_deref(), &s.access) {
+        let host = host.unwrap_or_default();
+        return detail(
+            StatusCode::MISDIRECTED_REQUEST,
+            format!(
+                "this server does not answer for host '{}': add it to allowed_hosts under [serve] in rwb.toml to allow it",
+                host.chars().take(200).collect::<String>()
+            ),
+        );
+    }
+    next.run(request).await
+}
+
+/// reward-kit's key check, before the body is read: `X-Api-Key`, or `Authorization:
+/// Bearer`; 401 when neither is given, 403 when the key is wrong. Then the body must
+/// be JSON (415: a browser's form or text post needs no preflight) and arrive whole
+/// within the body timeout (408) and the size limit (413).
+async fn authorize(
+    State(s): State<Arc<Shared>>,
+    headers: HeaderMap,
+    request: Request,
+    next: Next,
+) -> Response {
+    match s.access.check(&headers) {
+        Verdict::Granted => {}
+        Verdict::Missing => {
+            return detail(
+                StatusCode::UNAUTHORIZED,
+                "API key required but not provided.",
+            )
+        }
+        Verdict::Wrong => return detail(StatusCode::FORBIDDEN, "Invalid API key."),
+    }
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok());
+    if !guard::is_json(content_type) {
+        return detail(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            format!(
+                "the body must be JSON: send Content-Type: application/json (got {})",
+                content_type.map_or("none".to_string(), |c| format!("'{c}'"))
+            ),
+        );
+    }
+    match read_body(&s.limits, request).await {
+        Ok(request) => next.run(request).await,
+        Err(refused) => refused,
+    }
+}
+
+/// The request with its whole body read, or the answer that refuses it.
+async fn read_body(limits: &Limits, request: Request) -> Result<Request, Response> {
+    let (parts, body) = request.into_parts();
+    let limited = Limited::new(body, limits.max_body);
+    match tokio::time::timeout(limits.body_timeout, limited.collect()).await {
+        Ok(Ok(collected)) => Ok(Request::from_parts(parts, Body::from(collected.to_bytes()))),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => Err(closing(detail(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            format!(
+                "the body is larger than {} MB ([serve] max_body_mb in rwb.toml)",
+                limits.max_body / (1024 * 1024)
+            ),
+        ))),
+        Ok(Err(e)) => Err(closing(detail(
+            StatusCode::BAD_REQUEST,
+            format!("cannot read the body: {e}"),
+        ))),
+        Err(_) => Err(closing(detail(
+            StatusCode::REQUEST_TIMEOUT,
+            format!(
+                "the body did not arrive within {} s ([serve] body_timeout in rwb.toml)",
+                limits.body_timeout.as_secs_f64()
+            ),
+        ))),
+    }
+}
+
+/// Asks hyper to close the connection after this answer (its body was not read).
+fn closing(mut response: Response) -> Response {
+    response
+        .headers_mut()
+        .insert(header::CONNECTION, HeaderValue::from_static("close"));
+    response
+}
+
+/// reward-kit's health answer. With a key required and not given, only
+/// `{"status": "ok"}`: no evaluator names, import errors or paths.
+async fn health(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Json<Value> {
+    if s.access.check(&headers) != Verdict::Granted {
+        return Json(json!({"status": "ok"}));
+    }
+    let names: Vec<&str> = s.evaluators.iter().map(|e| e.spec.name.as_str()).collect();
+    let broken: Map<String, Value> = s
+        .evaluators
+        .iter()
+        .filter_map(|e| Some((e.spec.name.clone(), json!(e.failure.as_ref()?.message))))
+        .collect();
+    let summary = s.log.summary();
+    Json(json!({
+        "status": "ok",
+        "reward_function": s.evaluators.get(s.default).map(|e| e.spec.name.as_str()),
+        "evaluators": names,
+        "import_errors": broken,
+        "requests": summary.requests,
+    }))
+}

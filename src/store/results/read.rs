@@ -1,0 +1,218 @@
+//! Reading results back: one outcome or all of a code's through the store's
+//! connection, and the [`CacheReader`] a run asks about its lines in file order.
+
+use super::locator::{Locator, Locators};
+use super::row::{code_id, decode, first, COLUMNS};
+use crate::model::Outcome;
+use crate::store::{CodeKey, SampleHash};
+use rusqlite::{params, Connection, OptionalExtension};
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+
+/// Rows a sequential reader fetches at a time.
+const SCAN_CHUNK: i64 = 256;
+
+/// Lookups per read transaction: one transaction per lookup costs a file lock each;
+/// one for a whole run would hold every commit of the run's writer in the WAL.
+pub(in crate::store) const READS_PER_SNAPSHOT: usize = 4096;
+
+/// One stored outcome, by code key and sample hash (`None` also for an unreadable
+/// row). `locators` keeps what was learned of each code's rows for the next call.
+pub(in crate::store) fn outcome(
+    conn: &Connection,
+    locators: &mut Locators,
+    key: &CodeKey,
+    sample: &SampleHash,
+) -> rusqlite::Result<Option<Outcome>> {
+    let Some(id) = code_id(conn, key)? else {
+        return Ok(None);
+    };
+    let locator = match locators.entry(id) {
+        Entry::Occupied(known) => {
+            let locator = known.into_mut();
+            locator.refresh(conn, id);
+            locator
+        }
+        Entry::Vacant(new) => new.insert(Locator::build(conn, id)),
+    };
+    Ok(locator.find(conn, id, sample).and_then(|(_, o)| o))
+}
+
+/// Every readable stored outcome of code `key`, by sample hash.
+pub(in crate::store) fn all(
+    conn: &Connection,
+    key: &CodeKey,
+) -> rusqlite::Result<HashMap<SampleHash, Outcome>> {
+    let mut out = HashMap::new();
+    let Some(id) = code_id(conn, key)? else {
+        return Ok(out);
+    };
+    let sql = format!("SELECT {COLUMNS} FROM results WHERE row >= ?1 AND row < ?2");
+    let mut stmt = conn.prepare_cached(&sql)?;
+    for row in stmt.query_map(params![first(id), first(id + 1)], decode)? {
+        if let (_, Some(hash), Some(outcome)) = row? {
+            out.insert(hash, outcome);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether anything is stored under code `key`.
+pub(in crate::store) fn holds(conn: &Connection, key: &CodeKey) -> rusqlite::Result<bool> {
+    let Some(id) = code_id(conn, key)? else {
+        return Ok(false);
+    };
+    conn.prepare_cached("SELECT 1 FROM results WHERE row >= ?1 AND row < ?2 LIMIT 1")?
+        .query_row(params![first(id), first(id + 1)], |_| Ok(()))
+        .optional()
+        .map(|found| found.is_some())
+}
+
+/// Where a reader is in one code's rows.
+struct Cursor {
+    /// The code's id (`None`: nothing stored under it).
+    id: Option<i64>,
+    /// The next row id to fetch.
+    next: i64,
+    /// Rows fetched and not yet matched: (row id, sample hash, outcome).
+    ahead: VecDeque<(i64, Option<SampleHash>, Option<Outcome>)>,
+    /// Whether the code's rows from `next` on are all fetched.
+    done: bool,
+}
+
+impl Cursor {
+    fn new(id: Option<i64>) -> Cursor {
+        Cursor {
+            id,
+            next: id.map_or(0, first),
+            ahead: VecDeque::new(),
+            done: id.is_none(),
+        }
+    }
+
+    /// Continues after row `row`.
+    fn seek(&mut self, row: i64) {
+        self.ahead.clear();
+        self.next = row + 1;
+        self.done = false;
+    }
+
+    /// Fetches the next chunk of rows when none is left.
+    fn fill(&mut self, conn: &Connection) {
+        let (Some(id), true, false) = (self.id, self.ahead.is_empty(), self.done) else {
+            return;
+        };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM results WHERE row >= ?1 AND row < ?2 ORDER BY row LIMIT {SCAN_CHUNK}"
+        );
+        let fetched = conn.prepare_cached(&sql).and_then(|mut stmt| {
+            stmt.query_map(params![self.next, first(id + 1)], decode)?
+                .collect::<rusqlite::Result<VecDeque<_>>>()
+        });
+        match fetched {
+            Ok(rows) => {
+                self.done = (rows.len() as i64) < SCAN_CHUNK;
+                self.next = rows.back().map_or(self.next, |r| r.0 + 1);
+                self.ahead = rows;
+            }
+            Err(_) => self.done = true, // a read error: every lookup falls back
+        }
+    }
+
+    /// The next row's outcome when it is `sample`'s (then the cursor moves past it).
+    fn take(&mut self, conn: &Connection, sample: &SampleHash) -> Option<Option<Outcome>> {
+        self.fill(conn);
+        match self.ahead.front() {
+            Some((_, Some(hash), _)) if hash == sample => self.ahead.pop_front().map(|r| r.2),
+            _ => None,
+        }
+    }
+}
+
+/// Looks cached outcomes up on its own connection, one at a time, as a run reads its
+/// lines: a run keeps no cached outcome in memory longer than it takes to hand it on.
+pub struct CacheReader {
+    conn: Connection,
+    /// Lookups left in the current read transaction (0: none is open).
+    left: usize,
+    cursors: HashMap<CodeKey, Cursor>,
+    /// Built at the first lookup of a code that is off the sequential path, with
+    /// the read transaction they have seen every row of.
+    locators: HashMap<i64, (Locator, u64)>,
+    /// Read transactions begun or ended so far (each may see newer rows).
+    snapshots: u64,
+    /// Lookups that did not find their row at the cursor.
+    fallbacks: usize,
+}
+
+impl CacheReader {
+    pub(in crate::store) fn new(conn: Connection) -> CacheReader {
+        CacheReader {
+            conn,
+            left: 0,
+            cursors: HashMap::new(),
+            locators: HashMap::new(),
+            snapshots: 0,
+            fallbacks: 0,
+        }
+    }
+
+    /// The outcome stored for `sample` under code `key`, or `None` (also for a row
+    /// that does not read as an outcome, which is then evaluated again; a read error
+    /// counts as a miss). Made for a run asking about its lines in file order: the rows
+    /// of `key` are read sequentially, in the order they were stored, as long as they
+    /// match; a sample that does not match is looked up by its hash (a fallback), and
+    /// the scan goes on after the row found.
+    pub fn lookup(&mut self, key: &CodeKey, sample: &SampleHash) -> Option<Outcome> {
+        self.renew_snapshot();
+        let conn = &self.conn;
+        let cursor = match self.cursors.get_mut(key) {
+            Some(cursor) => cursor,
+            None => {
+                let id = code_id(conn, key).ok().flatten();
+                self.cursors.entry(*key).or_insert(Cursor::new(id))
+            }
+        };
+        let id = cursor.id?;
+        if let Some(found) = cursor.take(conn, sample) {
+            return found;
+        }
+        self.fallbacks += 1;
+        let snapshot = self.snapshots;
+        let (locator, seen) = self
+            .locators
+            .entry(id)
+            .or_insert_with(|| (Locator::build(conn, id), snapshot));
+        if *seen != snapshot {
+            locator.refresh(conn, id); // rows committed since
+            *seen = snapshot;
+        }
+        let (row, found) = locator.find(conn, id, sample)?;
+        cursor.seek(row);
+        found
+    }
+
+    /// How many of the [`CacheReader::lookup`]s so far were not on the scan's path.
+    pub fn fallbacks(&self) -> usize {
+        self.fallbacks
+    }
+
+    /// Ends the read transaction after [`READS_PER_SNAPSHOT`] lookups and opens the
+    /// next, so the writer's commits become visible and can be checkpointed.
+    fn renew_snapshot(&mut self) {
+        match self.left {
+            0 => {
+                if self.conn.execute_batch("BEGIN").is_ok() {
+                    self.left = READS_PER_SNAPSHOT;
+                    self.snapshots += 1;
+                }
+            }
+            1 => {
+                let _ = self.conn.execute_batch("COMMIT");
+                self.left = 0;
+                self.snapshots += 1; // this lookup reads outside a transaction
+            }
+            n => self.left = n - 1,
+        }
+    }
+}

@@ -1,0 +1,305 @@
+//! Rollout groups: which samples a trainer normalises together. A sample's group is
+//! its prompt (or a column such as `uid`), within its `step` when it has one; groups
+//! are numbered in the order the data first shows them, and their sizes are whatever
+//! the data holds.
+
+use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde_json::value::RawValue;
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A group's key: a hash of what makes samples one group (stable across runs).
+pub type GroupKey = [u8; 16];
+
+/// What makes samples one group (`[training] group`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum GroupBy {
+    /// The same prompt (the default).
+    #[default]
+    Prompt,
+    /// The same value of this column (`uid`, `example_id`).
+    Column(String),
+}
+
+impl GroupBy {
+    /// `"prompt"` or a column name.
+    pub fn parse(text: &str) -> GroupBy {
+        match text {
+            "prompt" => GroupBy::Prompt,
+            column => GroupBy::Column(column.to_string()),
+        }
+    }
+
+    /// How messages name the grouping: "prompt" or "column `uid`".
+    pub fn describe(&self) -> String {
+        match self {
+            GroupBy::Prompt => "prompt".to_string(),
+            GroupBy::Column(c) => format!("column `{c}`"),
+        }
+    }
+}
+
+/// Where one sample line belongs: its group key (of its prompt or column, and its step;
+/// none when the line has no prompt or no such column, or is not a sample) and its
+/// step (a hash of the `step` value: the batch it is normalised in).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Place {
+    pub key: Option<GroupKey>,
+    pub step: Option<u64>,
+}
+
+/// The fields of a sample line that place it, borrowed from the line.
+#[derive(Default)]
+struct Fields<'a> {
+    messages: Option<&'a RawValue>,
+    prompt: Option<&'a RawValue>,
+    step: Option<&'a RawValue>,
+    column: Option<&'a RawValue>,
+}
+
+/// Reads only the fields that place a sample (the rest of the line is skipped
+/// without being built).
+struct FieldsVisitor<'c> {
+    column: Option<&'c str>,
+}
+
+impl<'de> Visitor<'de> for FieldsVisitor<'_> {
+    type Value = Fields<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Fields<'de>, A::Error> {
+        let mut fields = Fields::default();
+        while let Some(name) = map.next_key::<Cow<'de, str>>()? {
+            let slot = if self.column == Some(name.as_ref()) {
+                &mut fields.column
+            } else {
+                match name.as_ref() {
+                    "messages" => &mut fields.messages,
+                    "prompt" => &mut fields.prompt,
+                    "step" => &mut fields.step,
+                    _ => {
+                        map.next_value::<IgnoredAny>()?;
+                        continue;
+                    }
+                }
+            };
+            *slot = Some(map.next_value::<&'de RawValue>()?);
+        }
+        Ok(fields)
+    }
+}
+
+#[derive(serde::Deserialize)]
+struct Turn<'a> {
+    #[serde(borrow, default)]
+    role: Option<Cow<'a, str>>,
+}
+
+fn is_null(raw: &RawValue) -> bool {
+    raw.get().trim() == "null"
+}
+
+/// The prompt turns of a chat sample's `messages`: every turn up to its last `user`
+/// turn (the completion being the assistant turns after it, with the tool turns
+/// between them); with no user turn, the turns before the final assistant turn(s).
+fn prompt_turns<'a, 'm>(messages: &'m [&'a RawValue]) -> &'m [&'a RawValue] {
+    let roles: Vec<Option<Cow<str>>> = messages
+        .iter()
+        .map(|m| {
+            serde_json::from_str::<Turn>(m.get())
+                .ok()
+                .and_then(|t| t.role)
+        })
+        .collect();
+    let role = |i: usize| roles[i].as_deref();
+    let cut = match (0..messages.len()).rev().find(|&i| role(i) == Some("user")) {
+        Some(last_user) => last_user + 1,
+        None => {
+            let mut cut = messages.len();
+            while cut > 0 && role(cut - 1) == Some("assistant") {
+                cut -= 1;
+            }
+            cut
+        }
+    };
+    &messages[..cut]
+}
+
+/// Where a sample line belongs when grouped `by` (see [`Place`]). A chat sample's
+/// prompt is its prompt turns; a sample with a `prompt` key, that prompt.
+pub fn place(line: &str, by: &GroupBy) -> Place {
+    let column = match by {
+        GroupBy::Prompt => None,
+        GroupBy::Column(c) => Some(c.as_str()),
+    };
+    let mut de = serde_json::Deserializer::from_str(line.trim());
+    let Ok(fields) = (&mut de).deserialize_map(FieldsVisitor { column }) else {
+        return Place::default();
+    };
+    let step_text = fields.step.filter(|s| !is_null(s)).map(|s| s.get().trim());
+    let step = step_text.map(|s| {
+        let h = blake3::hash(s.as_bytes());
+        u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
+    });
+    let mut hasher = blake3::Hasher::new();
+    match by {
+        GroupBy::Column(_) => {
+            let Some(value) = fields.column.filter(|v| !is_null(v)) else {
+                return Place { key: None, step };
+            };
+            hasher.update(b"column\0");
+            hasher.update(value.get().trim().as_bytes());
+        }
+        GroupBy::Prompt => {
+            let messages = fields
+                .messages
+                .and_then(|m| serde_json::from_str::<Vec<&RawValue>>(m.get()).ok());
+            match (messages, fields.prompt) {
+                (Some(messages), _) => {
+                    hasher.update(b"messages\0");
+                    for turn in prompt_turns(&messages) {
+                        hasher.update(turn.get().trim().as_bytes());
+                        hasher.update(b"\0");
+                    }
+                }
+                (None, Some(prompt)) if !is_null(prompt) => {
+                    hasher.update(b"prompt\0");
+                    hasher.update(prompt.get().trim().as_bytes());
+                }
+                _ => return Place { key: None, step },
+            }
+        }
+    }
+    if let Some(step) = step_text {
+        hasher.update(b"\0step\0");
+        hasher.update(step.as_bytes());
+    }
+    let mut key = [0u8; 16];
+    key.copy_from_slice(&hasher.finalize().as_bytes()[..16]);
+    Place {
+        key: Some(key),
+        step,
+    }
+}
+
+/// The short id a group is shown by: the first 6 bytes of its key, in hex.
+pub fn group_id(key: &GroupKey) -> String {
+    key[..6].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A hasher for keys that are already hashes: their first 8 bytes.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.0 = self.0.rotate_left(5) ^ u64::from_le_bytes(word);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        self.0 = self.0.rotate_left(5) ^ n;
+    }
+}
+
+type Fast<K, V> = HashMap<K, V, BuildHasherDefault<PassThrough>>;
+
+/// The samples of a run in groups (see the module doc).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Grouping {
+    /// The group of each sample (an index into the other fields).
+    pub of: Vec<u32>,
+    /// Each group's key; `None` for a sample that has none (it is a group of one).
+    pub keys: Vec<Option<GroupKey>>,
+    /// Each group's number of samples.
+    pub sizes: Vec<u32>,
+    /// Each group's batch: its step's number (every group is in batch 0 when the
+    /// samples have no steps).
+    pub batch: Vec<u32>,
+    /// How many batches (steps) there are.
+    pub batches: usize,
+}
+
+impl Grouping {
+    /// Groups samples by their places, in the order the data shows them.
+    pub fn new(places: &[Place]) -> Grouping {
+        let mut g = Grouping {
+            of: Vec::with_capacity(places.len()),
+            ..Grouping::default()
+        };
+        let mut groups: Fast<GroupKey, u32> = Fast::default();
+        let mut steps: Fast<Option<u64>, u32> = Fast::default();
+        for p in places {
+            let next_step = steps.len() as u32;
+            let batch = *steps.entry(p.step).or_insert(next_step);
+            let next = g.keys.len() as u32;
+            let at = match p.key {
+                Some(key) => *groups.entry(key).or_insert(next),
+                None => next,
+            };
+            if at == next {
+                g.keys.push(p.key);
+                g.sizes.push(0);
+                g.batch.push(batch);
+            }
+            g.sizes[at as usize] += 1;
+            g.of.push(at);
+        }
+        g.batches = steps.len();
+        g
+    }
+
+    pub fn len(&self) -> usize {
+        self.keys.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.keys.is_empty()
+    }
+
+    /// The id a group is shown by (none for a sample without a key).
+    pub fn id(&self, group: usize) -> Option<String> {
+        self.keys.get(group)?.as_ref().map(group_id)
+    }
+
+    /// Warnings about groups whose size is not `expected` (`[training] group_size`),
+    /// naming the first few: one line, or none when every group has that size.
+    pub fn size_warning(&self, expected: usize) -> Option<String> {
+        const NAMED: usize = 5;
+        let odd: Vec<usize> = (0..self.len())
+            .filter(|&g| self.sizes[g] as usize != expected)
+            .collect();
+        if odd.is_empty() {
+            return None;
+        }
+        let named: Vec<String> = odd
+            .iter()
+            .take(NAMED)
+            .map(|&g| {
+                let id = self.id(g).unwrap_or_else(|| "(no key)".to_string());
+                format!("{id} ({} samples)", self.sizes[g])
+            })
+            .collect();
+        let more = if odd.len() > NAMED {
+            format!(" and {} more", odd.len() - NAMED)
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "[training] group_size = {expected}, but {} of {} groups differ: {}{more}",
+            odd.len(),
+            self.len(),
+            named.join(", ")
+        ))
+    }
+}

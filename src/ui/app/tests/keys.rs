@@ -1,0 +1,101 @@
+//! Keys, the selection, focus and overlays: what a key press does to the app.
+
+use super::*;
+
+#[test]
+fn keys_move_the_selection_within_bounds() {
+    let mut app = app();
+    assert_eq!(app.selected(), Some(0));
+    app.update(key('j'));
+    app.update(code(KeyCode::Down));
+    assert_eq!(app.selected(), Some(2));
+    app.update(key('G'));
+    assert_eq!(app.selected(), Some(4));
+    app.update(key('j'));
+    assert_eq!(app.selected(), Some(4), "stays on the last sample");
+    app.update(code(KeyCode::Home));
+    app.update(key('k'));
+    assert_eq!(app.selected(), Some(0));
+}
+
+#[test]
+fn quit_rerun_edit_and_export_are_effects() {
+    let mut app = app();
+    assert_eq!(app.update(key('q')), vec![Effect::Quit]);
+    assert_eq!(
+        app.update(key('r')),
+        vec![Effect::Rerun { evaluator: Some(0) }]
+    );
+    app.update(key('l'));
+    assert_eq!(
+        app.update(key('r')),
+        vec![Effect::Rerun { evaluator: Some(1) }]
+    );
+    assert_eq!(
+        app.update(key('R')),
+        vec![Effect::Rerun { evaluator: None }]
+    );
+    assert_eq!(app.update(key('x')), vec![Effect::Export]);
+    assert_eq!(
+        app.update(key('e')),
+        vec![Effect::Edit {
+            file: PathBuf::from("metrics/b/main.py"),
+            line: None
+        }]
+    );
+}
+
+#[test]
+fn edit_opens_the_failing_line_of_the_selected_sample() {
+    let mut app = app();
+    let mut error = EvalError::new("KeyError", "'x'");
+    error.file = Some("metrics/a/main.py".into());
+    error.line = Some(12);
+    app.update(result(0, 0, Box::new(Outcome::failed(error))));
+    assert_eq!(
+        app.update(key('e')),
+        vec![Effect::Edit {
+            file: PathBuf::from("/ws/metrics/a/main.py"),
+            line: Some(12)
+        }]
+    );
+}
+
+#[test]
+fn sort_cycles_descending_ascending_off_and_keeps_the_selection() {
+    let mut app = app();
+    app.update(key('j'));
+    assert_eq!(app.selected(), Some(1));
+    app.update(key('s'));
+    assert_eq!(app.view, vec![4, 3, 2, 1, 0]);
+    assert_eq!(app.selected(), Some(1), "the same sample stays selected");
+    app.update(key('s'));
+    assert_eq!(app.view, vec![0, 1, 2, 3, 4]);
+    app.update(key('s'));
+    assert_eq!(app.sort, None);
+}
+
+#[test]
+fn overlays_open_and_any_key_closes_them() {
+    let mut app = app();
+    app.update(key('?'));
+    assert_eq!(app.overlay, Overlay::Help);
+    app.update(key('j'));
+    assert_eq!(app.overlay, Overlay::None);
+    assert_eq!(app.selected(), Some(0), "the closing key does nothing else");
+    app.update(key('v'));
+    assert_eq!(app.overlay, Overlay::Stats);
+}
+
+#[test]
+fn tab_moves_focus_and_keys_then_scroll_that_pane() {
+    let mut app = app();
+    app.update(code(KeyCode::Tab));
+    assert_eq!(app.focus, Focus::Conversation);
+    app.update(key('j'));
+    app.update(key('j'));
+    assert_eq!(app.conversation_scroll, 2);
+    assert_eq!(app.selected(), Some(0));
+    app.update(code(KeyCode::Esc));
+    assert_eq!(app.focus, Focus::List);
+}
