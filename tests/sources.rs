@@ -638,3 +638,74 @@ fn a_parquet_file_of_several_row_groups_is_its_jsonl_twin_to_the_cache() {
     };
     assert_eq!(scores(&second), scores(&first));
 }
+
+const TRL_REWARD: &str = r#"
+def accuracy_reward(completions, golden_answer, **kwargs):
+    return [1.0 if c == g else 0.0 for c, g in zip(completions, golden_answer)]
+"#;
+
+const VERL_REWARD: &str = r#"
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    return 1.0 if solution_str.strip() == ground_truth else 0.0
+"#;
+
+#[test]
+fn rwb_run_rescores_text_form_logs_of_trl_and_verl() {
+    let ws = Ws::new(&[
+        ("trl_rewards.py", TRL_REWARD),
+        ("verl_rewards.py", VERL_REWARD),
+    ]);
+    let f = fixture("trl/completions/completions_00002.parquet");
+    let run = ws.run(&[
+        "-s",
+        f.to_str().unwrap(),
+        "--function",
+        "accuracy_reward=trl_rewards.py::accuracy_reward",
+        "--no-cache",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let fields: Vec<(Value, Value, Value)> = run
+        .rows()
+        .iter()
+        .map(|r| {
+            (
+                r["score"].clone(),
+                r["logged_score"].clone(),
+                r["step"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        fields,
+        [
+            (json!(1.0), json!(1.0), json!(2)),
+            (json!(0.0), json!(0.0), json!(2)),
+            (json!(1.0), json!(1.0), json!(2)),
+            (json!(0.0), Value::Null, json!(2)), // logged NaN (None), scored now
+        ]
+    );
+    assert!(
+        run.stderr.contains(
+            "\naccuracy_reward: 1 of 4 rollouts score differently than logged; 0 flip across 0.5\n"
+        ),
+        "{}",
+        run.stderr
+    );
+    let f = fixture("verl/rollout/3.jsonl");
+    let run = ws.run(&[
+        "-s",
+        f.to_str().unwrap(),
+        "--function",
+        "score=verl_rewards.py::compute_score",
+        "--no-cache",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(scores(&run), [json!(1.0), json!(0.0), json!(1.0)]);
+    assert!(
+        run.stderr.contains(
+            "\nscore: 1 of 3 rollouts score differently than logged; 0 flip across 0.5\n"
+        ),
+        "{}",
+        run.stderr
+    );
+}

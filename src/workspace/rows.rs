@@ -216,7 +216,7 @@ pub fn facts_text(facts: &Facts) -> String {
 
 /// A row file line split into its sample text and its facts.
 pub fn split_facts(line: &[u8]) -> (&[u8], Option<Arc<Facts>>) {
-    match line.iter().position(|&b| b == FACTS_SEPARATOR) {
+    match memchr::memchr(FACTS_SEPARATOR, line) {
         Some(at) => {
             let facts = serde_json::from_slice::<Facts>(&line[at + 1..])
                 .ok()
