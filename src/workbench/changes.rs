@@ -189,6 +189,8 @@ impl Live {
         self.realign_prepared();
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
         self.app.update(Msg::Config(self.settings()));
+        let training = self.session.workspace.config.training();
+        self.app.update(Msg::Training(training));
         self.show_warnings(&old_warnings);
         rewatch
     }

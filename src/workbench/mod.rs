@@ -206,6 +206,8 @@ impl Live {
     /// settings and warnings.
     fn show_workspace(&mut self) {
         self.app.update(Msg::Config(self.settings()));
+        let training = self.session.workspace.config.training();
+        self.app.update(Msg::Training(training));
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
         self.show_warnings(&[]);
     }

@@ -77,6 +77,8 @@ impl App {
         }
         let count = self.samples.len();
         self.revision += 1;
+        self.signal_stale = true;
+        self.pinned_stale = true;
         self.baseline = Some(Baseline {
             outcomes,
             attribution: Vec::new(),

@@ -1,6 +1,6 @@
 //! The list's filter (`refund score<0.5 error`) and the filtered, sorted view.
 
-use super::{App, EvaluatorInfo, Sample};
+use super::{App, EvaluatorInfo, Sample, SignalColumn};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {
@@ -31,6 +31,12 @@ pub enum Cond {
     /// `score<0.5` (the selected evaluator) or `NAME>=0.8`.
     Score {
         evaluator: Option<usize>,
+        op: Op,
+        value: f64,
+    },
+    /// `adv<0`, `advantage>0.5`, `reward>=1`: the trainer's numbers (`[training]`).
+    Signal {
+        column: SignalColumn,
         op: Op,
         value: f64,
     },
@@ -75,6 +81,12 @@ pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond
             let value: f64 = word[i + len..]
                 .parse()
                 .map_err(|_| format!("'{word}': expected a number after the comparison"))?;
+            let signal =
+                SignalColumn::parse(name).filter(|_| !evaluators.iter().any(|e| e.name == name));
+            if let Some(column) = signal {
+                out.push(Cond::Signal { column, op, value });
+                continue;
+            }
             let evaluator = if name == "score" {
                 None
             } else {
@@ -139,6 +151,9 @@ impl App {
             Cond::Remote => {
                 (0..self.evaluators.len()).any(|e| self.remote_differs(sample, e) == Some(true))
             }
+            Cond::Signal { column, op, value } => self
+                .signal_value(index, *column)
+                .is_some_and(|s| op.test(s, *value)),
             Cond::Score {
                 evaluator,
                 op,
@@ -163,9 +178,12 @@ impl App {
             .filter(|&i| self.matches(i))
             .collect();
         if let Some((e, descending)) = self.sort {
+            let value = |i: usize| match SignalColumn::from_sort_index(e) {
+                Some(column) => self.signal_value(i, column),
+                None => self.samples[i].cells.get(e).and_then(|c| c.score()),
+            };
             view.sort_by(|&a, &b| {
-                let sa = self.samples[a].cells.get(e).and_then(|c| c.score());
-                let sb = self.samples[b].cells.get(e).and_then(|c| c.score());
+                let (sa, sb) = (value(a), value(b));
                 match (sa, sb) {
                     (Some(x), Some(y)) => {
                         let o = x.partial_cmp(&y).unwrap_or(std::cmp::Ordering::Equal);

@@ -179,12 +179,22 @@ impl App {
         Vec::new()
     }
 
-    /// `s`: sorts by the selected evaluator, descending, then ascending, then not.
+    /// `s`: sorts by the selected evaluator, descending, then ascending; with
+    /// `[training]`, then by the advantage and by the reward the same way; then not.
     fn cycle_sort(&mut self) {
-        self.sort = match self.sort {
-            Some((e, true)) if e == self.evaluator => Some((e, false)),
-            Some((e, false)) if e == self.evaluator => None,
-            _ => Some((self.evaluator, true)),
+        let mut order = vec![(self.evaluator, true), (self.evaluator, false)];
+        if self.training.is_some() {
+            for column in [SignalColumn::Advantage, SignalColumn::Reward] {
+                order.push((column.sort_index(), true));
+                order.push((column.sort_index(), false));
+            }
+        }
+        self.sort = match self
+            .sort
+            .and_then(|now| order.iter().position(|o| *o == now))
+        {
+            Some(at) => order.get(at + 1).copied(),
+            None => order.first().copied(),
         };
         self.refresh_view();
     }

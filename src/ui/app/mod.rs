@@ -15,6 +15,7 @@ mod results;
 mod samples;
 mod screen;
 mod ship;
+mod signal;
 mod stats;
 mod text_match;
 
@@ -26,6 +27,7 @@ pub use results::Detail;
 pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sample};
 pub use screen::{content_text, ScrollLimits, Shown, Source};
 pub use ship::{Ship, ShipMsg, TunnelKey};
+pub use signal::{Member, SignalColumn, TrainingView};
 pub use stats::{EvaluatorStats, HISTOGRAM_BINS};
 
 use super::keymap::{Action, Keymap};
@@ -145,6 +147,9 @@ pub enum Msg {
     Drawn(ScrollLimits),
     /// How a generation asked for with `g` goes.
     Generation(GenerationMsg),
+    /// `[training]` (at start and after `rwb.toml` changed): how the trainer turns
+    /// rewards into advantages, or `None` without the section.
+    Training(Option<crate::training::Settings>),
     /// Time to bring up to date what results streaming in left for later (see
     /// [`App::deferred`]): the live loop sends it at most a few times a second.
     Refresh,
@@ -157,6 +162,15 @@ impl Msg {
         matches!(
             self,
             Msg::Samples(_) | Msg::MoreSamples(_) | Msg::Evaluators(_) | Msg::Results(_)
+        )
+    }
+
+    /// Whether the message may change which samples there are or what the pinned
+    /// baseline's scores are for them.
+    fn changes_samples(&self) -> bool {
+        matches!(
+            self,
+            Msg::Samples(_) | Msg::MoreSamples(_) | Msg::Evaluators(_) | Msg::Training(_)
         )
     }
 }
@@ -227,6 +241,12 @@ pub struct App {
     pub weights: Option<Vec<f64>>,
     /// `[training]`: how the trainer turns rewards into advantages, when rwb.toml says.
     pub training: Option<crate::training::Settings>,
+    /// The trainer's numbers of every sample (with `[training]`; see `signal.rs`).
+    pub training_view: Option<TrainingView>,
+    /// Scores, samples or settings changed since `training_view` was computed.
+    signal_stale: bool,
+    /// The baseline or the samples changed since its advantages were computed.
+    pinned_stale: bool,
     pub history: Option<History>,
     pub report: Option<(String, Vec<String>)>,
     /// Bumped whenever scores or the baseline change (what derived views key on).
@@ -240,6 +260,8 @@ pub struct App {
     pub group_by: Option<String>,
     /// Each sample's rollout-group key (its prompt), computed when the stats open.
     pub group_keys: Option<Vec<Option<[u8; 16]>>>,
+    /// Each sample's step (the batch a trainer normalises it in), beside `group_keys`.
+    pub group_steps: Vec<Option<u64>>,
     /// Failed outcomes per evaluator, kept as results arrive (the status line must
     /// not count a million cells every frame).
     pub error_counts: Vec<usize>,
@@ -316,11 +338,15 @@ impl App {
             threshold: crate::insight::DEFAULT_THRESHOLD,
             weights: None,
             training: None,
+            training_view: None,
+            signal_stale: true,
+            pinned_stale: true,
             history: None,
             report: None,
             revision: 0,
             rank_memo: None,
             group_keys: None,
+            group_steps: Vec::new(),
             group_by: None,
             components: Vec::new(),
             error_counts: Vec::new(),
@@ -372,6 +398,11 @@ impl App {
         if msg.changes_scores() {
             self.revision += 1;
             self.stats_stale = true;
+            self.signal_stale = true;
+        }
+        if msg.changes_samples() {
+            self.signal_stale = true;
+            self.pinned_stale = true;
         }
         // results of a run in flight leave an O(samples) refresh (the sorted or
         // filtered list, the statistics) for `Msg::Refresh`, not every burst
@@ -383,6 +414,10 @@ impl App {
                 Vec::new()
             }
         };
+        if !streaming || self.samples.len() <= signal::EAGER_SIGNAL {
+            // before the list: it may be sorted or filtered by the advantage
+            self.fill_signal();
+        }
         if self.view_stale && !streaming {
             self.refresh_view();
         }
@@ -398,7 +433,9 @@ impl App {
     /// recomputed over every sample, which a million samples make too slow to do
     /// for each burst of results).
     pub fn deferred(&self) -> bool {
-        self.view_stale || (self.stats_stale && self.overlay == Overlay::Stats)
+        self.view_stale
+            || (self.stats_stale && self.overlay == Overlay::Stats)
+            || (self.signal_stale && self.training.is_some())
     }
 
     /// Takes every message but keys.
@@ -457,6 +494,7 @@ impl App {
             Msg::Detail(detail) => self.take_detail(detail),
             Msg::Source(source) => self.source = Some(source),
             Msg::Generation(m) => self.on_generation(m),
+            Msg::Training(settings) => self.set_training(settings),
         }
     }
 
@@ -464,13 +502,36 @@ impl App {
     fn configure(&mut self, settings: Settings) {
         self.stats_stale = true;
         self.threshold = settings.threshold;
-        self.weights = settings.weights;
+        if self.weights != settings.weights {
+            self.weights = settings.weights;
+            self.signal_stale = true;
+            self.pinned_stale = true;
+        }
         self.ship.default_id = settings.deploy_id;
         self.store_details = settings.store_details;
         if settings.group_by != self.group_by {
             self.group_by = settings.group_by;
             self.group_keys = None; // found again with the new key
+            self.signal_stale = true;
+            self.pinned_stale = true;
         }
+    }
+
+    /// `[training]` set, changed or removed: the trainer's numbers follow it.
+    fn set_training(&mut self, settings: Option<crate::training::Settings>) {
+        if let (Some(new), Some(old)) = (&settings, &self.training) {
+            if new.group != old.group {
+                self.group_keys = None; // the groups are formed anew
+            }
+        }
+        self.training = settings;
+        self.stats_stale = true;
+        if self.training.is_none() {
+            self.sort = self
+                .sort
+                .filter(|(e, _)| SignalColumn::from_sort_index(*e).is_none());
+        }
+        self.view_stale = true;
     }
 
     /// An evaluator was prepared: whether it imports, its style and code key.

@@ -2,7 +2,7 @@
 //! evaluators are taken in (outcomes follow a line's content and an evaluator's name).
 
 use super::stats::EAGER_GROUPS;
-use super::App;
+use super::{App, SignalColumn};
 use crate::model::{EvalError, Outcome, SampleRef, Style};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -153,7 +153,7 @@ impl App {
         self.forget_shown(); // the titles and text were of the old rows
         self.group_keys = None;
         self.forget_text_matches();
-        if self.samples.len() <= EAGER_GROUPS {
+        if self.samples.len() <= EAGER_GROUPS || self.training.is_some() {
             self.compute_group_keys();
         }
         self.count_errors();
@@ -188,8 +188,8 @@ impl App {
         let before = self.samples.len();
         self.samples.append(&mut samples);
         let total = self.samples.len();
-        self.group_keys = None;
-        if total <= EAGER_GROUPS {
+        // the keys of the samples read so far stay: only the new ones are read
+        if total <= EAGER_GROUPS || self.training.is_some() {
             self.compute_group_keys();
         }
         if self.sort.is_some() || !self.filter.is_empty() || self.changed_only {
@@ -250,7 +250,10 @@ impl App {
         self.evaluator = selected_name
             .and_then(|n| self.evaluators.iter().position(|e| e.name == n))
             .unwrap_or(0);
-        if let Some((e, d)) = self.sort {
+        if let Some((e, d)) = self
+            .sort
+            .filter(|(e, _)| SignalColumn::from_sort_index(*e).is_none())
+        {
             let name = old_names.get(e);
             self.sort = name
                 .and_then(|n| self.evaluators.iter().position(|x| &x.name == n))

@@ -28,6 +28,9 @@ pub struct EvaluatorStats {
     pub constant: Vec<(String, f64)>,
     /// Rollout groups, and of which with zero variance (see [`App::group_summary`]).
     pub groups: Option<(usize, usize)>,
+    /// The share of samples whose group's rewards (this evaluator's alone) are all
+    /// equal: TRL's `frac_reward_zero_std` (see [`App::evaluator_signal`]).
+    pub zero_std: Option<f64>,
     /// Each component's share of the score's variation.
     pub shares: Vec<(String, f64)>,
 }
@@ -72,30 +75,11 @@ impl App {
             all_one,
             constant: self.constant_metrics(evaluator),
             groups: self.group_summary(evaluator),
+            zero_std: self
+                .evaluator_signal(evaluator)
+                .and_then(|s| s.frac_reward_zero_std),
             shares: self.variance_shares(evaluator),
         }
-    }
-
-    /// The selected evaluator's rollout group of a sample (samples sharing its prompt):
-    /// (members, mean, std, this sample's advantage). `None` until the stats computed
-    /// the group keys, or when the sample is alone.
-    pub fn group_of(&self, sample: usize, evaluator: usize) -> Option<(usize, f64, f64, f64)> {
-        let keys = self.group_keys.as_ref()?;
-        let key = (*keys.get(sample)?)?;
-        let scores: Vec<f64> = keys
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| **k == Some(key))
-            .filter_map(|(i, _)| self.samples.get(i)?.cells.get(evaluator)?.score())
-            .collect();
-        if scores.len() < 2 {
-            return None;
-        }
-        let n = scores.len() as f64;
-        let mean = scores.iter().sum::<f64>() / n;
-        let std = (scores.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n).sqrt();
-        let own = self.samples.get(sample)?.cells.get(evaluator)?.score()?;
-        Some((scores.len(), mean, std, (own - mean) / (std + 1e-4)))
     }
 
     /// The combined reward of a sample, as the trainer combines its evaluators'
@@ -120,20 +104,25 @@ impl App {
         (!total.is_nan()).then_some(total)
     }
 
-    /// Each sample's rollout-group key (its prompt), read from the sample lines.
+    /// Each sample's rollout-group key (its prompt, or the `group_by` column, within
+    /// its step) and step, read from the sample lines: only those of samples appended
+    /// since the last call when the list grew.
     pub(super) fn compute_group_keys(&mut self) {
-        if self
-            .group_keys
-            .as_ref()
-            .is_some_and(|k| k.len() == self.samples.len())
-        {
-            return;
+        let have = match &self.group_keys {
+            Some(k) if k.len() == self.samples.len() => return,
+            Some(k) if k.len() < self.samples.len() => k.len(),
+            _ => 0,
+        };
+        let mut keys = self.group_keys.take().unwrap_or_default();
+        keys.truncate(have);
+        self.group_steps.truncate(have);
+        self.group_steps.resize(have, None);
+        let by = crate::training::GroupBy::parse(self.group_by.as_deref().unwrap_or("prompt"));
+        for s in &self.samples[have..] {
+            let place = crate::training::place(&self.text(s), &by);
+            keys.push(place.key);
+            self.group_steps.push(place.step);
         }
-        let keys = self
-            .samples
-            .iter()
-            .map(|s| crate::insight::group_key(&self.text(s), self.group_by.as_deref()))
-            .collect();
         self.group_keys = Some(keys);
     }
 
@@ -164,20 +153,14 @@ impl App {
             .collect()
     }
 
-    /// Rollout groups of one evaluator's scores: (groups of two or more, of which with
-    /// zero variance). `None` until the group keys are computed.
+    /// Rollout groups of one evaluator's scores, as the trainer groups them: (groups
+    /// of two or more, of which every member's reward is the same). `None` until the
+    /// group keys are computed.
     pub fn group_summary(&self, evaluator: usize) -> Option<(usize, usize)> {
-        let keys = self.group_keys.as_ref()?;
-        let scores: Vec<Option<f64>> = self
-            .samples
-            .iter()
-            .map(|s| s.cells.get(evaluator).and_then(|c| c.score()))
-            .collect();
-        let groups = crate::insight::groups(keys, &scores);
-        Some((
-            groups.len(),
-            groups.iter().filter(|g| g.zero_variance).count(),
-        ))
+        let s = self.evaluator_signal(evaluator)?;
+        let grouping = self.grouping()?;
+        let groups = grouping.sizes.iter().filter(|n| **n > 1).count();
+        Some((groups, s.groups_all_equal))
     }
 
     /// Each component's share of how the evaluator's score varies.

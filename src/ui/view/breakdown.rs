@@ -93,6 +93,10 @@ fn context_lines(app: &App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static
             }
         }
     }
+    if app.training_view.is_some() {
+        group_lines(app, ctx, lines);
+        return;
+    }
     if let Some((n, mean, std, adv)) = app.selected().and_then(|i| app.group_of(i, app.evaluator)) {
         let flat = if std < 1e-9 {
             " — identical rewards: no learning signal"
@@ -105,6 +109,82 @@ fn context_lines(app: &App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static
         ));
         lines.push(Line::raw(""));
     }
+}
+
+/// With `[training]`: the selected sample's group as the trainer sees it, best
+/// advantage first, each member's reward, advantage (and the baseline's) and scores.
+fn group_lines(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
+    let p = &ctx.theme.palette;
+    let Some(selected) = app.selected() else {
+        return;
+    };
+    let members = app.group_members(selected);
+    if members.is_empty() {
+        return;
+    }
+    let f = |x: f64, signed: bool| match (x.is_nan(), signed) {
+        (true, _) => "-".to_string(),
+        (false, true) => format!("{x:+.3}"),
+        (false, false) => format!("{x:.3}"),
+    };
+    let how = app
+        .training
+        .as_ref()
+        .map(|t| t.describe())
+        .unwrap_or_default();
+    lines.push(Line::styled(
+        format!("group of {} · {how}", members.len()),
+        Style::default().fg(p.title).add_modifier(Modifier::BOLD),
+    ));
+    let names: Vec<String> = app
+        .evaluators
+        .iter()
+        .map(|e| format!("{:>7}", clip(&e.name, 7)))
+        .collect();
+    let pinned = app.baseline.is_some();
+    lines.push(Line::styled(
+        format!(
+            "  {:>5} {:>7} {:>7}{} {}",
+            "#",
+            "reward",
+            "adv",
+            if pinned { "  before" } else { "" },
+            names.join(" ")
+        ),
+        Style::default().fg(p.muted),
+    ));
+    for m in members {
+        let scores: Vec<String> = m
+            .scores
+            .iter()
+            .map(|s| format!("{:>7}", f(*s, false)))
+            .collect();
+        let before = if pinned {
+            let b = app.pinned_advantage(m.sample).unwrap_or(f64::NAN);
+            format!(" {:>7}", f(b, true))
+        } else {
+            String::new()
+        };
+        let color = if m.advantage.is_nan() || m.advantage.abs() <= 1e-8 {
+            p.muted
+        } else if m.advantage > 0.0 {
+            p.good
+        } else {
+            p.bad
+        };
+        let mark = if m.sample == selected { "▸" } else { " " };
+        lines.push(Line::styled(
+            format!(
+                "{mark} {:>5} {:>7} {:>7}{before} {}",
+                app.samples[m.sample].at.index,
+                f(m.reward, false),
+                f(m.advantage, true),
+                scores.join(" ")
+            ),
+            Style::default().fg(color),
+        ));
+    }
+    lines.push(Line::raw(""));
 }
 
 /// What moved since the pinned baseline: score, flip, components, old and new reason.

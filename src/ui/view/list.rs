@@ -1,7 +1,7 @@
 //! The sample list: one row per sample, a score column per evaluator.
 
 use super::{clip, pane, title_span, Ctx};
-use crate::ui::app::{App, Cell, Focus};
+use crate::ui::app::{App, Cell, Focus, SignalColumn};
 use crate::ui::layout::first_row;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -49,9 +49,13 @@ fn list_title(app: &App, ctx: &Ctx) -> Line<'static> {
         ctx,
     )];
     if let Some((e, desc)) = app.sort {
-        if let Some(info) = app.evaluators.get(e) {
+        let name = match SignalColumn::from_sort_index(e) {
+            Some(column) => Some(column.name()),
+            None => app.evaluators.get(e).map(|info| info.name.as_str()),
+        };
+        if let Some(name) = name {
             title.push(Span::styled(
-                format!("sorted by {} {} ", info.name, if desc { "↓" } else { "↑" }),
+                format!("sorted by {name} {} ", if desc { "↓" } else { "↑" }),
                 Style::default().fg(p.muted),
             ));
         }
@@ -69,12 +73,15 @@ struct Columns {
     score_w: Vec<usize>,
     show_delta: bool,
     show_combined: bool,
+    /// `[training]`: the reward and advantage columns (the reward is the combined one).
+    show_signal: bool,
 }
 
 impl Columns {
     fn new(app: &App, width: usize) -> Columns {
         let show_delta = app.baseline.is_some();
-        let show_combined = app.weights.is_some();
+        let show_signal = app.training.is_some();
+        let show_combined = app.weights.is_some() && !show_signal;
         let score_w: Vec<usize> = app
             .evaluators
             .iter()
@@ -85,7 +92,8 @@ impl Columns {
             + 1
             + score_w.iter().map(|w| w + 1).sum::<usize>()
             + if show_delta { 7 } else { 0 }
-            + if show_combined { 9 } else { 0 };
+            + if show_combined { 9 } else { 0 }
+            + if show_signal { 18 } else { 0 };
         let text_w = width.saturating_sub(fixed + 1).max(4);
         Columns {
             index_w,
@@ -93,6 +101,7 @@ impl Columns {
             score_w,
             show_delta,
             show_combined,
+            show_signal,
         }
     }
 }
@@ -125,6 +134,12 @@ fn list_header(app: &App, ctx: &Ctx, columns: &Columns) -> Line<'static> {
     if columns.show_combined {
         header.push(Span::styled(
             format!(" {:>8}", "combined"),
+            Style::default().fg(p.muted).add_modifier(Modifier::BOLD),
+        ));
+    }
+    if columns.show_signal {
+        header.push(Span::styled(
+            format!(" {:>8} {:>8}", "reward", "adv"),
             Style::default().fg(p.muted).add_modifier(Modifier::BOLD),
         ));
     }
@@ -171,6 +186,21 @@ fn list_row(app: &App, ctx: &Ctx, columns: &Columns, pos: usize) -> Line<'static
             Style::default().fg(p.title),
         ));
     }
+    if columns.show_signal {
+        let i = app.view[pos];
+        let reward = app
+            .signal_value(i, SignalColumn::Reward)
+            .map(|r| format!("{r:.3}"))
+            .unwrap_or_else(|| "-".into());
+        spans.push(Span::styled(
+            format!(" {reward:>8}"),
+            Style::default().fg(p.title),
+        ));
+        spans.push(advantage_span(
+            app.signal_value(i, SignalColumn::Advantage),
+            ctx,
+        ));
+    }
     if columns.show_delta {
         spans.push(delta_span(app.delta(sample, app.evaluator), ctx));
     }
@@ -180,6 +210,18 @@ fn list_row(app: &App, ctx: &Ctx, columns: &Columns, pos: usize) -> Line<'static
     } else {
         line
     }
+}
+
+/// The advantage column: reinforced green, penalised red, no signal muted.
+fn advantage_span(a: Option<f64>, ctx: &Ctx) -> Span<'static> {
+    let p = &ctx.theme.palette;
+    let (text, color) = match a {
+        Some(a) if a.abs() <= 1e-8 => (format!("{:>+8.3}", 0.0), p.muted),
+        Some(a) if a > 0.0 => (format!("{a:>+8.3}"), p.good),
+        Some(a) => (format!("{a:>+8.3}"), p.bad),
+        None => (format!("{:>8}", "-"), p.muted),
+    };
+    Span::styled(format!(" {text}"), Style::default().fg(color))
 }
 
 /// The Δ column: the change from the baseline, `·` when none.

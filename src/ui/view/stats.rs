@@ -11,6 +11,7 @@ pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     let mut lines: Vec<Line> = Vec::new();
     // the app computed the figures when the overlay opened or scores changed
     let report = app.stats_report.as_deref().unwrap_or(&[]);
+    combined_lines(app, ctx, &mut lines);
     for (info, stats) in app.evaluators.iter().zip(report) {
         evaluator_lines(stats, &info.name, ctx, &mut lines);
     }
@@ -63,8 +64,11 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
     }
     if let Some((groups, flat)) = stats.groups {
         if groups > 0 {
-            let line =
-                format!("  rollout groups (same prompt): {groups}, {flat} with identical rewards");
+            let share = stats
+                .zero_std
+                .map(|z| format!(" (zero signal: {:.1}% of samples)", 100.0 * z))
+                .unwrap_or_default();
+            let line = format!("  rollout groups: {groups}, {flat} with identical rewards{share}");
             lines.push(Line::styled(line, Style::default().fg(p.muted)));
         }
         if flat > 0 {
@@ -86,6 +90,36 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
     }
     for w in warnings {
         lines.push(Line::styled(format!("  ⚠ {w}"), Style::default().fg(p.bad)));
+    }
+    lines.push(Line::raw(""));
+}
+
+/// With `[training]`: the combined reward's learning signal, as the trainer sees it.
+fn combined_lines(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
+    let p = &ctx.theme.palette;
+    let Some(s) = app.combined_signal() else {
+        return;
+    };
+    let pct = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v));
+    lines.push(Line::styled(
+        "reward (combined, as the trainer sees it)",
+        Style::default().fg(p.title).add_modifier(Modifier::BOLD),
+    ));
+    lines.push(Line::styled(
+        format!(
+            "  zero signal: {} of samples in groups with equal rewards ({} of {} groups) · {} zero advantages",
+            pct(s.frac_reward_zero_std),
+            s.groups_all_equal,
+            s.groups,
+            pct(s.frac_zero_advantage)
+        ),
+        Style::default().fg(p.fg),
+    ));
+    if let Some(f) = app.sign_changes() {
+        lines.push(Line::styled(
+            format!("  {f}"),
+            Style::default().fg(p.accent),
+        ));
     }
     lines.push(Line::raw(""));
 }

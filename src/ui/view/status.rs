@@ -46,8 +46,12 @@ pub(super) fn message_line(app: &App, ctx: &Ctx) -> Option<Line<'static>> {
             .get(app.evaluator)
             .cloned()
             .unwrap_or_default();
+        let flips = app
+            .sign_changes()
+            .map(|f| format!(" · {f}"))
+            .unwrap_or_default();
         return Some(Line::styled(
-            format!("vs baseline · {line}"),
+            format!("vs baseline · {line}{flips}"),
             Style::default().fg(p.accent),
         ));
     }

@@ -154,8 +154,10 @@ fn ranks_against_the_baseline_and_the_rollout_group_of_a_sample() {
     app.group_keys = Some(keys);
     let (n, mean, std, adv) = app.group_of(1, 0).unwrap();
     assert_eq!(n, 2);
-    assert!((mean - 0.15).abs() < 1e-12 && (std - 0.05).abs() < 1e-12);
-    assert!((adv - (-0.05 / 0.0501)).abs() < 1e-9);
+    // TRL's unbiased std: 0.05 * sqrt(2) = 0.0707107, and advantage
+    // -0.05 / (0.0707107 + 1e-4) = -0.7061082 (not the population std's -0.05/0.0501)
+    assert!((mean - 0.15).abs() < 1e-12 && (std - 0.070_710_678_118_654_77).abs() < 1e-12);
+    assert!((adv - (-0.706_108_193_402_934_2)).abs() < 1e-9, "{adv}");
     assert_eq!(app.group_of(3, 0), None, "a sample alone has no group");
 }
 

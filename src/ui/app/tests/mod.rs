@@ -8,6 +8,7 @@ mod keys;
 mod runs;
 mod ship;
 mod store;
+mod training;
 
 use super::*;
 use crate::model::{EvalError, Outcome, SampleRef, Style};
