@@ -164,3 +164,43 @@ fn results_streaming_in_are_drawn_at_a_bounded_frame_rate() {
         streaming.len()
     );
 }
+
+/// `[training]` in a real terminal: the reward and advantage columns show TRL's
+/// advantages, and saving the evaluator changes them in place.
+#[test]
+fn saving_an_evaluator_changes_the_advantage_column() {
+    let rollout = |q: &str, a: &str| {
+        format!(
+            "{{\"messages\": [{{\"role\": \"user\", \"content\": \"{q}\"}}, {{\"role\": \"assistant\", \"content\": \"{a}\"}}]}}\n"
+        )
+    };
+    let samples: String = [("2+2?", "4"), ("2+2?", "five"), ("2+2?", "4")]
+        .iter()
+        .map(|(q, a)| rollout(q, a))
+        .collect();
+    let judge = |wanted: &str| {
+        format!("def evaluate(messages, **kwargs):\n    return {{\"score\": 1.0 if \"{wanted}\" in messages[-1][\"content\"] else 0.0, \"reason\": \"looked for {wanted}\"}}\n")
+    };
+    let ws = Ws::new(&[
+        ("metrics/judge/main.py", &judge("4")),
+        (
+            "rwb.toml",
+            "trainer = \"trl\"\n[training]\nalgorithm = \"grpo\"\n",
+        ),
+        ("samples.jsonl", &samples),
+    ]);
+    let tmux = Tmux::start(&ws, 140, 35, RWB);
+    // rewards 1, 0, 1: mean 2/3, TRL's unbiased std 0.577 → +0.577, -1.155, +0.577
+    tmux.wait_for("TRL's advantages", |s| {
+        s.contains("adv") && s.contains("-1.155") && s.contains("+0.577")
+    });
+    ws.write("metrics/judge/main.py", &judge("five"));
+    let screen = tmux.wait_for("the advantages after the edit", |s| {
+        s.contains("+1.155") && s.contains("-0.577")
+    });
+    assert!(
+        !screen.contains("-1.155"),
+        "no old advantage remains:\n{screen}"
+    );
+    tmux.keys(&["q"]);
+}

@@ -35,6 +35,7 @@ fn result(evaluator: usize, sample: usize, score: f64) -> Msg {
             index: sample,
             file: 0,
             line: sample + 1,
+            facts: None,
         },
         hash: [0; 16],
         outcome: Outcome {
@@ -72,7 +73,7 @@ fn app() -> App {
         .map(|(i, (q, a))| {
             let raw = json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string();
             let sample = Sample {
-                at: SampleRef { index: i, file: 0, line: i + 1 },
+                at: SampleRef { index: i, file: 0, line: i + 1, facts: None },
                 hash: reward_workbench::workspace::hash_line(&raw),
                 offset,
                 len: raw.len() as u32,
