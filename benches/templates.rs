@@ -7,7 +7,7 @@
 //!
 //! cargo bench --bench templates
 
-use reward_workbench::engine::chat_template::{templated_prompt, ChatTemplate};
+use reward_workbench::engine::chat_template::{templated_prompt, templated_prompts, ChatTemplate};
 use reward_workbench::workspace::template::Templates;
 use serde_json::Value;
 use std::path::Path;
@@ -31,17 +31,35 @@ fn main() {
     let lines: Vec<String> = (0..PROMPTS)
         .map(|i| {
             serde_json::json!({"messages": [
-                {"role": "system", "content": "Reason, then answer inside <answer></answer>."},
-                {"role": "user", "content": format!("What is {i} + {}?", i % 97)},
+                {"role": "user", "content": format!("Reason, then answer inside <answer></answer>. What is {i} + {}?", i % 97)},
                 {"role": "assistant", "content": format!("<answer>{}</answer>", i + i % 97)}
             ], "answer": (i + i % 97).to_string()})
             .to_string()
         })
         .collect();
+    let parsed: Vec<Value> = lines
+        .iter()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let parse = best(|| {
+        lines
+            .iter()
+            .map(|l| {
+                serde_json::from_str::<Value>(l)
+                    .unwrap()
+                    .as_object()
+                    .unwrap()
+                    .len()
+            })
+            .sum()
+    });
+    println!(
+        "parsing the {PROMPTS} sample lines (the pool does it before rendering): {:.3} s",
+        parse.0.as_secs_f64()
+    );
     let floor = best(|| {
         let mut bytes = 0;
-        for line in &lines {
-            let v: Value = serde_json::from_str(line).unwrap();
+        for v in &parsed {
             let turns = v["messages"].as_array().unwrap();
             let mut out = String::new();
             for t in &turns[..turns.len() - 1] {
@@ -57,7 +75,7 @@ fn main() {
         bytes
     });
     println!(
-        "floor: parse + ChatML by hand, {PROMPTS} prompts: {:.3} s",
+        "floor: ChatML joined by hand, {PROMPTS} prompts: {:.3} s",
         floor.0.as_secs_f64()
     );
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus_trainers/templates");
@@ -69,13 +87,32 @@ fn main() {
         let compiled = compile.elapsed();
         let (took, bytes) = best(|| {
             let mut bytes = 0;
-            for line in &lines {
-                let v: Value = serde_json::from_str(line).unwrap();
-                bytes += templated_prompt(&v, &template, name).unwrap().unwrap().len();
+            for v in &parsed {
+                bytes += templated_prompt(v, &template, name).unwrap().unwrap().len();
             }
             bytes
         });
         assert!(bytes > 0);
+        // GRPO data: groups of 8 rollouts of one prompt, as the pool renders a batch
+        let grouped: Vec<String> = lines
+            .iter()
+            .enumerate()
+            .map(|(i, l)| {
+                lines[i - i % 8]
+                    .clone()
+                    .replace("</answer>\"}", &format!("</answer>{}\"}}", l.len()))
+            })
+            .collect();
+        let (in_groups, _) = best(|| {
+            templated_prompts(&template, grouped.iter().map(String::as_str), name)
+                .into_iter()
+                .filter(|r| r.is_ok())
+                .count()
+        });
+        println!(
+            "{name}: {PROMPTS} samples in groups of 8, parsed and rendered as a batch is: {:.3} s",
+            in_groups.as_secs_f64()
+        );
         println!(
             "{name}: compiled once in {:.1} ms; {PROMPTS} prompts rendered in {:.3} s ({:.2}x the floor; target < 0.1 s: {})",
             compiled.as_secs_f64() * 1000.0,

@@ -135,6 +135,42 @@ pub fn templated_prompt(
     template.render(turns, origin).map(Some)
 }
 
+/// [`templated_prompt`] of each sample line (`None` for a line that is not JSON). The
+/// rollouts of a group are consecutive samples of one prompt: a prompt the same as the
+/// previous sample's is rendered once.
+pub fn templated_prompts<'a>(
+    template: &ChatTemplate,
+    lines: impl Iterator<Item = &'a str>,
+    origin: &str,
+) -> Vec<Result<Option<String>, TemplateError>> {
+    let mut last: Option<(Json, Result<Option<String>, TemplateError>)> = None;
+    lines
+        .map(|line| {
+            let Ok(sample) = serde_json::from_str::<Json>(line) else {
+                return Ok(None);
+            };
+            let key = prompt_key(&sample);
+            if let Some((seen, rendered)) = &last {
+                if *seen == key {
+                    return rendered.clone();
+                }
+            }
+            let rendered = templated_prompt(&sample, template, origin);
+            last = Some((key, rendered.clone()));
+            rendered
+        })
+        .collect()
+}
+
+/// What a sample's templated prompt depends on: its `prompt` and its prompt turns.
+fn prompt_key(sample: &Json) -> Json {
+    let turns = match sample.get("messages") {
+        Some(Json::Array(messages)) => Json::Array(prompt_turns(messages).to_vec()),
+        other => other.cloned().unwrap_or_default(),
+    };
+    serde_json::json!([sample.get("prompt"), turns])
+}
+
 /// The turns before a conversation's final assistant turn (all of them when it ends
 /// otherwise), as the worker cuts them.
 fn prompt_turns(messages: &[Json]) -> &[Json] {
@@ -433,6 +469,35 @@ mod tests {
         assert!(
             e.to_string().starts_with("gemma.json: template line 2: "),
             "{e}"
+        );
+    }
+
+    #[test]
+    fn a_groups_prompt_is_rendered_once_and_each_sample_gets_its_own() {
+        let t = ChatTemplate::compile(&TemplateSource::Raw).unwrap();
+        let line = |q: &str, a: &str| {
+            json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string()
+        };
+        let lines = [
+            line("q1", "a"),
+            line("q1", "b"),
+            line("q2", "c"),
+            "not json".to_string(),
+            line("q1", "d"),
+        ];
+        let out: Vec<_> = templated_prompts(&t, lines.iter().map(String::as_str), "-")
+            .into_iter()
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(
+            out,
+            [
+                Some("q1".into()),
+                Some("q1".into()),
+                Some("q2".into()),
+                None,
+                Some("q1".into())
+            ]
         );
     }
 

@@ -11,7 +11,7 @@
 //! worker dies, the samples it had in flight run again one at a time
 //! ([`PoolWork::Alone`]), so the crash is blamed on its own sample.
 
-use super::chat_template::{templated_prompt, ChatTemplate};
+use super::chat_template::{templated_prompts, ChatTemplate};
 use super::protocol::ThirdParty;
 use super::worker::{Next, Worker};
 use super::zygote::{Engine, EngineError};
@@ -457,7 +457,7 @@ impl Lane<'_> {
             return true;
         };
         let origin = self.spec.chat_template.describe();
-        let rendered = render_prompts(template, &batch, &origin);
+        let rendered = templated_prompts(template, batch.iter().map(|j| &*j.raw), &origin);
         let failed = |e: &super::chat_template::TemplateError| {
             let mut error = EvalError::new(kinds::TEMPLATE_ERROR, e.to_string());
             error.file = Some(e.origin.clone());
@@ -702,24 +702,6 @@ fn no_result() -> EvalError {
         kinds::INVALID_RESULT,
         "the worker finished the batch without a result for this sample",
     )
-}
-
-/// Each job's prompt as the template renders it (`None`: a sample in neither form,
-/// which the worker reports).
-fn render_prompts(
-    template: &ChatTemplate,
-    batch: &[PoolJob],
-    origin: &str,
-) -> Vec<Result<Option<String>, super::chat_template::TemplateError>> {
-    batch
-        .iter()
-        .map(
-            |job| match serde_json::from_str::<serde_json::Value>(&job.raw) {
-                Ok(sample) => templated_prompt(&sample, template, origin),
-                Err(_) => Ok(None),
-            },
-        )
-        .collect()
 }
 
 fn pairs(batch: &[PoolJob]) -> Vec<(u64, &str)> {
