@@ -149,26 +149,26 @@ pub fn templated_prompts<'a>(
             let Ok(sample) = serde_json::from_str::<Json>(line) else {
                 return Ok(None);
             };
-            let key = prompt_key(&sample);
             if let Some((seen, rendered)) = &last {
-                if *seen == key {
+                if same_prompt(seen, &sample) {
                     return rendered.clone();
                 }
             }
             let rendered = templated_prompt(&sample, template, origin);
-            last = Some((key, rendered.clone()));
+            last = Some((sample, rendered.clone()));
             rendered
         })
         .collect()
 }
 
-/// What a sample's templated prompt depends on: its `prompt` and its prompt turns.
-fn prompt_key(sample: &Json) -> Json {
-    let turns = match sample.get("messages") {
-        Some(Json::Array(messages)) => Json::Array(prompt_turns(messages).to_vec()),
-        other => other.cloned().unwrap_or_default(),
-    };
-    serde_json::json!([sample.get("prompt"), turns])
+/// Whether two samples' templated prompts are the same text: the same `prompt` and
+/// the same prompt turns.
+fn same_prompt(a: &Json, b: &Json) -> bool {
+    a.get("prompt") == b.get("prompt")
+        && match (a.get("messages"), b.get("messages")) {
+            (Some(Json::Array(x)), Some(Json::Array(y))) => prompt_turns(x) == prompt_turns(y),
+            (x, y) => x == y,
+        }
 }
 
 /// The turns before a conversation's final assistant turn (all of them when it ends

@@ -54,26 +54,40 @@ class Caller(Pointwise):
         if value.get("scores") is not None:
             metrics["scores"] = _metric(_one(value["scores"], "scores"))
         for name, logged in (value.get("extra_logs") or {}).items():
-            metrics[str(name)] = _metric(_one(logged, "extra_logs[%r]" % name, first=True))
+            metrics[str(name)] = _metric(_first(logged, "extra_logs[%r]" % name))
         return _as_result({"score": score, "reason": None, "metrics": metrics}, False)
 
 
-def _one(value, what, first=False):
-    """The single number a per-sample return holds (a tensor, array, list or number);
-    an extra_log is read as OpenRLHF reads it, its first element."""
+def _flat(value):
+    """A tensor, array, nested list or number as a flat list of its values."""
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
         value = tolist()
-    if isinstance(value, (list, tuple)):
-        flat = list(value)
-        while flat and isinstance(flat[0], (list, tuple)) and first:
-            flat = list(flat[0]) + flat[1:]
-        if len(flat) != 1 and not (first and flat):
-            raise InvalidResult("%s holds %d values for one sample" % (what, len(flat)))
-        value = flat[0]
+    if not isinstance(value, (list, tuple)):
+        return [value]
+    return [item for part in value for item in _flat(part)]
+
+
+def _number(value, what):
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise InvalidResult("%s is %s, not a number" % (what, _describe(value)))
     return float(value)
+
+
+def _one(value, what):
+    """The single number a per-sample `rewards` or `scores` holds."""
+    flat = _flat(value)
+    if len(flat) != 1:
+        raise InvalidResult("%s holds %d values for one sample" % (what, len(flat)))
+    return _number(flat[0], what)
+
+
+def _first(value, what):
+    """An extra_log as OpenRLHF reads it: its first value (`.flatten()[0]`)."""
+    flat = _flat(value)
+    if not flat:
+        raise InvalidResult("%s is empty" % what)
+    return _number(flat[0], what)
 
 
 def _metric(score):

@@ -129,26 +129,12 @@ def _content(message):
     return "" if content is None else content
 
 
-def _prompt_text(sample):
-    """The prompt as the model saw it, in ChatML (veRL's prompt+response default)."""
-    return templated_prompt(sample, "chatml")
-
-
 def _prompt_messages(messages):
     """The messages before the final assistant turn (the whole list when it has none)."""
     cut = len(messages)
     if messages and isinstance(messages[-1], dict) and messages[-1].get("role") == "assistant":
         cut -= 1
     return messages[:cut]
-
-
-def _columns(samples, exclude):
-    keys = []
-    for s in samples:
-        for k in s:
-            if k not in exclude and k not in keys:
-                keys.append(k)
-    return {k: [s.get(k) for s in samples] for k in keys}
 
 
 def batch_columns(samples, each):
