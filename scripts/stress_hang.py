@@ -27,6 +27,7 @@ Exit status: 0 no hang and no bad run, 1 at least one, 2 setup problems.
 import argparse
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -214,6 +215,7 @@ class Tally:
         self.runs = 0
         self.hangs = []
         self.bad = []
+        self.slow = []
         self.seconds = []
 
 
@@ -229,12 +231,23 @@ def drain_pty(master, sink):
         sink.write(chunk)
 
 
-def one_run(rwb, ws, expected, limit, out_dir, tally, name, index, tty=False):
+# --vary: each run picks rwb's --jobs and its runtime's thread count from these, so
+# that a 2-core machine also runs the lane and thread counts of a bigger one
+VARY_JOBS = [1, 2, 3, 4, 8]
+VARY_THREADS = [1, 2, 4, 8]
+
+
+def one_run(rwb, ws, expected, limit, out_dir, tally, name, index, tty=False, vary=False, slow=None):
     run_dir = Path(tempfile.mkdtemp(prefix=f"run-{name}-", dir=out_dir))
     out_path, err_path = run_dir / "stdout", run_dir / "stderr"
     t0 = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         env = dict(os.environ)
+        extra = []
+        if vary:
+            rng = random.Random(index)
+            extra = ["--jobs", str(rng.choice(VARY_JOBS))]
+            env["TOKIO_WORKER_THREADS"] = str(rng.choice(VARY_THREADS))
         reader = None
         stderr = err
         if tty:
@@ -244,13 +257,25 @@ def one_run(rwb, ws, expected, limit, out_dir, tally, name, index, tty=False):
             stderr = slave
             reader = threading.Thread(target=drain_pty, args=(master, err), daemon=True)
         proc = subprocess.Popen(
-            [rwb, "run", str(ws), "--format", "jsonl", "--no-cache"],
+            [rwb, "run", str(ws), "--format", "jsonl", "--no-cache"] + extra,
             stdin=subprocess.DEVNULL, stdout=out, stderr=stderr, env=env,
         )
         if tty:
             os.close(slave)
             reader.start()
         try:
+            if slow is not None and slow < limit:
+                # a run past --slow is diagnosed once (a bounded stall shows its stacks
+                # too), then given the rest of its limit
+                try:
+                    proc.wait(timeout=slow)
+                except subprocess.TimeoutExpired:
+                    report = diagnose(proc, err_path)
+                    (run_dir / "slow-stacks.txt").write_text(report)
+                    with tally.lock:
+                        tally.slow.append(f"{name} run {index} {' '.join(extra)} "
+                                          f"threads={env.get('TOKIO_WORKER_THREADS', '-')}: {run_dir}")
+                    print(f"\nSLOW: {name} run {index} past {slow}s; stacks in {run_dir}/slow-stacks.txt", flush=True)
             code = proc.wait(timeout=limit)
             if reader is not None:
                 reader.join(5)
@@ -279,7 +304,7 @@ def one_run(rwb, ws, expected, limit, out_dir, tally, name, index, tty=False):
             tally.bad.append(f"{name} run {index}: {problem} ({run_dir})")
     if problem:
         print(f"\nBAD: {name} run {index}: {problem}", flush=True)
-    else:
+    elif not (run_dir / "slow-stacks.txt").exists():  # a slow run's stacks are kept
         shutil.rmtree(run_dir, ignore_errors=True)
     return len(rows)
 
@@ -294,6 +319,10 @@ def main():
     ap.add_argument("--out", default=None, help="where hung runs' output and stacks are kept")
     ap.add_argument("--only", choices=["trl3", "corpus"], default=None)
     ap.add_argument("--tty", action="store_true", help="rwb's stderr on a terminal (its progress line drawn)")
+    ap.add_argument("--vary", action="store_true",
+                    help="each run picks --jobs from 1,2,3,4,8 and TOKIO_WORKER_THREADS from 1,2,4,8")
+    ap.add_argument("--slow", type=float, default=None,
+                    help="seconds after which a run's stacks are taken once (it still runs to --limit)")
     args = ap.parse_args()
 
     if not os.access(args.rwb, os.X_OK):
@@ -331,7 +360,8 @@ def main():
             if index is None:
                 return
             name, ws, expected = workspaces[index % len(workspaces)]
-            one_run(args.rwb, ws, expected, args.limit, out_dir, tally, name, index, args.tty)
+            one_run(args.rwb, ws, expected, args.limit, out_dir, tally, name, index, args.tty,
+                    args.vary, args.slow)
             if index % 100 == 0:
                 print(f"{index}/{args.runs} runs, {len(tally.hangs)} hung, {len(tally.bad)} bad, "
                       f"{time.monotonic() - t0:.0f}s", flush=True)
@@ -359,6 +389,8 @@ def main():
         print(f"  hung: {h}")
     for b in tally.bad:
         print(f"  bad: {b}")
+    for s in tally.slow:
+        print(f"  slow: {s}")
     if not tally.hangs and not tally.bad:
         shutil.rmtree(root, ignore_errors=True)
     return 1 if tally.hangs or tally.bad else 0
