@@ -237,13 +237,18 @@ VARY_JOBS = [1, 2, 3, 4, 8]
 VARY_THREADS = [1, 2, 4, 8]
 
 
-def one_run(rwb, ws, expected, limit, out_dir, tally, name, index, tty=False, vary=False, slow=None):
+def one_run(rwb, ws, expected, limit, out_dir, tally, name, index, tty=False, vary=False, slow=None,
+            task_dump=None):
     run_dir = Path(tempfile.mkdtemp(prefix=f"run-{name}-", dir=out_dir))
     out_path, err_path = run_dir / "stdout", run_dir / "stderr"
     t0 = time.monotonic()
     with open(out_path, "wb") as out, open(err_path, "wb") as err:
         env = dict(os.environ)
         extra = []
+        if task_dump is not None:
+            # a build with the task-dump feature writes where each async task waits
+            env["RWB_TASK_DUMP_AFTER"] = str(task_dump)
+            env["RWB_TASK_DUMP_FILE"] = str(run_dir / "tasks.txt")
         if vary:
             rng = random.Random(index)
             extra = ["--jobs", str(rng.choice(VARY_JOBS))]
@@ -323,6 +328,9 @@ def main():
                     help="each run picks --jobs from 1,2,3,4,8 and TOKIO_WORKER_THREADS from 1,2,4,8")
     ap.add_argument("--slow", type=float, default=None,
                     help="seconds after which a run's stacks are taken once (it still runs to --limit)")
+    ap.add_argument("--task-dump", type=float, default=None,
+                    help="seconds after which a task-dump build of rwb writes its async tasks' "
+                         "stacks to tasks.txt in the run's folder (see src/cli/task_dump.rs)")
     args = ap.parse_args()
 
     if not os.access(args.rwb, os.X_OK):
@@ -361,7 +369,7 @@ def main():
                 return
             name, ws, expected = workspaces[index % len(workspaces)]
             one_run(args.rwb, ws, expected, args.limit, out_dir, tally, name, index, args.tty,
-                    args.vary, args.slow)
+                    args.vary, args.slow, args.task_dump)
             if index % 100 == 0:
                 print(f"{index}/{args.runs} runs, {len(tally.hangs)} hung, {len(tally.bad)} bad, "
                       f"{time.monotonic() - t0:.0f}s", flush=True)

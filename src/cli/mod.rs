@@ -15,6 +15,7 @@ mod progress;
 mod reward_rows;
 mod run;
 mod serve;
+mod task_dump;
 mod tunnel;
 
 pub use crate::session::{Fail, OpenOptions, Session};
@@ -376,5 +377,6 @@ fn run_on<F: std::future::Future<Output = Result<ExitCode, Fail>>>(
         .enable_all()
         .build()
         .map_err(|e| Fail::Usage(format!("cannot start the async runtime: {e}")))?;
+    task_dump::watch(runtime.handle().clone());
     runtime.block_on(f)
 }
