@@ -336,6 +336,12 @@ impl Live {
             group_by: ws.config.group_by(),
             deploy_id: default_deploy_id(ws),
             store_details: self.session.runner.store().is_some(),
+            logged: ws
+                .config
+                .evaluators
+                .iter()
+                .filter_map(|(name, e)| Some((name.clone(), e.logged.clone()?)))
+                .collect(),
         }
     }
 
