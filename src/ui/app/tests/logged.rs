@@ -251,3 +251,30 @@ fn samples_without_facts_have_no_logged_column() {
     app.set_filter("logged".into());
     assert_eq!(app.view, Vec::<usize>::new(), "nothing moved from a log");
 }
+
+#[test]
+fn a_prompt_and_completion_sample_is_titled_by_both() {
+    use crate::ui::app::screen::sample_title;
+    let s = sample(0, "alpha");
+    let title = |raw: serde_json::Value| sample_title(&raw.to_string(), &s);
+    assert_eq!(
+        title(serde_json::json!({"prompt": "2+2=", "completion": "4"})),
+        "2+2= ▸ 4"
+    );
+    // a templated prompt (TRL decodes it with the template's words): its end
+    let templated =
+        "system\nYou are a careful assistant who shows the work.\nuser\nWhat is 2+2?\nassistant\n";
+    assert_eq!(
+        title(serde_json::json!({"prompt": templated, "completion": "It is\n4"})),
+        "…s the work. user What is 2+2? assistant ▸ It is 4"
+    );
+    let chat = serde_json::json!({
+        "prompt": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "2+2?"}],
+        "completion": [{"role": "assistant", "content": "4"}],
+    });
+    assert_eq!(title(chat), "2+2? ▸ 4");
+    assert_eq!(
+        title(serde_json::json!({"messages": [{"role": "user", "content": " a  b "}]})),
+        "a b"
+    );
+}
