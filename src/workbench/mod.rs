@@ -18,6 +18,8 @@ mod indexing;
 #[cfg(test)]
 mod live_column_tests;
 mod live_columns;
+#[cfg(test)]
+mod logged_tests;
 mod pacing;
 mod running;
 mod runs;
