@@ -104,8 +104,14 @@ fn context_lines(app: &App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static
         } else {
             ""
         };
+        // what the trainer trained on, when its log says (TRL's `advantage`)
+        let logged = app
+            .selected()
+            .and_then(|i| app.logged_advantage(i))
+            .map(|a| format!(" (the trainer logged {a:+.2})"))
+            .unwrap_or_default();
         lines.push(Line::styled(
-            format!("group of {n} (same prompt): mean {mean:.3}, std {std:.3}, advantage {adv:+.2}{flat}"),
+            format!("group of {n} (same prompt): mean {mean:.3}, std {std:.3}, advantage {adv:+.2}{logged}{flat}"),
             Style::default().fg(if flat.is_empty() { p.muted } else { p.bad }),
         ));
         lines.push(Line::raw(""));
