@@ -7,7 +7,6 @@ mod deploy;
 mod deploy_targets;
 mod generate;
 mod init;
-mod logged;
 mod output;
 mod preview;
 mod probe;

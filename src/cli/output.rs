@@ -161,7 +161,7 @@ pub struct Printer {
     /// With `[training]`: the scores gathered for the reward rows.
     pub training: Option<RewardRows>,
     /// Scores compared with those the samples' source logged.
-    pub logged: super::logged::LoggedCmp,
+    pub logged: crate::model::LoggedCmp,
 }
 
 impl Printer {
@@ -192,7 +192,7 @@ impl Printer {
             baseline: None,
             placements: Vec::new(),
             training: None,
-            logged: super::logged::LoggedCmp::new(&names_for_logged, &[]),
+            logged: crate::model::LoggedCmp::new(&names_for_logged, &[]),
         }
     }
 

@@ -47,7 +47,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
                 .and_then(|e| e.logged.clone())
         })
         .collect();
-    printer.logged = super::logged::LoggedCmp::new(&names, &logged);
+    printer.logged = crate::model::LoggedCmp::new(&names, &logged);
     printer.placements = prepared
         .iter()
         .map(|p| session.runner.placement(&p.spec).fit(PLACEMENT_WIDTH))

@@ -9,9 +9,11 @@ use std::fmt;
 use std::path::PathBuf;
 
 mod facts;
+mod logged;
 mod placement;
 mod trainer;
 pub use facts::{Facts, Logged};
+pub use logged::{flipped, moved, Counts, LoggedCmp};
 pub use placement::Placement;
 pub use trainer::Trainer;
 

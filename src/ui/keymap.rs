@@ -132,8 +132,10 @@ impl Action {
             Action::NextEvaluator => "next evaluator",
             Action::PrevEvaluator => "previous evaluator",
             Action::Detail => "detail view of the sample",
-            Action::Filter => "filter: text, score<0.5, name>=0.8, error, changed, remote",
-            Action::Sort => "sort by the evaluator (desc, asc, off)",
+            Action::Filter => {
+                "filter: text, score<0.5, name>=0.8, error, changed, remote, adv<0, logged"
+            }
+            Action::Sort => "sort: the evaluator (desc, asc), its |Δ| vs the log, adv, reward, off",
             Action::Rerun => "rerun the evaluator (ignores the cache)",
             Action::RerunAll => "rerun every evaluator (ignores the cache)",
             Action::Baseline => "pin the current scores as baseline (Δ column)",

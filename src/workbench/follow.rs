@@ -6,11 +6,12 @@
 //! a save or a rerun during the first load stops the run, and the indexer then goes
 //! on at full speed (the new run starts on the whole index).
 
+use crate::model::Facts;
 use crate::workspace::{read_entry, Entry, LineArena, SampleLine, SamplesFile};
 use bytestring::ByteString;
 use std::fs::File;
 use std::io::BufReader;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 
 /// Lines of one chunk, as the index holds them.
 #[derive(Debug, Default)]
@@ -20,6 +21,9 @@ pub(super) struct Chunk {
     pub(super) entries: Vec<Entry>,
     /// Why a sample is not usable (`BadSample`), by sample index, in order.
     pub(super) bad: Vec<(usize, String)>,
+    /// What a foreign source logged about its samples, by sample index, in order
+    /// (shared with the list's rows).
+    pub(super) facts: Vec<(usize, Arc<Facts>)>,
 }
 
 /// The indexer's end of a following run.
@@ -36,9 +40,10 @@ pub(super) struct FollowLines {
     chunks: mpsc::Receiver<Chunk>,
     files: Vec<SamplesFile>,
     chunk: Chunk,
-    /// Next entry of `chunk`, and next of its bad samples.
+    /// Next entry of `chunk`, next of its bad samples and of its facts.
     next: usize,
     next_bad: usize,
+    next_facts: usize,
     /// The file being read: its number, reader and position.
     open: Option<(u32, BufReader<File>, u64)>,
     /// Where each line's text is read (reused from line to line), and kept.
@@ -55,6 +60,7 @@ pub(super) fn follow(files: &[SamplesFile]) -> (ChunkSender, FollowLines) {
         chunk: Chunk::default(),
         next: 0,
         next_bad: 0,
+        next_facts: 0,
         open: None,
         buf: Vec::new(),
         arena: LineArena::default(),
@@ -84,6 +90,7 @@ impl Iterator for FollowLines {
             self.chunk = self.chunks.recv().ok()?;
             self.next = 0;
             self.next_bad = 0;
+            self.next_facts = 0;
         }
         let e = self.chunk.entries[self.next];
         let index = self.chunk.start + self.next;
@@ -92,6 +99,13 @@ impl Iterator for FollowLines {
             Some((i, why)) if *i == index => {
                 self.next_bad += 1;
                 Some(why.clone())
+            }
+            _ => None,
+        };
+        let facts = match self.chunk.facts.get(self.next_facts) {
+            Some((i, facts)) if *i == index => {
+                self.next_facts += 1;
+                Some(facts.clone())
             }
             _ => None,
         };
@@ -107,7 +121,7 @@ impl Iterator for FollowLines {
                 }
             },
         };
-        Some(Ok(e.sample_line(index, raw, bad)))
+        Some(Ok(e.sample_line(index, raw, bad, facts)))
     }
 }
 
@@ -127,8 +141,10 @@ mod tests {
                     start,
                     entries: range.clone().map(|i| *index.entry(i).unwrap()).collect(),
                     bad: range
+                        .clone()
                         .filter_map(|i| Some((i, index.bad(i)?.to_string())))
                         .collect(),
+                    facts: range.filter_map(|i| Some((i, index.facts(i)?))).collect(),
                 }
             })
             .collect()
@@ -222,5 +238,58 @@ mod tests {
         assert_eq!(got.len(), 1, "nothing after the error");
         let e = got[0].as_ref().unwrap_err().to_string();
         assert_eq!(e, "samples file s.jsonl changed since it was indexed");
+    }
+
+    /// A TRL completion log (tests/fixtures/sources/trl, written by pandas as TRL's
+    /// GRPOTrainer writes it) after a JSONL file: the following run's lines carry
+    /// each TRL sample's facts, as the reader gave them.
+    #[test]
+    fn a_following_run_takes_each_samples_facts() {
+        let dir = tempfile::tempdir().unwrap();
+        let jsonl = dir.path().join("a.jsonl");
+        std::fs::write(
+            &jsonl,
+            "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}]}\n",
+        )
+        .unwrap();
+        let trl = dir.path().join("completions_00002.parquet");
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/sources/trl/completions/completions_00002.parquet"
+        );
+        std::fs::copy(fixture, &trl).unwrap();
+        let format = crate::sources::detect(&trl).unwrap().expect("a TRL log");
+        let foreign = crate::workspace::Foreign::new(
+            &trl,
+            crate::workspace::Reader::Format(format),
+            Default::default(),
+            &dir.path().join(".rwb"),
+        );
+        let files = vec![
+            SamplesFile::jsonl(jsonl, "a.jsonl".into()),
+            SamplesFile {
+                path: trl,
+                label: "completions_00002.parquet".into(),
+                foreign: Some(Arc::new(foreign)),
+            },
+        ];
+        // the indexer writes the row file the run reads the lines from
+        let want: Vec<SampleLine> = SamplesReader::new(&files)
+            .writing_rows()
+            .map(Result::unwrap)
+            .collect();
+        let (tx, lines) = follow(&files);
+        let sent = chunks(&files, 2);
+        assert_eq!(sent[1].facts.len(), 2, "the second chunk: two TRL rows");
+        std::thread::spawn(move || sent.into_iter().for_each(|c| tx.send(c).unwrap()));
+        let got: Vec<SampleLine> = lines.map(Result::unwrap).collect();
+        assert_eq!(got.len(), 5);
+        for (g, w) in got.iter().zip(&want) {
+            assert_eq!((&g.at, &g.raw), (&w.at, &w.raw));
+        }
+        assert_eq!(got[0].at.facts, None);
+        let facts = got[4].at.facts.as_deref().expect("a TRL row has facts");
+        assert_eq!(facts.step, Some(2));
+        assert_eq!(facts.logged[1].0, "advantage");
     }
 }

@@ -66,6 +66,9 @@ impl<F: FnMut(Vec<Sample>)> Stream<F> {
         if let Some(why) = &line.bad {
             self.chunk.bad.push((line.at.index, why.clone()));
         }
+        if let Some(facts) = &line.at.facts {
+            self.chunk.facts.push((line.at.index, facts.clone()));
+        }
         self.chunk.entries.push(entry);
         self.samples.push(sample_of(line));
         // the first rows show at once; then larger chunks

@@ -18,6 +18,8 @@ mod indexing;
 #[cfg(test)]
 mod live_column_tests;
 mod live_columns;
+#[cfg(test)]
+mod logged_tests;
 mod pacing;
 mod running;
 mod runs;
@@ -336,6 +338,12 @@ impl Live {
             group_by: ws.config.group_by(),
             deploy_id: default_deploy_id(ws),
             store_details: self.session.runner.store().is_some(),
+            logged: ws
+                .config
+                .evaluators
+                .iter()
+                .filter_map(|(name, e)| Some((name.clone(), e.logged.clone()?)))
+                .collect(),
         }
     }
 

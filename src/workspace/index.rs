@@ -2,19 +2,22 @@
 //! usable, read once (by [`SamplesReader`]) and then handed to runs, which read the
 //! lines' text at their offsets without hashing or checking them again.
 //!
-//! The index holds no line text: a million samples cost about 40 bytes each. It is
+//! The index holds no line text: a million samples cost about 40 bytes each. A
+//! foreign source's facts (SPEC §13) are kept beside the entries, only for the files
+//! that have them ([`FileFacts`]), shared with whoever else holds the sample. It is
 //! current while every file has the size and modification time it had when indexed
 //! ([`SampleIndex::is_current`]); a run fed from it checks that before each file and
 //! that every line still ends where the index says.
 
 use super::samples::{LineArena, LineView, SampleLine, SamplesReader};
 use super::SamplesFile;
-use crate::model::SampleRef;
+use crate::model::{Facts, SampleRef};
 use bytestring::ByteString;
 use std::collections::HashMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
+use std::sync::Arc;
 use std::time::SystemTime;
 
 /// One sample line as the index holds it.
@@ -34,14 +37,20 @@ pub struct Entry {
 
 impl Entry {
     /// Sample `index`, the line this entry locates, with its text `raw` (empty for a
-    /// bad sample, whose text is sent nowhere).
-    pub fn sample_line(&self, index: usize, raw: ByteString, bad: Option<String>) -> SampleLine {
+    /// bad sample, whose text is sent nowhere) and its source's facts.
+    pub fn sample_line(
+        &self,
+        index: usize,
+        raw: ByteString,
+        bad: Option<String>,
+        facts: Option<Arc<Facts>>,
+    ) -> SampleLine {
         SampleLine {
             at: SampleRef {
                 index,
                 file: self.file as usize,
                 line: self.line as usize,
-                facts: None,
+                facts,
             },
             offset: self.offset,
             raw,
@@ -66,6 +75,15 @@ fn stamp_of(path: &Path) -> Option<FileStamp> {
     })
 }
 
+/// The facts of one file's samples: from its first sample with facts on, one slot a
+/// sample (a JSONL file has none, and costs nothing here).
+#[derive(Debug)]
+struct FileFacts {
+    /// The sample index of `facts[0]`.
+    first: usize,
+    facts: Vec<Option<Arc<Facts>>>,
+}
+
 /// Every sample of some samples files, in order (see the module doc).
 #[derive(Debug, Default)]
 pub struct SampleIndex {
@@ -74,6 +92,8 @@ pub struct SampleIndex {
     entries: Vec<Entry>,
     /// Why a sample is not usable (`BadSample`), by sample index; few in practice.
     bad: HashMap<u32, Box<str>>,
+    /// The facts of the files that have some, in sample order.
+    facts: Vec<FileFacts>,
 }
 
 impl SampleIndex {
@@ -85,6 +105,7 @@ impl SampleIndex {
             stamps: files.iter().map(|f| stamp_of(&f.path)).collect(),
             entries: Vec::new(),
             bad: HashMap::new(),
+            facts: Vec::new(),
         }
     }
 
@@ -104,6 +125,9 @@ impl SampleIndex {
         if let Some(why) = &line.bad {
             self.bad.insert(line.at.index as u32, why.as_str().into());
         }
+        if let Some(facts) = &line.at.facts {
+            self.push_facts(line.at.index, line.at.file, facts.clone());
+        }
         self.entries.push(Entry {
             offset: line.offset,
             hash: line.hash,
@@ -113,9 +137,37 @@ impl SampleIndex {
         });
     }
 
+    /// Keeps sample `index`'s facts (it is in file `file`).
+    fn push_facts(&mut self, index: usize, file: usize, facts: Arc<Facts>) {
+        let in_file = |e: &Entry| e.file as usize == file;
+        let same_file = self
+            .facts
+            .last()
+            .is_some_and(|t| self.entries.get(t.first).is_some_and(in_file));
+        if !same_file {
+            self.facts.push(FileFacts {
+                first: index,
+                facts: Vec::new(),
+            });
+        }
+        let table = self.facts.last_mut().expect("one for this file");
+        table.facts.resize(index - table.first, None);
+        table.facts.push(Some(facts));
+    }
+
     /// Gives back memory reserved for lines that did not come.
     pub fn shrink(&mut self) {
         self.entries.shrink_to_fit();
+        for t in &mut self.facts {
+            t.facts.shrink_to_fit();
+        }
+    }
+
+    /// What sample `index`'s source logged about it (none for a JSONL line).
+    pub fn facts(&self, index: usize) -> Option<Arc<Facts>> {
+        let at = self.facts.partition_point(|t| t.first <= index);
+        let table = self.facts.get(at.checked_sub(1)?)?;
+        table.facts.get(index - table.first)?.clone()
     }
 
     pub fn len(&self) -> usize {
@@ -157,7 +209,7 @@ impl SampleIndex {
             Some(_) => ByteString::new(),
             None => files.read(e.file as usize, e.offset, e.len)?.into(),
         };
-        Some(e.sample_line(index, raw, bad))
+        Some(e.sample_line(index, raw, bad, self.facts(index)))
     }
 
     /// The samples in order, their text read once, front to back, at the offsets the
@@ -270,7 +322,7 @@ impl Iterator for IndexedLines<'_> {
             self.open(e.file).and_then(|()| self.read(&e))
         };
         match raw {
-            Ok(raw) => Some(Ok(e.sample_line(index, raw, bad))),
+            Ok(raw) => Some(Ok(e.sample_line(index, raw, bad, self.index.facts(index)))),
             Err(err) => {
                 self.next = self.index.entries.len(); // nothing after an error
                 Some(Err(err))
@@ -389,5 +441,83 @@ mod tests {
         index.stamps = vec![stamp_of(&f.path)];
         let lines: Vec<_> = index.lines().collect();
         assert!(lines[0].is_err(), "line 1 now ends one byte early");
+    }
+
+    /// A JSONL file, then a TRL completion log (tests/fixtures/sources/trl, written by
+    /// pandas as TRL's GRPOTrainer writes it): read through the index, each TRL sample
+    /// carries the facts its reader gave it, from the row file or while converting.
+    #[test]
+    fn samples_read_through_the_index_carry_their_sources_facts() {
+        let dir = tempfile::tempdir().unwrap();
+        let trl = dir.path().join("completions_00002.parquet");
+        let fixture = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/sources/trl/completions/completions_00002.parquet"
+        );
+        std::fs::copy(fixture, &trl).unwrap();
+        let format = crate::sources::detect(&trl).unwrap().expect("a TRL log");
+        let foreign = super::super::Foreign::new(
+            &trl,
+            super::super::Reader::Format(format),
+            Default::default(),
+            &dir.path().join(".rwb"),
+        );
+        let files = [
+            file_with(dir.path(), "a.jsonl", &format!("{A}\n{B}\n")),
+            SamplesFile {
+                path: trl.clone(),
+                label: "completions_00002.parquet".into(),
+                foreign: Some(Arc::new(foreign)),
+            },
+        ];
+        // converting (the row file is written as it is read), then from the row file
+        for pass in ["converting", "from the row file"] {
+            let mut reader = SamplesReader::new(&files).writing_rows();
+            let mut index = SampleIndex::start(&files);
+            let mut read = Vec::new();
+            while let Some(line) = reader.read_next() {
+                let line = line.unwrap();
+                index.push(&line);
+                read.push(line.at.facts.clone());
+            }
+            index.shrink();
+            assert_eq!(index.len(), 6, "{pass}");
+            let fed: Vec<SampleLine> = index.lines().map(|l| l.unwrap()).collect();
+            let facts: Vec<Option<Arc<Facts>>> = fed.iter().map(|l| l.at.facts.clone()).collect();
+            assert_eq!(facts, read, "{pass}");
+            assert_eq!(
+                (facts[0].as_ref(), facts[1].as_ref()),
+                (None, None),
+                "{pass}"
+            );
+            let first = facts[2].as_deref().expect("a TRL row has facts");
+            assert_eq!(first.step, Some(2), "{pass}");
+            assert_eq!(
+                first.logged,
+                vec![
+                    (
+                        "accuracy_reward".to_string(),
+                        crate::model::Logged::Score(Some(1.0))
+                    ),
+                    (
+                        "advantage".to_string(),
+                        crate::model::Logged::Score(Some(0.5))
+                    ),
+                ],
+                "{pass}"
+            );
+            let group = |i: usize| facts[i].as_ref().and_then(|f| f.group.clone());
+            assert!(group(2).is_some(), "{pass}");
+            assert_eq!(group(2), group(3), "{pass}: one prompt, one step");
+            assert_ne!(group(3), group(4), "{pass}");
+            assert_eq!(
+                facts[5].as_ref().unwrap().logged[0].1,
+                crate::model::Logged::Score(None),
+                "{pass}: the logged NaN"
+            );
+            let files = crate::workspace::LineFiles::open(&files).unwrap();
+            assert_eq!(index.line(3, &files).unwrap().at.facts, facts[3], "{pass}");
+            assert_eq!(index.facts(0), None);
+        }
     }
 }

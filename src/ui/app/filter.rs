@@ -1,6 +1,6 @@
 //! The list's filter (`refund score<0.5 error`) and the filtered, sorted view.
 
-use super::{App, EvaluatorInfo, Sample, SignalColumn};
+use super::{logged_sort_evaluator, App, EvaluatorInfo, Sample, SignalColumn};
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Op {
@@ -46,6 +46,9 @@ pub enum Cond {
     Changed,
     /// A remote score differs from the local one.
     Remote,
+    /// `logged`: a score moved from the one the samples' source logged (SPEC §13's
+    /// rule), any evaluator's; `logged:NAME`, that evaluator's.
+    Logged { evaluator: Option<usize> },
 }
 
 /// Parses a filter such as `refund score<0.5 error`. Unknown evaluator names are errors.
@@ -63,6 +66,23 @@ pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond
         }
         if lower == "remote" {
             out.push(Cond::Remote);
+            continue;
+        }
+        if lower == "logged" {
+            out.push(Cond::Logged { evaluator: None });
+            continue;
+        }
+        if let Some(name) = word
+            .strip_prefix("logged:")
+            .or_else(|| word.strip_prefix("LOGGED:"))
+        {
+            let evaluator = evaluators
+                .iter()
+                .position(|e| e.name == name)
+                .ok_or_else(|| format!("'{word}': no evaluator named '{name}'"))?;
+            out.push(Cond::Logged {
+                evaluator: Some(evaluator),
+            });
             continue;
         }
         let ops = [
@@ -151,6 +171,7 @@ impl App {
             Cond::Remote => {
                 (0..self.evaluators.len()).any(|e| self.remote_differs(sample, e) == Some(true))
             }
+            Cond::Logged { evaluator } => self.moved_from_log(index, *evaluator),
             Cond::Signal { column, op, value } => self
                 .signal_value(index, *column)
                 .is_some_and(|s| op.test(s, *value)),
@@ -178,10 +199,12 @@ impl App {
             .filter(|&i| self.matches(i))
             .collect();
         if let Some((e, descending)) = self.sort {
-            let value = |i: usize| match SignalColumn::from_sort_index(e) {
-                Some(column) => self.signal_value(i, column),
-                None => self.samples[i].cells.get(e).and_then(|c| c.score()),
-            };
+            let value =
+                |i: usize| match (SignalColumn::from_sort_index(e), logged_sort_evaluator(e)) {
+                    (Some(column), _) => self.signal_value(i, column),
+                    (None, Some(logged)) => self.logged_sort_value(i, logged),
+                    (None, None) => self.samples[i].cells.get(e).and_then(|c| c.score()),
+                };
             view.sort_by(|&a, &b| {
                 let (sa, sb) = (value(a), value(b));
                 match (sa, sb) {

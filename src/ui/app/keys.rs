@@ -179,10 +179,15 @@ impl App {
         Vec::new()
     }
 
-    /// `s`: sorts by the selected evaluator, descending, then ascending; with
-    /// `[training]`, then by the advantage and by the reward the same way; then not.
+    /// `s`: sorts by the selected evaluator, descending, then ascending; when it has a
+    /// logged counterpart, then by its |Δ| against the log, largest first; with
+    /// `[training]`, then by the advantage and by the reward, descending and
+    /// ascending; then not.
     fn cycle_sort(&mut self) {
         let mut order = vec![(self.evaluator, true), (self.evaluator, false)];
+        if self.logged_pair(self.evaluator).is_some() {
+            order.push((logged_sort_index(self.evaluator), true));
+        }
         if self.training.is_some() {
             for column in [SignalColumn::Advantage, SignalColumn::Reward] {
                 order.push((column.sort_index(), true));

@@ -10,6 +10,7 @@ mod generation;
 #[cfg(test)]
 mod generation_tests;
 mod keys;
+mod logged;
 mod overlays;
 mod results;
 mod samples;
@@ -22,6 +23,9 @@ mod text_match;
 pub use baseline::{Baseline, BaselineOf};
 pub use filter::{parse_filter, Cond, Op};
 pub use generation::GenerationMsg;
+pub use logged::{
+    logged_sort_evaluator, logged_sort_index, LoggedCell, LoggedReport, StepMeans, LOGGED_ADVANTAGE,
+};
 pub use overlays::{DeployForm, History, Overlay};
 pub use results::Detail;
 pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sample};
@@ -188,6 +192,9 @@ pub struct Settings {
     pub deploy_id: String,
     /// Outcomes can be read back from a store (see `App::store_details`).
     pub store_details: bool,
+    /// Each evaluator's `logged = "NAME"` (by evaluator name): the logged score it
+    /// is compared with, when not the one of its own name.
+    pub logged: std::collections::BTreeMap<String, String>,
 }
 
 /// What preparing an evaluator found (`Msg::Prepared`).
@@ -271,6 +278,14 @@ pub struct App {
     /// The statistics overlay's figures, computed when it opens and again when
     /// scores changed (never while drawing; see `stats.rs`).
     pub stats_report: Option<Vec<stats::EvaluatorStats>>,
+    /// Beside them, the comparison with the samples' logged scores (`logged.rs`).
+    pub logged_report: Option<LoggedReport>,
+    /// Each evaluator's `logged = "NAME"`, by evaluator name (`Settings::logged`).
+    logged_names: std::collections::BTreeMap<String, String>,
+    /// Each evaluator paired with its logged name.
+    logged_cmp: crate::model::LoggedCmp,
+    /// Which logged names and steps the samples have (see `logged.rs`).
+    logged_seen: logged::LoggedSeen,
     /// A first load is still growing the list (`Msg::MoreSamples` until `Msg::Loaded`):
     /// a run in flight is not done when it caught up with the samples read so far.
     pub loading: bool,
@@ -353,6 +368,10 @@ impl App {
             dirty: true,
             view_stale: true,
             stats_report: None,
+            logged_report: None,
+            logged_names: Default::default(),
+            logged_cmp: Default::default(),
+            logged_seen: Default::default(),
             loading: false,
             stats_stale: true,
             store_details: false,
@@ -509,6 +528,11 @@ impl App {
         }
         self.ship.default_id = settings.deploy_id;
         self.store_details = settings.store_details;
+        if self.logged_names != settings.logged {
+            self.logged_names = settings.logged;
+            self.pair_logged();
+            self.view_stale = true;
+        }
         if settings.group_by != self.group_by {
             self.group_by = settings.group_by;
             self.group_keys = None; // found again with the new key

@@ -2,7 +2,7 @@
 //! evaluators are taken in (outcomes follow a line's content and an evaluator's name).
 
 use super::stats::EAGER_GROUPS;
-use super::{App, SignalColumn};
+use super::{logged_sort_evaluator, logged_sort_index, App, SignalColumn};
 use crate::model::{EvalError, Outcome, SampleRef, Style};
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -150,6 +150,7 @@ impl App {
             s.cells.resize(n, Cell::default());
         }
         self.samples = samples;
+        self.see_logged(true);
         self.forget_shown(); // the titles and text were of the old rows
         self.group_keys = None;
         self.forget_text_matches();
@@ -187,6 +188,7 @@ impl App {
         }
         let before = self.samples.len();
         self.samples.append(&mut samples);
+        self.see_logged(false);
         let total = self.samples.len();
         // the keys of the samples read so far stay: only the new ones are read
         if total <= EAGER_GROUPS || self.training.is_some() {
@@ -250,15 +252,21 @@ impl App {
         self.evaluator = selected_name
             .and_then(|n| self.evaluators.iter().position(|e| e.name == n))
             .unwrap_or(0);
-        if let Some((e, d)) = self
+        if let Some((key, d)) = self
             .sort
-            .filter(|(e, _)| SignalColumn::from_sort_index(*e).is_none())
+            .filter(|(key, _)| SignalColumn::from_sort_index(*key).is_none())
         {
-            let name = old_names.get(e);
+            // by an evaluator's score, or its |Δ| against the log: the same one's
+            let logged = logged_sort_evaluator(key);
+            let name = old_names.get(logged.unwrap_or(key));
             self.sort = name
                 .and_then(|n| self.evaluators.iter().position(|x| &x.name == n))
-                .map(|e| (e, d));
+                .map(|e| match logged {
+                    Some(_) => (logged_sort_index(e), d),
+                    None => (e, d),
+                });
         }
+        self.pair_logged();
         self.refresh_view();
     }
 }

@@ -41,6 +41,7 @@ impl App {
     pub(super) fn fill_stats(&mut self) {
         if self.overlay != Overlay::Stats {
             self.stats_report = None;
+            self.logged_report = None;
             return;
         }
         if self.stats_report.is_some() && !self.stats_stale {
@@ -51,6 +52,7 @@ impl App {
             .map(|e| self.evaluator_stats(e))
             .collect();
         self.stats_report = Some(report);
+        self.logged_report = self.logged_report();
     }
 
     /// One evaluator's figures for the statistics overlay.
@@ -119,7 +121,10 @@ impl App {
         self.group_steps.resize(have, None);
         let by = crate::training::GroupBy::parse(self.group_by.as_deref().unwrap_or("prompt"));
         for s in &self.samples[have..] {
-            let place = crate::training::place(&self.text(s), &by);
+            let place = match s.at.facts.as_deref() {
+                Some(facts) => place_by_facts(facts, &by, || self.text(s)),
+                None => crate::training::place(&self.text(s), &by),
+            };
             keys.push(place.key);
             self.group_steps.push(place.step);
         }
@@ -222,5 +227,48 @@ impl App {
             .filter(|(_, _, varies)| !varies)
             .filter_map(|(n, s, _)| Some((n, s?)))
             .collect()
+    }
+}
+
+/// Where a sample whose source told its group or step belongs (SPEC §13: a TRL
+/// log's group is one prompt within one step, an Inspect sample's its id across
+/// epochs). Grouped by prompt, the source's group (which holds the step), read
+/// without the line; else the line's place, within the source's step. The step is
+/// hashed as [`crate::training::place`] hashes a line's `step`.
+fn place_by_facts(
+    facts: &crate::model::Facts,
+    by: &crate::training::GroupBy,
+    line: impl FnOnce() -> String,
+) -> crate::training::Place {
+    use crate::training::{GroupBy, GroupKey, Place};
+    let hash = |parts: &[&[u8]]| -> blake3::Hash {
+        let mut hasher = blake3::Hasher::new();
+        parts.iter().for_each(|p| {
+            hasher.update(p);
+        });
+        hasher.finalize()
+    };
+    let key_of = |h: blake3::Hash| -> GroupKey { h.as_bytes()[..16].try_into().expect("16 bytes") };
+    let step_text = facts.step.map(|s| s.to_string());
+    let step = step_text.as_ref().map(|t| {
+        let h = hash(&[t.as_bytes()]);
+        u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
+    });
+    if let (GroupBy::Prompt, Some(group)) = (by, &facts.group) {
+        let key = key_of(hash(&[b"facts\0", group.as_bytes()]));
+        return Place {
+            key: Some(key),
+            step,
+        };
+    }
+    let place = crate::training::place(&line(), by);
+    match step_text {
+        None => place,
+        Some(text) => Place {
+            key: place
+                .key
+                .map(|k| key_of(hash(&[&k, b"\0step\0", text.as_bytes()]))),
+            step,
+        },
     }
 }

@@ -74,6 +74,7 @@ pub(super) fn draw_breakdown(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect
 /// moved to) and the sample's rollout group.
 fn context_lines(app: &App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
     let p = &ctx.theme.palette;
+    logged_line(app, ctx, lines);
     if let Some(before) = app
         .selected()
         .and_then(|i| app.baseline_outcome(i, app.evaluator, o))
@@ -103,12 +104,62 @@ fn context_lines(app: &App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static
         } else {
             ""
         };
+        // what the trainer trained on, when its log says (TRL's `advantage`)
+        let logged = app
+            .selected()
+            .and_then(|i| app.logged_advantage(i))
+            .map(|a| format!(" (the trainer logged {a:+.2})"))
+            .unwrap_or_default();
         lines.push(Line::styled(
-            format!("group of {n} (same prompt): mean {mean:.3}, std {std:.3}, advantage {adv:+.2}{flat}"),
+            format!("group of {n} (same prompt): mean {mean:.3}, std {std:.3}, advantage {adv:+.2}{logged}{flat}"),
             Style::default().fg(if flat.is_empty() { p.muted } else { p.bad }),
         ));
         lines.push(Line::raw(""));
     }
+}
+
+/// The selected score beside the one the samples' source logged, when it has one.
+fn logged_line(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
+    let p = &ctx.theme.palette;
+    let e = app.evaluator;
+    let Some(c) = app.selected().and_then(|i| app.logged_cell(i, e)) else {
+        return;
+    };
+    let Some(now) = c.score else {
+        return; // not evaluated yet
+    };
+    let f = |x: Option<f64>| x.map_or_else(|| "none".to_string(), |v| format!("{v:.3}"));
+    let name = match app.logged_pair(e) {
+        Some(n) if Some(n) != app.evaluators.get(e).map(|i| i.name.as_str()) => {
+            format!(" ({n})")
+        }
+        _ => String::new(),
+    };
+    if !c.moved() {
+        lines.push(Line::styled(
+            format!("as logged{name}: {}", f(c.logged)),
+            Style::default().fg(p.muted),
+        ));
+        lines.push(Line::raw(""));
+        return;
+    }
+    let mut head = format!("logged{name} {} → now {}", f(c.logged), f(now));
+    if let Some(d) = c.delta() {
+        head.push_str(&format!(" (Δ {d:+.3})"));
+    }
+    if c.flipped() {
+        head.push_str(", crosses 0.5");
+    }
+    let color = match c.delta() {
+        Some(d) if d > 0.0 => p.good,
+        Some(_) => p.bad,
+        None => p.accent,
+    };
+    lines.push(Line::styled(
+        head,
+        Style::default().fg(color).add_modifier(Modifier::BOLD),
+    ));
+    lines.push(Line::raw(""));
 }
 
 /// With `[training]`: the selected sample's group as the trainer sees it, best
@@ -142,12 +193,14 @@ fn group_lines(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
         .map(|e| format!("{:>7}", clip(&e.name, 7)))
         .collect();
     let pinned = app.baseline.is_some();
+    let logged = app.shows_logged_advantage();
     lines.push(Line::styled(
         format!(
-            "  {:>5} {:>7} {:>7}{} {}",
+            "  {:>5} {:>7} {:>7}{}{} {}",
             "#",
             "reward",
             "adv",
+            if logged { " adv(log)" } else { "" },
             if pinned { "  before" } else { "" },
             names.join(" ")
         ),
@@ -159,6 +212,12 @@ fn group_lines(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
             .iter()
             .map(|s| format!("{:>7}", f(*s, false)))
             .collect();
+        let logged_adv = if logged {
+            let a = app.logged_advantage(m.sample).unwrap_or(f64::NAN);
+            format!(" {:>8}", f(a, true))
+        } else {
+            String::new()
+        };
         let before = if pinned {
             let b = app.pinned_advantage(m.sample).unwrap_or(f64::NAN);
             format!(" {:>7}", f(b, true))
@@ -175,7 +234,7 @@ fn group_lines(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
         let mark = if m.sample == selected { "▸" } else { " " };
         lines.push(Line::styled(
             format!(
-                "{mark} {:>5} {:>7} {:>7}{before} {}",
+                "{mark} {:>5} {:>7} {:>7}{logged_adv}{before} {}",
                 app.samples[m.sample].at.index,
                 f(m.reward, false),
                 f(m.advantage, true),

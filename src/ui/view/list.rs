@@ -1,7 +1,7 @@
 //! The sample list: one row per sample, a score column per evaluator.
 
 use super::{clip, pane, title_span, Ctx};
-use crate::ui::app::{App, Cell, Focus, SignalColumn};
+use crate::ui::app::{logged_sort_evaluator, App, Cell, Focus, SignalColumn};
 use crate::ui::layout::first_row;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -49,9 +49,13 @@ fn list_title(app: &App, ctx: &Ctx) -> Line<'static> {
         ctx,
     )];
     if let Some((e, desc)) = app.sort {
-        let name = match SignalColumn::from_sort_index(e) {
-            Some(column) => Some(column.name()),
-            None => app.evaluators.get(e).map(|info| info.name.as_str()),
+        let name = match (SignalColumn::from_sort_index(e), logged_sort_evaluator(e)) {
+            (Some(column), _) => Some(column.name().to_string()),
+            (None, Some(e)) => app
+                .evaluators
+                .get(e)
+                .map(|info| format!("{} |Δ log|", info.name)),
+            (None, None) => app.evaluators.get(e).map(|info| info.name.clone()),
         };
         if let Some(name) = name {
             title.push(Span::styled(
@@ -75,13 +79,25 @@ struct Columns {
     show_combined: bool,
     /// `[training]`: the reward and advantage columns (the reward is the combined one).
     show_signal: bool,
+    /// Beside the advantage, the one the trainer logged.
+    show_logged_advantage: bool,
+    /// Per evaluator: its logged value and Δ follow its score (it has a logged
+    /// counterpart).
+    logged: Vec<bool>,
 }
+
+/// The width of an evaluator's logged value and Δ (with their spaces).
+const LOGGED_W: usize = 14;
 
 impl Columns {
     fn new(app: &App, width: usize) -> Columns {
         let show_delta = app.baseline.is_some();
         let show_signal = app.training.is_some();
         let show_combined = app.weights.is_some() && !show_signal;
+        let show_logged_advantage = show_signal && app.shows_logged_advantage();
+        let logged: Vec<bool> = (0..app.evaluators.len())
+            .map(|e| app.logged_pair(e).is_some())
+            .collect();
         let score_w: Vec<usize> = app
             .evaluators
             .iter()
@@ -93,7 +109,9 @@ impl Columns {
             + score_w.iter().map(|w| w + 1).sum::<usize>()
             + if show_delta { 7 } else { 0 }
             + if show_combined { 9 } else { 0 }
-            + if show_signal { 18 } else { 0 };
+            + if show_signal { 18 } else { 0 }
+            + if show_logged_advantage { 9 } else { 0 }
+            + LOGGED_W * logged.iter().filter(|l| **l).count();
         let text_w = width.saturating_sub(fixed + 1).max(4);
         Columns {
             index_w,
@@ -102,6 +120,8 @@ impl Columns {
             show_delta,
             show_combined,
             show_signal,
+            show_logged_advantage,
+            logged,
         }
     }
 }
@@ -130,6 +150,12 @@ fn list_header(app: &App, ctx: &Ctx, columns: &Columns) -> Line<'static> {
             format!("{:>w$}", clip(&info.name, score_w[e]), w = score_w[e]),
             style,
         ));
+        if columns.logged[e] {
+            header.push(Span::styled(
+                format!(" {:>6} {:>6}", "logged", "Δlog"),
+                Style::default().fg(p.muted).add_modifier(Modifier::BOLD),
+            ));
+        }
     }
     if columns.show_combined {
         header.push(Span::styled(
@@ -142,6 +168,12 @@ fn list_header(app: &App, ctx: &Ctx, columns: &Columns) -> Line<'static> {
             format!(" {:>8} {:>8}", "reward", "adv"),
             Style::default().fg(p.muted).add_modifier(Modifier::BOLD),
         ));
+        if columns.show_logged_advantage {
+            header.push(Span::styled(
+                format!(" {:>8}", "adv(log)"),
+                Style::default().fg(p.muted).add_modifier(Modifier::BOLD),
+            ));
+        }
     }
     if columns.show_delta {
         header.push(Span::styled(
@@ -175,6 +207,9 @@ fn list_row(app: &App, ctx: &Ctx, columns: &Columns, pos: usize) -> Line<'static
             sample.bad.is_some(),
             differs,
         ));
+        if columns.logged.get(e).copied().unwrap_or(false) {
+            spans.extend(logged_spans(app, app.view[pos], e, ctx));
+        }
     }
     if columns.show_combined {
         let text = app
@@ -200,6 +235,9 @@ fn list_row(app: &App, ctx: &Ctx, columns: &Columns, pos: usize) -> Line<'static
             app.signal_value(i, SignalColumn::Advantage),
             ctx,
         ));
+        if columns.show_logged_advantage {
+            spans.push(advantage_span(app.logged_advantage(i), ctx));
+        }
     }
     if columns.show_delta {
         spans.push(delta_span(app.delta(sample, app.evaluator), ctx));
@@ -222,6 +260,47 @@ fn advantage_span(a: Option<f64>, ctx: &Ctx) -> Span<'static> {
         None => (format!("{:>8}", "-"), p.muted),
     };
     Span::styled(format!(" {text}"), Style::default().fg(color))
+}
+
+/// An evaluator's logged value and Δ (score − logged): coloured when the score
+/// moved from the log, `·` when it did not, `≠` when only one of the two is a
+/// number, `…` until it is evaluated; `n/a` for a logged value that is no number.
+fn logged_spans(app: &App, sample: usize, e: usize, ctx: &Ctx) -> [Span<'static>; 2] {
+    let p = &ctx.theme.palette;
+    let muted = Style::default().fg(p.muted);
+    let Some(c) = app.logged_cell(sample, e) else {
+        let text = if app.logged_not_numeric(sample, e) {
+            "n/a"
+        } else {
+            ""
+        };
+        return [
+            Span::styled(format!(" {text:>6}"), muted),
+            Span::styled(format!(" {:>6}", ""), muted),
+        ];
+    };
+    let logged = c
+        .logged
+        .map(|l| format!("{l:.3}"))
+        .unwrap_or_else(|| "none".into());
+    let (delta, style) = match (c.score, c.delta()) {
+        (None, _) => ("…".to_string(), muted),
+        _ if !c.moved() => ("·".to_string(), muted),
+        (_, Some(d)) if d.abs() < 10.0 => (format!("{d:+.3}"), delta_style(d, ctx)),
+        (_, Some(d)) => (format!("{d:+.1}"), delta_style(d, ctx)),
+        (_, None) => ("≠".to_string(), Style::default().fg(p.accent)),
+    };
+    [
+        Span::styled(format!(" {logged:>6}"), muted),
+        Span::styled(format!(" {delta:>6}"), style),
+    ]
+}
+
+/// A Δ that moved: up good, down bad.
+fn delta_style(d: f64, ctx: &Ctx) -> Style {
+    let p = &ctx.theme.palette;
+    let color = if d > 0.0 { p.good } else { p.bad };
+    Style::default().fg(color).add_modifier(Modifier::BOLD)
 }
 
 /// The Δ column: the change from the baseline, `·` when none.

@@ -1,7 +1,7 @@
 //! The statistics overlay: per evaluator a summary, a histogram and warnings.
 
 use super::{popup, Ctx};
-use crate::ui::app::{App, EvaluatorStats, HISTOGRAM_BINS};
+use crate::ui::app::{App, EvaluatorStats, LoggedReport, StepMeans, HISTOGRAM_BINS};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
@@ -12,6 +12,9 @@ pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     // the app computed the figures when the overlay opened or scores changed
     let report = app.stats_report.as_deref().unwrap_or(&[]);
     combined_lines(app, ctx, &mut lines);
+    if let Some(report) = &app.logged_report {
+        logged_lines(app, report, ctx, &mut lines);
+    }
     for (info, stats) in app.evaluators.iter().zip(report) {
         evaluator_lines(stats, &info.name, ctx, &mut lines);
     }
@@ -122,6 +125,71 @@ fn combined_lines(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
         ));
     }
     lines.push(Line::raw(""));
+}
+
+/// Steps shown in the logged-vs-now table: past this many, the first and last half.
+const STEPS_SHOWN: usize = 12;
+
+/// The scores the samples' source logged beside the scores now: per step (when the
+/// source has steps) and over all, each compared evaluator's logged mean → mean now
+/// (highlighted when they differ by SPEC §13's rule), then `rwb run`'s moved and
+/// flipped counts.
+fn logged_lines(app: &App, report: &LoggedReport, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
+    let p = &ctx.theme.palette;
+    lines.push(Line::styled(
+        "logged vs now (mean logged → mean now, samples with both)",
+        Style::default().fg(p.title).add_modifier(Modifier::BOLD),
+    ));
+    const COLUMN: usize = 15;
+    let mut head = format!("  {:>6}", "step");
+    for &e in &report.evaluators {
+        let name = app.evaluators.get(e).map_or("", |i| i.name.as_str());
+        head.push_str(&format!("  {:>COLUMN$}", super::clip(name, COLUMN)));
+    }
+    lines.push(Line::styled(head, Style::default().fg(p.muted)));
+    let steps = &report.steps;
+    let half = STEPS_SHOWN / 2;
+    for (i, row) in steps.iter().enumerate() {
+        if steps.len() > STEPS_SHOWN && (half..steps.len() - half).contains(&i) {
+            if i == half {
+                lines.push(Line::styled(
+                    format!("  {:>6}  … {} more steps", "", steps.len() - STEPS_SHOWN),
+                    Style::default().fg(p.muted),
+                ));
+            }
+            continue;
+        }
+        lines.push(means_line(row, ctx));
+    }
+    lines.push(means_line(&report.all, ctx));
+    for line in &report.lines {
+        lines.push(Line::styled(format!("  {line}"), Style::default().fg(p.fg)));
+    }
+    lines.push(Line::raw(""));
+}
+
+/// One step's (or every sample's) row of the logged-vs-now table.
+fn means_line(row: &StepMeans, ctx: &Ctx) -> Line<'static> {
+    let p = &ctx.theme.palette;
+    let f = |x: Option<f64>| x.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
+    let step = row
+        .step
+        .map_or_else(|| "all".to_string(), |s| s.to_string());
+    let mut spans = vec![Span::styled(
+        format!("  {step:>6}"),
+        Style::default().fg(p.muted),
+    )];
+    for &(logged, now) in &row.means {
+        let moved = logged.is_some() && crate::model::moved(now, logged);
+        let style = if moved {
+            Style::default().fg(p.accent).add_modifier(Modifier::BOLD)
+        } else {
+            Style::default().fg(p.fg)
+        };
+        let text = format!("{} → {}", f(logged), f(now));
+        spans.push(Span::styled(format!("  {text:>15}"), style));
+    }
+    Line::from(spans)
 }
 
 /// Ten bins of scores from 0 to 1 as block characters.

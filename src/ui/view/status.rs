@@ -10,6 +10,10 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
+/// What the filter takes, shown while an empty filter is typed.
+const FILTER_HINT: &str =
+    "text, score<0.5, NAME>=0.8, error, changed, remote, adv<0, logged (moved vs the log)";
+
 pub(super) fn message_line(app: &App, ctx: &Ctx) -> Option<Line<'static>> {
     let p = &ctx.theme.palette;
     if let Some(input) = &app.filter_input {
@@ -22,6 +26,11 @@ pub(super) fn message_line(app: &App, ctx: &Ctx) -> Option<Line<'static>> {
             spans.push(Span::styled(
                 format!("   {e}"),
                 Style::default().fg(p.error),
+            ));
+        } else if input.is_empty() {
+            spans.push(Span::styled(
+                format!("   {FILTER_HINT}"),
+                Style::default().fg(p.muted),
             ));
         } else {
             spans.push(Span::styled(

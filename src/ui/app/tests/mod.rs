@@ -5,6 +5,7 @@
 mod filter;
 mod insight;
 mod keys;
+mod logged;
 mod runs;
 mod ship;
 mod store;

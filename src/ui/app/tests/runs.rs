@@ -156,6 +156,7 @@ fn settings_arrive_as_a_message_and_a_new_group_by_forgets_the_groups() {
         group_by: None,
         deploy_id: "my-rewards".into(),
         store_details: true,
+        logged: Default::default(),
     };
     app.update(Msg::Config(settings.clone()));
     assert_eq!(app.threshold, 0.7);

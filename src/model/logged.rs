@@ -3,14 +3,35 @@
 //! the one its `logged = "NAME"` names. A score *moved* when |Δ| > 1e-6 × max(1,
 //! |logged|) (logs keep float32), or when only one of the two is a number; it
 //! *flipped* when the two lie on either side of 0.5.
+//!
+//! One rule for every place that compares: `rwb run`'s rows and summary, and the
+//! workbench's logged column, its `logged` filter and its statistics.
 
-use crate::model::{Facts, Logged};
+use super::{Facts, Logged};
 use std::collections::BTreeMap;
 
 /// Tolerance of "moved", relative to the logged score (at least 1).
 const MOVED: f64 = 1e-6;
 /// The line a flip crosses.
 const FLIP_AT: f64 = 0.5;
+
+/// Whether a score moved from the logged one: |Δ| > 1e-6 × max(1, |logged|), or
+/// only one of the two is a number (`None`: no score, or a logged NaN).
+pub fn moved(score: Option<f64>, logged: Option<f64>) -> bool {
+    match (score, logged) {
+        (Some(s), Some(l)) => (s - l).abs() > MOVED * l.abs().max(1.0),
+        (None, None) => false,
+        _ => true,
+    }
+}
+
+/// Whether a score and the logged one lie on either side of 0.5.
+pub fn flipped(score: Option<f64>, logged: Option<f64>) -> bool {
+    match (score, logged) {
+        (Some(s), Some(l)) => (s >= FLIP_AT) != (l >= FLIP_AT),
+        _ => false,
+    }
+}
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Counts {
@@ -21,7 +42,7 @@ pub struct Counts {
 }
 
 /// The comparison of a run's scores with the logged ones.
-#[derive(Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct LoggedCmp {
     evaluators: Vec<String>,
     /// Per evaluator, the logged name it is paired with.
@@ -53,10 +74,20 @@ impl LoggedCmp {
         }
     }
 
+    /// The logged name evaluator `i` is paired with.
+    pub fn name(&self, i: usize) -> Option<&str> {
+        self.names.get(i).map(String::as_str)
+    }
+
+    /// What the log holds under evaluator `i`'s logged name, as logged.
+    pub fn value<'f>(&self, facts: &'f Facts, i: usize) -> Option<&'f Logged> {
+        facts.logged(self.names.get(i)?)
+    }
+
     /// The logged score of evaluator `i` for a sample: `None` when none is paired;
     /// `Some(None)` when the log says no score (NaN) or is not a number.
     pub fn logged(&self, facts: &Facts, i: usize) -> Option<Option<f64>> {
-        match facts.logged(&self.names[i])? {
+        match self.value(facts, i)? {
             Logged::Score(x) => Some(*x),
             Logged::NotNumeric { .. } => Some(None),
         }
@@ -95,18 +126,8 @@ impl LoggedCmp {
         };
         let c = &mut self.counts[i];
         c.compared += 1;
-        match (score, logged) {
-            (Some(s), Some(l)) => {
-                if (s - l).abs() > MOVED * l.abs().max(1.0) {
-                    c.moved += 1;
-                }
-                if (s >= FLIP_AT) != (l >= FLIP_AT) {
-                    c.flipped += 1;
-                }
-            }
-            (None, None) => {}
-            _ => c.moved += 1,
-        }
+        c.moved += usize::from(moved(score, logged));
+        c.flipped += usize::from(flipped(score, logged));
     }
 
     /// The summary's lines: one per evaluator compared with a log, and one per
