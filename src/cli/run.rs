@@ -178,15 +178,17 @@ fn spawn_printing(
 /// Hands the run's events to the printing thread, everything queued at once (one
 /// batch where the run sends them one by one); waits while that thread is
 /// [`PRINT_AHEAD`] batches behind.
-async fn forward(mut events: mpsc::UnboundedReceiver<Event>, to: SyncSender<Vec<Event>>) {
-    while let Some(event) = events.recv().await {
+///
+/// The events are taken with `recv_many`, never `try_recv`: tokio's `try_recv`, on
+/// meeting an event another thread is still writing, parks the calling thread until
+/// that write ends. Here that thread is the `block_on` thread, whose parker the run's
+/// own future shares: the park consumed the wake-up the run's `JoinSet` had just
+/// given it, and the run slept forever with every task finished (issue 24).
+async fn forward<T>(mut events: mpsc::UnboundedReceiver<T>, to: SyncSender<Vec<T>>) {
+    loop {
         let mut batch = Vec::with_capacity(PRINT_BATCH);
-        batch.push(event);
-        while batch.len() < PRINT_BATCH {
-            match events.try_recv() {
-                Ok(event) => batch.push(event),
-                Err(_) => break,
-            }
+        if events.recv_many(&mut batch, PRINT_BATCH).await == 0 {
+            return; // every sender is gone and everything sent was taken
         }
         if to.send(batch).is_err() {
             return; // the printer is gone: its failure is reported when it is joined
@@ -282,4 +284,76 @@ fn failed_checks(
         }
     }
     failed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forward;
+    use std::time::Duration;
+    use tokio::sync::mpsc;
+
+    /// Issue 24's hang, in the shape of a run: tasks send events from the runtime's
+    /// threads and end, the run waits for them in a `JoinSet` and holds its own
+    /// sender until then, and `forward` takes the events on the same `block_on`
+    /// thread. With `try_recv` in `forward` this stalls within a few thousand rounds
+    /// (the wake-up of the `JoinSet` is eaten by `try_recv`'s park); it must never.
+    #[test]
+    fn forwarding_never_eats_the_wake_up_of_the_run_beside_it() {
+        const ROUNDS: usize = 20_000;
+        const SENDERS: u64 = 8;
+        const EVENTS: u64 = 64;
+        let budget = Duration::from_secs(20);
+        let (progress, rounds) = std::sync::mpsc::channel::<usize>();
+        std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(4)
+                .build()
+                .unwrap();
+            for round in 0..ROUNDS {
+                let printed = runtime.block_on(async {
+                    let (tx, rx) = mpsc::unbounded_channel::<u64>();
+                    let (to, batches) = std::sync::mpsc::sync_channel::<Vec<u64>>(2);
+                    let printer = std::thread::spawn(move || {
+                        batches.into_iter().map(|b| b.len() as u64).sum::<u64>()
+                    });
+                    let run = async move {
+                        let mut senders = tokio::task::JoinSet::new();
+                        for s in 0..SENDERS {
+                            let tx = tx.clone();
+                            senders.spawn(async move {
+                                for e in 0..EVENTS {
+                                    let _ = tx.send(s * EVENTS + e);
+                                }
+                            });
+                        }
+                        while senders.join_next().await.is_some() {}
+                        drop(tx);
+                    };
+                    tokio::join!(run, forward(rx, to));
+                    printer.join().unwrap()
+                });
+                assert_eq!(printed, SENDERS * EVENTS, "round {round} lost events");
+                if progress.send(round).is_err() {
+                    return;
+                }
+            }
+        });
+        let started = std::time::Instant::now();
+        let mut last = None;
+        loop {
+            match rounds.recv_timeout(Duration::from_secs(5)) {
+                Ok(round) if round + 1 == ROUNDS => return,
+                Ok(round) => last = Some(round),
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => panic!(
+                    "a round never finished (after round {last:?}): the run's wake-up was lost"
+                ),
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    panic!("the rounds' thread failed after round {last:?}")
+                }
+            }
+            if started.elapsed() > budget {
+                return; // enough rounds on a slow machine: none stalled
+            }
+        }
+    }
 }

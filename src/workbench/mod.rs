@@ -230,6 +230,7 @@ impl Live {
         loop {
             let wake = pacing.next_wake();
             let mut draw_now = true;
+            let mut burst = Vec::new();
             let keys = input
                 .as_mut()
                 .expect("the input stream is back after the editor");
@@ -269,17 +270,11 @@ impl Live {
                         self.on_indexed(indexed);
                     }
                 }
-                Some(first) = self.run_rx.recv() => {
-                    // take every result already waiting; draw now only when they
-                    // land on screen or the frame slot has come
-                    let mut burst = vec![first];
-                    while burst.len() < BURST_MAX {
-                        match self.run_rx.try_recv() {
-                            Ok(m) => burst.push(m),
-                            Err(_) => break,
-                        }
-                    }
-                    let on_screen = self.on_runs(burst);
+                // every result already waiting, taken without `try_recv` (which parks
+                // this thread on a half-written message: see cli/run.rs `forward`);
+                // draw now only when they land on screen or the frame slot has come
+                1.. = self.run_rx.recv_many(&mut burst, BURST_MAX) => {
+                    let on_screen = self.on_runs(std::mem::take(&mut burst));
                     draw_now = pacing.draw_burst_now(on_screen);
                 }
                 _ = tokio::time::sleep_until(wake.unwrap_or_else(tokio::time::Instant::now)), if wake.is_some() => {

@@ -13,6 +13,7 @@ use crate::store::CodeKey;
 use crate::store::{SampleHash, Store};
 use crate::ui::app::{Detail, Msg, PreparedInfo};
 use crate::workspace::SampleIndex;
+use futures::FutureExt;
 use std::sync::Arc;
 
 impl Live {
@@ -121,7 +122,12 @@ impl Live {
         if events.iter().all(|Event::Result { at, .. }| at.index < len) {
             return;
         }
-        while let Ok((generation, indexed)) = self.index_rx.try_recv() {
+        // what is queued now, taken without `try_recv`, which parks this (the
+        // loop's) thread on a half-written message (see cli/run.rs `forward`); the
+        // loop's next `select!` registers its own waker again
+        let mut queued = Vec::new();
+        while let Some(1..) = self.index_rx.recv_many(&mut queued, 64).now_or_never() {}
+        for (generation, indexed) in queued {
             if generation != self.index_generation {
                 continue;
             }

@@ -163,15 +163,11 @@ async fn run_group(
             outcome,
             cached,
         };
-        while let Some(first) = erx.recv().await {
-            let mut results = vec![renumber(first)];
-            while results.len() < FORWARD_MAX {
-                match erx.try_recv() {
-                    Ok(event) => results.push(renumber(event)),
-                    Err(_) => break,
-                }
-            }
-            send(RunMsg::Results(results));
+        // `recv_many`, not `try_recv`, which parks the thread on a half-written
+        // message (see cli/run.rs `forward`)
+        let mut taken = Vec::new();
+        while erx.recv_many(&mut taken, FORWARD_MAX).await > 0 {
+            send(RunMsg::Results(taken.drain(..).map(renumber).collect()));
         }
     };
     let run = runner.run_lines(
