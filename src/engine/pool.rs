@@ -842,4 +842,38 @@ mod tests {
         assert_eq!(flight.len(), 0);
         assert!(!flight.answer(2));
     }
+
+    #[test]
+    fn a_trl_batch_carries_the_step_its_source_logged() {
+        let job = |id: u64, raw: &'static str, step: Option<i64>| PoolJob {
+            id,
+            raw: ByteString::from_static(raw),
+            facts: step.map(|s| {
+                Arc::new(Facts {
+                    step: Some(s),
+                    ..Facts::default()
+                })
+            }),
+        };
+        let batch = [
+            job(0, " {\"prompt\": \"p\"} ", Some(120)),
+            job(1, "{}", Some(7)),
+            job(2, "{\"prompt\": \"q\"}", None),
+        ];
+        let lines = with_steps(Style::Trl, &batch).expect("steps to carry");
+        assert_eq!(
+            lines,
+            [
+                "{\"\\u0000rwb_step\":{\"step\":120,\"epoch\":null},\"prompt\": \"p\"}",
+                "{\"\\u0000rwb_step\":{\"step\":7,\"epoch\":null}}",
+                "{\"prompt\": \"q\"}",
+            ]
+        );
+        for line in &lines {
+            let _: serde_json::Value = serde_json::from_str(line).expect("still JSON");
+        }
+        // other styles, and batches with no logged step, are sent as they are
+        assert!(with_steps(Style::Tunix, &batch).is_none());
+        assert!(with_steps(Style::Trl, &batch[2..]).is_none());
+    }
 }
