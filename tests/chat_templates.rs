@@ -56,12 +56,13 @@ fn chats() -> Value {
     ])
 }
 
-/// Conversations for edge_cases.json: extra keys (a name, numbers), tool calls with
+/// Conversations for edge_cases.json: extra keys (a name, numbers Python writes in
+/// both notations), tool calls with
 /// no content, content parts, whitespace to trim, a system turn.
 fn edge_chats() -> Value {
     json!([
         [
-            {"role": "system", "content": "  Be brief.\n", "weight": 1.5},
+            {"role": "system", "content": "  Be brief.\n", "weight": 1.5, "tiny": 1e-05, "big": 2.5e20},
             {"role": "user", "name": "ann", "content": "Hi & <b>bye</b> — ½", "n": 2}
         ],
         [

@@ -1,10 +1,13 @@
 //! What Hugging Face's Jinja environment adds to Jinja (transformers'
 //! `chat_template_utils._compile_jinja_template`): `raise_exception(message)`,
-//! `strftime_now(format)` and a `tojson` that writes what Python's `json.dumps` writes.
+//! `strftime_now(format)` and a `tojson` that writes what Python's `json.dumps` writes;
+//! and what Python does that minijinja does not by itself: a float written into the
+//! text as Python's `str` writes it (`1e-05`, `2.5e+20`).
 //!
 //! Pure functions of their arguments (and the clock); nothing here knows samples.
 
-use minijinja::{Error, ErrorKind, Value};
+use crate::model::py_float;
+use minijinja::{Error, ErrorKind, Output, State, Value};
 use serde_json::Value as Json;
 use std::fmt::Write as _;
 
@@ -98,6 +101,21 @@ fn strftime(format: &str, t: &(i64, u32, u32, u32, u32, u32)) -> String {
     out
 }
 
+/// Writes a value into the text as Jinja (Python's `str`) does: a float with Python's
+/// repr, anything else as minijinja writes it (which already writes `None`, `True`).
+pub(super) fn python_formatter(
+    out: &mut Output,
+    state: &mut State,
+    value: &Value,
+) -> Result<(), Error> {
+    if value.is_number() && !value.is_integer() {
+        if let Ok(x) = f64::try_from(value.clone()) {
+            return out.write_str(&py_float(x)).map_err(Error::from);
+        }
+    }
+    minijinja::escape_formatter(out, state, value)
+}
+
 /// Hugging Face's `tojson`: `json.dumps(value, ensure_ascii=False)` (", " and ": "
 /// between items, no HTML escaping), or with `indent=N` its indented form.
 pub(super) fn tojson(value: Value, kwargs: minijinja::value::Kwargs) -> Result<Value, Error> {
@@ -147,15 +165,8 @@ fn python_dumps(value: &Json, indent: Option<usize>, depth: usize, out: &mut Str
             newline(out, depth);
             out.push('}');
         }
-        Json::Number(n) if n.is_f64() => {
-            let f = n.as_f64().unwrap_or(0.0);
-            // Python writes a float with its repr: always a point or an exponent
-            if f.fract() == 0.0 && f.abs() < 1e16 {
-                let _ = write!(out, "{f:.1}");
-            } else {
-                let _ = write!(out, "{f}");
-            }
-        }
+        // Python writes a float with its repr: always a point or an exponent
+        Json::Number(n) if n.is_f64() => out.push_str(&py_float(n.as_f64().unwrap_or(0.0))),
         other => out.push_str(&other.to_string()),
     }
 }

@@ -90,6 +90,7 @@ impl ChatTemplate {
                 env.add_function("raise_exception", hf::raise_exception);
                 env.add_function("strftime_now", hf::strftime_now);
                 env.add_filter("tojson", hf::tojson);
+                env.set_formatter(hf::python_formatter);
                 env.add_template_owned(NAME, text.clone())
                     .map_err(|e| template_error(origin, &e))?;
                 Kind::Jinja {
