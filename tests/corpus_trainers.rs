@@ -6,7 +6,8 @@
 //! users would set them. rwb's rows must equal, number for number, what
 //! tests/corpus_trainers/direct.py gets by calling each function the way its trainer's
 //! code does (cited there and in tests/corpus/TRAINERS.md), templates rendered by
-//! `transformers`.
+//! `transformers`; and, where the trainer logs more than a score (OpenRLHF's
+//! `extra_logs`, TRL's `log_extra` and `log_metric`), the same metrics.
 //!
 //! Needs `RWB_HF_PYTHON` (an interpreter with transformers, jinja2 and numpy; `.ci/run`
 //! makes one); without it the test says why it does nothing.
@@ -69,7 +70,7 @@ fn every_trainers_functions_score_as_the_trainer_computes() {
         .filter(|p| p.join("rwb.toml").is_file())
         .collect();
     workspaces.sort();
-    assert!(workspaces.len() >= 7, "{workspaces:?}");
+    assert!(workspaces.len() >= 8, "{workspaces:?}");
     let mut compared = 0;
     for ws in &workspaces {
         let name = ws.file_name().unwrap().to_string_lossy().into_owned();
@@ -119,13 +120,29 @@ fn every_trainers_functions_score_as_the_trainer_computes() {
                 (a, b) => assert_eq!(a, b, "{name} {key:?}"),
             }
             if let Value::Object(m) = metrics {
+                let names = |m: &serde_json::Map<String, Value>| {
+                    m.keys().cloned().collect::<std::collections::BTreeSet<_>>()
+                };
+                assert_eq!(
+                    our_metrics.as_object().map(names),
+                    Some(names(m)),
+                    "{name} {key:?}: metrics"
+                );
                 for (metric, value) in m {
-                    let ours = &our_metrics[metric]["score"];
-                    assert_eq!(
-                        ours.as_f64(),
-                        value.as_f64(),
-                        "{name} {key:?}: metric {metric}"
-                    );
+                    let ours = &our_metrics[metric];
+                    match value {
+                        // a logged value that is no number (TRL's log_extra of text)
+                        Value::String(text) => assert_eq!(
+                            (&ours["score"], ours["reason"].as_str()),
+                            (&Value::Null, Some(text.as_str())),
+                            "{name} {key:?}: metric {metric}"
+                        ),
+                        _ => assert_eq!(
+                            ours["score"].as_f64(),
+                            value.as_f64(),
+                            "{name} {key:?}: metric {metric}"
+                        ),
+                    }
                 }
             }
             compared += 1;

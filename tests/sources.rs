@@ -709,3 +709,215 @@ fn rwb_run_rescores_text_form_logs_of_trl_and_verl() {
         run.stderr
     );
 }
+
+/// verifiers v1's traces.jsonl (written by verifiers 0.4.0 itself, a real `run_eval`
+/// against a stand-in model: tests/fixtures/sources/verifiers_v1/make_traces.py): each
+/// trace a chat sample of its final branch, its task's answer and data beside it, the
+/// reward, each reward and metric logged, a task's rollouts a group.
+#[test]
+fn verifiers_traces_are_chat_samples_with_rewards_and_metrics_logged() {
+    let (name, rows) = rows_of("verifiers_v1/traces.jsonl");
+    assert_eq!(name, "verifiers traces");
+    let system =
+        json!({"role": "system", "content": "Answer with the number inside <answer></answer>."});
+    let replies = [
+        ("What is 17 + 25?", "<answer>42</answer>", "42", 1.0, 1.0),
+        (
+            "What is 17 + 25?",
+            "17 + 25 = <answer>32</answer>",
+            "42",
+            0.0,
+            1.0,
+        ),
+        ("What is 6 * 7 * 2?", "It is 84.", "84", 0.0, 0.0),
+        (
+            "What is 6 * 7 * 2?",
+            "6*7 = 42, times 2: <answer>84</answer>",
+            "84",
+            1.0,
+            1.0,
+        ),
+    ];
+    assert_eq!(rows.len(), replies.len());
+    for (i, (row, (question, reply, answer, exact, tags))) in rows.iter().zip(replies).enumerate() {
+        let s = sample(row);
+        let user = json!({"role": "user", "content": question});
+        let assistant = json!({"role": "assistant", "content": reply});
+        assert_eq!(s["messages"], json!([system, user, assistant]), "row {i}");
+        assert_eq!(s["prompt"], json!([system, user]), "row {i}");
+        assert_eq!(s["completion"], json!([assistant]), "row {i}");
+        assert_eq!(s["answer"], answer, "row {i}");
+        assert_eq!(s["task_data"]["prompt"], question, "row {i}");
+        assert_eq!(
+            (&s["agent"], &s["stop_condition"], &s["error"]),
+            (&json!("agent"), &json!("agent_completed"), &Value::Null)
+        );
+        assert_eq!(row.line, i + 1);
+        assert_eq!(
+            row.facts.logged,
+            logged(&[
+                ("reward", Some(exact)),
+                ("exact", Some(exact)),
+                ("has_tags", Some(tags))
+            ]),
+            "row {i}"
+        );
+        assert_eq!(row.facts.split.as_deref(), Some("eval"));
+        assert_eq!(row.facts.step, None);
+    }
+    // the rollouts of a task share its key
+    let groups: Vec<String> = rows
+        .iter()
+        .map(|r| r.facts.group.clone().unwrap())
+        .collect();
+    assert_eq!(groups[0], groups[1]);
+    assert_eq!(groups[2], groups[3]);
+    assert_ne!(groups[0], groups[2]);
+}
+
+/// What verifiers v1 writes for a training run's episodes, and for rollouts that
+/// failed, read from lines shaped as `Episode.model_dump(exclude_none=True)` gives them
+/// (episode.py, trace.py, graph.py at verifiers a60a606e): the step and group of the
+/// run, a weighted reward, a final branch after a compaction, and no sample made of a
+/// trace without messages or an episode without traces.
+#[test]
+fn verifiers_traces_of_a_training_run_carry_step_group_and_branches() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("traces.jsonl");
+    let node = |parent: Option<usize>, role: &str, content: &str, sampled: bool| json!({"parent": parent, "message": {"role": role, "content": content}, "sampled": sampled, "timestamp": 1.0, "token_ids": [], "mask": []});
+    let trace = |nodes: Value, rewards: Value, metrics: Value, errors: Value| {
+        json!({"version": 1, "id": "t", "task": {"type": "T", "data": {"idx": 3, "prompt": "q", "answer": "a", "info": {"level": 2}}, "key": "k3"},
+               "agent": {"config": {}, "name": "solver", "trainable": true}, "nodes": nodes, "rewards": rewards,
+               "metrics": metrics, "errors": errors, "ok": true})
+    };
+    let episode = |traces: Vec<Value>, errors: Value| {
+        json!({"id": "e", "env": {"id": "x"}, "task": {"type": "T", "data": {"idx": 3}, "key": "k3"},
+               "group": {"id": "g7"}, "run": {"type": "train", "id": "r", "work": {"type": "train", "step": 12}},
+               "ok": true, "errors": errors, "traces": traces})
+    };
+    // two branches: the first attempt (node 2) was compacted away; the final branch
+    // is the last leaf's path (0, 1, 3, 4: the system turn, the user turn, a summary
+    // the harness wrote, the model's answer)
+    let branched = trace(
+        json!([
+            node(None, "system", "s", false),
+            node(Some(0), "user", "q", false),
+            node(Some(1), "assistant", "first try", true),
+            node(Some(1), "user", "summary so far", false),
+            node(Some(3), "assistant", "a", true)
+        ]),
+        json!({"right": {"score": 1.0, "weight": 0.5}, "short": {"score": 0.5, "weight": 2.0}}),
+        json!({"turns": 2, "unset": null}),
+        json!([]),
+    );
+    let failed = trace(
+        json!([]),
+        json!({}),
+        json!({}),
+        json!([{"type": "ProviderError", "message": "upstream down"}]),
+    );
+    let lines = [
+        episode(vec![branched, failed], json!([])).to_string(),
+        "not json".to_string(),
+        episode(
+            vec![],
+            json!([{"type": "SandboxError", "message": "no box"}]),
+        )
+        .to_string(),
+    ];
+    std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+    let format = sources::detect(&path).unwrap().expect("recognised");
+    assert_eq!(format.name(), "verifiers traces");
+    let rows: Vec<Row> = format
+        .open(&path, &Options::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        rows.iter().map(|r| r.line).collect::<Vec<_>>(),
+        [1, 2, 3, 4]
+    );
+    let s = sample(&rows[0]);
+    let contents: Vec<&str> = s["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["content"].as_str().unwrap())
+        .collect();
+    assert_eq!(contents, ["s", "q", "summary so far", "a"]);
+    // the prompt ends before the first message the model generated
+    assert_eq!(
+        s["completion"],
+        json!([{"role": "assistant", "content": "a"}])
+    );
+    assert_eq!(
+        (&s["answer"], &s["info"], &s["agent"]),
+        (&json!("a"), &json!({"level": 2}), &json!("solver"))
+    );
+    assert_eq!(
+        rows[0].facts,
+        Facts {
+            group: Some("g7".into()),
+            step: Some(12),
+            split: Some("train".into()),
+            logged: logged(&[
+                ("reward", Some(1.5)),
+                ("right", Some(1.0)),
+                ("short", Some(0.5)),
+                ("turns", Some(2.0)),
+                ("unset", None)
+            ]),
+            ..Facts::default()
+        }
+    );
+    assert_eq!(
+        rows[1].bad.as_deref(),
+        Some("the trace has no messages: ProviderError: upstream down")
+    );
+    assert!(
+        rows[2]
+            .bad
+            .as_deref()
+            .unwrap()
+            .starts_with("line 2: not JSON"),
+        "{:?}",
+        rows[2].bad
+    );
+    assert_eq!(
+        rows[3].bad.as_deref(),
+        Some("the episode has no trace: SandboxError: no box")
+    );
+}
+
+#[test]
+fn rwb_run_scores_verifiers_traces_beside_the_logged_reward() {
+    let ws = Ws::new(&[("metrics/exact/main.py", TAGGED_ANSWER)]);
+    let f = fixture("verifiers_v1/traces.jsonl");
+    let run = ws.run(&["-s", f.to_str().unwrap(), "--no-cache"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let fields: Vec<(Value, Value)> = run
+        .rows()
+        .iter()
+        .map(|r| (r["score"].clone(), r["logged_score"].clone()))
+        .collect();
+    // the evaluator is verifiers' `exact` reward rewritten for rwb: the same numbers
+    assert_eq!(
+        fields,
+        [
+            (json!(1.0), json!(1.0)),
+            (json!(0.0), json!(0.0)),
+            (json!(0.0), json!(0.0)),
+            (json!(1.0), json!(1.0))
+        ]
+    );
+}
+
+/// The arith_v1 taskset's `exact` reward as a reward-kit evaluator: the last
+/// <answer>...</answer> of the reply against the task's answer.
+const TAGGED_ANSWER: &str = r#"
+import re
+
+def evaluate(messages, answer=None, **kwargs):
+    found = re.findall(r"<answer>(.*?)</answer>", messages[-1]["content"] or "", re.DOTALL)
+    return {"score": float(bool(found) and found[-1].strip() == answer)}
+"#;

@@ -15,7 +15,7 @@ use super::chat_template::{templated_prompts, ChatTemplate};
 use super::protocol::ThirdParty;
 use super::worker::{Next, Worker};
 use super::zygote::{Engine, EngineError};
-use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, TemplateSource};
+use crate::model::{kinds, EvalError, EvaluatorSpec, Facts, Outcome, Style, TemplateSource};
 use bytestring::ByteString;
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,11 +30,13 @@ const TARGET_BATCH_MS: f64 = 25.0;
 const MAX_BATCH: usize = 256;
 const MAX_BATCH_BYTES: usize = 4 << 20;
 
-/// One sample to evaluate: its id (sample index) and raw JSON line.
+/// One sample to evaluate: its id (sample index), raw JSON line, and what its source
+/// logged about it (the step a TRL call's `trainer_state` reports), if anything.
 #[derive(Clone, Debug)]
 pub struct PoolJob {
     pub id: u64,
     pub raw: ByteString,
+    pub facts: Option<Arc<Facts>>,
 }
 
 /// What a pool's queue carries.
@@ -452,7 +454,19 @@ impl Lane<'_> {
             || (style == crate::model::Style::Verl
                 && self.spec.solution_str == crate::model::SolutionStr::PromptAndResponse);
         let Some(template) = self.template.as_ref().filter(|_| templated) else {
-            let _ = w.send(&pairs(&batch), concurrency).await;
+            match with_steps(style, &batch) {
+                Some(lines) => {
+                    let jobs: Vec<(u64, &str)> = batch
+                        .iter()
+                        .zip(&lines)
+                        .map(|(j, l)| (j.id, &**l))
+                        .collect();
+                    let _ = w.send(&jobs, concurrency).await;
+                }
+                None => {
+                    let _ = w.send(&pairs(&batch), concurrency).await;
+                }
+            }
             flight.push(batch);
             return true;
         };
@@ -708,6 +722,33 @@ fn pairs(batch: &[PoolJob]) -> Vec<(u64, &str)> {
     batch.iter().map(|j| (j.id, &*j.raw)).collect()
 }
 
+/// For a TRL call, whose `trainer_state` reports the step: the batch's sample lines
+/// with the step and epoch their source logged, under a key no sample has (`STEP` in
+/// styles/samples.py: `{"\u0000rwb_step":{"step":N,"epoch":N},...}`). `None` for
+/// another style or when no sample's source logged a step or epoch.
+fn with_steps(style: Style, batch: &[PoolJob]) -> Option<Vec<String>> {
+    let step = |j: &PoolJob| {
+        j.facts
+            .as_deref()
+            .filter(|f| f.step.is_some() || f.epoch.is_some())
+            .map(|f| (f.step, f.epoch))
+    };
+    if style != Style::Trl || !batch.iter().any(|j| step(j).is_some()) {
+        return None;
+    }
+    let lines = batch.iter().map(|j| {
+        let raw = j.raw.trim();
+        let (Some((step, epoch)), Some(rest)) = (step(j), raw.strip_prefix('{')) else {
+            return raw.to_string();
+        };
+        let rest = rest.trim_start();
+        let known = serde_json::json!({"step": step, "epoch": epoch});
+        let comma = if rest.starts_with('}') { "" } else { "," };
+        format!("{{\"\\u0000rwb_step\":{known}{comma}{rest}")
+    });
+    Some(lines.collect())
+}
+
 /// The error every sample of a batch gets when no worker could be started for it.
 pub fn spawn_error(spec: &EvaluatorSpec, error: EngineError) -> EvalError {
     match error {
@@ -728,6 +769,7 @@ mod tests {
         PoolJob {
             id,
             raw: ByteString::from_static("{}"),
+            facts: None,
         }
     }
 
@@ -763,6 +805,7 @@ mod tests {
             .map(|&id| PoolJob {
                 id,
                 raw: ByteString::from(format!("{{\"n\": {id}}}")),
+                facts: None,
             })
             .collect()
     }
@@ -798,5 +841,39 @@ mod tests {
         assert_eq!(left, [vec![2], vec![3]]);
         assert_eq!(flight.len(), 0);
         assert!(!flight.answer(2));
+    }
+
+    #[test]
+    fn a_trl_batch_carries_the_step_its_source_logged() {
+        let job = |id: u64, raw: &'static str, step: Option<i64>| PoolJob {
+            id,
+            raw: ByteString::from_static(raw),
+            facts: step.map(|s| {
+                Arc::new(Facts {
+                    step: Some(s),
+                    ..Facts::default()
+                })
+            }),
+        };
+        let batch = [
+            job(0, " {\"prompt\": \"p\"} ", Some(120)),
+            job(1, "{}", Some(7)),
+            job(2, "{\"prompt\": \"q\"}", None),
+        ];
+        let lines = with_steps(Style::Trl, &batch).expect("steps to carry");
+        assert_eq!(
+            lines,
+            [
+                "{\"\\u0000rwb_step\":{\"step\":120,\"epoch\":null},\"prompt\": \"p\"}",
+                "{\"\\u0000rwb_step\":{\"step\":7,\"epoch\":null}}",
+                "{\"prompt\": \"q\"}",
+            ]
+        );
+        for line in &lines {
+            let _: serde_json::Value = serde_json::from_str(line).expect("still JSON");
+        }
+        // other styles, and batches with no logged step, are sent as they are
+        assert!(with_steps(Style::Tunix, &batch).is_none());
+        assert!(with_steps(Style::Trl, &batch[2..]).is_none());
     }
 }

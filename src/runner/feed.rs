@@ -246,6 +246,7 @@ impl<'a> Feed<'a> {
             let job = PoolJob {
                 id: line.at.index as u64,
                 raw: line.raw.clone(), // shares the text as it was read
+                facts: line.at.facts.clone(),
             };
             self.submit(index, PoolWork::One(job)).await;
         }
@@ -278,6 +279,7 @@ impl<'a> Feed<'a> {
             jobs.push(PoolJob {
                 id: m.at.index as u64,
                 raw: m.raw,
+                facts: m.at.facts.clone(),
             });
         }
         self.submit(index, PoolWork::Batch(jobs)).await;

@@ -78,6 +78,7 @@ pub static FORMATS: &[&dyn Format] = &[
     &trl::Trl,
     &verl::Verl,
     &verifiers::Verifiers,
+    &verifiers::VerifiersTraces,
     &eval_protocol::EvalProtocolJsonl,
     &eval_protocol::EvalProtocolDb,
     &inspect::InspectEval,

@@ -1,6 +1,7 @@
-//! verifiers' saved evaluations: `results.jsonl` (beside a `metadata.json`).
+//! verifiers' saved evaluations: `results.jsonl` (beside a `metadata.json`), and the
+//! newer `traces.jsonl` of verifiers' v1 runs.
 //!
-//! Facts from `make_dataset` and `save_to_disk` in verifiers 0.1.9's
+//! `results.jsonl`: facts from `make_dataset` and `save_to_disk` in verifiers 0.1.9's
 //! `verifiers/utils/eval_utils.py` (the wheel on PyPI): a Hugging Face
 //! `Dataset.to_json` of the columns `example_id`, `prompt` and `completion`
 //! (message lists, or text for completion environments), `task`, `reward`, `error`,
@@ -10,8 +11,24 @@
 //! completion sample (a chat one, `messages`, when both are message lists, with
 //! `prompt` and `completion` kept as columns); `reward` and the metric columns are what was logged, and the
 //! rollouts of one example (`example_id`) are a group.
-
-use super::{json_rows, Container, Format, Options, Peek, Row, Rows};
+//!
+//! `traces.jsonl`: one v1 `Episode` per line, appended as each finishes with
+//! `type_adapter(type(episode)).dump_json(episode, exclude_none=True)` (`write_episode`,
+//! `verifiers/v1/cli/output.py` at PrimeIntellect-ai/verifiers a60a606e;
+//! `verifiers/v1/utils/trace_store.py` in the 0.4.0 wheel; models in
+//! `verifiers/v1/episode.py`, `trace.py`, `graph.py`). An episode holds its `task`
+//! (`type`, the taskset's row as `data`, a stable `key`), an optional `group` and `run`
+//! (a training run's `work.step`), `errors`, and `traces`: one per agent, each with
+//! `nodes` (messages in a graph: each names its `parent`; `sampled` marks what the model
+//! generated), `rewards` (`{name: {score, weight}}`), `metrics` (`{name: number}`) and
+//! its own `errors`. Each trace is a sample (rows are numbered by trace, so an episode of
+//! several agents is several rows): the final branch's messages (the last leaf's path,
+//! as `Trace.messages` takes it) in chat form, `prompt` and `completion` (before and
+//! from the first sampled message) kept as columns, `answer` and `info` from the task's
+//! data and the whole data as `task_data`; the reward (`Trace.reward`: the weighted sum
+//! of the rewards), each reward's score and each metric are logged; the group is the
+//! episode's group, else the task's key.
+use super::{dotted, json_rows, Container, Format, Options, Peek, Row, Rows};
 use crate::model::{Facts, Logged};
 use serde_json::{Map, Value};
 use std::path::Path;
@@ -41,6 +58,185 @@ impl Format for Verifiers {
     fn open(&self, path: &Path, options: &Options) -> Result<Rows, String> {
         let paths = options.logged_paths.clone();
         json_rows::map_lines(path, move |line, object| row(line, object, &paths))
+    }
+}
+
+/// verifiers v1's `traces.jsonl`.
+pub struct VerifiersTraces;
+
+impl Format for VerifiersTraces {
+    fn name(&self) -> &'static str {
+        "verifiers traces"
+    }
+
+    fn recognises(&self, peek: &Peek) -> bool {
+        peek.container == Container::Jsonl && peek.has_all(&["traces", "task", "env"])
+    }
+
+    fn open(&self, path: &Path, options: &Options) -> Result<Rows, String> {
+        let paths = options.logged_paths.clone();
+        let shown = path.display().to_string();
+        let lines = json_rows::JsonLines::open(path)?;
+        // rows are numbered by trace: an episode may hold several
+        let mut number = 0;
+        Ok(Box::new(lines.flat_map(move |line| {
+            let rows = match line {
+                Ok((_, Ok(episode))) => episode_rows(&Value::Object(episode), &paths),
+                Ok((n, Err(why))) => vec![json_rows::bad_row(0, &format!("line {n}: {why}"))],
+                Err(e) => return vec![Err(format!("cannot read {shown}: {e}"))],
+            };
+            rows.into_iter()
+                .map(|mut row| {
+                    number += 1;
+                    row.line = number;
+                    Ok(row)
+                })
+                .collect()
+        })))
+    }
+}
+
+/// The rows of one episode: one per trace (numbered by the caller); an episode that
+/// ended before any trace is one bad row saying why.
+fn episode_rows(episode: &Value, paths: &[String]) -> Vec<Row> {
+    let traces = episode["traces"]
+        .as_array()
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    if traces.is_empty() {
+        let why = match last_error(episode) {
+            Some(e) => format!("the episode has no trace: {e}"),
+            None => "the episode has no trace".to_string(),
+        };
+        return vec![json_rows::bad_row(0, &why)];
+    }
+    traces
+        .iter()
+        .map(|t| trace_row(episode, t, paths))
+        .collect()
+}
+
+/// `type: message` of the last of a trace's or episode's `errors`.
+fn last_error(of: &Value) -> Option<String> {
+    let e = of["errors"].as_array()?.last()?;
+    Some(format!(
+        "{}: {}",
+        e["type"].as_str().unwrap_or("Error"),
+        e["message"].as_str().unwrap_or("")
+    ))
+}
+
+/// The messages of a trace's final branch (the path from the root to its last leaf,
+/// as verifiers' `Trace.messages`), and where the first sampled one is.
+fn final_branch(nodes: &[Value]) -> (Vec<Value>, usize) {
+    let parent = |i: usize| nodes[i]["parent"].as_u64().map(|p| p as usize);
+    let has_child: std::collections::HashSet<usize> = (0..nodes.len()).filter_map(parent).collect();
+    let Some(leaf) = (0..nodes.len()).rev().find(|i| !has_child.contains(i)) else {
+        return (Vec::new(), 0);
+    };
+    let mut path = vec![leaf];
+    let mut at = leaf;
+    // a parent out of range or a cycle ends the walk
+    while let Some(p) = parent(at).filter(|&p| p < nodes.len() && path.len() <= nodes.len()) {
+        path.push(p);
+        at = p;
+    }
+    path.reverse();
+    let first_sampled = path
+        .iter()
+        .position(|&i| nodes[i]["sampled"] == Value::Bool(true))
+        .unwrap_or(path.len());
+    let messages = path.iter().map(|&i| nodes[i]["message"].clone()).collect();
+    (messages, first_sampled)
+}
+
+fn trace_row(episode: &Value, trace: &Value, paths: &[String]) -> Row {
+    let mut facts = Facts::default();
+    json_rows::add_logged_paths(trace, paths, &mut facts);
+    let nodes = trace["nodes"].as_array().map(Vec::as_slice).unwrap_or(&[]);
+    let (messages, cut) = final_branch(nodes);
+    if messages.is_empty() {
+        let why = match last_error(trace).or_else(|| last_error(episode)) {
+            Some(e) => format!("the trace has no messages: {e}"),
+            None => "the trace has no messages".to_string(),
+        };
+        return json_rows::bad_row(0, &why);
+    }
+    let data = &trace["task"]["data"];
+    let data = if data.is_object() {
+        data
+    } else {
+        &episode["task"]["data"]
+    };
+    let mut sample = Map::new();
+    sample.insert("messages".into(), Value::Array(messages.clone()));
+    sample.insert("prompt".into(), Value::Array(messages[..cut].to_vec()));
+    sample.insert("completion".into(), Value::Array(messages[cut..].to_vec()));
+    for key in ["answer", "info"] {
+        if let Some(v) = data.get(key) {
+            sample.insert(key.into(), v.clone());
+        }
+    }
+    if data.is_object() {
+        sample.insert("task_data".into(), data.clone());
+    }
+    if let Some(name) = trace["agent"]["name"].as_str() {
+        sample.insert("agent".into(), Value::String(name.into()));
+    }
+    for key in ["stop_condition"] {
+        if let Some(v) = trace.get(key) {
+            sample.insert(key.into(), v.clone());
+        }
+    }
+    sample.insert(
+        "error".into(),
+        last_error(trace).map_or(Value::Null, Value::String),
+    );
+    // the logged scores: the reward as verifiers sums it, then each reward and metric
+    let rewards = trace["rewards"].as_object();
+    let reward: f64 = rewards
+        .into_iter()
+        .flatten()
+        .filter_map(|(_, r)| {
+            let score = r["score"].as_f64()?;
+            Some(score * r["weight"].as_f64().unwrap_or(1.0))
+        })
+        .sum();
+    facts
+        .logged
+        .push(("reward".into(), Logged::Score(Some(reward))));
+    for (name, r) in rewards.into_iter().flatten() {
+        let score = if r.is_null() {
+            &Value::Null
+        } else {
+            &r["score"]
+        };
+        facts.logged.push((name.clone(), Logged::of_json(score)));
+    }
+    for (name, m) in trace["metrics"].as_object().into_iter().flatten() {
+        if facts.logged(name).is_none() {
+            facts.logged.push((name.clone(), Logged::of_json(m)));
+        }
+    }
+    let text = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    facts.group = dotted(episode, "group.id")
+        .or_else(|| episode["task"].get("key"))
+        .or_else(|| data.get("idx"))
+        .filter(|v| !v.is_null())
+        .map(text);
+    facts.step = dotted(episode, "run.work.step").and_then(Value::as_i64);
+    facts.split = dotted(episode, "run.work.type")
+        .or_else(|| dotted(episode, "run.type"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Row {
+        line: 0,
+        sample: json_rows::sample_text(&sample),
+        facts,
+        bad: None,
     }
 }
 

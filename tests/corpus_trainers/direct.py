@@ -34,7 +34,6 @@ import math
 import os
 import sys
 import tomllib
-import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "templates"))
@@ -50,6 +49,7 @@ CALLS = {
                                         "length_target_wrapped", "keyword_bonus")},
     **{("trl_conversational", e): "trl" for e in ("correctness", "int_answer", "strict_format", "xmlcount",
                                                   "repetition", "reasoning_steps")},
+    **{("trl_logging", e): "trl" for e in ("boxed", "curriculum", "format_logged", "async_overlap")},
     ("logic_rl", "kk"): "verl-old",
     ("search_r1", "em"): "verl-old",
     ("search_r1", "em_response_only"): "verl",
@@ -59,9 +59,17 @@ CALLS = {
 
 # ---------------------------------------------------------------- samples and their forms
 
-def samples(root):
+def samples(root, config=None):
+    """(index, sample) of the workspace's samples.jsonl, or of the one JSONL file a
+    `[samples.NAME]` table maps (its `step` column taken out as the step the rollout
+    was generated at, under STEP: the trainer's state, not a column)."""
+    name, step_column = "samples.jsonl", None
+    mapped = (config or {}).get("samples")
+    if isinstance(mapped, dict):
+        (mapping,) = mapped.values()
+        name, step_column = mapping["path"], mapping.get("step")
     out, index = [], 0
-    with open(os.path.join(root, "samples.jsonl"), encoding="utf-8") as f:
+    with open(os.path.join(root, name), encoding="utf-8") as f:
         for line in f:
             if not line.strip():
                 continue
@@ -69,12 +77,18 @@ def samples(root):
                 sample = json.loads(line)
             except ValueError:
                 sample = None
+            if isinstance(sample, dict) and step_column is not None:
+                sample[STEP] = sample.pop(step_column, None)
             if isinstance(sample, dict) and (
                 isinstance(sample.get("messages"), list) or ("prompt" in sample and "completion" in sample)
             ):
                 out.append((index, sample))
             index += 1
     return out
+
+
+# where samples() keeps a mapped sample's step (no column has this name)
+STEP = "\x00step"
 
 
 def is_chat(sample):
@@ -108,8 +122,8 @@ def completion_text(sample):
 
 
 def columns(sample):
-    """Every key that is not the conversation."""
-    skip = ("messages",) if is_chat(sample) else ("prompt", "completion")
+    """Every key that is not the conversation (nor the step samples() took out)."""
+    skip = ("messages", STEP) if is_chat(sample) else ("prompt", "completion", STEP)
     return {k: v for k, v in sample.items() if k not in skip}
 
 
@@ -231,13 +245,25 @@ def one(value):
     return float(value.item() if hasattr(value, "item") else value)
 
 
-def trl_batch(fn, batch):
+def trl_batch(fn, batch, setup):
     """TRL GRPOTrainer._calculate_rewards (trl/trainer/grpo_trainer.py L1612-1676): by
     keyword, once per batch, prompts and completions in the dataset's own form (strings
     for "standard" data, L2186-2188; message lists for conversational, L2175-2185 --
     completions `[{"role": "assistant", "content": text}]`), completion_ids, every other
-    column as a list (prompt, completion and completion_ids excluded), plus trainer_state,
-    log_extra and log_metric. None becomes NaN (no score)."""
+    column as a list (prompt, completion and completion_ids excluded), plus trainer_state
+    (the trainer's transformers.TrainerState, L1621), log_extra (L1624, the bound
+    `_log_completion_extra(column, values)`: `_pending_extra_logs[column].extend(values)`,
+    L1587-1596) and log_metric (L1627, `_log_metric(name, value)`:
+    `_pending_metrics[name].append(value)`, L1598-1608); an `async def` function is
+    awaited with the same arguments (L1677-1693). None becomes NaN (no score).
+
+    TrainerState: `setup` (the run's fields, e.g. max_steps) and the step the batch
+    was generated at as global_step (a batch is one step's). Returns the scores and,
+    per row, what TRL's logs hold for it: its value of each `log_extra` column (the
+    completions table, L2759-2764 and L3310-3317: row i of the batch is table row i)
+    and each `log_metric` name's mean over the batch (L2766-2774: `sum / len`)."""
+    from transformers.trainer_callback import TrainerState
+
     rows = [s for _, s in batch]
     if is_chat(rows[0]):
         prompts = [prompt_turns(s) for s in rows]
@@ -249,13 +275,22 @@ def trl_batch(fn, batch):
     cols = [columns(s) for s in rows]
     keys = [k for k in cols[0] if k not in ("prompt", "completion", "completion_ids")]
     kwargs = {k: [c.get(k) for c in cols] for k in keys}
-    # a stand-in for transformers.TrainerState (importing it needs torch); no corpus
-    # function reads it
-    kwargs["trainer_state"] = types.SimpleNamespace(global_step=0, max_steps=0, epoch=0.0)
-    kwargs["log_extra"] = lambda column, values: None
-    kwargs["log_metric"] = lambda name, value: None
-    out = fn(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
-    return [None if v is None else float(v) for v in out]
+    state = dict(setup)
+    if rows[0].get(STEP) is not None:
+        state["global_step"] = rows[0][STEP]
+    kwargs["trainer_state"] = TrainerState(**state)
+    pending_extra, pending_metrics = {}, {}
+    kwargs["log_extra"] = lambda column, values: pending_extra.setdefault(column, []).extend(values)
+    kwargs["log_metric"] = lambda name, value: pending_metrics.setdefault(name, []).append(value)
+    call = lambda: fn(prompts=prompts, completions=completions, completion_ids=completion_ids, **kwargs)
+    out = asyncio.run(call()) if asyncio.iscoroutinefunction(fn) else call()
+    logged = []
+    for i in range(len(rows)):
+        metrics = {name: sum(values) / len(values) for name, values in pending_metrics.items()}
+        for column, values in pending_extra.items():
+            metrics[column] = values[i]
+        logged.append(metrics or None)
+    return [None if v is None else float(v) for v in out], logged
 
 
 def verl_score(fn, sample, template, old, solution_keyword="solution_str"):
@@ -301,7 +336,7 @@ def score_workspace(root, tag=None):
     folder = os.path.basename(root)
     with open(os.path.join(root, "rwb.toml"), "rb") as f:
         config = tomllib.load(f)
-    data = samples(root)
+    data = samples(root, config)
     lines = []
     for name, entry in config.get("evaluators", {}).items():
         how = CALLS[(folder, name)]
@@ -314,10 +349,11 @@ def score_workspace(root, tag=None):
                 for start in range(0, len(data), size):
                     batch = data[start : start + size]
                     if how == "trl":
-                        values = trl_batch(fn, batch)
+                        values, logged = trl_batch(fn, batch, entry.get("kwargs", {}).get("trainer_state", {}))
                     else:
                         values = tunix_batches(fn, batch, template, how == "tunix-verl-compatible")
-                    rows += [(i, v, None) for (i, _), v in zip(batch, values)]
+                        logged = [None] * len(batch)
+                    rows += [(i, v, m) for (i, _), v, m in zip(batch, values, logged)]
             elif how == "openrlhf":
                 for i, s in data:
                     reward, metrics = openrlhf_score(fn, s, template)

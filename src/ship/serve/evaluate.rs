@@ -109,6 +109,7 @@ impl Shared {
             jobs.push(PoolJob {
                 id,
                 raw: raw.into(),
+                facts: None,
             });
             replies.push(self.reply(id, rx));
         }

@@ -2,12 +2,14 @@
 `tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True)` does,
 using transformers' own renderer: the reference rwb's template rendering is compared with.
 
-    python render.py [CHATS.json] -> one JSON object on stdout:
+    python render.py [CHATS.json [TEMPLATE.json ...]] -> one JSON object on stdout:
         {"qwen2.5.json": [rendered, ...], "llama3.json": [...], ...}
     a chat the template refuses (Gemma 2 raises on a system turn) gives
         {"error": "<the template's message>"} in its place.
 
 CHATS.json is a list of message lists; without it the built-in CHATS below are used.
+The templates are the four real models' below unless named (edge_cases.json is rwb's
+own, a template that reads the turns every way a template can).
 
 How: `apply_chat_template` (transformers 5.x, tokenization_utils_base.py) merges the
 tokenizer's `special_tokens_map` (bos_token, eos_token, pad_token, ...) with the call's
@@ -100,7 +102,7 @@ def main(argv):
             chats = json.load(f)
     render_fn = renderer()
     out = {}
-    for name in TEMPLATES:
+    for name in argv[2:] or TEMPLATES:
         config = load(name)
         rows = []
         for chat in chats:

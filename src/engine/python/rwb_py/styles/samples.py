@@ -19,6 +19,10 @@ from ..results import _get
 # writes has it: it starts with a NUL character).
 TEMPLATED = "\x00rwb_prompt"
 _TEMPLATED_JSON = b'"\\u0000rwb_prompt"'
+# The key under which the step (and epoch) a sample's source logged travels inside a
+# TRL-style sample, `{"step": N, "epoch": N}`, for its `trainer_state` (put there by
+# rwb's pool, src/engine/pool.rs; never a column).
+STEP = "\x00rwb_step"
 
 
 def with_templated_prompt(raw, prompt_line):
@@ -45,8 +49,8 @@ class Parts:
         self.keys = keys
 
 
-_CHAT_KEYS = ("messages", TEMPLATED)
-_PAIR_KEYS = ("prompt", "completion", TEMPLATED)
+_CHAT_KEYS = ("messages", TEMPLATED, STEP)
+_PAIR_KEYS = ("prompt", "completion", TEMPLATED, STEP)
 
 
 def parts(sample):
