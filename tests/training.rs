@@ -4,7 +4,9 @@
 //! one, uneven group sizes, groups whose members are not next to each other, two
 //! steps and two weighted evaluators; its advantages are compared with the trainers'
 //! own arithmetic recomputed with torch by tests/trainer_advantages.py: to 1e-9 of it
-//! on float64 tensors and to 1e-6 of it on float32.
+//! on float64 tensors and to 1e-6 of it on float32. A TRL completion log (Parquet,
+//! the same prompt at two steps) is grouped by prompt within step, as SPEC §14 says,
+//! by `rwb run` and by the workbench alike (its advantages equal `rwb run`'s).
 //!
 //! Needs an interpreter with `torch` in `RWB_TORCH_PYTHON` (`.ci/run` sets it); without
 //! it the comparison is skipped with a printed reason (the rest still runs).
@@ -424,4 +426,234 @@ fn an_evaluator_named_reward_and_a_bad_training_key_are_config_errors() {
         "{}",
         run.stderr
     );
+}
+
+/// TRL's reward functions as a user writes them for `GRPOTrainer`, over the completion
+/// logs of tests/fixtures/sources/trl (written by pandas as TRL writes them): exact
+/// match with the logged `golden_answer`, and a length reward that returns `None` for
+/// an empty completion.
+const TRL_LOG_REWARDS: &str = r#"
+def accuracy_reward(completions, golden_answer, **kwargs):
+    return [1.0 if c == g else 0.0 for c, g in zip(completions, golden_answer)]
+
+def length_reward(completions, **kwargs):
+    return [None if c == "" else len(c) / 10 for c in completions]
+"#;
+
+/// The fixture's rows in order (completions_00002 then completions_00004): prompt,
+/// step. "2+2=" is asked at both steps: two groups, not one.
+const TRL_LOG_ROWS: [(&str, i64); 6] = [
+    ("2+2=", 2),
+    ("2+2=", 2),
+    ("3*3=", 2),
+    ("3*3=", 2),
+    ("2+2=", 4),
+    ("2+2=", 4),
+];
+
+/// A workspace whose samples are TRL's completion logs of steps 2 and 4, with
+/// `[training]` = `training` (lines).
+fn trl_log_workspace(training: &str) -> Ws {
+    let ws = Ws::new(&[("rewards.py", TRL_LOG_REWARDS)]);
+    let fixtures = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/sources/trl/completions"
+    );
+    std::fs::create_dir_all(ws.file("completions")).unwrap();
+    for name in ["completions_00002.parquet", "completions_00004.parquet"] {
+        let from = std::path::Path::new(fixtures).join(name);
+        std::fs::copy(from, ws.file(&format!("completions/{name}"))).unwrap();
+    }
+    ws.write("rwb.toml", &trl_log_toml(training));
+    ws
+}
+
+fn trl_log_toml(training: &str) -> String {
+    format!(
+        "trainer = \"trl\"\n\
+         [evaluators.accuracy_reward]\nfunction = \"rewards.py::accuracy_reward\"\nstyle = \"trl\"\n\
+         [evaluators.length_reward]\nfunction = \"rewards.py::length_reward\"\nstyle = \"trl\"\nweight = 0.5\n\
+         [training]\n{training}\n"
+    )
+}
+
+/// The workbench's advantage of every sample, found as the workbench finds it: the
+/// workspace loaded, its samples read with their source's facts (as the workbench's
+/// indexer reads them), its settings and `[training]` given to the app as the
+/// workbench gives them, and each of `outcomes` (rwb run's rows) as a result.
+fn workbench_advantages(dir: &std::path::Path, outcomes: &[Value]) -> Vec<Option<f64>> {
+    use reward_workbench::model::{Outcome, SampleRef};
+    use reward_workbench::runner::Event;
+    use reward_workbench::ui::app::{
+        App, EvaluatorInfo, MemoryLines, Msg, RunState, Sample, Settings, SignalColumn,
+    };
+    use reward_workbench::workspace::{Overrides, SamplesReader, Workspace};
+    let ws = Workspace::load(dir, &Overrides::default()).unwrap();
+    let mut lines = MemoryLines::default();
+    let mut samples = Vec::new();
+    let mut reader = SamplesReader::new(&ws.samples);
+    while let Some(line) = reader.read_next() {
+        let line = line.unwrap();
+        lines
+            .0
+            .insert((line.at.file, line.offset), line.raw.to_string());
+        samples.push(Sample {
+            at: line.at.clone(),
+            offset: line.offset,
+            len: line.raw.len() as u32,
+            hash: line.hash,
+            bad: line.bad.clone(),
+            cells: Vec::new(),
+        });
+    }
+    let labels = ws.samples.iter().map(|f| f.label.clone()).collect();
+    let mut app = App::new(
+        ws.root.clone(),
+        labels,
+        Default::default(),
+        std::sync::Arc::new(lines),
+    );
+    app.update(Msg::Config(Settings {
+        threshold: ws.config.threshold(),
+        weights: ws.weights(),
+        group_by: ws.config.group_by(),
+        ..Settings::default()
+    }));
+    app.update(Msg::Training(ws.config.training()));
+    let names: Vec<String> = ws.evaluators.iter().map(|e| e.name.clone()).collect();
+    let infos = names
+        .iter()
+        .map(|name| EvaluatorInfo {
+            name: name.clone(),
+            source: dir.join("rewards.py"),
+            style: None,
+            state: RunState::Idle,
+            import_error: None,
+            placement: None,
+        })
+        .collect();
+    app.update(Msg::Evaluators(infos));
+    app.update(Msg::Samples(samples));
+    let events = outcomes
+        .iter()
+        .map(|row| Event::Result {
+            evaluator: names.iter().position(|n| *n == row["evaluator"]).unwrap(),
+            at: SampleRef {
+                index: row["sample"].as_u64().unwrap() as usize,
+                file: 0,
+                line: row["line"].as_u64().unwrap() as usize,
+                facts: None,
+            },
+            hash: [0; 16],
+            outcome: serde_json::from_value::<Outcome>(row.clone()).unwrap(),
+            cached: false,
+        })
+        .collect();
+    app.update(Msg::Results(events));
+    (0..app.samples.len())
+        .map(|i| app.signal_value(i, SignalColumn::Advantage))
+        .collect()
+}
+
+/// `[training]`'s lines for each configuration compared on the TRL log.
+const TRL_LOG_CONFIGS: [&str; 6] = [
+    "",
+    "scale_rewards = \"batch\"",
+    "scale_rewards = \"none\"",
+    "multi_objective_aggregation = \"normalize_then_sum\"",
+    "algorithm = \"rloo\"",
+    "scale_rewards = \"batch\"\nmulti_objective_aggregation = \"normalize_then_sum\"",
+];
+
+#[test]
+fn a_trl_log_groups_by_prompt_within_step_in_rwb_run_and_the_workbench() {
+    let ws = trl_log_workspace("group_size = 2");
+    let run = ws.run(&[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert!(
+        !run.stderr.contains("group_size"),
+        "every group has 2 rollouts: {}",
+        run.stderr
+    );
+    let rows = run.rows();
+    let rewards: Vec<&Value> = rows.iter().filter(|r| r["evaluator"] == "reward").collect();
+    assert_eq!(rewards.len(), TRL_LOG_ROWS.len(), "{}", run.stdout);
+    // one group per prompt and step: "2+2=" at step 4 is not step 2's group
+    for (i, r) in rewards.iter().enumerate() {
+        assert_eq!(r["group_size"], 2, "{r}");
+        for (j, o) in rewards.iter().enumerate() {
+            let same = TRL_LOG_ROWS[i] == TRL_LOG_ROWS[j];
+            assert_eq!(
+                o["group"] == r["group"],
+                same,
+                "samples {i} and {j}: {r} {o}"
+            );
+        }
+    }
+    // TRL's arithmetic by hand: rewards acc + 0.5 * len (None for "" is left out of
+    // the nansum): 1.05, 0.05 | 1.05, 0 | 1.05, 0.2; in a group of two the std is
+    // |a - b| / sqrt(2) and the advantage ±(|a - b| / 2) / (std + 1e-4)
+    let want_rewards = [1.05, 0.05, 1.05, 0.0, 1.05, 0.2];
+    for (i, r) in rewards.iter().enumerate() {
+        let reward = r["score"].as_f64().unwrap();
+        assert!((reward - want_rewards[i]).abs() < 1e-12, "{r}");
+        let other = want_rewards[i ^ 1];
+        let d = (want_rewards[i] - other) / 2.0;
+        let want = d / ((2.0 * d.abs()) / 2f64.sqrt() + 1e-4);
+        let got = r["advantage"].as_f64().unwrap();
+        assert!((got - want).abs() < 1e-12, "sample {i}: {got} vs {want}");
+    }
+
+    // each configuration: rwb run against torch (per step), the workbench against rwb run
+    let mut cases = Vec::new();
+    for training in TRL_LOG_CONFIGS {
+        ws.write("rwb.toml", &trl_log_toml(training));
+        let run = ws.run(&[]);
+        assert_eq!(run.code, 0, "{training}: {}", run.stderr);
+        let rows = run.rows();
+        let (outcomes, rewards): (Vec<Value>, Vec<Value>) =
+            rows.into_iter().partition(|r| r["evaluator"] != "reward");
+        let advantages: Vec<Option<f64>> =
+            rewards.iter().map(|r| r["advantage"].as_f64()).collect();
+        let shown = workbench_advantages(ws.path(), &outcomes);
+        assert_eq!(
+            shown, advantages,
+            "{training:?}: the workbench's adv column is rwb run's"
+        );
+        let score = |i: usize, name: &str| {
+            let row = outcomes
+                .iter()
+                .find(|r| r["sample"] == i && r["evaluator"] == name)
+                .unwrap();
+            row["score"].clone()
+        };
+        let mut settings: BTreeMap<&str, Value> = BTreeMap::new();
+        for line in training.lines() {
+            let (k, v) = line.split_once(" = ").unwrap();
+            settings.insert(k, serde_json::from_str(v).unwrap());
+        }
+        let mut spec = json!({
+            "trainer": "trl",
+            "algorithm": "grpo",
+            "scale_rewards": "group",
+            "multi_objective_aggregation": "sum_then_normalize",
+            "norm_adv_by_std_in_grpo": true,
+            "weights": [1.0, 0.5],
+            "scores": (0..TRL_LOG_ROWS.len())
+                .map(|i| json!([score(i, "accuracy_reward"), score(i, "length_reward")]))
+                .collect::<Vec<_>>(),
+            "groups": TRL_LOG_ROWS.iter().map(|(p, s)| format!("{p}/{s}")).collect::<Vec<_>>(),
+            "batches": TRL_LOG_ROWS.iter().map(|(_, s)| s).collect::<Vec<_>>(),
+        });
+        for (k, v) in settings {
+            spec[k] = v;
+        }
+        let rewards_now = rewards.iter().map(|r| r["score"].as_f64()).collect();
+        cases.push(Case {
+            what: format!("TRL log {training:?}"),
+            spec,
+            figures: (rewards_now, advantages),
+        });
+    }
+    compare(&cases);
 }

@@ -2,8 +2,10 @@
 //! sample's combined reward, advantage and group, once every result of the run is in
 //! (an advantage depends on the whole group, and the batch).
 //!
-//! The samples' groups are read on a thread of its own while the run goes on; the
-//! arithmetic is `training`'s.
+//! The samples' groups are read on a thread of its own while the run goes on, placed
+//! as the workbench places them ([`training::place_sample`]: a TRL log's rollouts of
+//! one prompt within one step, from the source's facts); the arithmetic is
+//! `training`'s.
 
 use super::output::SampleResults;
 use crate::model::SampleRef;
@@ -65,7 +67,10 @@ impl RewardRows {
                 let mut places = Vec::new();
                 while places.len() < limit.unwrap_or(usize::MAX) {
                     match reader.read_next() {
-                        Some(Ok(line)) => places.push(training::place(line.raw, &by)),
+                        Some(Ok(line)) => {
+                            let facts = line.at.facts.as_deref();
+                            places.push(training::place_sample(facts, &by, || line.raw))
+                        }
                         Some(Err(_)) | None => break,
                     }
                 }

@@ -1,8 +1,10 @@
 //! Rollout groups: which samples a trainer normalises together. A sample's group is
-//! its prompt (or a column such as `uid`), within its `step` when it has one; groups
-//! are numbered in the order the data first shows them, and their sizes are whatever
-//! the data holds.
+//! its prompt (or a column such as `uid`), within its `step` when it has one, or the
+//! group its source logged ([`place_sample`]: one implementation for `rwb run` and
+//! the workbench); groups are numbered in the order the data first shows them, and
+//! their sizes are whatever the data holds.
 
+use crate::model::Facts;
 use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
 use serde_json::value::RawValue;
 use std::borrow::Cow;
@@ -187,6 +189,53 @@ pub fn place(line: &str, by: &GroupBy) -> Place {
     }
 }
 
+/// Where a sample belongs when grouped `by`, as `rwb run` and the workbench both
+/// place it: from what its source said of it (`facts`, SPEC §13) when it said
+/// anything, else from its line ([`place`]). Grouped by prompt, a source's group
+/// (a TRL log's is one prompt within one step, a verifiers result's its
+/// `example_id`, an Inspect sample's its id across epochs) is the group, read
+/// without the line; else the line's place, within the source's step. The step is
+/// hashed as [`place`] hashes a line's `step`. `line` is read only when needed.
+pub fn place_sample<S: AsRef<str>>(
+    facts: Option<&Facts>,
+    by: &GroupBy,
+    line: impl FnOnce() -> S,
+) -> Place {
+    let Some(facts) = facts else {
+        return place(line().as_ref(), by);
+    };
+    let hash = |parts: &[&[u8]]| -> blake3::Hash {
+        let mut hasher = blake3::Hasher::new();
+        for p in parts {
+            hasher.update(p);
+        }
+        hasher.finalize()
+    };
+    let key_of = |h: blake3::Hash| -> GroupKey { h.as_bytes()[..16].try_into().expect("16 bytes") };
+    let step_text = facts.step.map(|s| s.to_string());
+    let step = step_text.as_ref().map(|t| {
+        let h = hash(&[t.as_bytes()]);
+        u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
+    });
+    if let (GroupBy::Prompt, Some(group)) = (by, &facts.group) {
+        let key = key_of(hash(&[b"facts\0", group.as_bytes()]));
+        return Place {
+            key: Some(key),
+            step,
+        };
+    }
+    let at = place(line().as_ref(), by);
+    match step_text {
+        None => at,
+        Some(text) => Place {
+            key: at
+                .key
+                .map(|k| key_of(hash(&[&k, b"\0step\0", text.as_bytes()]))),
+            step,
+        },
+    }
+}
+
 /// The short id a group is shown by: the first 6 bytes of its key, in hex.
 pub fn group_id(key: &GroupKey) -> String {
     key[..6].iter().map(|b| format!("{b:02x}")).collect()
@@ -214,8 +263,13 @@ impl Hasher for PassThrough {
 
 type Fast<K, V> = HashMap<K, V, BuildHasherDefault<PassThrough>>;
 
-/// The samples of a run in groups (see the module doc).
-#[derive(Clone, Debug, Default, PartialEq)]
+/// The end of a group's chain of members ([`Grouping::members`]).
+const END: u32 = u32::MAX;
+
+/// The samples of a run in groups (see the module doc), with each group's members
+/// chained so that a group is walked in O(its size) ([`Grouping::members`]), and
+/// grown sample by sample as a list loads ([`Grouping::push`]).
+#[derive(Clone, Default)]
 pub struct Grouping {
     /// The group of each sample (an index into the other fields).
     pub of: Vec<u32>,
@@ -228,6 +282,40 @@ pub struct Grouping {
     pub batch: Vec<u32>,
     /// How many batches (steps) there are.
     pub batches: usize,
+    /// Each group's first and last member, and each sample's next member of its
+    /// group (`END`: none): the member index.
+    first: Vec<u32>,
+    last: Vec<u32>,
+    next: Vec<u32>,
+    /// The group of each key and the batch of each step seen so far.
+    by_key: Fast<GroupKey, u32>,
+    by_step: Fast<Option<u64>, u32>,
+}
+
+// the member index and the maps follow from the fields compared
+impl PartialEq for Grouping {
+    fn eq(&self, other: &Grouping) -> bool {
+        (&self.of, &self.keys, &self.sizes, &self.batch, self.batches)
+            == (
+                &other.of,
+                &other.keys,
+                &other.sizes,
+                &other.batch,
+                other.batches,
+            )
+    }
+}
+
+impl fmt::Debug for Grouping {
+    fn fmt(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.debug_struct("Grouping")
+            .field("of", &self.of)
+            .field("keys", &self.keys)
+            .field("sizes", &self.sizes)
+            .field("batch", &self.batch)
+            .field("batches", &self.batches)
+            .finish()
+    }
 }
 
 impl Grouping {
@@ -235,28 +323,58 @@ impl Grouping {
     pub fn new(places: &[Place]) -> Grouping {
         let mut g = Grouping {
             of: Vec::with_capacity(places.len()),
+            next: Vec::with_capacity(places.len()),
             ..Grouping::default()
         };
-        let mut groups: Fast<GroupKey, u32> = Fast::default();
-        let mut steps: Fast<Option<u64>, u32> = Fast::default();
         for p in places {
-            let next_step = steps.len() as u32;
-            let batch = *steps.entry(p.step).or_insert(next_step);
-            let next = g.keys.len() as u32;
-            let at = match p.key {
-                Some(key) => *groups.entry(key).or_insert(next),
-                None => next,
-            };
-            if at == next {
-                g.keys.push(p.key);
-                g.sizes.push(0);
-                g.batch.push(batch);
-            }
-            g.sizes[at as usize] += 1;
-            g.of.push(at);
+            g.push(*p);
         }
-        g.batches = steps.len();
         g
+    }
+
+    /// Places the next sample: in the group of its key (a new group when the key is
+    /// new, or when it has none), in the batch of its step.
+    pub fn push(&mut self, place: Place) {
+        let sample = self.of.len() as u32;
+        let next_step = self.by_step.len() as u32;
+        let batch = *self.by_step.entry(place.step).or_insert(next_step);
+        let next = self.keys.len() as u32;
+        let at = match place.key {
+            Some(key) => *self.by_key.entry(key).or_insert(next),
+            None => next,
+        };
+        if at == next {
+            self.keys.push(place.key);
+            self.sizes.push(0);
+            self.batch.push(batch);
+            self.first.push(sample);
+        } else {
+            let last = self.last[at as usize];
+            self.next[last as usize] = sample;
+        }
+        match self.last.get_mut(at as usize) {
+            Some(last) => *last = sample,
+            None => self.last.push(sample),
+        }
+        self.next.push(END);
+        self.sizes[at as usize] += 1;
+        self.of.push(at);
+        self.batches = self.by_step.len();
+    }
+
+    /// The members of `group`, in data order: O(the group's size).
+    pub fn members(&self, group: usize) -> impl Iterator<Item = usize> + '_ {
+        let mut at = self.first.get(group).copied().unwrap_or(END);
+        std::iter::from_fn(move || {
+            let sample = (at != END).then_some(at as usize)?;
+            at = self.next[sample];
+            Some(sample)
+        })
+    }
+
+    /// How many samples are placed.
+    pub fn samples(&self) -> usize {
+        self.of.len()
     }
 
     pub fn len(&self) -> usize {

@@ -315,3 +315,82 @@ fn groups_of_another_size_are_named_in_one_warning() {
         )
     );
 }
+
+#[test]
+fn each_group_walks_its_members_in_data_order_and_grows_with_the_list() {
+    let labels = [1, 2, 1, 3, 2, 1];
+    let g = grouping(&labels);
+    let members: Vec<Vec<usize>> = (0..g.len()).map(|x| g.members(x).collect()).collect();
+    assert_eq!(members, vec![vec![0, 2, 5], vec![1, 4], vec![3]]);
+    assert_eq!(g.members(3).count(), 0, "no such group");
+    // a list that grows: the same groups as placing every sample at once
+    let mut grown = grouping(&labels[..2]);
+    let more = grouping(&[1, 3, 2, 1, 4]);
+    for place in (0..5).map(|i| Place {
+        key: more.keys[more.of[i] as usize],
+        step: None,
+    }) {
+        grown.push(place);
+    }
+    let whole = grouping(&[1, 2, 1, 3, 2, 1, 4]);
+    assert_eq!(grown, whole);
+    let members: Vec<Vec<usize>> = (0..grown.len())
+        .map(|x| grown.members(x).collect())
+        .collect();
+    assert_eq!(members, vec![vec![0, 2, 5], vec![1, 4], vec![3], vec![6]]);
+    // a sample without a key is a group of its own
+    grown.push(Place::default());
+    assert_eq!(
+        (grown.len(), grown.members(4).collect::<Vec<_>>()),
+        (5, vec![7])
+    );
+}
+
+#[test]
+fn a_sources_group_places_its_samples_as_run_and_workbench_both_do() {
+    use crate::model::Facts;
+    let by = GroupBy::Prompt;
+    let line = |c: &str| format!(r#"{{"prompt": "2+2=", "completion": "{c}"}}"#);
+    let trl = |group: &str, step: i64| Facts {
+        group: Some(group.into()),
+        step: Some(step),
+        ..Facts::default()
+    };
+    // a TRL log's group (one prompt within one step) is read without the line
+    let no_line = || -> String { panic!("the line is not needed") };
+    let a = place_sample(Some(&trl("g2", 2)), &by, no_line);
+    let b = place_sample(Some(&trl("g2", 2)), &by, no_line);
+    let c = place_sample(Some(&trl("g4", 4)), &by, no_line);
+    assert_eq!(a, b);
+    assert!(a.key.is_some() && a.key != c.key && a.step != c.step);
+    // the step is hashed as a line's `step` is
+    let stepped = r#"{"prompt": "2+2=", "completion": "4", "step": 2}"#;
+    assert_eq!(a.step, place(stepped, &by).step);
+    // with two steps: two groups, each in its step's batch
+    let g = Grouping::new(&[a, b, c, c]);
+    assert_eq!((g.sizes.clone(), g.batch.clone()), (vec![2, 2], vec![0, 1]));
+    // without a logged group: the line's prompt, within the source's step
+    let stepped_only = |step| Facts {
+        step: Some(step),
+        ..Facts::default()
+    };
+    let at = |facts: Option<&Facts>, c: &str| place_sample(facts, &by, || line(c));
+    let (s2, s2b) = (stepped_only(2), stepped_only(2));
+    assert_eq!(at(Some(&s2), "4").key, at(Some(&s2b), "5").key);
+    assert_ne!(at(Some(&s2), "4").key, at(Some(&stepped_only(4)), "4").key);
+    assert_ne!(at(Some(&s2), "4").key, at(None, "4").key);
+    // no facts, or facts that say nothing of groups: the line's place
+    assert_eq!(at(None, "4"), place(&line("4"), &by));
+    let split = Facts {
+        split: Some("test".into()),
+        ..Facts::default()
+    };
+    assert_eq!(at(Some(&split), "4"), place(&line("4"), &by));
+    // grouped by a column, a logged group is not the column's: the line's column
+    let uid = GroupBy::parse("uid");
+    let with_uid = r#"{"prompt": "p", "uid": "u1"}"#;
+    let placed = place_sample(Some(&trl("g2", 2)), &uid, || with_uid);
+    let within = place_sample(Some(&stepped_only(2)), &uid, || with_uid);
+    assert_eq!(placed, within);
+    assert_ne!(placed.key, place(with_uid, &uid).key, "within step 2");
+}
