@@ -111,13 +111,16 @@ fn main() {
         .map(|i| result(0, i, outcome(score(i, 0) * 0.5, 0.0)))
         .collect();
     app.update(Msg::Results(burst));
-    let mut keys = Vec::with_capacity(SAMPLES);
+    let mut places = Vec::with_capacity(SAMPLES);
     for i in 0..SAMPLES {
         let mut k = [0u8; 16];
         k[..8].copy_from_slice(&((i / GROUP) as u64).to_le_bytes());
-        keys.push(Some(k));
+        places.push(reward_workbench::training::Place {
+            key: Some(k),
+            step: None,
+        });
     }
-    app.group_keys = Some(keys);
+    app.set_groups(Some(reward_workbench::training::Grouping::new(&places)));
 
     let mut times = Vec::new();
     let mut floors = Vec::new();

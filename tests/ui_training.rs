@@ -158,3 +158,184 @@ fn an_edit_after_a_baseline_counts_the_sign_changes() {
     );
     insta::assert_snapshot!(screen);
 }
+
+/// Many rollouts of a TRL log: sample `i`'s prompt and step, its source's group
+/// (one prompt within one step, as the TRL reader names it), and its score.
+const MANY: usize = 100_000;
+const PROMPTS: usize = 6_000;
+
+fn prompt_of(i: usize) -> usize {
+    (i * 7919) % PROMPTS
+}
+
+/// The first half of the log is step 0, the rest step 1 (and the rows appended later).
+fn step_of(i: usize) -> i64 {
+    (i * 2 / MANY).min(1) as i64
+}
+
+fn score_of(i: usize, rerun: bool) -> f64 {
+    let x = ((i * 31) % 7) as f64 / 6.0;
+    if rerun && i.is_multiple_of(3) {
+        1.0 - x
+    } else {
+        x
+    }
+}
+
+fn many_sample(i: usize) -> Sample {
+    use reward_workbench::model::Facts;
+    let mut hash = [0u8; 16];
+    hash[..8].copy_from_slice(&(i as u64).to_le_bytes());
+    let facts = Facts {
+        group: Some(format!("{}/{}", step_of(i), prompt_of(i))),
+        step: Some(step_of(i)),
+        ..Facts::default()
+    };
+    Sample {
+        at: SampleRef {
+            index: i,
+            file: 0,
+            line: i + 1,
+            facts: Some(Arc::new(facts)),
+        },
+        hash,
+        offset: i as u64,
+        len: 0,
+        bad: None,
+        cells: Vec::new(),
+    }
+}
+
+fn many_results(range: std::ops::Range<usize>, rerun: bool) -> Msg {
+    let events = range
+        .map(|i| reward_workbench::runner::Event::Result {
+            evaluator: 0,
+            at: many_sample(i).at,
+            hash: [0; 16],
+            outcome: Outcome::scored(score_of(i, rerun), Default::default()),
+            cached: false,
+        })
+        .collect();
+    Msg::Results(events)
+}
+
+/// What the group view must list for `sample` among the first `n` samples: its
+/// group's members (same prompt, same step), by TRL's advantage (the reward minus
+/// the group mean over the unbiased std + 1e-4), best first, ties in data order.
+/// TRL's `nanstd` takes the mean square over n and corrects it by `n / (n - 1)`, a
+/// division of integer tensors torch does in float32 (trl/trainer/utils.py, v1.8).
+fn expected_group(sample: usize, n: usize, rerun: bool) -> Vec<(usize, f64)> {
+    let place = |i: usize| (prompt_of(i), step_of(i));
+    let members: Vec<usize> = (0..n).filter(|&i| place(i) == place(sample)).collect();
+    let rewards: Vec<f64> = members.iter().map(|&i| score_of(i, rerun)).collect();
+    let k = rewards.len() as f64;
+    let mean = rewards.iter().sum::<f64>() / k;
+    let correction = (k as f32 / (k - 1.0) as f32) as f64;
+    let square = rewards.iter().map(|r| (r - mean).powi(2)).sum::<f64>() / k;
+    let std = (square * correction).sqrt();
+    let mut group: Vec<(usize, f64)> = members
+        .iter()
+        .zip(&rewards)
+        .map(|(&i, r)| (i, (r - mean) / (std + 1e-4)))
+        .collect();
+    group.sort_by(|a, b| b.1.total_cmp(&a.1));
+    group
+}
+
+fn assert_group(app: &App, sample: usize, n: usize, rerun: bool) {
+    let want = expected_group(sample, n, rerun);
+    let got: Vec<(usize, f64)> = app
+        .group_members(sample)
+        .iter()
+        .map(|m| (m.sample, m.advantage))
+        .collect();
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "sample {sample}: {got:?} vs {want:?}"
+    );
+    for ((g, a), (w, b)) in got.iter().zip(&want) {
+        assert!(
+            g == w && (a - b).abs() < 1e-12,
+            "sample {sample}: {got:?} vs {want:?}"
+        );
+    }
+}
+
+#[test]
+fn the_group_view_lists_the_right_members_of_many_rows_after_scores_change() {
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["completions".into()],
+        Keymap::default(),
+        Arc::new(MemoryLines::default()),
+    );
+    app.update(Msg::Evaluators(vec![info("acc")]));
+    app.update(Msg::Training(Some(Settings::default())));
+    app.update(Msg::Samples((0..MANY).map(many_sample).collect()));
+    app.update(many_results(0..MANY, false));
+    let picks = [0, 1, 4_242, 77_777, MANY - 1];
+    for s in picks {
+        assert_group(&app, s, MANY, false);
+    }
+    // the groups are the source's: a prompt at another step is another group
+    let groups = app.groups().unwrap();
+    let places: std::collections::HashSet<(usize, i64)> =
+        (0..MANY).map(|i| (prompt_of(i), step_of(i))).collect();
+    assert_eq!(groups.len(), places.len());
+    assert!(groups.len() > PROMPTS, "prompts asked at both steps");
+    assert_eq!(groups.batches, 2);
+
+    // an edit: a rerun changes a third of the scores; the group view follows
+    app.update(Msg::RunStarted {
+        evaluators: vec![0],
+        stale: vec![0],
+    });
+    app.update(many_results(0..MANY, true));
+    app.update(Msg::RunFinished);
+    for s in picks {
+        assert_group(&app, s, MANY, true);
+    }
+    // on screen: the selected sample's group, best advantage first
+    app.cursor = 77_777;
+    let screen = render(&mut app, 140, 60);
+    let want = expected_group(77_777, MANY, true);
+    assert!(
+        screen.contains(&format!("group of {} · trl grpo", want.len())),
+        "{screen}"
+    );
+    // each member's row (index, reward, advantage), in the order of its advantage
+    let row = |i: usize, adv: f64| {
+        let reward = format!("{:.3}", score_of(i, true));
+        format!("{i:>5} {reward:>7} {:>7}", format!("{adv:+.3}"))
+    };
+    let at: Vec<usize> = want
+        .iter()
+        .map(|&(i, adv)| {
+            let found = screen.lines().position(|l| l.contains(&row(i, adv)));
+            found.unwrap_or_else(|| panic!("no row {:?}:\n{screen}", row(i, adv)))
+        })
+        .collect();
+    assert!(at.windows(2).all(|w| w[1] == w[0] + 1), "{at:?}\n{screen}");
+
+    // the list grows (a first load goes on): new rollouts join their groups
+    let more = 1_000;
+    app.update(Msg::MoreSamples(
+        (MANY..MANY + more).map(many_sample).collect(),
+    ));
+    app.update(many_results(MANY..MANY + more, true));
+    app.update(Msg::Refresh);
+    for s in [0, 77_777, MANY + 10] {
+        assert_group(&app, s, MANY + more, true);
+    }
+
+    // without [training]: the breakdown's group line walks the same group
+    app.update(Msg::Training(None));
+    let (n, mean, _, adv) = app.group_of(4_242, 0).unwrap();
+    let want = expected_group(4_242, MANY + more, true);
+    let me = want.iter().find(|(i, _)| *i == 4_242).unwrap().1;
+    assert_eq!(n, want.len());
+    assert!((adv - me).abs() < 1e-12, "{adv} vs {me}");
+    let rewards: Vec<f64> = want.iter().map(|(i, _)| score_of(*i, true)).collect();
+    assert!((mean - rewards.iter().sum::<f64>() / n as f64).abs() < 1e-12);
+}

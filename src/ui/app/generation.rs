@@ -32,20 +32,12 @@ impl App {
             self.notice = Some(format!("the selected line is no sample ({bad}): pick one"));
             return Vec::new();
         }
-        self.compute_group_keys();
-        let have = match self
-            .group_keys
+        self.compute_groups();
+        let have = self
+            .groups
             .as_ref()
-            .and_then(|k| k.get(index).copied().flatten())
-        {
-            Some(key) => self
-                .group_keys
-                .iter()
-                .flatten()
-                .filter(|k| **k == Some(key))
-                .count(),
-            None => 1,
-        };
+            .and_then(|g| Some(g.sizes[*g.of.get(index)? as usize] as usize))
+            .unwrap_or(1);
         let sample = &self.samples[index];
         let effect = Effect::Generate {
             file: sample.at.file,

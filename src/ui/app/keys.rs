@@ -150,7 +150,7 @@ impl App {
                 self.refresh_view();
             }
             Action::Stats => {
-                self.compute_group_keys();
+                self.compute_groups();
                 self.overlay = Overlay::Stats;
             }
             Action::Help => self.overlay = Overlay::Help,

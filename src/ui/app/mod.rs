@@ -265,10 +265,13 @@ pub struct App {
     pub components: Vec<Vec<String>>,
     /// What groups rollouts (`[insight] group_by`): a sample field, or `None` for the prompt.
     pub group_by: Option<String>,
-    /// Each sample's rollout-group key (its prompt), computed when the stats open.
-    pub group_keys: Option<Vec<Option<[u8; 16]>>>,
-    /// Each sample's step (the batch a trainer normalises it in), beside `group_keys`.
-    pub group_steps: Vec<Option<u64>>,
+    /// The samples' rollout groups (their prompt, or the `group_by` column, within
+    /// their step; or their source's group) with each group's members, found when the
+    /// samples load (few, or with `[training]`) or when the statistics open, and
+    /// grown as the list grows (see `stats.rs`): the group view walks one group.
+    groups: Option<crate::training::Grouping>,
+    /// Bumped whenever `groups` changes (what the baseline's advantages key on).
+    groups_revision: u64,
     /// Failed outcomes per evaluator, kept as results arrive (the status line must
     /// not count a million cells every frame).
     pub error_counts: Vec<usize>,
@@ -360,8 +363,8 @@ impl App {
             report: None,
             revision: 0,
             rank_memo: None,
-            group_keys: None,
-            group_steps: Vec::new(),
+            groups: None,
+            groups_revision: 0,
             group_by: None,
             components: Vec::new(),
             error_counts: Vec::new(),
@@ -535,7 +538,7 @@ impl App {
         }
         if settings.group_by != self.group_by {
             self.group_by = settings.group_by;
-            self.group_keys = None; // found again with the new key
+            self.set_groups(None); // found again with the new key
             self.signal_stale = true;
             self.pinned_stale = true;
         }
@@ -545,7 +548,7 @@ impl App {
     fn set_training(&mut self, settings: Option<crate::training::Settings>) {
         if let (Some(new), Some(old)) = (&settings, &self.training) {
             if new.group != old.group {
-                self.group_keys = None; // the groups are formed anew
+                self.set_groups(None); // the groups are formed anew
             }
         }
         self.training = settings;

@@ -152,10 +152,10 @@ impl App {
         self.samples = samples;
         self.see_logged(true);
         self.forget_shown(); // the titles and text were of the old rows
-        self.group_keys = None;
+        self.groups = None;
         self.forget_text_matches();
         if self.samples.len() <= EAGER_GROUPS || self.training.is_some() {
-            self.compute_group_keys();
+            self.compute_groups();
         }
         self.count_errors();
         self.refresh_view();
@@ -192,7 +192,7 @@ impl App {
         let total = self.samples.len();
         // the keys of the samples read so far stay: only the new ones are read
         if total <= EAGER_GROUPS || self.training.is_some() {
-            self.compute_group_keys();
+            self.compute_groups();
         }
         if self.sort.is_some() || !self.filter.is_empty() || self.changed_only {
             self.forget_text_matches();

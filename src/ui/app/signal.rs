@@ -6,11 +6,19 @@
 //!
 //! Computed in the `update` that applies results (so the reward and advantage
 //! columns change in the frame the scores do), or, for many samples while a run
-//! streams results, at the next `Msg::Refresh`. Never while drawing. Owns no
-//! grouping of its own: the groups are the app's `group_keys` (and their steps).
+//! streams results, at the next `Msg::Refresh`. Never while drawing: a frame's
+//! group view walks the selected sample's group alone (the app's groups index their
+//! members, see `stats.rs`). Owns no grouping of its own: the groups are the app's,
+//! placed as `rwb run` places them ([`crate::training::place_sample`]).
 
 use super::App;
 use crate::training::{self, Grouping, Place, Scores, Settings, Signal};
+
+/// A sample's value in `values` (NaN for a sample that joined the list after they
+/// were computed).
+fn at(values: &[f64], sample: usize) -> f64 {
+    values.get(sample).copied().unwrap_or(f64::NAN)
+}
 
 /// Up to this many samples the signal is recomputed with every burst of results;
 /// beyond, results streaming in leave it for `Msg::Refresh` (a few times a second).
@@ -58,7 +66,8 @@ impl SignalColumn {
 /// The trainer's numbers for every sample, and what the baseline's were.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct TrainingView {
-    pub grouping: Grouping,
+    /// The revision of the app's groups the numbers were computed with.
+    pub groups_revision: u64,
     pub signal: Signal,
     /// The advantages the pinned baseline's scores give (same samples, same groups).
     pub pinned: Option<Vec<f64>>,
@@ -129,21 +138,11 @@ impl App {
         Some(values)
     }
 
-    /// The samples' groups as the trainer forms them (from `group_keys`).
-    pub(super) fn grouping(&self) -> Option<Grouping> {
-        let keys = self.group_keys.as_ref()?;
-        if keys.len() != self.samples.len() {
-            return None;
-        }
-        let places: Vec<Place> = keys
-            .iter()
-            .enumerate()
-            .map(|(i, &key)| Place {
-                key,
-                step: self.group_steps.get(i).copied().flatten(),
-            })
-            .collect();
-        Some(Grouping::new(&places))
+    /// The samples' groups as the trainer forms them, once every sample is placed.
+    pub(super) fn grouping(&self) -> Option<&Grouping> {
+        self.groups
+            .as_ref()
+            .filter(|g| g.samples() == self.samples.len())
     }
 
     /// Recomputes the trainer's numbers when `[training]` is set and scores, samples,
@@ -157,7 +156,16 @@ impl App {
             self.training_view = None;
             return;
         };
-        self.compute_group_keys();
+        self.compute_groups();
+        // the baseline's advantages change only when it is pinned or samples change
+        let revision = self.groups_revision;
+        let reuse = !self.pinned_stale
+            && (self.training_view.as_ref()).is_some_and(|v| v.groups_revision == revision);
+        let kept = if reuse {
+            self.training_view.take().and_then(|v| v.pinned)
+        } else {
+            None
+        };
         let Some(grouping) = self.grouping() else {
             self.training_view = None;
             return;
@@ -172,20 +180,19 @@ impl App {
                 values: &values,
                 evaluators,
             },
-            &grouping,
+            grouping,
         );
-        // the baseline's advantages change only when it is pinned or samples change
-        let pinned = match self.training_view.take() {
-            Some(old) if !self.pinned_stale && old.grouping == grouping => old.pinned,
-            _ => self.pinned_matrix().map(|values| {
+        let pinned = if reuse {
+            kept
+        } else {
+            self.pinned_matrix().map(|values| {
                 let scores = Scores {
                     values: &values,
                     evaluators,
                 };
-                training::compute(&settings, &weights, scores, &grouping).advantage
-            }),
+                training::compute(&settings, &weights, scores, grouping).advantage
+            })
         };
-        self.pinned_stale = false;
         let (mut to_penalised, mut to_reinforced) = (0, 0);
         if let Some(pinned) = &pinned {
             for (before, now) in pinned.iter().zip(&signal.advantage) {
@@ -197,10 +204,11 @@ impl App {
             }
         }
         let with_advantage = settings.algorithm != training::Algorithm::None;
-        let summary = training::summarize(&signal, &grouping, with_advantage);
+        let summary = training::summarize(&signal, grouping, with_advantage);
+        self.pinned_stale = false;
         self.training_view = Some(TrainingView {
             summary,
-            grouping,
+            groups_revision: revision,
             signal,
             pinned,
             to_penalised,
@@ -224,24 +232,22 @@ impl App {
         (!v.is_nan()).then_some(v)
     }
 
-    /// The selected sample's group, best advantage first (ties in data order).
+    /// The selected sample's group, best advantage first (ties in data order): walks
+    /// that group's members alone (the frame draws it).
     pub fn group_members(&self, sample: usize) -> Vec<Member> {
-        let Some(view) = &self.training_view else {
+        let (Some(view), Some(groups)) = (&self.training_view, self.grouping()) else {
             return Vec::new();
         };
-        let Some(&group) = view.grouping.of.get(sample) else {
+        let Some(&group) = groups.of.get(sample) else {
             return Vec::new();
         };
-        let mut members: Vec<Member> = view
-            .grouping
-            .of
-            .iter()
-            .enumerate()
-            .filter(|(_, g)| **g == group)
-            .map(|(i, _)| Member {
+        let mut members: Vec<Member> = groups
+            .members(group as usize)
+            .map(|i| Member {
                 sample: i,
-                reward: view.signal.reward[i],
-                advantage: view.signal.advantage[i],
+                // a sample appended since the numbers were computed has none yet
+                reward: at(&view.signal.reward, i),
+                advantage: at(&view.signal.advantage, i),
                 scores: (0..self.evaluators.len())
                     .map(|e| {
                         self.samples[i]
@@ -278,9 +284,9 @@ impl App {
             values: &values,
             evaluators: 1,
         };
-        let signal = training::compute(&settings, &[1.0], scores, &grouping);
+        let signal = training::compute(&settings, &[1.0], scores, grouping);
         let with_advantage = settings.algorithm != training::Algorithm::None;
-        Some(training::summarize(&signal, &grouping, with_advantage))
+        Some(training::summarize(&signal, grouping, with_advantage))
     }
 
     /// The combined signal's summary (`[training]` only).
@@ -290,17 +296,13 @@ impl App {
 
     /// The selected evaluator's rollout group of a sample, as TRL's GRPO with its
     /// defaults normalises it (unbiased std, epsilon 1e-4): (members, mean, std, this
-    /// sample's advantage). `None` until the group keys are known, or when the sample
-    /// is alone or has no score.
+    /// sample's advantage). `None` until the groups are known, or when the sample is
+    /// alone or has no score. Walks that group's members alone (the frame draws it).
     pub fn group_of(&self, sample: usize, evaluator: usize) -> Option<(usize, f64, f64, f64)> {
-        let keys = self.group_keys.as_ref()?;
-        let key = (*keys.get(sample)?)?;
-        let members: Vec<usize> = keys
-            .iter()
-            .enumerate()
-            .filter(|(_, k)| **k == Some(key))
-            .map(|(i, _)| i)
-            .collect();
+        let groups = self.groups.as_ref()?;
+        let group = *groups.of.get(sample)? as usize;
+        let key = groups.keys[group]?;
+        let members: Vec<usize> = groups.members(group).collect();
         let score = |i: usize| {
             self.samples
                 .get(i)

@@ -106,29 +106,41 @@ impl App {
         (!total.is_nan()).then_some(total)
     }
 
-    /// Each sample's rollout-group key (its prompt, or the `group_by` column, within
-    /// its step) and step, read from the sample lines: only those of samples appended
-    /// since the last call when the list grew.
-    pub(super) fn compute_group_keys(&mut self) {
-        let have = match &self.group_keys {
-            Some(k) if k.len() == self.samples.len() => return,
-            Some(k) if k.len() < self.samples.len() => k.len(),
+    /// Finds each sample's rollout group (its prompt, or the `group_by` column, within
+    /// its step; or the group its source logged: [`crate::training::place_sample`],
+    /// as `rwb run` groups them) and indexes the groups' members: only the samples
+    /// appended since the last call when the list grew.
+    pub(super) fn compute_groups(&mut self) {
+        let have = match &self.groups {
+            Some(g) if g.samples() == self.samples.len() => return,
+            Some(g) if g.samples() < self.samples.len() => g.samples(),
             _ => 0,
         };
-        let mut keys = self.group_keys.take().unwrap_or_default();
-        keys.truncate(have);
-        self.group_steps.truncate(have);
-        self.group_steps.resize(have, None);
+        let mut groups = match self.groups.take() {
+            Some(g) if have > 0 => g,
+            _ => crate::training::Grouping::default(),
+        };
         let by = crate::training::GroupBy::parse(self.group_by.as_deref().unwrap_or("prompt"));
         for s in &self.samples[have..] {
-            let place = match s.at.facts.as_deref() {
-                Some(facts) => place_by_facts(facts, &by, || self.text(s)),
-                None => crate::training::place(&self.text(s), &by),
-            };
-            keys.push(place.key);
-            self.group_steps.push(place.step);
+            let facts = s.at.facts.as_deref();
+            groups.push(crate::training::place_sample(facts, &by, || self.text(s)));
         }
-        self.group_keys = Some(keys);
+        // the samples changed, or the groups were forgotten: the signal is stale already
+        self.groups = Some(groups);
+        self.groups_revision += 1;
+    }
+
+    /// The samples' rollout groups, once found (see [`App::compute_groups`]).
+    pub fn groups(&self) -> Option<&crate::training::Grouping> {
+        self.groups.as_ref()
+    }
+
+    /// Sets the samples' rollout groups (`None`: found again when next needed); the
+    /// trainer's numbers follow at the next update.
+    pub fn set_groups(&mut self, groups: Option<crate::training::Grouping>) {
+        self.groups = groups;
+        self.groups_revision += 1;
+        self.signal_stale = true;
     }
 
     /// Summary of one evaluator over every sample.
@@ -227,48 +239,5 @@ impl App {
             .filter(|(_, _, varies)| !varies)
             .filter_map(|(n, s, _)| Some((n, s?)))
             .collect()
-    }
-}
-
-/// Where a sample whose source told its group or step belongs (SPEC §13: a TRL
-/// log's group is one prompt within one step, an Inspect sample's its id across
-/// epochs). Grouped by prompt, the source's group (which holds the step), read
-/// without the line; else the line's place, within the source's step. The step is
-/// hashed as [`crate::training::place`] hashes a line's `step`.
-fn place_by_facts(
-    facts: &crate::model::Facts,
-    by: &crate::training::GroupBy,
-    line: impl FnOnce() -> String,
-) -> crate::training::Place {
-    use crate::training::{GroupBy, GroupKey, Place};
-    let hash = |parts: &[&[u8]]| -> blake3::Hash {
-        let mut hasher = blake3::Hasher::new();
-        parts.iter().for_each(|p| {
-            hasher.update(p);
-        });
-        hasher.finalize()
-    };
-    let key_of = |h: blake3::Hash| -> GroupKey { h.as_bytes()[..16].try_into().expect("16 bytes") };
-    let step_text = facts.step.map(|s| s.to_string());
-    let step = step_text.as_ref().map(|t| {
-        let h = hash(&[t.as_bytes()]);
-        u64::from_le_bytes(h.as_bytes()[..8].try_into().expect("8 bytes"))
-    });
-    if let (GroupBy::Prompt, Some(group)) = (by, &facts.group) {
-        let key = key_of(hash(&[b"facts\0", group.as_bytes()]));
-        return Place {
-            key: Some(key),
-            step,
-        };
-    }
-    let place = crate::training::place(&line(), by);
-    match step_text {
-        None => place,
-        Some(text) => Place {
-            key: place
-                .key
-                .map(|k| key_of(hash(&[&k, b"\0step\0", text.as_bytes()]))),
-            step,
-        },
     }
 }

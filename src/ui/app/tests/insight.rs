@@ -95,7 +95,9 @@ fn stats_find_groups_with_identical_rewards() {
     // samples 1 and 2 share a prompt (scores 0.1, 0.2); 3 and 4 share one and score the same
     app.update(result(0, 4, scored(0.3)));
     let (g1, g2) = (Some([1u8; 16]), Some([2u8; 16]));
-    app.group_keys = Some(vec![None, g1, g1, g2, g2]);
+    let place = |key| crate::training::Place { key, step: None };
+    let groups = crate::training::Grouping::new(&[None, g1, g1, g2, g2].map(place));
+    app.set_groups(Some(groups));
     assert_eq!(
         app.group_summary(0),
         Some((2, 1)),
@@ -148,10 +150,10 @@ fn ranks_against_the_baseline_and_the_rollout_group_of_a_sample() {
         "a new result refreshes the remembered rank"
     );
     // two samples sharing a prompt form a group (keys as the stats compute them)
-    let mut keys = vec![None; 5];
-    keys[1] = Some([1u8; 16]);
-    keys[2] = Some([1u8; 16]);
-    app.group_keys = Some(keys);
+    let mut places = vec![crate::training::Place::default(); 5];
+    places[1].key = Some([1u8; 16]);
+    places[2].key = Some([1u8; 16]);
+    app.set_groups(Some(crate::training::Grouping::new(&places)));
     let (n, mean, std, adv) = app.group_of(1, 0).unwrap();
     assert_eq!(n, 2);
     // TRL's unbiased std: 0.05 * sqrt(2) = 0.0707107, and advantage

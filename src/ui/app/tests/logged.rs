@@ -227,11 +227,13 @@ fn the_logged_advantage_shows_beside_the_recomputed_one_with_training() {
     app.update(Msg::Training(Some(crate::training::Settings::default())));
     assert!(app.shows_logged_advantage());
     // the groups are the source's: g1 (0, 1) at step 1, g2 (2), g3 (3, 4, 5) at step 2
-    let keys = app.group_keys.clone().unwrap();
+    let g = app.groups().unwrap();
+    let keys: Vec<_> = g.of.iter().map(|&at| g.keys[at as usize]).collect();
     assert_eq!(keys[0], keys[1]);
     assert_ne!(keys[1], keys[2]);
     assert_eq!((keys[3], keys[4]), (keys[5], keys[5]));
-    assert_ne!(app.group_steps[0], app.group_steps[3]);
+    let batch = |i: usize| g.batch[g.of[i] as usize];
+    assert_ne!(batch(0), batch(3), "steps 1 and 2 are batches of their own");
     let members: Vec<usize> = app.group_members(0).iter().map(|m| m.sample).collect();
     assert_eq!(
         members,

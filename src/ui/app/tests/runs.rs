@@ -149,7 +149,7 @@ fn evaluators_reloaded_by_name_keep_their_cells() {
 #[test]
 fn settings_arrive_as_a_message_and_a_new_group_by_forgets_the_groups() {
     let mut app = app();
-    assert!(app.group_keys.is_some(), "few samples: grouped at once");
+    assert!(app.groups().is_some(), "few samples: grouped at once");
     let settings = Settings {
         threshold: 0.7,
         weights: Some(vec![2.0, 1.0]),
@@ -163,10 +163,7 @@ fn settings_arrive_as_a_message_and_a_new_group_by_forgets_the_groups() {
     assert_eq!(app.weights, Some(vec![2.0, 1.0]));
     assert_eq!(app.ship.default_id, "my-rewards");
     assert!(app.store_details);
-    assert!(
-        app.group_keys.is_some(),
-        "the same grouping keeps its groups"
-    );
+    assert!(app.groups().is_some(), "the same grouping keeps its groups");
     let combined = app.combined(&app.samples[1]).unwrap();
     assert!((combined - (2.0 * 0.1 + 0.9)).abs() < 1e-12, "{combined}");
     app.update(Msg::Config(Settings {
@@ -174,5 +171,5 @@ fn settings_arrive_as_a_message_and_a_new_group_by_forgets_the_groups() {
         ..settings
     }));
     assert_eq!(app.group_by.as_deref(), Some("prompt_id"));
-    assert_eq!(app.group_keys, None, "found again with the new key");
+    assert_eq!(app.groups(), None, "found again with the new key");
 }
