@@ -921,3 +921,49 @@ def evaluate(messages, answer=None, **kwargs):
     found = re.findall(r"<answer>(.*?)</answer>", messages[-1]["content"] or "", re.DOTALL)
     return {"score": float(bool(found) and found[-1].strip() == answer)}
 "#;
+
+#[test]
+fn a_damaged_file_s_summary_counts_the_rows_read_before_the_damage() {
+    let ws = Ws::new(&[("metrics/match/main.py", MATCH)]);
+    let f = fixture("damaged/chat_stream_truncated.arrows");
+    // without the cache, and with it (a cold run, then a warm one that takes both
+    // rows from it: the row file written up to the damage is not taken for whole)
+    for (args, evaluated, cached) in [
+        (&["--no-cache"][..], 2, 0),
+        (&[][..], 2, 0),
+        (&[][..], 0, 2),
+    ] {
+        let mut all = vec!["-s", f.to_str().unwrap()];
+        all.extend_from_slice(args);
+        let run = ws.run(&all);
+        assert_eq!(run.code, 2, "{}", run.stderr);
+        assert_eq!(scores(&run), [json!(1.0), json!(0.0)]);
+        let total = run
+            .stderr
+            .lines()
+            .find(|l| l.contains(" samples × "))
+            .unwrap_or_else(|| panic!("no summary line: {}", run.stderr));
+        assert!(
+            total.starts_with(&format!(
+                "2 samples × 1 evaluators: 2 results, 0 errors, {evaluated} evaluated, {cached} from cache in "
+            )),
+            "{args:?}: {total}"
+        );
+        let row = run
+            .stderr
+            .lines()
+            .find(|l| l.starts_with("match "))
+            .unwrap_or_else(|| panic!("no evaluator row: {}", run.stderr));
+        // count, errors, mean, std, min, max, evaluated, cached end the row
+        let counts: Vec<&str> = row.split_whitespace().rev().take(8).collect();
+        assert_eq!(
+            (counts[7], counts[1], counts[0]),
+            (
+                "2",
+                evaluated.to_string().as_str(),
+                cached.to_string().as_str()
+            ),
+            "{args:?}: {row}"
+        );
+    }
+}

@@ -64,7 +64,11 @@ async fn run_local_and_remote(
     prepared: &[Prepared],
     max_samples: usize,
     remote_setup: &Option<RemoteSetup>,
-) -> (std::io::Result<RunStats>, Vec<Event>, RemoteAnswer) {
+) -> (
+    Result<RunStats, crate::runner::Unread>,
+    Vec<Event>,
+    RemoteAnswer,
+) {
     let (tx, mut rx) = mpsc::unbounded_channel();
     let work = session.runner.run(
         prepared,

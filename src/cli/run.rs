@@ -93,11 +93,11 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .join()
         .map_err(|_| Fail::Usage("the thread printing the results failed".into()))?;
     progress.finish();
-    // a samples file that could not be read to its end: what was read is printed,
-    // then the error (exit code 2)
+    // a samples file that could not be read to its end: what was read is printed
+    // and counted, then the error (exit code 2)
     let (stats, unread) = match stats {
         Ok(stats) => (stats, None),
-        Err(e) => (crate::runner::RunStats::default(), Some(e.to_string())),
+        Err(e) => (e.stats, Some(e.error.to_string())),
     };
     let errors = printer.errors;
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);

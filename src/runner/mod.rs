@@ -77,6 +77,29 @@ pub struct RunStats {
     pub cached: Vec<usize>,
 }
 
+/// A run that stopped at a samples file it could not read on (damaged, changed):
+/// why, and the counts of what it read and evaluated before (those samples' results
+/// were all reported).
+#[derive(Debug)]
+pub struct Unread {
+    pub stats: RunStats,
+    pub error: std::io::Error,
+}
+
+impl std::fmt::Display for Unread {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        self.error.fmt(f)
+    }
+}
+
+impl std::error::Error for Unread {}
+
+impl From<Unread> for std::io::Error {
+    fn from(unread: Unread) -> std::io::Error {
+        unread.error
+    }
+}
+
 pub struct Runner {
     pool: Arc<Pool>,
     store: Option<Arc<Store>>,
@@ -244,7 +267,7 @@ impl Runner {
         read_cache: bool,
         hashes: bool,
         events: mpsc::UnboundedSender<Event>,
-    ) -> std::io::Result<RunStats> {
+    ) -> Result<RunStats, Unread> {
         // read, checked and hashed on a thread of its own, ahead of the lookups
         let reader = if let Some(store) = &self.store {
             // foreign files' row files make the next run read them as JSONL
@@ -273,7 +296,7 @@ impl Runner {
         read_cache: bool,
         events: mpsc::UnboundedSender<Event>,
         priority: Option<&Priority>,
-    ) -> std::io::Result<RunStats> {
+    ) -> Result<RunStats, Unread> {
         let store = self.store.as_ref();
         let cache = feed::Cache::open(store, read_cache, evaluators);
         let started = SystemTime::now();
@@ -346,7 +369,7 @@ impl Runner {
             stats.evaluated[i] = n.load(Ordering::Relaxed);
         }
         match failed {
-            Some(e) => Err(e),
+            Some(error) => Err(Unread { stats, error }),
             None => Ok(stats),
         }
     }

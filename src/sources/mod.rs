@@ -21,6 +21,7 @@ pub mod mapping;
 mod parquet;
 mod peek;
 mod promptfoo;
+mod row_json;
 mod table;
 mod trl;
 mod verifiers;
@@ -69,6 +70,12 @@ pub trait Format: Sync {
     fn recognises(&self, peek: &Peek) -> bool;
     /// The file's rows, streamed.
     fn open(&self, path: &Path, options: &Options) -> Result<Rows, String>;
+    /// Whether every row it gives that is not a sample in one of SPEC §3's forms
+    /// says why in [`Row::bad`] (rwb then checks no row's form again: a table's
+    /// reader tells it from the columns' types).
+    fn checks_form(&self) -> bool {
+        false
+    }
 }
 
 /// Every format, most particular first: the first that recognises a file reads it.

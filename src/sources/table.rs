@@ -3,6 +3,7 @@
 //! source's facts (step, group, logged scores) are read from their own columns.
 //! [`AnyTable`] takes any table with `messages`, or `prompt` and `completion`.
 
+use super::row_json::RowJson;
 use super::{group_id, Container, Format, Options, Peek, Row, Rows};
 use crate::model::{Facts, Logged};
 use arrow_array::{cast::AsArray, Array, RecordBatch};
@@ -88,6 +89,10 @@ impl Format for AnyTable {
         };
         Ok(table_rows(batches, roles))
     }
+
+    fn checks_form(&self) -> bool {
+        true
+    }
 }
 
 /// The rows of `batches` with the columns' `roles`.
@@ -135,10 +140,15 @@ fn batch_rows(batch: &RecordBatch, roles: &Roles, split: Option<&str>) -> Vec<Re
         arrays,
         &arrow_array::RecordBatchOptions::new().with_row_count(Some(batch.num_rows())),
     );
-    let texts = match projected.and_then(|b| encode(&b)) {
-        Ok(texts) => texts,
+    let rows = match projected {
+        Ok(projected) => RowJson::new(&projected),
         Err(e) => return vec![Err(format!("cannot turn its rows into JSON: {e}"))],
     };
+    let mut texts = match rows.encoder() {
+        Ok(encoder) => encoder,
+        Err(e) => return vec![Err(format!("cannot turn its rows into JSON: {e}"))],
+    };
+    let form = Form::of(&projected_columns(batch, roles));
     let step = roles.step.as_deref().and_then(column);
     let group = roles.group.as_deref().and_then(column);
     let logged: Vec<(&String, &Arc<dyn Array>)> = roles
@@ -146,10 +156,11 @@ fn batch_rows(batch: &RecordBatch, roles: &Roles, split: Option<&str>) -> Vec<Re
         .iter()
         .filter_map(|(c, name)| Some((name, column(c)?)))
         .collect();
-    texts
-        .into_iter()
-        .enumerate()
-        .map(|(i, mut sample)| {
+    (0..batch.num_rows())
+        .map(|i| {
+            let mut sample = texts
+                .row(i)
+                .map_err(|e| format!("cannot turn its rows into JSON: {e}"))?;
             let mut facts = Facts {
                 step: step
                     .and_then(|a| number_at(a.as_ref(), i))
@@ -173,31 +184,95 @@ fn batch_rows(batch: &RecordBatch, roles: &Roles, split: Option<&str>) -> Vec<Re
             if let Some(split) = split {
                 sample = with_key(&sample, "split", &serde_json::Value::from(split));
             }
+            // the form told from the columns, else checked as any line is
+            let bad = match form.holds(i) {
+                true => None,
+                false => crate::workspace::check_sample(&sample).err(),
+            };
             Ok(Row {
                 line: 0,
                 sample,
                 facts,
-                bad: None,
+                bad,
             })
         })
         .collect()
 }
 
-/// One JSON object text per row of `batch` (nulls written out, as a JSONL line
-/// would hold them).
-fn encode(batch: &RecordBatch) -> Result<Vec<String>, arrow_schema::ArrowError> {
-    let mut buf = Vec::with_capacity(batch.get_array_memory_size());
-    let mut writer = arrow_json::WriterBuilder::new()
-        .with_explicit_nulls(true)
-        .build::<_, arrow_json::writer::LineDelimited>(&mut buf);
-    writer.write(batch)?;
-    writer.finish()?;
-    drop(writer);
-    let text =
-        String::from_utf8(buf).map_err(|e| arrow_schema::ArrowError::JsonError(e.to_string()))?;
-    let mut rows: Vec<String> = text.split_terminator('\n').map(String::from).collect();
-    rows.resize(batch.num_rows(), "{}".to_string());
-    Ok(rows)
+/// The sample's columns of `batch` by their keys in the sample.
+fn projected_columns<'a>(
+    batch: &'a RecordBatch,
+    roles: &'a Roles,
+) -> Vec<(&'a str, &'a dyn Array)> {
+    let schema = batch.schema_ref();
+    roles
+        .sample
+        .iter()
+        .filter_map(|(from, to)| {
+            let i = schema.index_of(from).ok()?;
+            Some((to.as_str(), batch.column(i).as_ref()))
+        })
+        .collect()
+}
+
+/// Which rows of a batch are samples in one of SPEC §3's forms, as the columns'
+/// types and nulls tell: a `messages` list, else `prompt` and `completion`, each text
+/// or a list (what `check_sample` finds in the row's text). A row it cannot vouch
+/// for is checked as a line is.
+enum Form<'a> {
+    /// Rows whose value in each of these columns is not null.
+    NotNull(Vec<&'a dyn Array>),
+    /// The text of every row is checked.
+    Unknown,
+}
+
+impl<'a> Form<'a> {
+    fn of(columns: &[(&str, &'a dyn Array)]) -> Form<'a> {
+        let keyed = |key: &str| {
+            let mut found = columns.iter().filter(|(k, _)| *k == key);
+            match (found.next(), found.next()) {
+                (Some((_, a)), None) => Some(Some(*a)),
+                (None, _) => Some(None),
+                (Some(_), Some(_)) => None, // a key twice: the text is checked
+            }
+        };
+        let list = |a: &dyn Array| {
+            matches!(
+                a.data_type(),
+                DataType::List(_)
+                    | DataType::LargeList(_)
+                    | DataType::FixedSizeList(..)
+                    | DataType::ListView(_)
+                    | DataType::LargeListView(_)
+            )
+        };
+        let text = |a: &dyn Array| {
+            matches!(
+                a.data_type(),
+                DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View
+            )
+        };
+        let (Some(messages), Some(prompt), Some(completion)) =
+            (keyed("messages"), keyed("prompt"), keyed("completion"))
+        else {
+            return Form::Unknown;
+        };
+        match (messages, prompt, completion) {
+            (Some(m), _, _) if list(m) => Form::NotNull(vec![m]),
+            (None, Some(p), Some(c)) if (text(p) || list(p)) && (text(c) || list(c)) => {
+                Form::NotNull(vec![p, c])
+            }
+            _ => Form::Unknown,
+        }
+    }
+
+    /// Whether row `i` is known to be in form.
+    fn holds(&self, i: usize) -> bool {
+        match self {
+            Form::NotNull(columns) => columns.iter().all(|a| a.is_valid(i)),
+            Form::Unknown => false,
+        }
+    }
 }
 
 /// A sample text with `key` set to `value` (added at the end).
@@ -297,5 +372,118 @@ fn arrow_cast_display(array: &dyn Array, i: usize) -> Option<String> {
         vec![array.slice(i, 1)],
     )
     .ok()?;
-    encode(&batch).ok()?.into_iter().next()
+    RowJson::new(&batch).encoder().ok()?.row(0).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The rows of a table read from JSON lines with `schema`.
+    fn batch(schema: Schema, lines: &[&str]) -> RecordBatch {
+        arrow_json::ReaderBuilder::new(Arc::new(schema))
+            .build(std::io::Cursor::new(lines.join("\n")))
+            .unwrap()
+            .next()
+            .unwrap()
+            .unwrap()
+    }
+
+    fn roles_of(batch: &RecordBatch) -> Roles {
+        let names = batch.schema_ref().fields().iter().map(|f| f.name().clone());
+        Roles {
+            sample: names.map(|n| (n.clone(), n)).collect(),
+            ..Roles::default()
+        }
+    }
+
+    /// Every row's verdict, checked to be what `check_sample` says of its text.
+    fn verdicts(batch: &RecordBatch, roles: &Roles) -> Vec<Option<String>> {
+        batch_rows(batch, roles, None)
+            .into_iter()
+            .map(|row| {
+                let row = row.unwrap();
+                let checked = crate::workspace::check_sample(&row.sample).err();
+                assert_eq!(row.bad, checked, "{}", row.sample);
+                row.bad
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_row_s_form_told_from_its_columns_is_what_its_text_shows() {
+        let message = DataType::Struct(
+            vec![
+                Field::new("role", DataType::Utf8, true),
+                Field::new("content", DataType::Utf8, true),
+            ]
+            .into(),
+        );
+        let messages = DataType::List(Arc::new(Field::new("item", message, true)));
+        let chat = batch(
+            Schema::new(vec![
+                Field::new("messages", messages, true),
+                Field::new("prompt", DataType::Utf8, true),
+            ]),
+            &[
+                r#"{"messages": [{"role": "user", "content": "hi"}]}"#,
+                r#"{"messages": null, "prompt": "a prompt beside no messages"}"#,
+                r#"{"messages": [], "prompt": null}"#,
+            ],
+        );
+        let got = verdicts(&chat, &roles_of(&chat));
+        assert_eq!(got[0], None);
+        assert_eq!(
+            got[1].as_deref(),
+            Some("\"messages\" is null, not a list of messages")
+        );
+        assert_eq!(got[2], None);
+
+        let text = batch(
+            Schema::new(vec![
+                Field::new("prompt", DataType::Utf8, true),
+                Field::new("completion", DataType::Utf8, true),
+                Field::new("n", DataType::Int64, true),
+            ]),
+            &[
+                r#"{"prompt": "p", "completion": "c", "n": 1}"#,
+                r#"{"prompt": "p", "completion": null}"#,
+                r#"{"prompt": null, "completion": "c"}"#,
+            ],
+        );
+        let got = verdicts(&text, &roles_of(&text));
+        assert_eq!(got[0], None);
+        assert!(got[1]
+            .as_deref()
+            .unwrap()
+            .starts_with("\"completion\" is null"));
+        assert!(got[2].as_deref().unwrap().starts_with("\"prompt\" is null"));
+
+        // columns the types cannot vouch for: a number as the completion, a key
+        // given twice, no prompt at all; each row's text is checked
+        let numbers = batch(
+            Schema::new(vec![
+                Field::new("prompt", DataType::Utf8, true),
+                Field::new("completion", DataType::Int64, true),
+            ]),
+            &[r#"{"prompt": "p", "completion": 3}"#],
+        );
+        let got = verdicts(&numbers, &roles_of(&numbers));
+        assert!(got[0]
+            .as_deref()
+            .unwrap()
+            .starts_with("\"completion\" is a number"));
+        let mut twice = roles_of(&text);
+        twice.sample.push(("n".into(), "prompt".into()));
+        assert_eq!(
+            verdicts(&text, &twice)[0].as_deref(),
+            Some("not JSON: duplicate field `prompt` at column 45")
+        );
+        let mut no_prompt = roles_of(&text);
+        no_prompt.sample.remove(0);
+        assert!(verdicts(&text, &no_prompt)[0]
+            .as_deref()
+            .unwrap()
+            .starts_with("no \"messages\", and \"completion\" without \"prompt\""));
+    }
 }

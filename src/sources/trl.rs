@@ -60,4 +60,8 @@ impl Format for Trl {
         }
         Ok(table_rows(batches, roles))
     }
+
+    fn checks_form(&self) -> bool {
+        true
+    }
 }

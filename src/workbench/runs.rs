@@ -179,7 +179,7 @@ async fn run_group(
         Some(priority),
     );
     let (result, ()) = tokio::join!(run, forward);
-    result.map(|_| ())
+    result.map(|_| ()).map_err(std::io::Error::from)
 }
 
 impl Runs {

@@ -74,6 +74,15 @@ impl Foreign {
         }
     }
 
+    /// Whether its reader says why of every row that is no sample (see
+    /// [`Format::checks_form`]): then no row's form is checked again.
+    pub fn checks_form(&self) -> bool {
+        match &self.reader {
+            Reader::Format(format) => format.checks_form(),
+            Reader::Mapped(_) => false,
+        }
+    }
+
     /// The source's rows, streamed.
     pub fn open(&self, path: &Path) -> Result<Rows, String> {
         match &self.reader {
@@ -231,6 +240,8 @@ pub fn split_facts(line: &[u8]) -> (&[u8], Option<Arc<Facts>>) {
 /// may write it).
 pub struct Converting {
     rows: Rows,
+    /// Whether the rows come with their verdicts (see [`Foreign::checks_form`]).
+    checked: bool,
     writer: Option<RowWriter>,
     /// Where the next line starts in the row file, and the last row's number.
     pos: u64,
@@ -244,6 +255,8 @@ pub struct Converted {
     pub offset: u64,
     pub facts: Option<Arc<Facts>>,
     pub bad: Option<String>,
+    /// Whether `bad` is the row's verdict (else its form is to be checked).
+    pub checked: bool,
 }
 
 impl Converting {
@@ -253,15 +266,16 @@ impl Converting {
         let writer = if write { foreign.writer(path) } else { None };
         Ok(Converting {
             rows,
+            checked: foreign.checks_form(),
             writer,
             pos: 0,
             line: 0,
         })
     }
 
-    /// The next row, its sample text put in `buf`; `None` after the last (the row
+    /// The next row, its sample text put in `text`; `None` after the last (the row
     /// file is then whole); an error (a damaged file) ends the rows.
-    pub fn next_into(&mut self, buf: &mut Vec<u8>) -> Option<Result<Converted, String>> {
+    pub fn next_into(&mut self, text: &mut String) -> Option<Result<Converted, String>> {
         let row = match self.rows.next() {
             None => {
                 if let Some(writer) = self.writer.take() {
@@ -285,14 +299,14 @@ impl Converting {
         let separated = if facts.is_empty() { 0 } else { 1 + facts.len() };
         self.pos = offset + (row.sample.len() + separated + 1) as u64;
         self.line = row.line;
-        buf.clear();
-        buf.extend_from_slice(row.sample.as_bytes());
+        *text = row.sample; // the row's own text, not a copy of it
         let facts = (!row.facts.is_empty()).then(|| Arc::new(row.facts));
         Some(Ok(Converted {
             line: row.line,
             offset,
             facts,
             bad: row.bad,
+            checked: self.checked,
         }))
     }
 

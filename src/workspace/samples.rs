@@ -127,6 +127,11 @@ pub struct SamplesReader {
     /// The facts and (when its reader said) the verdict of the line just read.
     facts: Option<Arc<Facts>>,
     row_bad: Option<String>,
+    /// The text of the row just read from a foreign file (`from_row`: it is the
+    /// line just read, not `buf`), and whether its reader gave its verdict.
+    row_text: String,
+    from_row: bool,
+    row_checked: bool,
 }
 
 impl SamplesReader {
@@ -150,6 +155,9 @@ impl SamplesReader {
             write_rows: false,
             facts: None,
             row_bad: None,
+            row_text: String::new(),
+            from_row: false,
+            row_checked: false,
         }
     }
 
@@ -204,12 +212,18 @@ impl SamplesReader {
             Err(e) => return Some(Err(e)),
         };
         let remembered = self.remembered(offset);
-        let (raw, bad, hash) = match std::str::from_utf8(&self.buf) {
+        // a foreign file's row is text already; a line is checked to be
+        let text = match self.from_row {
+            true => Ok(self.row_text.as_str()),
+            false => std::str::from_utf8(&self.buf),
+        };
+        let (raw, bad, hash) = match text {
             Ok(text) => match remembered {
                 Some(hash) => (text, None, hash),
                 None => {
                     let bad = match self.row_bad.take() {
                         Some(why) => Some(why),
+                        None if self.from_row && self.row_checked => None,
                         None => check_sample(text).err(),
                     };
                     let hash = if self.hashing {
@@ -305,6 +319,7 @@ impl SamplesReader {
     /// Reads the next non-blank line into `buf` (without its line ending and a first
     /// line's byte order mark): its number and offset.
     fn next_raw(&mut self) -> Option<std::io::Result<(SampleRef, u64)>> {
+        self.from_row = false;
         loop {
             if let Some(found) = self.next_converted() {
                 return found;
@@ -397,7 +412,7 @@ impl SamplesReader {
     fn next_converted(&mut self) -> Option<Option<std::io::Result<(SampleRef, u64)>>> {
         let (file, converting) = self.converting.as_mut()?;
         let file = *file;
-        match converting.next_into(&mut self.buf) {
+        match converting.next_into(&mut self.row_text) {
             None => {
                 self.converting = None;
                 None
@@ -410,6 +425,8 @@ impl SamplesReader {
             }
             Some(Ok(row)) => {
                 self.row_bad = row.bad;
+                self.row_checked = row.checked;
+                self.from_row = true;
                 let at = SampleRef {
                     index: self.index,
                     file,
