@@ -23,7 +23,26 @@ Runs the real `rwb` in tmux with RWB_TRACE_FRAMES set, so every frame appends a 
      row on screen shows a new score, with the list at the top and scrolled to row
      50,000 (median of N saves each). Target: the middle within ~100 ms, as the top.
 
-Usage: python3 scripts/bench_workbench.py [--rwb PATH] [--quick] [--only A,F,G]
+  H. a million rows where they live (issue 25): 1,000,000 TRL-shaped rows (bench_engine.py's
+     P: 8 generations a prompt, as chat messages) as JSONL and the same rows in one Parquet
+     file (one row group, as pandas writes TRL's logs), the trivial evaluator, cache on and
+     cold: launch -> the first frame that shows samples, launch -> every row scored, peak
+     memory (VmHWM). Baseline, timed in each repetition: the plain loop over the JSONL file.
+     Targets: all scored <= 1.0x the loop for both; Parquet's first frame no later than
+     JSONL's. Needs pyarrow and pandas (RWB_DATA_PYTHON, else ${TMPDIR:-/tmp}/rwb-ci-data);
+     --data DIR keeps the written files there for the next invocation.
+  T. what the trainer will see after a save (issue 21): 1,000 and 100,000 of the same rows
+     with `[training]` (TRL's GRPO, groups of 8 by prompt) and an evaluator whose scores
+     reorder each group on every save: ms from the write to the first frame in which the
+     rows on screen show their new scores, and to the first in which they show the new
+     advantages (the ones the finished run settles on). Target: the same frame (0 ms
+     apart).
+
+Each figure is measured --repeat times (default 3); the median is reported with the
+spread (min-max), each ratio against the baseline run in the same repetition.
+
+Usage: python3 scripts/bench_workbench.py [--rwb PATH] [--quick] [--only A,F,G,H,T]
+                                          [--repeat N] [--data DIR]
 """
 
 import argparse
@@ -76,6 +95,18 @@ def evaluate(messages, ground_truth=None, **kwargs):
 
 TRIVIAL = """def evaluate(messages, ground_truth=None, **kwargs):
     return {{"score": {bump}, "reason": "ok", "metrics": {{}}}}
+"""
+
+# T: scores that reorder the rollouts of every group on each save (a constant shift
+# or scale leaves GRPO's advantages as they were)
+REORDERING = """def evaluate(messages, ground_truth=None, **kwargs):
+    n = len(messages[-1]["content"])
+    return {{"score": (n * {k} % 11) / 10.0, "reason": "ok", "metrics": {{}}}}
+"""
+
+TRAINING_TOML = """[training]
+algorithm = "grpo"
+group_size = 8
 """
 
 PLAIN_LOOP = """import json, sys
@@ -365,11 +396,181 @@ def bench_visible(rwb, work, samples, n, saves):
     return top, middle, middle_row
 
 
+def trl_files(work, n, data_dir):
+    """n TRL-shaped rows as Parquet and as JSONL, written as bench_engine.py's P writes
+    them (kept in `data_dir` when given, and taken from there when already written)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import bench_engine
+
+    where = data_dir or work
+    os.makedirs(where, exist_ok=True)
+    parquet = os.path.join(where, "trl_%d.parquet" % n)
+    jsonl = os.path.join(where, "trl_%d.jsonl" % n)
+    if not (os.path.exists(parquet) and os.path.exists(jsonl)):
+        script = os.path.join(work, "write_trl.py")
+        with open(script, "w") as f:
+            f.write(bench_engine.WRITE_TRL_SHAPED)
+        t0 = time.time()
+        done = subprocess.run([bench_engine.data_python(), script, str(n), parquet, jsonl, "chat"],
+                              capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit("writing the Parquet file failed (is pyarrow in %s? set RWB_DATA_PYTHON):\n%s"
+                             % (bench_engine.data_python(), done.stderr[-2000:]))
+        print("wrote %s and %s in %.0f s" % (parquet, jsonl, time.time() - t0), flush=True)
+    return parquet, jsonl
+
+
+def launch_to_scored(rwb, work, name, samples, n):
+    """Launches rwb on a new workspace holding `samples` and the trivial evaluator
+    (cache on, cold): seconds to the first frame showing samples and to the first in
+    which every row is scored, and the peak resident memory (MB)."""
+    ws = os.path.join(work, name)
+    shutil.rmtree(ws, ignore_errors=True)
+    os.makedirs(os.path.join(ws, "metrics", "trivial"))
+    os.link(samples, os.path.join(ws, "samples" + os.path.splitext(samples)[1]))
+    with open(os.path.join(ws, "metrics", "trivial", "main.py"), "w") as f:
+        f.write(TRIVIAL.format(bump=0.5))
+    trace = os.path.join(work, "trace_%s.txt" % name)
+    if os.path.exists(trace):
+        os.remove(trace)
+    t0 = time.time()
+    tmux = Tmux(name, ws, rwb + " .", {"RWB_TRACE_FRAMES": trace, "TERM": "xterm-256color"})
+    try:
+        pid = tmux.pid()
+        rwb_pid = child_pid(pid) or pid
+        first = wait_until(
+            lambda: next((f for f in read_trace(trace) if int(f.get("samples", 0)) > 0), None), 600, "the first frame"
+        )
+        done = wait_until(
+            lambda: next((f for f in read_trace(trace) if int(f.get("fresh", 0)) == n), None),
+            1800, "every row scored",
+        )
+        peak = peak_mb(rwb_pid)
+    finally:
+        tmux.close()
+    shutil.rmtree(ws, ignore_errors=True)
+    return first["t"] - t0, done["t"] - t0, peak
+
+
+def bench_sources(rwb, work, n, repeat, data_dir):
+    """H: launch -> first frame and -> all scored, JSONL and Parquet, against the plain
+    loop over the JSONL file in each repetition."""
+    parquet, jsonl = trl_files(work, n, data_dir)
+    loop_dir = os.path.join(work, "loop_eval")
+    os.makedirs(loop_dir, exist_ok=True)
+    main = os.path.join(loop_dir, "main.py")
+    with open(main, "w") as f:
+        f.write(TRIVIAL.format(bump=0.5))
+    reps = []
+    for r in range(repeat):
+        loop_s = plain_loop_s(work, main, jsonl)
+        got = {"loop": loop_s}
+        for kind, samples in (("jsonl", jsonl), ("parquet", parquet)):
+            got[kind] = launch_to_scored(rwb, work, "src_%s" % kind, samples, n)
+        print("  H %d: loop %.2f s; JSONL first %.2f s, all %.2f s (%.2fx), %.0f MB; "
+              "Parquet first %.2f s, all %.2f s (%.2fx), %.0f MB"
+              % (r + 1, loop_s, got["jsonl"][0], got["jsonl"][1], got["jsonl"][1] / loop_s, got["jsonl"][2],
+                 got["parquet"][0], got["parquet"][1], got["parquet"][1] / loop_s, got["parquet"][2]), flush=True)
+        reps.append(got)
+    return reps
+
+
+def spread(values, fmt="%.2f"):
+    """The median and the range of `values`, as text."""
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(values), min(values), max(values))
+
+
+def rows_sources(n, reps):
+    out = []
+    loop = [r["loop"] for r in reps]
+    for kind in ("jsonl", "parquet"):
+        all_s = [r[kind][1] for r in reps]
+        ratios = [r[kind][1] / r["loop"] for r in reps]
+        out.append(("H %d %s: all scored (s)" % (n, kind), spread(all_s), "loop " + spread(loop),
+                    spread(ratios), "<= 1.0x", statistics.median(ratios) <= 1.0))
+        peaks = [r[kind][2] for r in reps]
+        out.append(("  peak memory (MB)", spread(peaks, "%.0f"), "", "", "", True))
+    firsts = {k: [r[k][0] for r in reps] for k in ("jsonl", "parquet")}
+    first_ratio = [r["parquet"][0] / r["jsonl"][0] for r in reps]
+    out.append(("H first frame, Parquet vs JSONL (s)", spread(firsts["parquet"]), "JSONL " + spread(firsts["jsonl"]),
+                spread(first_ratio), "<= 1.0x", statistics.median(first_ratio) <= 1.0))
+    return out
+
+
+def adv_frames(trace, start, t0, total):
+    """After a save at t0: (ms to the first frame whose rows on screen all show new
+    scores, ms to the first from which their advantages are the ones the finished run
+    settles on)."""
+    frames = [f for f in read_trace(trace)[start:]]
+    final = frames[-1].get("adv")
+    scores_at = adv_at = None
+    seen_stale = False
+    for fr in frames:
+        fresh, on_screen = shown(fr)
+        if fresh < on_screen:
+            seen_stale = True
+        elif seen_stale and on_screen and scores_at is None:
+            scores_at = fr["t"]
+    for fr in reversed(frames):
+        if fr.get("adv") != final:
+            break
+        adv_at = fr["t"]
+    return (scores_at - t0) * 1000.0, (adv_at - t0) * 1000.0
+
+
+def bench_advantage(rwb, work, samples, n, saves):
+    """T: save -> rows on screen show new scores, and new advantages."""
+    ws = os.path.join(work, "ws_adv_%d" % n)
+    os.makedirs(os.path.join(ws, "metrics", "reorder"))
+    with open(samples) as f, open(os.path.join(ws, "samples.jsonl"), "w") as out:
+        for i, line in zip(range(n), f):
+            out.write(line)
+    with open(os.path.join(ws, "rwb.toml"), "w") as f:
+        f.write(TRAINING_TOML)
+    main = os.path.join(ws, "metrics", "reorder", "main.py")
+    primes = [3, 5, 7, 2, 4, 6, 8, 9]
+    with open(main, "w") as f:
+        f.write(REORDERING.format(k=1))
+    trace = os.path.join(work, "trace_adv_%d.txt" % n)
+    tmux = Tmux("adv%d" % n, ws, rwb + " .", {"RWB_TRACE_FRAMES": trace, "TERM": "xterm-256color"})
+    out = []
+    try:
+        wait_until(lambda: any(int(f.get("fresh", 0)) == n and f.get("running") == "false"
+                               for f in read_trace(trace)), 600, "the first run")
+        time.sleep(1.0)
+        for i in range(saves):
+            start = len(read_trace(trace))
+            t0 = time.time()
+            with open(main, "w") as f:
+                f.write(REORDERING.format(k=primes[i % len(primes)]))
+            wait_until(lambda: any(int(f.get("fresh", 0)) == n and f.get("running") == "false"
+                                   for f in read_trace(trace)[start + 1:]), 600, "save %d to finish" % i)
+            time.sleep(1.0)  # frames after the run (a deferred refresh) are waited for
+            out.append(adv_frames(trace, start, t0, n))
+    finally:
+        tmux.close()
+    return out
+
+
+def rows_advantage(n, got):
+    scores = [g[0] for g in got]
+    adv = [g[1] for g in got]
+    lag = [a - s for s, a in got]
+    return [
+        ("T %d, [training]: save -> scores on screen (ms)" % n, spread(scores, "%.0f"), "", "", "", True),
+        ("  save -> advantages on screen (ms)", spread(adv, "%.0f"), "scores " + spread(scores, "%.0f"),
+         spread(lag, "%+.0f"), "same frame", statistics.median(lag) <= 0.0),
+    ]
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rwb", default=os.path.join(ROOT, "target", "release", "rwb"))
     ap.add_argument("--quick", action="store_true", help="smaller sizes for a smoke run")
-    ap.add_argument("--only", default="A,B,F,G", help="scenarios to run: A (with C, E), B (with C, D), F, G")
+    ap.add_argument("--only", default="A,B,F,G,H,T",
+                    help="scenarios to run: A (with C, E), B (with C, D), F, G, H, T")
+    ap.add_argument("--repeat", type=int, default=3, help="repetitions of H and saves of T (default 3)")
+    ap.add_argument("--data", help="H and T: keep the TRL-shaped files in this folder (written once)")
     args = ap.parse_args()
     only = set(args.only.upper().split(","))
     if not os.path.exists(args.rwb):
@@ -395,6 +596,12 @@ def main():
             samples = os.path.join(work, "visible.jsonl")
             write_samples(samples, visible_n)
             rows += rows_visible(visible_n, *bench_visible(rwb, work, samples, visible_n, 3 if args.quick else 5))
+        if "H" in only:
+            rows += rows_sources(large_n, bench_sources(rwb, work, large_n, args.repeat, args.data))
+        if "T" in only:
+            _, jsonl = trl_files(work, large_n, args.data)
+            for n in (1000, visible_n):
+                rows += rows_advantage(n, bench_advantage(rwb, work, jsonl, n, args.repeat))
     finally:
         shutil.rmtree(work, ignore_errors=True)
     print()

@@ -9,7 +9,9 @@ use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use reward_workbench::model::{Outcome, SampleRef};
 use reward_workbench::training::Settings;
-use reward_workbench::ui::app::{App, EvaluatorInfo, MemoryLines, Msg, RunState, Sample};
+use reward_workbench::ui::app::{
+    App, EvaluatorInfo, MemoryLines, Msg, RunState, Sample, SignalColumn,
+};
 use reward_workbench::ui::keymap::Keymap;
 use reward_workbench::ui::theme::Theme;
 use reward_workbench::ui::view::{buffer_text, draw, Ctx};
@@ -207,7 +209,12 @@ fn many_sample(i: usize) -> Sample {
 }
 
 fn many_results(range: std::ops::Range<usize>, rerun: bool) -> Msg {
-    let events = range
+    results_of(range, rerun)
+}
+
+fn results_of(samples: impl IntoIterator<Item = usize>, rerun: bool) -> Msg {
+    let events = samples
+        .into_iter()
         .map(|i| reward_workbench::runner::Event::Result {
             evaluator: 0,
             at: many_sample(i).at,
@@ -338,4 +345,68 @@ fn the_group_view_lists_the_right_members_of_many_rows_after_scores_change() {
     assert!((adv - me).abs() < 1e-12, "{adv} vs {me}");
     let rewards: Vec<f64> = want.iter().map(|(i, _)| score_of(*i, true)).collect();
     assert!((mean - rewards.iter().sum::<f64>() / n as f64).abs() < 1e-12);
+}
+
+fn many_rows(settings: Settings) -> App {
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["completions".into()],
+        Keymap::default(),
+        Arc::new(MemoryLines::default()),
+    );
+    app.update(Msg::Evaluators(vec![info("acc")]));
+    app.update(Msg::Training(Some(settings)));
+    app.update(Msg::Samples((0..MANY).map(many_sample).collect()));
+    app.update(many_results(0..MANY, false));
+    app
+}
+
+/// A run streaming results into many rows (past the size at which the whole signal
+/// waits for `Msg::Refresh`): the groups a burst completes show their new advantages
+/// in the update that brings the scores (the frame they are drawn in), while groups
+/// no result reached keep theirs; with TRL's batch-wide std, which every result
+/// moves, the advantages wait for the refresh, as the whole signal does.
+#[test]
+fn a_burst_of_results_moves_its_groups_advantages_with_its_scores() {
+    // a group's members are 6,000 apart, so every member of these two groups is a
+    // multiple of 3: the rerun changes each one's score
+    let (s, other) = (77_778, 4_242);
+    let place = |i: usize| (prompt_of(i), step_of(i));
+    assert_ne!(place(s), place(other));
+    let old = expected_group(s, MANY, false);
+    let new = expected_group(s, MANY, true);
+    assert!(old.iter().zip(&new).all(|(a, b)| a != b), "{old:?} {new:?}");
+    let members: Vec<usize> = (0..MANY).filter(|&i| place(i) == place(s)).collect();
+    let mut app = many_rows(Settings::default());
+    app.update(Msg::RunStarted {
+        evaluators: vec![0],
+        stale: vec![0],
+    });
+    let before = app.signal_value(other, SignalColumn::Advantage);
+    app.update(results_of(members.iter().copied(), true));
+    assert!(app.running && app.deferred(), "the whole signal waits");
+    assert_group(&app, s, MANY, true);
+    assert_eq!(app.signal_value(other, SignalColumn::Advantage), before);
+    assert_group(&app, other, MANY, false);
+    // the rest of the run, then the refresh: every group as the trainer computes it
+    app.update(results_of((0..MANY).filter(|i| !members.contains(i)), true));
+    app.update(Msg::Refresh);
+    assert_group(&app, other, MANY, true);
+    assert_group(&app, s, MANY, true);
+
+    // batch-wide: nothing moves before the refresh
+    let batch = Settings {
+        scale_rewards: reward_workbench::training::ScaleRewards::Batch,
+        ..Settings::default()
+    };
+    let mut app = many_rows(batch);
+    app.update(Msg::RunStarted {
+        evaluators: vec![0],
+        stale: vec![0],
+    });
+    let before = app.signal_value(s, SignalColumn::Advantage);
+    app.update(results_of(members.iter().copied(), true));
+    assert_eq!(app.signal_value(s, SignalColumn::Advantage), before);
+    app.update(Msg::Refresh);
+    assert_ne!(app.signal_value(s, SignalColumn::Advantage), before);
 }

@@ -191,6 +191,55 @@ pub fn compute(
     }
 }
 
+/// Whether a group's numbers follow from its own members' scores alone, so that
+/// [`compute_groups`] gives what [`compute`] gives for them. Not so where a batch's
+/// std or mean enters: TRL's `scale_rewards = "batch"` (GRPO), and
+/// `normalize_then_sum`, whose sum is normalised over the batch.
+pub fn group_local(settings: &Settings) -> bool {
+    match (settings.trainer, settings.algorithm, settings.aggregation) {
+        (Trainer::Verl, _, _) => true,
+        (_, Algorithm::Rloo | Algorithm::None, _) => true,
+        (_, _, Aggregation::NormalizeThenSum) => false,
+        (_, Algorithm::DrGrpo, _) => true,
+        (_, Algorithm::Grpo, _) => settings.scale_rewards != ScaleRewards::Batch,
+    }
+}
+
+/// The numbers of the members of `groups` (distinct group indices) alone, as [`compute`] gives them when
+/// [`group_local`] holds: each member's sample index and its reward, advantage and
+/// zero-std flag (in `Signal`, in the order of the indices). `row(sample, out)`
+/// appends that sample's scores (one per weight, NaN: none). O(the members).
+pub fn compute_groups(
+    settings: &Settings,
+    weights: &[f64],
+    mut row: impl FnMut(usize, &mut Vec<f64>),
+    grouping: &Grouping,
+    groups: &[usize],
+) -> (Vec<usize>, Signal) {
+    debug_assert!(group_local(settings));
+    let mut members = Vec::new();
+    let mut places = Vec::new();
+    let mut values = Vec::new();
+    for &g in groups {
+        let Some(&key) = grouping.keys.get(g) else {
+            continue;
+        };
+        for s in grouping.members(g) {
+            members.push(s);
+            // the group's own key gathers its members again (a keyless sample is
+            // a group of one either way); batches do not enter group-local numbers
+            places.push(Place { key, step: None });
+            row(s, &mut values);
+        }
+    }
+    let scores = Scores {
+        values: &values,
+        evaluators: weights.len(),
+    };
+    let signal = compute(settings, weights, scores, &Grouping::new(&places));
+    (members, signal)
+}
+
 /// The learning signal of a run in a few figures (`rwb run`'s summary).
 #[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
 pub struct SignalSummary {

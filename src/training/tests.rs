@@ -394,3 +394,106 @@ fn a_sources_group_places_its_samples_as_run_and_workbench_both_do() {
     assert_eq!(placed, within);
     assert_ne!(placed.key, place(with_uid, &uid).key, "within step 2");
 }
+
+/// What the workbench patches while a run streams results: a few groups' numbers
+/// computed alone equal the whole run's for those members, for every group-local
+/// configuration, with interleaved groups, keyless samples, steps, `None` scores and
+/// groups whose rewards are all equal; batch-wide configurations are not group-local.
+#[test]
+fn a_groups_numbers_computed_alone_equal_the_whole_runs() {
+    let labels: Vec<Option<u8>> = (0..40u8)
+        .map(|i| if i % 13 == 5 { None } else { Some(i % 6) })
+        .collect();
+    let places: Vec<Place> = labels
+        .iter()
+        .enumerate()
+        .map(|(i, l)| Place {
+            key: l.map(|l| [l; 16]),
+            step: Some((i / 20) as u64),
+        })
+        .collect();
+    let g = Grouping::new(&places);
+    let k = 2;
+    // two evaluators; group 3 all equal; some scores missing
+    let values: Vec<f64> = (0..labels.len() * k)
+        .map(|i| match (labels[i / k], i % 7) {
+            (Some(3), _) => 0.5,
+            (_, 4) => NONE,
+            _ => ((i * 37) % 11) as f64 / 10.0,
+        })
+        .collect();
+    let weights = [1.0, 0.5];
+    let scores = Scores {
+        values: &values,
+        evaluators: k,
+    };
+    let mut configurations = Vec::new();
+    for trainer in [Trainer::Trl, Trainer::Verl] {
+        for algorithm in [
+            Algorithm::Grpo,
+            Algorithm::DrGrpo,
+            Algorithm::Rloo,
+            Algorithm::None,
+        ] {
+            for scale_rewards in [ScaleRewards::Group, ScaleRewards::Batch, ScaleRewards::None] {
+                for aggregation in [Aggregation::SumThenNormalize, Aggregation::NormalizeThenSum] {
+                    for norm_adv_by_std in [true, false] {
+                        configurations.push(Settings {
+                            trainer,
+                            algorithm,
+                            scale_rewards,
+                            aggregation,
+                            norm_adv_by_std,
+                            ..Settings::default()
+                        });
+                    }
+                }
+            }
+        }
+    }
+    let mut local = 0;
+    for s in &configurations {
+        if !group_local(s) {
+            assert!(
+                s.trainer == Trainer::Trl
+                    && (s.aggregation == Aggregation::NormalizeThenSum
+                        || (s.algorithm == Algorithm::Grpo
+                            && s.scale_rewards == ScaleRewards::Batch))
+                    && matches!(s.algorithm, Algorithm::Grpo | Algorithm::DrGrpo),
+                "{s:?}"
+            );
+            continue;
+        }
+        local += 1;
+        let whole = compute(s, &weights, scores, &g);
+        let mut wanted = vec![0usize, 3, g.of[5] as usize, g.of[39] as usize];
+        wanted.sort_unstable();
+        wanted.dedup();
+        let (members, part) = compute_groups(
+            s,
+            &weights,
+            |i, out| out.extend_from_slice(&values[i * k..(i + 1) * k]),
+            &g,
+            &wanted,
+        );
+        let mut expected: Vec<usize> = (0..labels.len())
+            .filter(|&i| wanted.contains(&(g.of[i] as usize)))
+            .collect();
+        let mut got = members.clone();
+        expected.sort_unstable();
+        got.sort_unstable();
+        assert_eq!(got, expected, "{s:?}");
+        for (j, &m) in members.iter().enumerate() {
+            let same = |a: f64, b: f64| a == b || (a.is_nan() && b.is_nan());
+            assert!(same(part.reward[j], whole.reward[m]), "{s:?} reward of {m}");
+            assert!(
+                same(part.advantage[j], whole.advantage[m]),
+                "{s:?} advantage of {m}: {} vs {}",
+                part.advantage[j],
+                whole.advantage[m]
+            );
+            assert_eq!(part.zero_std[j], whole.zero_std[m], "{s:?} zero std of {m}");
+        }
+    }
+    assert!(local > configurations.len() / 2, "{local}");
+}

@@ -429,6 +429,16 @@ impl App {
         // results of a run in flight leave an O(samples) refresh (the sorted or
         // filtered list, the statistics) for `Msg::Refresh`, not every burst
         let streaming = self.running && matches!(msg, Msg::Results(_));
+        // the samples whose groups' numbers a burst of many samples' run changes
+        let patch: Vec<usize> = match &msg {
+            Msg::Results(events) if streaming && self.samples.len() > signal::EAGER_SIGNAL => {
+                events
+                    .iter()
+                    .map(|crate::runner::Event::Result { at, .. }| at.index)
+                    .collect()
+            }
+            _ => Vec::new(),
+        };
         let effects = match msg {
             Msg::Key(key) => self.on_key(key),
             other => {
@@ -439,6 +449,9 @@ impl App {
         if !streaming || self.samples.len() <= signal::EAGER_SIGNAL {
             // before the list: it may be sorted or filtered by the advantage
             self.fill_signal();
+        } else {
+            // the groups the burst touched, at once (the rest at `Msg::Refresh`)
+            self.patch_signal(&patch);
         }
         if self.view_stale && !streaming {
             self.refresh_view();

@@ -216,6 +216,55 @@ impl App {
         });
     }
 
+    /// Recomputes, in place, the numbers of the groups of `samples` (whose results just
+    /// arrived) when each group's follow from its own members alone: what a run
+    /// streaming results into many samples shows in the frame its scores change. The
+    /// whole signal (its summary, the sign flips) still waits for `Msg::Refresh`.
+    pub(super) fn patch_signal(&mut self, samples: &[usize]) {
+        let Some(settings) = &self.training else {
+            return;
+        };
+        if samples.is_empty() || !training::group_local(settings) {
+            return;
+        }
+        let current = |v: &TrainingView| v.groups_revision == self.groups_revision;
+        if !self.training_view.as_ref().is_some_and(current) {
+            return;
+        }
+        let Some(grouping) = self.grouping() else {
+            return;
+        };
+        let mut groups: Vec<usize> = samples
+            .iter()
+            .filter_map(|&s| grouping.of.get(s))
+            .map(|&g| g as usize)
+            .collect();
+        groups.sort_unstable();
+        groups.dedup();
+        let weights = self.training_weights();
+        let row = |s: usize, out: &mut Vec<f64>| {
+            let cells = &self.samples[s].cells;
+            out.extend(
+                (0..weights.len())
+                    .map(|e| cells.get(e).and_then(|c| c.score()).unwrap_or(f64::NAN)),
+            );
+        };
+        let (members, part) = training::compute_groups(settings, &weights, row, grouping, &groups);
+        let n = self.samples.len();
+        let Some(view) = self.training_view.as_mut() else {
+            return;
+        };
+        let signal = &mut view.signal;
+        signal.reward.resize(n, f64::NAN);
+        signal.advantage.resize(n, f64::NAN);
+        signal.zero_std.resize(n, false);
+        for (j, m) in members.into_iter().enumerate() {
+            signal.reward[m] = part.reward[j];
+            signal.advantage[m] = part.advantage[j];
+            signal.zero_std[m] = part.zero_std[j];
+        }
+    }
+
     /// A sample's value in a signal column (`None`: no `[training]`, or no value).
     pub fn signal_value(&self, sample: usize, column: SignalColumn) -> Option<f64> {
         let signal = &self.training_view.as_ref()?.signal;
