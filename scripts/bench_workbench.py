@@ -596,10 +596,16 @@ def main():
             samples = os.path.join(work, "visible.jsonl")
             write_samples(samples, visible_n)
             rows += rows_visible(visible_n, *bench_visible(rwb, work, samples, visible_n, 3 if args.quick else 5))
-        if "H" in only:
+        trl = None
+        if "H" in only or "T" in only:
+            try:
+                trl = trl_files(work, large_n, args.data)
+            except SystemExit as why:  # no pyarrow: the other scenarios still report
+                print("H and T skipped: %s" % why, flush=True)
+        if "H" in only and trl:
             rows += rows_sources(large_n, bench_sources(rwb, work, large_n, args.repeat, args.data))
-        if "T" in only:
-            _, jsonl = trl_files(work, large_n, args.data)
+        if "T" in only and trl:
+            _, jsonl = trl
             for n in (1000, visible_n):
                 rows += rows_advantage(n, bench_advantage(rwb, work, jsonl, n, args.repeat))
     finally:
