@@ -230,11 +230,22 @@ def bench_save(rwb, work, n, saves):
 
 
 def child_pid(pid):
+    """rwb's pid under the pane's process `pid`: the pane itself when tmux ran rwb
+    directly, else its child named rwb (never one of rwb's workers)."""
+    def name(p):
+        try:
+            with open("/proc/%d/comm" % p) as f:
+                return f.read().strip()
+        except OSError:
+            return ""
+    if name(pid) == "rwb":
+        return pid
     try:
         out = subprocess.run(["pgrep", "-P", str(pid)], capture_output=True, text=True).stdout.split()
-        return int(out[0]) if out else None
     except Exception:
         return None
+    found = [int(p) for p in out if name(int(p)) == "rwb"]
+    return found[0] if found else None
 
 
 def cpu_seconds(pid):

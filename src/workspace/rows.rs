@@ -178,19 +178,24 @@ impl RowWriter {
     /// Writes row `line` (1-based, after every row before it): blank lines up to it,
     /// then the sample and its facts.
     pub fn write(&mut self, line: usize, sample: &str, facts: &str) {
-        let mut text = Vec::with_capacity(sample.len() + facts.len() + 8);
-        while self.line + 1 < line {
-            text.push(b'\n');
+        // straight into the buffer, piece by piece: no row-sized copy in between
+        let mut written = Ok(());
+        while self.line + 1 < line && written.is_ok() {
+            written = self.out.write_all(b"\n");
             self.line += 1;
         }
-        text.extend_from_slice(sample.as_bytes());
-        if !facts.is_empty() {
-            text.push(FACTS_SEPARATOR);
-            text.extend_from_slice(facts.as_bytes());
-        }
-        text.push(b'\n');
+        let written = written
+            .and_then(|()| self.out.write_all(sample.as_bytes()))
+            .and_then(|()| match facts.is_empty() {
+                true => Ok(()),
+                false => self
+                    .out
+                    .write_all(&[FACTS_SEPARATOR])
+                    .and_then(|()| self.out.write_all(facts.as_bytes())),
+            })
+            .and_then(|()| self.out.write_all(b"\n"));
         self.line = line;
-        self.failed |= self.out.write_all(&text).is_err();
+        self.failed |= written.is_err();
     }
 
     /// Makes what was written readable at its offsets.

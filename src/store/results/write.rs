@@ -156,6 +156,8 @@ impl Writer {
         let mut codes = Codes::default();
         let mut fresh = Vec::new();
         let locators = &mut self.locators;
+        // prepared once per window, not looked up in the statement cache per row
+        let mut insert = tx.prepare_cached(INSERT)?;
         for write in window {
             match write {
                 Write::Put {
@@ -177,11 +179,26 @@ impl Writer {
                     replaces,
                     row,
                     ..
-                } => put(&tx, &mut codes, locators, &key, &hash, replaces, &row)?,
+                } => put(
+                    &tx,
+                    &mut insert,
+                    &mut codes,
+                    locators,
+                    (&key, &hash),
+                    replaces,
+                    &row,
+                )?,
                 Write::Rekey(from, to) => {
                     for h in self.pending.take(std::mem::take(&mut fresh), true) {
+                        let at = (&h.key, &h.hash);
                         put(
-                            &tx, &mut codes, locators, &h.key, &h.hash, h.replaces, &h.row,
+                            &tx,
+                            &mut insert,
+                            &mut codes,
+                            locators,
+                            at,
+                            h.replaces,
+                            &h.row,
                         )?;
                     }
                     rekey(&tx, &mut codes, &from, &to)?;
@@ -191,10 +208,18 @@ impl Writer {
             }
         }
         for h in self.pending.take(fresh, last) {
+            let at = (&h.key, &h.hash);
             put(
-                &tx, &mut codes, locators, &h.key, &h.hash, h.replaces, &h.row,
+                &tx,
+                &mut insert,
+                &mut codes,
+                locators,
+                at,
+                h.replaces,
+                &h.row,
             )?;
         }
+        drop(insert);
         tx.commit()
     }
 }
@@ -203,12 +228,16 @@ impl Writer {
 /// of the same sample goes first: found through the code's locator, built at the
 /// first such put (a run that looked its samples up and found nothing has nothing
 /// to replace, and never builds one).
+/// The insert of a stored row (see [`put`]).
+const INSERT: &str = "INSERT INTO results (row, sample_hash, score, valid, reason, duration, rest)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+
 fn put(
     tx: &Transaction,
+    insert: &mut rusqlite::CachedStatement,
     codes: &mut Codes,
     locators: &mut Locators,
-    key: &CodeKey,
-    hash: &SampleHash,
+    (key, hash): (&CodeKey, &SampleHash),
     replaces: bool,
     stored: &Row,
 ) -> rusqlite::Result<()> {
@@ -222,11 +251,7 @@ fn put(
             delete.execute(params![old, &hash[..]])?;
         }
     }
-    tx.prepare_cached(
-        "INSERT INTO results (row, sample_hash, score, valid, reason, duration, rest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![
+    insert.execute(params![
         row,
         &hash[..],
         stored.score,
