@@ -8,9 +8,10 @@ use crate::ui::app::{Lines, Msg, Sample};
 use crate::workspace::{LineFiles, LineMemos, LineView, SampleIndex, SamplesFile, SamplesReader};
 use std::sync::Arc;
 
-/// On first open, the list shows after this many samples are indexed; the rest
-/// follows (a million-line file must not hold back the first frame).
-pub(super) const FIRST_CHUNK: usize = 2000;
+/// On first open, the list shows after this many samples are indexed (more than a
+/// tall terminal shows); the rest follows (a million-line file must not hold back
+/// the first frame, and a Parquet file's rows cost a decode and an encode each).
+pub(super) const FIRST_CHUNK: usize = 256;
 
 impl Lines for LineFiles {
     fn line(&self, file: usize, offset: u64, len: u32) -> Option<String> {
