@@ -188,8 +188,10 @@ impl Live {
         let (width, height) = term.size();
         self.app.update(Msg::Resized(width, height));
         self.show_workspace();
-        self.draw(term, theme);
+        // the indexer (a thread of its own) reads the first rows while the first,
+        // empty frame is drawn
         self.reload_samples(Vec::new());
+        self.draw(term, theme);
         let result = self
             .event_loop(
                 term,
