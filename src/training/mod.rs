@@ -205,10 +205,11 @@ pub fn group_local(settings: &Settings) -> bool {
     }
 }
 
-/// The numbers of the members of `groups` (distinct group indices) alone, as [`compute`] gives them when
-/// [`group_local`] holds: each member's sample index and its reward, advantage and
-/// zero-std flag (in `Signal`, in the order of the indices). `row(sample, out)`
-/// appends that sample's scores (one per weight, NaN: none). O(the members).
+/// The numbers of the members of `groups` (distinct group indices) alone, as
+/// [`compute`] gives them when [`group_local`] holds: each member's sample index,
+/// and its reward, advantage and zero-std flag in `Signal`, in the same order.
+/// `row(sample, out)` appends that sample's scores (one per weight, NaN: none).
+/// O(the members).
 pub fn compute_groups(
     settings: &Settings,
     weights: &[f64],

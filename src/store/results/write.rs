@@ -224,14 +224,14 @@ impl Writer {
     }
 }
 
-/// Stores `stored` as the newest row of code `key`. When it `replaces`, an older row
-/// of the same sample goes first: found through the code's locator, built at the
-/// first such put (a run that looked its samples up and found nothing has nothing
-/// to replace, and never builds one).
 /// The insert of a stored row (see [`put`]).
 const INSERT: &str = "INSERT INTO results (row, sample_hash, score, valid, reason, duration, rest)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
+/// Stores `stored` as the newest row of code `key`. When it `replaces`, an older row
+/// of the same sample goes first: found through the code's locator, built at the
+/// first such put (a run that looked its samples up and found nothing has nothing
+/// to replace, and never builds one).
 fn put(
     tx: &Transaction,
     insert: &mut rusqlite::CachedStatement,
