@@ -294,10 +294,12 @@ def bench_large(rwb, work, n, pages):
 
 
 def trivial_workspace(work, name, samples, bump):
-    """A workspace with the trivial evaluator and a hard link to `samples`."""
+    """A new workspace with the trivial evaluator and a hard link to `samples` (named
+    samples.jsonl, samples.parquet, ... after it)."""
     ws = os.path.join(work, name)
+    shutil.rmtree(ws, ignore_errors=True)
     os.makedirs(os.path.join(ws, "metrics", "trivial"))
-    os.link(samples, os.path.join(ws, "samples.jsonl"))
+    os.link(samples, os.path.join(ws, "samples" + os.path.splitext(samples)[1]))
     main = os.path.join(ws, "metrics", "trivial", "main.py")
     with open(main, "w") as f:
         f.write(TRIVIAL.format(bump=bump))
@@ -329,20 +331,8 @@ def bench_million(rwb, work, samples, n):
     """F: launch -> every row scored (cache on, cold), and the peak memory then."""
     ws, main = trivial_workspace(work, "ws_million", samples, 0.5)
     loop_s = plain_loop_s(work, main, samples)
-    trace = os.path.join(work, "trace_million.txt")
-    t0 = time.time()
-    tmux = Tmux("million", ws, rwb + " .", {"RWB_TRACE_FRAMES": trace, "TERM": "xterm-256color"})
-    try:
-        pid = tmux.pid()
-        rwb_pid = child_pid(pid) or pid
-        done = wait_until(
-            lambda: next((f for f in read_trace(trace) if int(f.get("fresh", 0)) == n), None),
-            1800, "every row scored",
-        )
-        peak = peak_mb(rwb_pid)
-    finally:
-        tmux.close()
-    return done["t"] - t0, loop_s, peak, int(done.get("rss_kb", 0)) / 1024.0
+    _, all_s, peak, rss = launch_to_scored(rwb, work, ws, n)
+    return all_s, loop_s, peak, rss
 
 
 def shown(frame):
@@ -431,16 +421,11 @@ def trl_files(work, n, data_dir):
     return parquet, jsonl
 
 
-def launch_to_scored(rwb, work, name, samples, n):
-    """Launches rwb on a new workspace holding `samples` and the trivial evaluator
-    (cache on, cold): seconds to the first frame showing samples and to the first in
-    which every row is scored, and the peak resident memory (MB)."""
-    ws = os.path.join(work, name)
-    shutil.rmtree(ws, ignore_errors=True)
-    os.makedirs(os.path.join(ws, "metrics", "trivial"))
-    os.link(samples, os.path.join(ws, "samples" + os.path.splitext(samples)[1]))
-    with open(os.path.join(ws, "metrics", "trivial", "main.py"), "w") as f:
-        f.write(TRIVIAL.format(bump=0.5))
+def launch_to_scored(rwb, work, ws, n):
+    """Launches rwb on the workspace `ws` of n samples (cache on, cold): seconds to the
+    first frame showing samples and to the first in which every row is scored, rwb's
+    peak resident memory then and its resident memory in that frame (MB)."""
+    name = os.path.basename(ws)
     trace = os.path.join(work, "trace_%s.txt" % name)
     if os.path.exists(trace):
         os.remove(trace)
@@ -459,8 +444,7 @@ def launch_to_scored(rwb, work, name, samples, n):
         peak = peak_mb(rwb_pid)
     finally:
         tmux.close()
-    shutil.rmtree(ws, ignore_errors=True)
-    return first["t"] - t0, done["t"] - t0, peak
+    return first["t"] - t0, done["t"] - t0, peak, int(done.get("rss_kb", 0)) / 1024.0
 
 
 def bench_sources(rwb, work, n, repeat, data_dir):
@@ -477,7 +461,9 @@ def bench_sources(rwb, work, n, repeat, data_dir):
         loop_s = plain_loop_s(work, main, jsonl)
         got = {"loop": loop_s}
         for kind, samples in (("jsonl", jsonl), ("parquet", parquet)):
-            got[kind] = launch_to_scored(rwb, work, "src_%s" % kind, samples, n)
+            ws, _ = trivial_workspace(work, "src_%s" % kind, samples, 0.5)
+            got[kind] = launch_to_scored(rwb, work, ws, n)[:3]
+            shutil.rmtree(ws, ignore_errors=True)
         print("  H %d: loop %.2f s; JSONL first %.2f s, all %.2f s (%.2fx), %.0f MB; "
               "Parquet first %.2f s, all %.2f s (%.2fx), %.0f MB"
               % (r + 1, loop_s, got["jsonl"][0], got["jsonl"][1], got["jsonl"][1] / loop_s, got["jsonl"][2],

@@ -208,10 +208,6 @@ fn many_sample(i: usize) -> Sample {
     }
 }
 
-fn many_results(range: std::ops::Range<usize>, rerun: bool) -> Msg {
-    results_of(range, rerun)
-}
-
 fn results_of(samples: impl IntoIterator<Item = usize>, rerun: bool) -> Msg {
     let events = samples
         .into_iter()
@@ -271,16 +267,7 @@ fn assert_group(app: &App, sample: usize, n: usize, rerun: bool) {
 
 #[test]
 fn the_group_view_lists_the_right_members_of_many_rows_after_scores_change() {
-    let mut app = App::new(
-        PathBuf::from("/ws"),
-        vec!["completions".into()],
-        Keymap::default(),
-        Arc::new(MemoryLines::default()),
-    );
-    app.update(Msg::Evaluators(vec![info("acc")]));
-    app.update(Msg::Training(Some(Settings::default())));
-    app.update(Msg::Samples((0..MANY).map(many_sample).collect()));
-    app.update(many_results(0..MANY, false));
+    let mut app = many_rows(Settings::default());
     let picks = [0, 1, 4_242, 77_777, MANY - 1];
     for s in picks {
         assert_group(&app, s, MANY, false);
@@ -298,7 +285,7 @@ fn the_group_view_lists_the_right_members_of_many_rows_after_scores_change() {
         evaluators: vec![0],
         stale: vec![0],
     });
-    app.update(many_results(0..MANY, true));
+    app.update(results_of(0..MANY, true));
     app.update(Msg::RunFinished);
     for s in picks {
         assert_group(&app, s, MANY, true);
@@ -330,7 +317,7 @@ fn the_group_view_lists_the_right_members_of_many_rows_after_scores_change() {
     app.update(Msg::MoreSamples(
         (MANY..MANY + more).map(many_sample).collect(),
     ));
-    app.update(many_results(MANY..MANY + more, true));
+    app.update(results_of(MANY..MANY + more, true));
     app.update(Msg::Refresh);
     for s in [0, 77_777, MANY + 10] {
         assert_group(&app, s, MANY + more, true);
@@ -357,7 +344,7 @@ fn many_rows(settings: Settings) -> App {
     app.update(Msg::Evaluators(vec![info("acc")]));
     app.update(Msg::Training(Some(settings)));
     app.update(Msg::Samples((0..MANY).map(many_sample).collect()));
-    app.update(many_results(0..MANY, false));
+    app.update(results_of(0..MANY, false));
     app
 }
 

@@ -152,12 +152,13 @@ impl Writer {
         let tx = self
             .conn
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)?;
-        // learned afresh in each transaction: another rwb may write between two
-        let mut codes = Codes::default();
         let mut fresh = Vec::new();
         let locators = &mut self.locators;
-        // prepared once per window, not looked up in the statement cache per row
-        let mut insert = tx.prepare_cached(INSERT)?;
+        let mut puts = Puts {
+            tx: &tx,
+            insert: tx.prepare_cached(INSERT)?,
+            codes: Codes::default(),
+        };
         for write in window {
             match write {
                 Write::Put {
@@ -179,91 +180,77 @@ impl Writer {
                     replaces,
                     row,
                     ..
-                } => put(
-                    &tx,
-                    &mut insert,
-                    &mut codes,
-                    locators,
-                    (&key, &hash),
-                    replaces,
-                    &row,
-                )?,
+                } => puts.put(locators, &key, &hash, replaces, &row)?,
                 Write::Rekey(from, to) => {
                     for h in self.pending.take(std::mem::take(&mut fresh), true) {
-                        let at = (&h.key, &h.hash);
-                        put(
-                            &tx,
-                            &mut insert,
-                            &mut codes,
-                            locators,
-                            at,
-                            h.replaces,
-                            &h.row,
-                        )?;
+                        puts.put(locators, &h.key, &h.hash, h.replaces, &h.row)?;
                     }
-                    rekey(&tx, &mut codes, &from, &to)?;
+                    rekey(&tx, &mut puts.codes, &from, &to)?;
                     // rows moved and went: what is known of their places is not
                     locators.clear();
                 }
             }
         }
         for h in self.pending.take(fresh, last) {
-            let at = (&h.key, &h.hash);
-            put(
-                &tx,
-                &mut insert,
-                &mut codes,
-                locators,
-                at,
-                h.replaces,
-                &h.row,
-            )?;
+            puts.put(locators, &h.key, &h.hash, h.replaces, &h.row)?;
         }
-        drop(insert);
+        drop(puts);
         tx.commit()
     }
 }
 
-/// The insert of a stored row (see [`put`]).
+/// The insert of a stored row (see [`Puts::put`]).
 const INSERT: &str = "INSERT INTO results (row, sample_hash, score, valid, reason, duration, rest)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
-/// Stores `stored` as the newest row of code `key`. When it `replaces`, an older row
-/// of the same sample goes first: found through the code's locator, built at the
-/// first such put (a run that looked its samples up and found nothing has nothing
-/// to replace, and never builds one).
-fn put(
-    tx: &Transaction,
-    insert: &mut rusqlite::CachedStatement,
-    codes: &mut Codes,
-    locators: &mut Locators,
-    (key, hash): (&CodeKey, &SampleHash),
-    replaces: bool,
-    stored: &Row,
-) -> rusqlite::Result<()> {
-    let id = codes.id(tx, key)?;
-    let row = codes.next_row(tx, id)?;
-    if replaces {
-        let locator = locators.entry(id).or_insert_with(|| Locator::build(tx, id));
-        let mut delete =
-            tx.prepare_cached("DELETE FROM results WHERE row = ?1 AND sample_hash = ?2")?;
-        for old in locator.candidates(id, hash) {
-            delete.execute(params![old, &hash[..]])?;
+/// What the puts of one transaction share: its insert, prepared once (not looked up
+/// in the statement cache per row), and what it learned of code ids (afresh in each
+/// transaction: another rwb may write between two).
+struct Puts<'t> {
+    tx: &'t Transaction<'t>,
+    insert: rusqlite::CachedStatement<'t>,
+    codes: Codes,
+}
+
+impl Puts<'_> {
+    /// Stores `stored` as the newest row of code `key`. When it `replaces`, an older
+    /// row of the same sample goes first: found through the code's locator, built at
+    /// the first such put (a run that looked its samples up and found nothing has
+    /// nothing to replace, and never builds one).
+    fn put(
+        &mut self,
+        locators: &mut Locators,
+        key: &CodeKey,
+        hash: &SampleHash,
+        replaces: bool,
+        stored: &Row,
+    ) -> rusqlite::Result<()> {
+        let tx = self.tx;
+        let codes = &mut self.codes;
+        let id = codes.id(tx, key)?;
+        let row = codes.next_row(tx, id)?;
+        if replaces {
+            let locator = locators.entry(id).or_insert_with(|| Locator::build(tx, id));
+            let mut delete =
+                tx.prepare_cached("DELETE FROM results WHERE row = ?1 AND sample_hash = ?2")?;
+            for old in locator.candidates(id, hash) {
+                delete.execute(params![old, &hash[..]])?;
+            }
         }
+        self.insert.execute(params![
+            row,
+            &hash[..],
+            stored.score,
+            stored.valid,
+            stored.reason.as_deref(),
+            stored.duration,
+            stored.rest.as_deref(),
+        ])?;
+        if let Some(locator) = locators.get_mut(&id) {
+            locator.add(hash, row);
+        }
+        Ok(())
     }
-    insert.execute(params![
-        row,
-        &hash[..],
-        stored.score,
-        stored.valid,
-        stored.reason.as_deref(),
-        stored.duration,
-        stored.rest.as_deref(),
-    ])?;
-    if let Some(locator) = locators.get_mut(&id) {
-        locator.add(hash, row);
-    }
-    Ok(())
 }
 
 /// The sample hashes of code `id`'s rows, with their row ids.
