@@ -2,17 +2,13 @@
 for plain dict results (written straight by _plain_line) and for everything else
 (the general path) read back as the same results, printed output included."""
 
-import contextlib
 import json
-import os
 import socket
-import tempfile
 import textwrap
-import threading
 import time
 import unittest
 
-from test_worker_helpers import W
+from test_worker_helpers import W, send_batch, start_worker
 
 EVALUATOR = textwrap.dedent(
     '''
@@ -45,24 +41,8 @@ class PointwiseRowsTest(unittest.TestCase):
     def serve(self, samples, **spec):
         """Rows a worker writes for `samples` (dicts) sent as one batch, by sample id
         (each with the time it arrived, in seconds after the batch was sent, as "at")."""
-        folder = tempfile.mkdtemp()
-        path = os.path.join(folder, "main.py")
-        with open(path, "w") as f:
-            f.write(EVALUATOR)
-        ours, theirs = socket.socketpair()
-        worker = W.Worker(theirs, dict({"name": "e", "file": path, "timeout": 0}, **spec), folder)
-        worker.open_mark(os.path.join(folder, "mark"))
-
-        def run():
-            with contextlib.redirect_stdout(worker.capture):
-                if worker.load() is not None:
-                    worker.serve()
-            theirs.close()
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        lines = ["B %d" % len(samples)] + ["%d %s" % (10 + n, json.dumps(s)) for n, s in enumerate(samples)]
-        ours.sendall(("\n".join(lines) + "\nQ\n").encode())
+        ours, thread = start_worker(EVALUATOR, spec)
+        send_batch(ours, "B", samples, first_id=10)
         sent = time.perf_counter()
         reply = ours.makefile("rb", buffering=0)
         ready = json.loads(reply.readline())

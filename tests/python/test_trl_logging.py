@@ -4,16 +4,11 @@ transformers.TrainerState; `log_extra(column, values)` and `log_metric(name, val
 whose values rwb puts on the batch's rows as metrics. Through a real Worker serving
 batches over a socket pair, and its contract checks."""
 
-import contextlib
 import json
-import os
-import socket
-import tempfile
 import textwrap
-import threading
 import unittest
 
-from test_worker_helpers import W
+from test_worker_helpers import W, send_batch, start_worker
 
 import importlib
 
@@ -67,25 +62,8 @@ def metric(score=None, reason=None):
 class TrlExtrasTest(unittest.TestCase):
     def serve(self, function, samples, op="B", **spec):
         """What a worker writes for `samples` (dicts) sent as one batch of `op`."""
-        folder = tempfile.mkdtemp()
-        path = os.path.join(folder, "rewards.py")
-        with open(path, "w") as f:
-            f.write(EVALUATORS)
-        ours, theirs = socket.socketpair()
-        spec = dict({"name": "e", "file": path, "function": function, "timeout": 0}, **spec)
-        worker = W.Worker(theirs, spec, folder)
-        worker.open_mark(os.path.join(folder, "mark"))
-
-        def run():
-            with contextlib.redirect_stdout(worker.capture):
-                if worker.load() is not None:
-                    worker.serve()
-            theirs.close()
-
-        thread = threading.Thread(target=run)
-        thread.start()
-        lines = ["%s %d" % (op, len(samples))] + ["%d %s" % (n, json.dumps(s)) for n, s in enumerate(samples)]
-        ours.sendall(("\n".join(lines) + "\nQ\n").encode())
+        ours, thread = start_worker(EVALUATORS, dict({"function": function}, **spec), "rewards.py")
+        send_batch(ours, op, samples)
         reply = ours.makefile("rb", buffering=0)
         ready = json.loads(reply.readline())
         self.assertEqual(ready.get("style"), "trl", ready)

@@ -57,6 +57,38 @@ W = _load_worker()
 NAN = float("nan")
 
 
+def start_worker(source, spec, filename="main.py"):
+    """A worker for `source` (written as `filename` into a new folder) with `spec` (the
+    name, file and a 0 timeout filled in), serving one end of a socket pair on a thread
+    of this process: returns the other end and the thread."""
+    import socket
+    import threading
+
+    folder = tempfile.mkdtemp()
+    path = os.path.join(folder, filename)
+    with open(path, "w") as f:
+        f.write(source)
+    ours, theirs = socket.socketpair()
+    worker = W.Worker(theirs, dict({"name": "e", "file": path, "timeout": 0}, **spec), folder)
+    worker.open_mark(os.path.join(folder, "mark"))
+
+    def run():
+        with redirect_stdout(worker.capture):
+            if worker.load() is not None:
+                worker.serve()
+        theirs.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return ours, thread
+
+
+def send_batch(sock, op, samples, first_id=0):
+    """Sends `samples` (dicts) as one batch of `op`, numbered from `first_id`, then quit."""
+    lines = ["%s %d" % (op, len(samples))] + ["%d %s" % (first_id + n, json.dumps(s)) for n, s in enumerate(samples)]
+    sock.sendall(("\n".join(lines) + "\nQ\n").encode())
+
+
 def bundled_reward_kit(test_class):
     """rwb's bundled reward_kit, imported as the zygote imports it when the real
     package is missing (skips the class if a real reward_kit is already imported)."""
