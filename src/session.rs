@@ -83,6 +83,11 @@ impl Session {
     /// [`Session::join_ray`].
     pub fn open(dir: PathBuf, options: &OpenOptions) -> Result<Session, Fail> {
         let workspace = Workspace::load(&dir, &options.overrides)?;
+        // the first rows shown: a Parquet file's first pages decode while the engine,
+        // the cache (and the terminal) get ready
+        if let Some(first) = workspace.samples.first().filter(|f| f.foreign.is_some()) {
+            crate::sources::read_ahead(&first.path);
+        }
         let jobs = options.jobs.or(workspace.config.jobs).unwrap_or_else(|| {
             std::thread::available_parallelism()
                 .map(|n| n.get())

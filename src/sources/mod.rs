@@ -28,6 +28,7 @@ mod verifiers;
 mod verl;
 
 pub use mapping::Mapping;
+pub use parquet::read_ahead;
 pub use peek::{peek, Container, Peek};
 
 use crate::model::Facts;

@@ -156,9 +156,8 @@ impl Live {
                 Err(e) => send(Indexed::Failed(e.to_string())),
             }
         });
-        if let Some(lines) = lines {
-            self.start_following(lines);
-        }
+        // its run starts when the first rows are on screen (see the event loop)
+        self.follow_later = lines;
     }
 
     pub(super) fn on_indexed(&mut self, indexed: Indexed) {
@@ -209,6 +208,7 @@ impl Live {
     /// another run, or the files are read again): the indexer goes on at full speed
     /// and the run asked for starts on its index.
     pub(super) fn stop_following(&mut self) {
+        self.follow_later = None;
         if let Some(pending) = self.pending_run.as_mut().filter(|p| p.following) {
             pending.following = false;
             pending.stopped = true;

@@ -130,6 +130,9 @@ struct Live {
     /// How the generations asked for with `g` go.
     generation_tx: mpsc::UnboundedSender<crate::ui::app::GenerationMsg>,
     generation_rx: mpsc::UnboundedReceiver<crate::ui::app::GenerationMsg>,
+    /// The first load's run, started once the indexer has said something and that
+    /// frame is drawn: its workers' start-up does not compete with the first rows.
+    follow_later: Option<follow::FollowLines>,
 }
 
 impl Live {
@@ -174,6 +177,7 @@ impl Live {
             source_stale: false,
             generation_tx,
             generation_rx,
+            follow_later: None,
         }
     }
 
@@ -232,6 +236,7 @@ impl Live {
         loop {
             let wake = pacing.next_wake();
             let mut draw_now = true;
+            let mut indexed_now = false;
             let mut burst = Vec::new();
             let keys = input
                 .as_mut()
@@ -270,6 +275,7 @@ impl Live {
                 Some((generation, indexed)) = self.index_rx.recv() => {
                     if generation == self.index_generation {
                         self.on_indexed(indexed);
+                        indexed_now = true;
                     }
                 }
                 // every result already waiting, taken without `try_recv` (which parks
@@ -293,6 +299,11 @@ impl Live {
             if self.app.dirty && draw_now {
                 self.draw(term, theme);
                 pacing.drawn();
+            }
+            if indexed_now {
+                if let Some(lines) = self.follow_later.take() {
+                    self.start_following(lines);
+                }
             }
         }
     }
