@@ -89,7 +89,13 @@ pub struct Pool {
     jobs: usize,
     idle: Mutex<HashMap<String, Idle>>,
     preloaded: Mutex<std::collections::HashSet<String>>,
+    /// Jinja chat templates compiled by earlier runs, newest last (at most
+    /// [`TEMPLATES_KEPT`]): a run reuses one, and the prompts it rendered.
+    templates: Mutex<Vec<(TemplateSource, Arc<ChatTemplate>)>>,
 }
+
+/// How many compiled chat templates the pool keeps (each with its rendered prompts).
+const TEMPLATES_KEPT: usize = 4;
 
 impl Pool {
     pub fn new(engine: Engine, jobs: usize) -> Pool {
@@ -100,7 +106,30 @@ impl Pool {
             jobs,
             idle: Mutex::default(),
             preloaded: Mutex::default(),
+            templates: Mutex::default(),
         }
+    }
+
+    /// `source` compiled, an earlier run's when it had the same source; `None` when
+    /// it is not a Jinja template (or does not compile: a broken template stopped
+    /// the run before it began).
+    fn template(&self, source: &TemplateSource) -> Option<Arc<ChatTemplate>> {
+        if !matches!(source, TemplateSource::Jinja { .. }) {
+            return None;
+        }
+        let mut kept = self.templates.lock().ok()?;
+        if let Some(at) = kept.iter().position(|(s, _)| s == source) {
+            let entry = kept.remove(at);
+            let template = entry.1.clone();
+            kept.push(entry);
+            return Some(template);
+        }
+        let template = Arc::new(ChatTemplate::compile(source).ok()?);
+        if kept.len() >= TEMPLATES_KEPT {
+            kept.remove(0);
+        }
+        kept.push((source.clone(), template.clone()));
+        Some(template)
     }
 
     pub fn engine(&self) -> &Engine {
@@ -204,13 +233,8 @@ impl Pool {
         on_done: Option<BatchDone>,
     ) {
         let average_ms = Arc::new(AtomicU64::new(f64::NAN.to_bits()));
-        // compiled once for the run (a broken template stopped the run before it began)
-        let template = match &spec.chat_template {
-            TemplateSource::Jinja { .. } => ChatTemplate::compile(&spec.chat_template)
-                .ok()
-                .map(Arc::new),
-            _ => None,
-        };
+        // compiled once, for this run and the next ones
+        let template = self.template(&spec.chat_template);
         let mut tasks = JoinSet::new();
         for _ in 0..self.jobs {
             let pool = self.clone();
@@ -775,6 +799,42 @@ mod tests {
 
     fn ids(batch: &[PoolJob]) -> Vec<u64> {
         batch.iter().map(|j| j.id).collect()
+    }
+
+    #[tokio::test]
+    async fn a_template_is_compiled_once_for_every_run_that_has_its_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let engine = Engine::new("python3".into(), dir.path().to_path_buf()).unwrap();
+        let pool = Pool::new(engine, 1);
+        let jinja = |text: &str| TemplateSource::Jinja {
+            origin: "t.jinja".into(),
+            text: text.into(),
+            special_tokens: Vec::new(),
+        };
+        let a = pool.template(&jinja("a{{ messages }}")).unwrap();
+        assert!(Arc::ptr_eq(
+            &a,
+            &pool.template(&jinja("a{{ messages }}")).unwrap()
+        ));
+        // an edited template is compiled anew; ChatML and a broken template have none
+        let b = pool.template(&jinja("b{{ messages }}")).unwrap();
+        assert!(!Arc::ptr_eq(&a, &b));
+        assert!(pool.template(&TemplateSource::ChatMl).is_none());
+        assert!(pool.template(&jinja("{% for %}")).is_none());
+        // the last TEMPLATES_KEPT are kept, the one used longest ago goes first
+        for i in 0..TEMPLATES_KEPT - 1 {
+            pool.template(&jinja(&format!("{i}{{{{ messages }}}}")));
+        }
+        assert!(Arc::ptr_eq(
+            &b,
+            &pool.template(&jinja("b{{ messages }}")).unwrap()
+        ));
+        let again = pool.template(&jinja("a{{ messages }}")).unwrap();
+        assert!(
+            !Arc::ptr_eq(&a, &again),
+            "a was dropped to keep the last ones"
+        );
+        assert_eq!(pool.templates.lock().unwrap().len(), TEMPLATES_KEPT);
     }
 
     #[test]

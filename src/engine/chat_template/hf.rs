@@ -108,6 +108,11 @@ pub(super) fn python_formatter(
     state: &mut State,
     value: &Value,
 ) -> Result<(), Error> {
+    // most of what a template writes is text: straight into the output, not through
+    // `Display` and the formatting machinery
+    if let Some(text) = value.as_str() {
+        return out.write_str(text).map_err(Error::from);
+    }
     if value.is_number() && !value.is_integer() {
         if let Ok(x) = f64::try_from(value.clone()) {
             return out.write_str(&py_float(x)).map_err(Error::from);

@@ -11,6 +11,9 @@
 //!
 //! A batch's sample lines are read by `lines` (only their prompt, borrowed), their
 //! turns become template values in `values`, and a group's prompt is rendered once.
+//! A Jinja template keeps the prompts it rendered (`Memo`): the next run on the same
+//! samples (every save in the workbench), and every other evaluator with the same
+//! template, reads them back instead of rendering them again.
 //!
 //! Plain data in, text out: the template's source is read by the workspace.
 
@@ -22,13 +25,59 @@ pub use crate::model::TemplateSource;
 use lines::PromptKey;
 use minijinja::{Environment, Error, Value};
 use serde_json::Value as Json;
+use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use values::{Root, Shared, Turn};
 
 /// A chat template ready to render many prompts.
 pub struct ChatTemplate {
     kind: Kind,
+    /// The prompts rendered so far (a Jinja template's, unless it reads the clock).
+    memo: Option<Memo>,
+}
+
+/// How many bytes of rendered prompts (with their entries) a template keeps at most.
+const MEMO_BYTES: usize = 64 << 20;
+
+/// What one memo entry costs beyond its text: the key, the pointer, the map's slot.
+const ENTRY_BYTES: usize = 48;
+
+/// Rendered prompts by their sample line. A line renders the same text each time
+/// (the template's shared names are fixed), so the next run on the same samples
+/// reads its prompt back instead of reading the line's turns and rendering them. A
+/// line is known by its 128-bit XXH3 hash; a group's lines share one text. Once
+/// [`MEMO_BYTES`] are kept, later lines are rendered each time.
+struct Memo {
+    /// The texts by line, and the bytes they count for.
+    map: Mutex<(Texts, usize)>,
+    limit: usize,
+}
+
+type Texts = HashMap<u128, Arc<str>, foldhash::fast::RandomState>;
+
+impl Memo {
+    fn new(limit: usize) -> Memo {
+        Memo {
+            map: Mutex::default(),
+            limit,
+        }
+    }
+
+    fn get(&self, line: u128) -> Option<Arc<str>> {
+        self.map.lock().ok()?.0.get(&line).cloned()
+    }
+
+    fn put(&self, line: u128, text: Arc<str>, new_text: bool) {
+        let Ok(mut guard) = self.map.lock() else {
+            return;
+        };
+        let (map, bytes) = &mut *guard;
+        let size = ENTRY_BYTES + if new_text { text.len() } else { 0 };
+        if *bytes + size <= self.limit && map.insert(line, text).is_none() {
+            *bytes += size;
+        }
+    }
 }
 
 enum Kind {
@@ -99,7 +148,14 @@ impl ChatTemplate {
                 }
             }
         };
-        Ok(ChatTemplate { kind })
+        // a template that reads the clock may render other text tomorrow
+        let memo = match source {
+            TemplateSource::Jinja { text, .. } if !text.contains("strftime_now") => {
+                Some(Memo::new(MEMO_BYTES))
+            }
+            _ => None,
+        };
+        Ok(ChatTemplate { kind, memo })
     }
 
     /// The text of `turns` (a JSON array of `{role, content, ...}`) with the assistant's
@@ -169,24 +225,42 @@ pub fn templated_prompt(sample: &Json, template: &ChatTemplate, origin: &str) ->
 /// [`templated_prompt`] of each sample line (`None` for a line that is not a JSON
 /// object), reading only each line's prompt. The rollouts of a group are consecutive
 /// samples of one prompt: a prompt the same as the previous sample's is rendered once.
+/// A line a Jinja template rendered before (an earlier run's) is not read again.
 pub fn templated_prompts<'a>(
     template: &ChatTemplate,
     lines: impl Iterator<Item = &'a str>,
     origin: &str,
 ) -> Vec<Rendered> {
-    let mut last: Option<(PromptKey<'a>, Rendered)> = None;
+    // the previous line's prompt, what it rendered, and that text as the memo keeps it
+    let mut last: Option<(PromptKey<'a>, Rendered, Option<Arc<str>>)> = None;
+    let memo = template.memo.as_ref();
     lines
         .map(|line| {
+            let hash = memo.map(|_| xxhash_rust::xxh3::xxh3_128(line.as_bytes()));
+            if let Some(text) = memo.zip(hash).and_then(|(m, h)| m.get(h)) {
+                return Ok(Some(text.to_string()));
+            }
             let Some(key) = lines::prompt_key(line) else {
                 return Ok(None);
             };
-            if let Some((seen, rendered)) = &last {
+            if let Some((seen, rendered, shared)) = &last {
                 if *seen == key {
+                    if let (Some(m), Some(h), Some(text)) = (memo, hash, shared) {
+                        m.put(h, text.clone(), false);
+                    }
                     return rendered.clone();
                 }
             }
             let rendered = template.render_key(&key, origin);
-            last = Some((key, rendered.clone()));
+            let shared = match (&rendered, memo, hash) {
+                (Ok(Some(text)), Some(m), Some(h)) if !matches!(key, PromptKey::Text(_)) => {
+                    let text: Arc<str> = Arc::from(text.as_str());
+                    m.put(h, text.clone(), true);
+                    Some(text)
+                }
+                _ => None,
+            };
+            last = Some((key, rendered.clone(), shared));
             rendered
         })
         .collect()
@@ -321,6 +395,74 @@ mod tests {
             e.to_string().starts_with("gemma.json: template line 2: "),
             "{e}"
         );
+    }
+
+    fn memo_entries(t: &ChatTemplate) -> Vec<Arc<str>> {
+        let memo = t.memo.as_ref().unwrap().map.lock().unwrap();
+        memo.0.values().cloned().collect()
+    }
+
+    #[test]
+    fn a_line_rendered_once_is_read_back_and_a_groups_lines_share_its_text() {
+        let t = ChatTemplate::compile(&jinja(
+            "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}>",
+        ))
+        .unwrap();
+        let line = |q: &str, a: &str| {
+            json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string()
+        };
+        let lines = [
+            line("q1", "a"),
+            line("q1", "b"),
+            line("q2", "c"),
+            "not json".to_string(),
+            json!({"prompt": "as it is", "completion": "x"}).to_string(),
+        ];
+        let first = templated_prompts(&t, lines.iter().map(String::as_str), "t.jinja");
+        let expected = [
+            Some("[user] q1\n>".to_string()),
+            Some("[user] q1\n>".to_string()),
+            Some("[user] q2\n>".to_string()),
+            None,
+            Some("as it is".to_string()),
+        ];
+        assert_eq!(
+            first.into_iter().map(Result::unwrap).collect::<Vec<_>>(),
+            expected
+        );
+        // the three rendered lines are kept (not the string prompt, not the bad line),
+        // the group's two lines with one text
+        let kept = memo_entries(&t);
+        assert_eq!(kept.len(), 3);
+        let q1: Vec<_> = kept.iter().filter(|k| k.contains("q1")).collect();
+        assert!(Arc::ptr_eq(q1[0], q1[1]));
+        // the next run reads them back, in any order, and gets the same text
+        let again: Vec<_> =
+            templated_prompts(&t, lines.iter().rev().map(String::as_str), "t.jinja")
+                .into_iter()
+                .map(Result::unwrap)
+                .collect();
+        assert_eq!(again, expected.into_iter().rev().collect::<Vec<_>>());
+        assert_eq!(memo_entries(&t).len(), 3);
+    }
+
+    #[test]
+    fn the_memo_stops_at_its_bound_and_a_template_that_reads_the_clock_has_none() {
+        let mut t = ChatTemplate::compile(&jinja("{{ messages[0].content }}")).unwrap();
+        // room for two entries of 2-byte texts
+        t.memo = Some(Memo::new(2 * (ENTRY_BYTES + 2)));
+        let lines: Vec<String> = (10..20)
+            .map(|i| json!({"messages": [{"role": "user", "content": i.to_string()}]}).to_string())
+            .collect();
+        let out = templated_prompts(&t, lines.iter().map(String::as_str), "-");
+        assert_eq!(out[9], Ok(Some("19".to_string())));
+        assert_eq!(memo_entries(&t).len(), 2);
+        let clock = ChatTemplate::compile(&jinja("{{ strftime_now('%d %b %Y') }}")).unwrap();
+        assert!(clock.memo.is_none());
+        assert!(ChatTemplate::compile(&TemplateSource::ChatMl)
+            .unwrap()
+            .memo
+            .is_none());
     }
 
     #[test]
