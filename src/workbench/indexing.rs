@@ -204,6 +204,14 @@ impl Live {
         }
     }
 
+    /// Starts the first load's run held back by [`Self::reload_samples`]: the loop
+    /// calls it once the indexer has said something and that frame is drawn.
+    pub(super) fn start_follow_later(&mut self) {
+        if let Some(lines) = self.follow_later.take() {
+            self.start_following(lines);
+        }
+    }
+
     /// Stops the first run that follows the indexer (a save or a rerun asked for
     /// another run, or the files are read again): the indexer goes on at full speed
     /// and the run asked for starts on its index.

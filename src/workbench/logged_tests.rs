@@ -43,6 +43,7 @@ async fn run_results(live: &mut Live) -> Vec<crate::model::SampleRef> {
             Some((generation, indexed)) = live.index_rx.recv() => {
                 if generation == live.index_generation {
                     live.on_indexed(indexed);
+                    live.start_follow_later();
                 }
             }
             Some((generation, msg)) = live.run_rx.recv() => {

@@ -301,9 +301,7 @@ impl Live {
                 pacing.drawn();
             }
             if indexed_now {
-                if let Some(lines) = self.follow_later.take() {
-                    self.start_following(lines);
-                }
+                self.start_follow_later();
             }
         }
     }

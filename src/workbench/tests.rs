@@ -69,6 +69,7 @@ async fn settle_in_order(live: &mut Live, mut on_first: impl FnMut(&mut Live)) -
             Some((generation, indexed)) = live.index_rx.recv() => {
                 if generation == live.index_generation {
                     live.on_indexed(indexed);
+                    live.start_follow_later();
                 }
             }
             Some((generation, msg)) = live.run_rx.recv() => {
@@ -162,6 +163,8 @@ async fn the_first_run_follows_the_indexer_and_is_not_started_again_when_it_is_d
     const N: usize = 3 * super::indexing::MORE_CHUNK;
     let dir = workspace(0..N, 0);
     let mut live = open(dir.path());
+    // its workers start once the first rows are drawn, not beside their decoding
+    assert!(live.follow_later.is_some() && !live.app.running);
     let mut seen = false;
     let landed = settle(&mut live, |live| {
         // the first rows are shown: the run already evaluates them while the rest
