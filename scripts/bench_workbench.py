@@ -444,7 +444,17 @@ def launch_to_scored(rwb, work, ws, n):
         peak = peak_mb(rwb_pid)
     finally:
         tmux.close()
+        # the next launch must not share the machine with this one's exit (its
+        # workers ending, its cache written)
+        wait_gone(rwb_pid, 30)
     return first["t"] - t0, done["t"] - t0, peak, int(done.get("rss_kb", 0)) / 1024.0
+
+
+def wait_gone(pid, timeout_s):
+    """Waits until process `pid` has exited (at most `timeout_s`)."""
+    deadline = time.time() + timeout_s
+    while os.path.exists("/proc/%d" % pid) and time.time() < deadline:
+        time.sleep(0.02)
 
 
 def bench_sources(rwb, work, n, repeat, data_dir):
@@ -460,14 +470,17 @@ def bench_sources(rwb, work, n, repeat, data_dir):
     for r in range(repeat):
         loop_s = plain_loop_s(work, main, jsonl)
         got = {"loop": loop_s}
-        for kind, samples in (("jsonl", jsonl), ("parquet", parquet)):
+        # each format first in every other repetition: neither always follows the other
+        kinds = [("jsonl", jsonl), ("parquet", parquet)]
+        for kind, samples in kinds if r % 2 == 0 else kinds[::-1]:
             ws, _ = trivial_workspace(work, "src_%s" % kind, samples, 0.5)
             got[kind] = launch_to_scored(rwb, work, ws, n)[:3]
             shutil.rmtree(ws, ignore_errors=True)
-        print("  H %d: loop %.2f s; JSONL first %.2f s, all %.2f s (%.2fx), %.0f MB; "
-              "Parquet first %.2f s, all %.2f s (%.2fx), %.0f MB"
-              % (r + 1, loop_s, got["jsonl"][0], got["jsonl"][1], got["jsonl"][1] / loop_s, got["jsonl"][2],
-                 got["parquet"][0], got["parquet"][1], got["parquet"][1] / loop_s, got["parquet"][2]), flush=True)
+        print("  H %d: loop %.2f s; JSONL first %.1f ms, all %.2f s (%.2fx), %.0f MB; "
+              "Parquet first %.1f ms, all %.2f s (%.2fx), %.0f MB"
+              % (r + 1, loop_s, 1000 * got["jsonl"][0], got["jsonl"][1], got["jsonl"][1] / loop_s, got["jsonl"][2],
+                 1000 * got["parquet"][0], got["parquet"][1], got["parquet"][1] / loop_s, got["parquet"][2]),
+              flush=True)
         reps.append(got)
     return reps
 
@@ -475,6 +488,11 @@ def bench_sources(rwb, work, n, repeat, data_dir):
 def spread(values, fmt="%.2f"):
     """The median and the range of `values`, as text."""
     return (fmt + " (" + fmt + "-" + fmt + ")") % (statistics.median(values), min(values), max(values))
+
+
+def spread_ms(seconds):
+    """[`spread`] of durations given in seconds, in milliseconds."""
+    return spread([1000.0 * s for s in seconds], "%.1f")
 
 
 def rows_sources(n, reps):
@@ -489,7 +507,7 @@ def rows_sources(n, reps):
         out.append(("  peak memory (MB)", spread(peaks, "%.0f"), "", "", "", True))
     firsts = {k: [r[k][0] for r in reps] for k in ("jsonl", "parquet")}
     first_ratio = [r["parquet"][0] / r["jsonl"][0] for r in reps]
-    out.append(("H first frame, Parquet vs JSONL (s)", spread(firsts["parquet"]), "JSONL " + spread(firsts["jsonl"]),
+    out.append(("H first frame, Parquet vs JSONL (ms)", spread_ms(firsts["parquet"]), "JSONL " + spread_ms(firsts["jsonl"]),
                 spread(first_ratio), "<= 1.0x", statistics.median(first_ratio) <= 1.0))
     return out
 

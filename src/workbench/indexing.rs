@@ -8,10 +8,13 @@ use crate::ui::app::{Lines, Msg, Sample};
 use crate::workspace::{LineFiles, LineMemos, LineView, SampleIndex, SamplesFile, SamplesReader};
 use std::sync::Arc;
 
-/// On first open, the list shows after this many samples are indexed (more than a
-/// tall terminal shows); the rest follows (a million-line file must not hold back
-/// the first frame, and a Parquet file's rows cost a decode and an encode each).
+/// On first open, the list shows after as many samples are indexed as the terminal
+/// has rows (at least [`FIRST_CHUNK_MIN`], at most [`FIRST_CHUNK`]; this many when
+/// its size is not known); the rest follows. A million-line file must not hold back
+/// the first frame, and a Parquet file's rows cost a decode and an encode each: no
+/// more are read first than the screen can show.
 pub(super) const FIRST_CHUNK: usize = 256;
+const FIRST_CHUNK_MIN: usize = 32;
 
 impl Lines for LineFiles {
     fn line(&self, file: usize, offset: u64, len: u32) -> Option<String> {
@@ -58,6 +61,8 @@ struct Stream<F: FnMut(Vec<Sample>)> {
     run: Option<ChunkSender>,
     samples: Vec<Sample>,
     chunk: Chunk,
+    /// How many samples the first chunk holds.
+    first: usize,
 }
 
 impl<F: FnMut(Vec<Sample>)> Stream<F> {
@@ -73,8 +78,8 @@ impl<F: FnMut(Vec<Sample>)> Stream<F> {
         self.chunk.entries.push(entry);
         self.samples.push(sample_of(line));
         // the first rows show at once; then larger chunks
-        let size = if line.at.index < FIRST_CHUNK {
-            FIRST_CHUNK
+        let size = if line.at.index < self.first {
+            self.first
         } else {
             MORE_CHUNK
         };
@@ -141,6 +146,9 @@ impl Live {
         let memos = self.session.runner.store().map(|s| s.line_memos());
         let tx = self.index_tx.clone();
         let (run, lines) = follow.unzip();
+        let first = self.app.size.map_or(FIRST_CHUNK, |(_, rows)| {
+            usize::from(rows).clamp(FIRST_CHUNK_MIN, FIRST_CHUNK)
+        });
         tokio::task::spawn_blocking(move || {
             let send = |m: Indexed| {
                 let _ = tx.send((generation, m));
@@ -150,6 +158,7 @@ impl Live {
                 run,
                 samples: Vec::new(),
                 chunk: Chunk::default(),
+                first,
             });
             match index_samples(&files, memos, stream) {
                 Ok((samples, index, lines)) => send(Indexed::Done(samples, index, lines)),

@@ -445,3 +445,22 @@ async fn a_run_fed_from_the_index_never_hashes_a_line_again() {
         "stored under the index's hash"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_rows_handed_over_are_as_many_as_the_terminal_has_rows() {
+    let dir = workspace(0..1000, 0);
+    for (rows, first) in [(40, 40), (5, 32), (500, 256)] {
+        let options = OpenOptions::default();
+        let Ok(session) = Session::open(dir.path().to_path_buf(), &options) else {
+            panic!("opens")
+        };
+        let mut live = Live::new(session, options, Keymap::default());
+        live.app.update(Msg::Resized(120, rows));
+        live.reload_samples(Vec::new());
+        let (_, indexed) = live.index_rx.recv().await.unwrap();
+        match indexed {
+            Indexed::More(samples) => assert_eq!(samples.len(), first, "{rows} rows"),
+            _ => panic!("a first load hands its first rows over as they are read"),
+        }
+    }
+}

@@ -306,7 +306,7 @@ pub struct App {
     /// import fails every sample the same way).
     last_error: Vec<Option<Arc<Outcome>>>,
     /// The terminal's size, once known.
-    size: Option<(u16, u16)>,
+    pub size: Option<(u16, u16)>,
     /// What drawing reads of the samples lines (see [`App::settle`]).
     shown: Shown,
     /// The highlighted source beside the shown error.
