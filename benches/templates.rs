@@ -8,6 +8,8 @@
 //! - "distinct, from lines": what the worker pool does before sending a batch
 //!   (`templated_prompts` over the sample lines: each line's prompt read, rendered);
 //!   floor: each line parsed into a `serde_json::Value` and its turns joined.
+//! - "in the workbench": a template that keeps what it renders (the workbench's
+//!   pool asks for it): its first run, and the next run on the same lines.
 //! - "groups of 8": GRPO data, 8 rollouts of each prompt, from lines.
 //! - "as the pool renders": the distinct prompts from lines in batches of 256 (the
 //!   pool's largest), taken from one queue by as many lanes as the machine has
@@ -109,7 +111,7 @@ fn main() {
     for name in ["qwen2.5.json", "gemma.json"] {
         let source = templates.load(name, "chat_template").unwrap();
         let compile = Instant::now();
-        let template = ChatTemplate::compile(&source).unwrap();
+        let _compiled = ChatTemplate::compile(&source).unwrap();
         let compiled = compile.elapsed();
         // every first-render figure takes a template compiled afresh for each round
         // (a template keeps what it rendered)
@@ -151,16 +153,23 @@ fn main() {
             pooled.as_secs_f64() / from_lines.as_secs_f64(),
             verdict(pooled)
         );
-        // the next run on the same samples (a save in the workbench, another
-        // evaluator with this template): the template's rendered prompts
+        // in the workbench, a template keeps what it renders: its first run pays for
+        // the keeping, the next one on the same samples (every save, another
+        // evaluator with this template) reads the prompts back
+        let keeping = || fresh().keeping_prompts(&source);
+        let (first_kept, rendered) = best_with(keeping, from_lines_with);
+        assert_eq!(rendered, bytes);
+        let template = keeping();
         assert_eq!(from_lines_with(&template), bytes);
         let (again, rendered) = best(|| from_lines_with(&template));
         assert_eq!(rendered, bytes);
         let (again_pooled, _) = best(|| pooled_render(&template, &lines, lanes, name));
         println!(
-            "{name}: {PROMPTS} distinct prompts again (the next run), from lines: one lane {:.3} s ({:.2}x the first), as the pool renders them {:.3} s; target < 0.1 s: {}",
+            "{name}: in the workbench (prompts kept), from lines, one lane: the first run {:.3} s ({:.2}x not keeping), the next {:.3} s ({:.2}x the first; as the pool renders them {:.3} s; target < 0.1 s: {})",
+            first_kept.as_secs_f64(),
+            first_kept.as_secs_f64() / from_lines.as_secs_f64(),
             again.as_secs_f64(),
-            again.as_secs_f64() / from_lines.as_secs_f64(),
+            again.as_secs_f64() / first_kept.as_secs_f64(),
             again_pooled.as_secs_f64(),
             verdict(again)
         );

@@ -92,6 +92,8 @@ pub struct Pool {
     /// Jinja chat templates compiled by earlier runs, newest last (at most
     /// [`TEMPLATES_KEPT`]): a run reuses one, and the prompts it rendered.
     templates: Mutex<Vec<(TemplateSource, Arc<ChatTemplate>)>>,
+    /// Whether the templates keep the prompts they render ([`Pool::keep_prompts`]).
+    keep_prompts: std::sync::atomic::AtomicBool,
 }
 
 /// How many compiled chat templates the pool keeps (each with its rendered prompts).
@@ -107,7 +109,16 @@ impl Pool {
             idle: Mutex::default(),
             preloaded: Mutex::default(),
             templates: Mutex::default(),
+            keep_prompts: Default::default(),
         }
+    }
+
+    /// From now on, the chat templates this pool compiles keep the prompts they
+    /// render, for the next run on the same samples: the workbench's pool, which
+    /// runs again on every save (a single `rwb run` renders each line once, and would
+    /// only pay for the keeping).
+    pub fn keep_prompts(&self) {
+        self.keep_prompts.store(true, Ordering::Relaxed);
     }
 
     /// `source` compiled, an earlier run's when it had the same source; `None` when
@@ -124,7 +135,11 @@ impl Pool {
             kept.push(entry);
             return Some(template);
         }
-        let template = Arc::new(ChatTemplate::compile(source).ok()?);
+        let mut template = ChatTemplate::compile(source).ok()?;
+        if self.keep_prompts.load(Ordering::Relaxed) {
+            template = template.keeping_prompts(source);
+        }
+        let template = Arc::new(template);
         if kept.len() >= TEMPLATES_KEPT {
             kept.remove(0);
         }
@@ -835,6 +850,13 @@ mod tests {
             "a was dropped to keep the last ones"
         );
         assert_eq!(pool.templates.lock().unwrap().len(), TEMPLATES_KEPT);
+        // a run keeps no prompts; the workbench's pool asks for them to be kept
+        assert!(!again.keeps_prompts());
+        pool.keep_prompts();
+        assert!(pool
+            .template(&jinja("c{{ messages }}"))
+            .unwrap()
+            .keeps_prompts());
     }
 
     #[test]

@@ -68,6 +68,8 @@ pub async fn open(dir: PathBuf, options: OpenOptions) -> Result<ExitCode, Fail> 
         eprintln!("rwb: joining the Ray cluster {address}…");
     }
     let cluster = session.join_ray(options.jobs).await?;
+    // every save runs again on the same samples: templated prompts are kept
+    session.runner.pool().keep_prompts();
     let user = UserConfig::load();
     let theme_name = session
         .workspace

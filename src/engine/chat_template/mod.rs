@@ -11,8 +11,8 @@
 //!
 //! A batch's sample lines are read by `lines` (only their prompt, borrowed), their
 //! turns become template values in `values`, and a group's prompt is rendered once.
-//! A Jinja template keeps the prompts it rendered (`Memo`): the next run on the same
-//! samples (every save in the workbench), and every other evaluator with the same
+//! In the workbench a Jinja template keeps the prompts it rendered (`Memo`): the
+//! next run on the same samples (every save), and every other evaluator with the same
 //! template, reads them back instead of rendering them again.
 //!
 //! Plain data in, text out: the template's source is read by the workspace.
@@ -148,14 +148,26 @@ impl ChatTemplate {
                 }
             }
         };
-        // a template that reads the clock may render other text tomorrow
-        let memo = match source {
-            TemplateSource::Jinja { text, .. } if !text.contains("strftime_now") => {
-                Some(Memo::new(MEMO_BYTES))
+        Ok(ChatTemplate { kind, memo: None })
+    }
+
+    /// This template, keeping the prompts it renders for the next run on the same
+    /// samples (the workbench's: each save runs again on them). Not for a template
+    /// that reads the clock (`strftime_now`), which may render other text tomorrow,
+    /// nor for ChatML and `raw`, which cost less than the keeping.
+    pub fn keeping_prompts(mut self, source: &TemplateSource) -> ChatTemplate {
+        if let (Kind::Jinja { .. }, TemplateSource::Jinja { text, .. }) = (&self.kind, source) {
+            if !text.contains("strftime_now") {
+                self.memo = Some(Memo::new(MEMO_BYTES));
             }
-            _ => None,
-        };
-        Ok(ChatTemplate { kind, memo })
+        }
+        self
+    }
+
+    /// Whether it keeps the prompts it renders.
+    #[cfg(test)]
+    pub(crate) fn keeps_prompts(&self) -> bool {
+        self.memo.is_some()
     }
 
     /// The text of `turns` (a JSON array of `{role, content, ...}`) with the assistant's
@@ -404,10 +416,10 @@ mod tests {
 
     #[test]
     fn a_line_rendered_once_is_read_back_and_a_groups_lines_share_its_text() {
-        let t = ChatTemplate::compile(&jinja(
-            "{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}>",
-        ))
-        .unwrap();
+        let source = jinja("{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}>");
+        let t = ChatTemplate::compile(&source)
+            .unwrap()
+            .keeping_prompts(&source);
         let line = |q: &str, a: &str| {
             json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string()
         };
@@ -457,9 +469,18 @@ mod tests {
         let out = templated_prompts(&t, lines.iter().map(String::as_str), "-");
         assert_eq!(out[9], Ok(Some("19".to_string())));
         assert_eq!(memo_entries(&t).len(), 2);
-        let clock = ChatTemplate::compile(&jinja("{{ strftime_now('%d %b %Y') }}")).unwrap();
+        let clock = jinja("{{ strftime_now('%d %b %Y') }}");
+        let clock = ChatTemplate::compile(&clock)
+            .unwrap()
+            .keeping_prompts(&clock);
         assert!(clock.memo.is_none());
-        assert!(ChatTemplate::compile(&TemplateSource::ChatMl)
+        let chatml = TemplateSource::ChatMl;
+        let chatml = ChatTemplate::compile(&chatml)
+            .unwrap()
+            .keeping_prompts(&chatml);
+        assert!(chatml.memo.is_none());
+        // a template keeps nothing unless asked to (a single `rwb run` renders a line once)
+        assert!(ChatTemplate::compile(&jinja("{{ 1 }}"))
             .unwrap()
             .memo
             .is_none());
