@@ -68,8 +68,6 @@ pub async fn open(dir: PathBuf, options: OpenOptions) -> Result<ExitCode, Fail> 
         eprintln!("rwb: joining the Ray cluster {address}…");
     }
     let cluster = session.join_ray(options.jobs).await?;
-    // every save runs again on the same samples: templated prompts are kept
-    session.runner.pool().keep_prompts();
     let user = UserConfig::load();
     let theme_name = session
         .workspace
@@ -139,6 +137,8 @@ struct Live {
 
 impl Live {
     fn new(session: Session, options: OpenOptions, keymap: Keymap) -> Live {
+        // every save runs again on the same samples: templated prompts are kept
+        session.runner.pool().keep_prompts();
         let labels = session
             .workspace
             .samples

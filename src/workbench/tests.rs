@@ -464,3 +464,67 @@ async fn the_first_rows_handed_over_are_as_many_as_the_terminal_has_rows() {
         }
     }
 }
+
+/// In the workbench a template keeps the prompts it rendered: after a save, every row
+/// is scored again on exactly the prompt a fresh render gives its sample.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_save_the_kept_prompts_are_the_ones_the_template_renders() {
+    const CODE: &str = "BUMP = 0
+
+def evaluate(prompts, completions, **kwargs):
+    return [float(len(p)) + BUMP + (0.5 if p.startswith('<user>') else 0.0) for p in prompts]
+";
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("rwb.toml"),
+        "trainer = \"tunix\"\nchat_template = \"t.jinja\"\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("t.jinja"),
+        "{% for m in messages %}<{{ m.role }}>{{ m.content | upper }}{% endfor %}<model>",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join("metrics/p")).unwrap();
+    let main = dir.path().join("metrics/p/main.py");
+    std::fs::write(&main, CODE).unwrap();
+    // two rollouts of each prompt, the prompts of different lengths
+    let lines: String = (0..60)
+        .map(|i| {
+            let question = "q".repeat(1 + i / 2);
+            serde_json::json!({"messages": [
+                {"role": "user", "content": question},
+                {"role": "assistant", "content": format!("a{i}")}
+            ]})
+            .to_string()
+                + "\n"
+        })
+        .collect();
+    std::fs::write(dir.path().join("samples.jsonl"), lines).unwrap();
+    let scores_are = |live: &Live, bump: f64| {
+        assert_eq!(live.app.samples.len(), 60);
+        for sample in &live.app.samples {
+            let line: serde_json::Value = serde_json::from_str(&live.app.text(sample)).unwrap();
+            let question = line["messages"][0]["content"].as_str().unwrap();
+            let prompt = format!("<user>{}<model>", question.to_uppercase());
+            let cell = &sample.cells[0];
+            assert!(!cell.stale);
+            assert_eq!(
+                cell.score(),
+                Some(prompt.len() as f64 + bump + 0.5),
+                "row {}: {:?}",
+                sample.at.index,
+                cell.outcome
+            );
+        }
+    };
+    let mut live = open(dir.path());
+    settle(&mut live, |_| {}).await;
+    scores_are(&live, 0.0);
+    for bump in [1000.0, 2000.0] {
+        std::fs::write(&main, CODE.replace("BUMP = 0", &format!("BUMP = {bump}"))).unwrap();
+        live.on_change(vec![main.clone()]);
+        settle(&mut live, |_| {}).await;
+        scores_are(&live, bump);
+    }
+}
