@@ -84,9 +84,13 @@ impl Session {
     pub fn open(dir: PathBuf, options: &OpenOptions) -> Result<Session, Fail> {
         let workspace = Workspace::load(&dir, &options.overrides)?;
         // the first rows shown: a Parquet file's first pages decode while the engine,
-        // the cache (and the terminal) get ready
-        if let Some(first) = workspace.samples.first().filter(|f| f.foreign.is_some()) {
-            crate::sources::read_ahead(&first.path);
+        // the cache (and the terminal) get ready; not when its rows were written out
+        // already (they are read from the row file)
+        let first = workspace.samples.first();
+        if let Some((first, foreign)) = first.and_then(|f| Some((f, f.foreign.as_ref()?))) {
+            if !foreign.is_current(&first.path) {
+                crate::sources::read_ahead(&first.path);
+            }
         }
         let jobs = options.jobs.or(workspace.config.jobs).unwrap_or_else(|| {
             std::thread::available_parallelism()
