@@ -97,7 +97,7 @@ pub struct Pool {
 }
 
 /// How many compiled chat templates the pool keeps (each with its rendered prompts).
-const TEMPLATES_KEPT: usize = 4;
+const TEMPLATES_KEPT: usize = 2;
 
 impl Pool {
     pub fn new(engine: Engine, jobs: usize) -> Pool {

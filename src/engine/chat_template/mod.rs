@@ -38,7 +38,7 @@ pub struct ChatTemplate {
 }
 
 /// How many bytes of rendered prompts (with their entries) a template keeps at most.
-const MEMO_BYTES: usize = 64 << 20;
+const MEMO_BYTES: usize = 32 << 20;
 
 /// What one memo entry costs beyond its text: the key, the pointer, the map's slot.
 const ENTRY_BYTES: usize = 48;
