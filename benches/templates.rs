@@ -8,14 +8,14 @@
 //! - "distinct, from lines": what the worker pool does before sending a batch
 //!   (`templated_prompts` over the sample lines: each line's prompt read, rendered);
 //!   floor: each line parsed into a `serde_json::Value` and its turns joined.
-//! - "in the workbench": a template that keeps what it renders (the workbench's
-//!   pool asks for it): its first run, and the next run on the same lines.
-//! - "groups of 8": GRPO data, 8 rollouts of each prompt, from lines.
 //! - "as the pool renders": the distinct prompts from lines in batches of 256 (the
 //!   pool's largest), taken from one queue by as many lanes as the machine has
 //!   CPUs, each on a thread of its own: the pool's lanes are tasks on the runtime's
 //!   threads, and each renders the batch it is about to send (engine/pool.rs
 //!   `Lane::send`). This is the time rendering takes in a run.
+//! - "in the workbench": a template that keeps what it renders (the workbench's
+//!   pool asks for it): its first run, and the next run on the same lines.
+//! - "groups of 8": GRPO data, 8 rollouts of each prompt, from lines.
 //!
 //! cargo bench --bench templates
 
@@ -113,8 +113,8 @@ fn main() {
         let compile = Instant::now();
         let _compiled = ChatTemplate::compile(&source).unwrap();
         let compiled = compile.elapsed();
-        // every first-render figure takes a template compiled afresh for each round
-        // (a template keeps what it rendered)
+        // every first-render figure compiles its template afresh for each round, so
+        // that no round reads back what an earlier one rendered
         let fresh = || ChatTemplate::compile(&source).unwrap();
         let (took, bytes) = best_with(fresh, |t| {
             let mut bytes = 0;
