@@ -156,7 +156,7 @@ fn main() {
         // in the workbench, a template keeps what it renders: its first run pays for
         // the keeping, the next one on the same samples (every save, another
         // evaluator with this template) reads the prompts back
-        let keeping = || fresh().keeping_prompts(&source);
+        let keeping = || fresh().keeping_prompts();
         let (first_kept, rendered) = best_with(keeping, from_lines_with);
         assert_eq!(rendered, bytes);
         let template = keeping();

@@ -137,7 +137,7 @@ impl Pool {
         }
         let mut template = ChatTemplate::compile(source).ok()?;
         if self.keep_prompts.load(Ordering::Relaxed) {
-            template = template.keeping_prompts(source);
+            template = template.keeping_prompts();
         }
         let template = Arc::new(template);
         if kept.len() >= TEMPLATES_KEPT {

@@ -87,6 +87,8 @@ enum Kind {
         env: Box<Environment<'static>>,
         /// What every prompt is rendered with beside its turns.
         shared: Arc<Shared>,
+        /// It calls `strftime_now`: the text it renders may change with the date.
+        reads_clock: bool,
     },
 }
 
@@ -145,6 +147,7 @@ impl ChatTemplate {
                 Kind::Jinja {
                     env: Box::new(env),
                     shared: Shared::new(special_tokens),
+                    reads_clock: text.contains("strftime_now"),
                 }
             }
         };
@@ -155,11 +158,12 @@ impl ChatTemplate {
     /// samples (the workbench's: each save runs again on them). Not for a template
     /// that reads the clock (`strftime_now`), which may render other text tomorrow,
     /// nor for ChatML and `raw`, which cost less than the keeping.
-    pub fn keeping_prompts(mut self, source: &TemplateSource) -> ChatTemplate {
-        if let (Kind::Jinja { .. }, TemplateSource::Jinja { text, .. }) = (&self.kind, source) {
-            if !text.contains("strftime_now") {
-                self.memo = Some(Memo::new(MEMO_BYTES));
-            }
+    pub fn keeping_prompts(mut self) -> ChatTemplate {
+        if let Kind::Jinja {
+            reads_clock: false, ..
+        } = self.kind
+        {
+            self.memo = Some(Memo::new(MEMO_BYTES));
         }
         self
     }
@@ -177,7 +181,7 @@ impl ChatTemplate {
         match &self.kind {
             Kind::ChatMl => Ok(chatml(turns)),
             Kind::Raw => Ok(raw(turns)),
-            Kind::Jinja { env, shared } => {
+            Kind::Jinja { env, shared, .. } => {
                 let messages = turns.iter().map(Turn::value_of_json).collect::<Vec<_>>();
                 render_jinja(env, shared, Value::from(messages), origin)
             }
@@ -191,7 +195,7 @@ impl ChatTemplate {
             PromptKey::Turns(turns) => turns,
         };
         match &self.kind {
-            Kind::Jinja { env, shared } => match values::turns_of_raw(turns) {
+            Kind::Jinja { env, shared, .. } => match values::turns_of_raw(turns) {
                 Ok(messages) => render_jinja(env, shared, messages, origin).map(Some),
                 // JSON the line reader read already: unreachable, but no panic
                 Err(_) => Ok(None),
@@ -409,6 +413,12 @@ mod tests {
         );
     }
 
+    /// A chat sample line: question `q`, answer `a`.
+    fn line(q: &str, a: &str) -> String {
+        json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]})
+            .to_string()
+    }
+
     fn memo_entries(t: &ChatTemplate) -> Vec<Arc<str>> {
         let memo = t.memo.as_ref().unwrap().map.lock().unwrap();
         memo.0.values().cloned().collect()
@@ -417,12 +427,7 @@ mod tests {
     #[test]
     fn a_line_rendered_once_is_read_back_and_a_groups_lines_share_its_text() {
         let source = jinja("{% for m in messages %}[{{ m.role }}] {{ m.content }}\n{% endfor %}>");
-        let t = ChatTemplate::compile(&source)
-            .unwrap()
-            .keeping_prompts(&source);
-        let line = |q: &str, a: &str| {
-            json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string()
-        };
+        let t = ChatTemplate::compile(&source).unwrap().keeping_prompts();
         let lines = [
             line("q1", "a"),
             line("q1", "b"),
@@ -470,15 +475,10 @@ mod tests {
         assert_eq!(out[9], Ok(Some("19".to_string())));
         assert_eq!(memo_entries(&t).len(), 2);
         let clock = jinja("{{ strftime_now('%d %b %Y') }}");
-        let clock = ChatTemplate::compile(&clock)
-            .unwrap()
-            .keeping_prompts(&clock);
+        let clock = ChatTemplate::compile(&clock).unwrap().keeping_prompts();
         assert!(clock.memo.is_none());
-        let chatml = TemplateSource::ChatMl;
-        let chatml = ChatTemplate::compile(&chatml)
-            .unwrap()
-            .keeping_prompts(&chatml);
-        assert!(chatml.memo.is_none());
+        let chatml = ChatTemplate::compile(&TemplateSource::ChatMl).unwrap();
+        assert!(chatml.keeping_prompts().memo.is_none());
         // a template keeps nothing unless asked to (a single `rwb run` renders a line once)
         assert!(ChatTemplate::compile(&jinja("{{ 1 }}"))
             .unwrap()
@@ -489,9 +489,6 @@ mod tests {
     #[test]
     fn a_groups_prompt_is_rendered_once_and_each_sample_gets_its_own() {
         let t = ChatTemplate::compile(&TemplateSource::Raw).unwrap();
-        let line = |q: &str, a: &str| {
-            json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string()
-        };
         let lines = [
             line("q1", "a"),
             line("q1", "b"),
