@@ -34,6 +34,15 @@ pub fn columns(path: &Path) -> Result<Vec<String>, String> {
         .collect())
 }
 
+/// Whether `path` is a file that starts with Parquet's magic bytes.
+pub fn is_parquet(path: &Path) -> bool {
+    let mut head = [0u8; 4];
+    File::open(path)
+        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+        .is_ok()
+        && &head == b"PAR1"
+}
+
 /// A file being opened ahead of its reader, on a thread of its own.
 struct Ahead {
     path: PathBuf,
@@ -57,12 +66,7 @@ fn stamp(path: &Path) -> Option<(u64, SystemTime)> {
 /// Parquet file is left alone; the next [`batches`] of `path` takes what was read
 /// (or opens the file again if it changed meanwhile).
 pub fn read_ahead(path: &Path) {
-    let mut head = [0u8; 4];
-    let is_parquet = File::open(path)
-        .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-        .is_ok()
-        && &head == b"PAR1";
-    if !is_parquet {
+    if !is_parquet(path) {
         return;
     }
     let owned = path.to_path_buf();
@@ -162,21 +166,35 @@ mod tests {
             .collect()
     }
 
+    /// The read-ahead slot is the process's: tests that fill it take turns.
+    static TURN: Mutex<()> = Mutex::new(());
+
+    /// Whether the slot holds what was read ahead of `path`.
+    fn holds(path: &Path) -> bool {
+        AHEAD
+            .lock()
+            .unwrap()
+            .as_ref()
+            .is_some_and(|a| a.path == path)
+    }
+
     #[test]
     fn rows_read_ahead_are_the_files_rows_and_a_file_changed_since_is_read_again() {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("rollouts.parquet");
         let many: Vec<String> = (0..BATCH_ROWS * 2 + 7).map(|i| format!("q{i}")).collect();
         let many: Vec<&str> = many.iter().map(String::as_str).collect();
         write(&path, &many);
         read_ahead(&path);
+        assert!(holds(&path));
         let read = prompts(batches(&path).unwrap());
         assert_eq!(
             read, many,
             "every row, the first batch (decoded ahead) included"
         );
         // taken once: the next reader opens the file itself
-        assert!(AHEAD.lock().unwrap().is_none());
+        assert!(!holds(&path));
         assert_eq!(prompts(batches(&path).unwrap()), many);
 
         // the file rewritten after the read-ahead began: its new rows, not the old
@@ -193,6 +211,7 @@ mod tests {
         write(&other, &["other"]);
         read_ahead(&path);
         assert_eq!(prompts(batches(&other).unwrap()), ["other"]);
+        assert!(holds(&path));
         assert_eq!(
             prompts(batches(&path).unwrap()),
             ["new a", "new b", "new c"]
@@ -200,17 +219,19 @@ mod tests {
         let jsonl = dir.path().join("s.jsonl");
         std::fs::write(&jsonl, "{}\n").unwrap();
         read_ahead(&jsonl);
-        assert!(AHEAD.lock().unwrap().is_none());
+        assert!(!holds(&jsonl));
     }
 
     #[test]
     fn a_truncated_file_read_ahead_says_what_is_wrong() {
+        let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("cut.parquet");
         write(&path, &["a", "b"]);
         let bytes = std::fs::read(&path).unwrap();
         std::fs::write(&path, &bytes[..bytes.len() - 9]).unwrap();
         read_ahead(&path);
+        assert!(holds(&path));
         let e = batches(&path).err().unwrap();
         assert!(e.contains("cut.parquet") && e.contains("truncated"), "{e}");
     }

@@ -24,12 +24,8 @@ pub fn open_batches(path: &Path) -> Result<Vec<Batches>, String> {
     if path.is_dir() {
         return super::arrow::hf_batches(path);
     }
-    let mut head = [0u8; 4];
-    let _ = std::io::Read::read(
-        &mut std::fs::File::open(path).map_err(|e| e.to_string())?,
-        &mut head,
-    );
-    if &head == b"PAR1" {
+    // a file that cannot be read is named by the Arrow reader's error
+    if super::parquet::is_parquet(path) {
         Ok(vec![super::parquet::batches(path)?])
     } else {
         Ok(vec![super::arrow::batches(path)?])
