@@ -19,6 +19,9 @@ pub struct OpenOptions {
     pub no_cache: bool,
     /// Whether evaluations may go to a Ray cluster.
     pub ray: RayChoice,
+    /// The command reads the samples at once (the workbench, `rwb run`): a Parquet
+    /// first samples file starts decoding while the rest opens.
+    pub read_ahead: bool,
 }
 
 /// Where a command's evaluations may run (SPEC §11). `rwb run`, `rwb serve` and the
@@ -86,7 +89,7 @@ impl Session {
         // the first rows shown: a Parquet file's first pages decode while the engine,
         // the cache (and the terminal) get ready; not when its rows were written out
         // already (they are read from the row file)
-        let first = workspace.samples.first();
+        let first = workspace.samples.first().filter(|_| options.read_ahead);
         if let Some((first, foreign)) = first.and_then(|f| Some((f, f.foreign.as_ref()?))) {
             if !foreign.is_current(&first.path) {
                 crate::sources::read_ahead(&first.path);

@@ -270,6 +270,7 @@ impl Shared {
             jobs: self.jobs,
             no_cache: self.no_cache,
             ray: crate::session::RayChoice::Never,
+            read_ahead: false,
         }
     }
 }
@@ -325,6 +326,7 @@ pub fn main() -> ExitCode {
             if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
                 let mut options = cli.shared.open_options();
                 options.ray = crate::session::RayChoice::from_flag(cli.ray);
+                options.read_ahead = true;
                 block_on(crate::workbench::open(dir, options))
             } else {
                 // not a terminal (a pipe, CI): print what `rwb run` prints

@@ -22,6 +22,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let mut options = args.shared.open_options();
     options.ray = RayChoice::from_flag(args.ray.clone());
+    options.read_ahead = true;
     let mut session = Session::open(dir, &options)?;
     super::print_warnings(&session.workspace);
     if let Some(cluster) = session.join_ray(args.shared.jobs).await? {
