@@ -50,6 +50,16 @@ pub(super) fn arguments_form(style: Style, spec: &EvaluatorSpec, sample: &Value)
         Style::Batch => "rollouts_messages, lists of message dicts, one call per batch".into(),
         Style::Simple => "response and prompt as text".into(),
         Style::Verifiers => format!("prompt and completion as {as_held}"),
+        Style::Areal => "prompt (templated) and completion as text, the token ids, the row as keywords; one sample a call, positionally".into(),
+        Style::EasyR1 => "a list of {response, response_length, ground_truth} dicts, one call per batch".into(),
+        Style::EasyR1Sequential => "one {response, response_length, ground_truth} dict a call".into(),
+        Style::Swift => "an instance made with trainer_args, called with completions as text and the columns batched".into(),
+        Style::Slime => "args (trainer_args) and slime's Sample (prompt, response, label, ...), awaited one sample a call".into(),
+        Style::SlimeGroup => "args (trainer_args) and a list of slime Samples, one call per group (batch)".into(),
+        Style::Skyrl => "action (the completion's text) and ground_truth, one sample a call".into(),
+        Style::VerifiersTask => "the task's rewards and metrics on the sample's trace (task data, trace)".into(),
+        Style::Call => "as call = { ... } in rwb.toml says, one sample a call".into(),
+        Style::CallBatch => "as call = { ... } in rwb.toml says, one call per batch".into(),
     }
 }
 
@@ -113,9 +123,11 @@ fn warning(style: Style, outcomes: &[Outcome]) -> Option<String> {
         return None;
     }
     let passed = match style {
-        Style::Trl | Style::Verifiers => "the samples' own form",
-        Style::Tunix | Style::OpenRlhf | Style::Verl | Style::Simple => "text",
         Style::RewardKit | Style::Batch => "message dicts",
+        Style::Trl | Style::Verifiers | Style::VerifiersTask | Style::Call | Style::CallBatch => {
+            "the samples' own form"
+        }
+        _ => "text",
     };
     let form_error = |o: &Outcome| {
         o.error.as_ref().is_some_and(|e| {

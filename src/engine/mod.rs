@@ -67,6 +67,22 @@ pub const PYTHON_FILES: &[(&str, &str)] = &[
         include_str!("python/rwb_py/styles/calling.py"),
     ),
     (
+        "rwb_py/styles/described.py",
+        include_str!("python/rwb_py/styles/described.py"),
+    ),
+    (
+        "rwb_py/styles/frameworks.py",
+        include_str!("python/rwb_py/styles/frameworks.py"),
+    ),
+    (
+        "rwb_py/styles/presets.py",
+        include_str!("python/rwb_py/styles/presets.py"),
+    ),
+    (
+        "rwb_py/styles/task.py",
+        include_str!("python/rwb_py/styles/task.py"),
+    ),
+    (
         "rwb_py/styles/openrlhf.py",
         include_str!("python/rwb_py/styles/openrlhf.py"),
     ),

@@ -348,6 +348,8 @@ impl Engine {
                 "trainer": spec.trainer.map(|t| t.as_str()),
                 "chat_template": spec.chat_template.kind(),
                 "kwargs": spec.kwargs,
+                "call": spec.call.as_ref().map(|c| c.to_json()),
+                "trainer_args": spec.trainer_args,
                 "timeout": spec.timeout,
                 "flush_ms": self.shared.flush_us.load(Ordering::Relaxed) as f64 / 1000.0,
             }
@@ -650,6 +652,8 @@ mod tests {
             concurrency: 1,
             trainer: None,
             chat_template: Default::default(),
+            call: None,
+            trainer_args: Default::default(),
         };
         let command: serde_json::Value =
             serde_json::from_str(&engine.fork_command(1, &spec)).unwrap();

@@ -8,10 +8,12 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::path::PathBuf;
 
+mod call;
 mod facts;
 mod logged;
 mod placement;
 mod trainer;
+pub use call::{CallSpec, Per, SOURCES as CALL_SOURCES};
 pub use facts::{Facts, Logged};
 pub use logged::{flipped, moved, Counts, LoggedCmp};
 pub use placement::Placement;
@@ -42,6 +44,31 @@ pub enum Style {
     /// OpenRLHF's reward file: `reward_func(queries, prompts, labels)`, one sample a
     /// call, returning `{"rewards", "scores", "extra_logs"}`.
     OpenRlhf,
+    /// AReaL's `RLVRWorkflow`: `fn(prompt, completion, prompt_ids, completion_ids,
+    /// **row)`, positionally, one sample a call.
+    Areal,
+    /// EasyR1's batch reward: `fn([{response, response_length, ground_truth}, ...])`,
+    /// one call per batch, the score under `overall`.
+    #[serde(rename = "easyr1")]
+    EasyR1,
+    /// EasyR1's sequential reward: `fn({response, response_length, ground_truth})`.
+    #[serde(rename = "easyr1-sequential")]
+    EasyR1Sequential,
+    /// An ms-swift ORM class: constructed once with `args`, the instance called per
+    /// batch with the completions' text and the batched columns.
+    Swift,
+    /// slime's custom reward: `async def fn(args, sample)`, one sample a call.
+    Slime,
+    /// slime's group reward: `fn(args, samples)`, one call per group (batch).
+    SlimeGroup,
+    /// SkyRL's gym reward helper: `compute_score(action, ground_truth)`.
+    Skyrl,
+    /// A verifiers 1.x `vf.Task`: its rewards and metrics scored on the sample's trace.
+    VerifiersTask,
+    /// `call = { ... }` in rwb.toml, one sample a call.
+    Call,
+    /// `call = { ..., per = "batch" }` in rwb.toml, one call per batch.
+    CallBatch,
 }
 
 impl Style {
@@ -55,12 +82,22 @@ impl Style {
             Style::Verifiers => "verifiers",
             Style::Tunix => "tunix",
             Style::OpenRlhf => "openrlhf",
+            Style::Areal => "areal",
+            Style::EasyR1 => "easyr1",
+            Style::EasyR1Sequential => "easyr1-sequential",
+            Style::Swift => "swift",
+            Style::Slime => "slime",
+            Style::SlimeGroup => "slime-group",
+            Style::Skyrl => "skyrl",
+            Style::VerifiersTask => "verifiers-task",
+            Style::Call => "call",
+            Style::CallBatch => "call-batch",
         }
     }
 
     /// Every style's name, as `rwb.toml` accepts them.
     pub const NAMES: &'static str =
-        "reward-kit, batch, simple, trl, verl, verifiers, tunix, openrlhf";
+        "reward-kit, batch, simple, trl, verl, verifiers, tunix, openrlhf, areal, easyr1, easyr1-sequential, swift, slime, slime-group, skyrl, verifiers-task";
 
     pub fn parse(text: &str) -> Option<Style> {
         Some(match text {
@@ -72,18 +109,47 @@ impl Style {
             "verifiers" => Style::Verifiers,
             "tunix" => Style::Tunix,
             "openrlhf" => Style::OpenRlhf,
+            "areal" => Style::Areal,
+            "easyr1" => Style::EasyR1,
+            "easyr1-sequential" => Style::EasyR1Sequential,
+            "swift" => Style::Swift,
+            "slime" => Style::Slime,
+            "slime-group" => Style::SlimeGroup,
+            "skyrl" => Style::Skyrl,
+            "verifiers-task" => Style::VerifiersTask,
+            "call" => Style::Call,
+            "call-batch" => Style::CallBatch,
             _ => return None,
         })
     }
 
     pub fn is_batched(self) -> bool {
-        matches!(self, Style::Trl | Style::Batch | Style::Tunix)
+        matches!(
+            self,
+            Style::Trl
+                | Style::Batch
+                | Style::Tunix
+                | Style::EasyR1
+                | Style::Swift
+                | Style::SlimeGroup
+                | Style::CallBatch
+        )
     }
 
     /// Whether its trainer hands the function the prompt as templated text (Tunix's
-    /// `prompts`, OpenRLHF's `queries` and `prompts`).
+    /// `prompts`, OpenRLHF's `queries` and `prompts`, AReaL's and slime's prompt; a
+    /// `call` may name the `prompt` source).
     pub fn takes_templated_prompt(self) -> bool {
-        matches!(self, Style::Tunix | Style::OpenRlhf)
+        matches!(
+            self,
+            Style::Tunix
+                | Style::OpenRlhf
+                | Style::Areal
+                | Style::Slime
+                | Style::SlimeGroup
+                | Style::Call
+                | Style::CallBatch
+        )
     }
 }
 
@@ -300,6 +366,11 @@ pub struct EvaluatorSpec {
     pub trainer: Option<Trainer>,
     /// How the trainer templated the prompt.
     pub chat_template: TemplateSource,
+    /// `call = { ... }`: the user's own description of how the function is called.
+    pub call: Option<CallSpec>,
+    /// `trainer_args = { ... }`: the trainer's own arguments a reward reads (handed
+    /// as a namespace to ms-swift's constructors and slime's rewards).
+    pub trainer_args: Map<String, Value>,
 }
 
 /// The most evaluations one worker keeps in flight (the slots of its mark page).
@@ -613,8 +684,26 @@ mod tests {
             Style::Simple,
             Style::Trl,
             Style::Verl,
+            Style::Verifiers,
+            Style::Tunix,
+            Style::OpenRlhf,
+            Style::Areal,
+            Style::EasyR1,
+            Style::EasyR1Sequential,
+            Style::Swift,
+            Style::Slime,
+            Style::SlimeGroup,
+            Style::Skyrl,
+            Style::VerifiersTask,
+            Style::Call,
+            Style::CallBatch,
         ] {
             assert_eq!(Style::parse(s.as_str()), Some(s));
+            let json = serde_json::to_string(&s).unwrap();
+            assert_eq!(json, format!("\"{}\"", s.as_str()));
+            if !matches!(s, Style::Call | Style::CallBatch) {
+                assert!(Style::NAMES.contains(s.as_str()), "{s}");
+            }
         }
         assert_eq!(Style::parse("nope"), None);
     }

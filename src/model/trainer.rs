@@ -26,17 +26,37 @@ pub enum Trainer {
     /// reward-kit / Fireworks evaluators.
     #[serde(rename = "reward-kit")]
     RewardKit,
+    /// AReaL (`RLVRWorkflow`: `fn(prompt, completion, prompt_ids, completion_ids, **row)`).
+    #[serde(rename = "areal")]
+    Areal,
+    /// EasyR1 (`REWARD_TYPE = "batch"` or `"sequential"`, scores under `overall`).
+    #[serde(rename = "easyr1")]
+    EasyR1,
+    /// ms-swift (an `ORM` class, constructed with the trainer's `args`).
+    #[serde(rename = "swift")]
+    Swift,
+    /// slime (`async def fn(args, sample)`, or a group reward over `samples`).
+    #[serde(rename = "slime")]
+    Slime,
+    /// SkyRL's gym environments (`compute_score(action, ground_truth)`).
+    #[serde(rename = "skyrl")]
+    Skyrl,
 }
 
 impl Trainer {
     /// Every trainer, in the order messages list them.
-    pub const ALL: [Trainer; 6] = [
+    pub const ALL: [Trainer; 11] = [
         Trainer::Trl,
         Trainer::Tunix,
         Trainer::Verl,
         Trainer::OpenRlhf,
         Trainer::Verifiers,
         Trainer::RewardKit,
+        Trainer::Areal,
+        Trainer::EasyR1,
+        Trainer::Swift,
+        Trainer::Slime,
+        Trainer::Skyrl,
     ];
 
     /// The name `rwb.toml` uses.
@@ -48,6 +68,11 @@ impl Trainer {
             Trainer::OpenRlhf => "openrlhf",
             Trainer::Verifiers => "verifiers",
             Trainer::RewardKit => "reward-kit",
+            Trainer::Areal => "areal",
+            Trainer::EasyR1 => "easyr1",
+            Trainer::Swift => "swift",
+            Trainer::Slime => "slime",
+            Trainer::Skyrl => "skyrl",
         }
     }
 

@@ -615,6 +615,8 @@ async fn check_chunk(
 fn code_key(identity: &str, spec: &EvaluatorSpec, memo: &ImportMemo) -> CodeKey {
     let mut h = blake3::Hasher::new();
     let kwargs = serde_json::to_string(&spec.kwargs).unwrap_or_default();
+    let call = spec.call.as_ref().map(|c| c.identity()).unwrap_or_default();
+    let trainer_args = serde_json::to_string(&spec.trainer_args).unwrap_or_default();
     let part = |h: &mut blake3::Hasher, text: &str| {
         h.update(text.as_bytes());
         h.update(&[0]);
@@ -630,6 +632,8 @@ fn code_key(identity: &str, spec: &EvaluatorSpec, memo: &ImportMemo) -> CodeKey 
         spec.solution_str.as_str(),
         spec.trainer.map(|t| t.as_str()).unwrap_or("-"),
         &spec.chat_template.identity(),
+        &call,
+        &trainer_args,
     ] {
         part(&mut h, text);
     }

@@ -56,9 +56,16 @@ impl Mapping {
         .collect()
     }
 
-    /// Columns the mapping uses for something other than a same-named column.
+    /// Columns the mapping uses for something other than a same-named column. The
+    /// ground truth's column is copied, not moved (SPEC §3): a scorer that reads
+    /// `label` still finds it when `ground_truth = "label"` is mapped for another.
     fn used(&self) -> Vec<&str> {
-        let mut used: Vec<&str> = self.sample_keys().into_iter().map(|(_, c)| c).collect();
+        let mut used: Vec<&str> = self
+            .sample_keys()
+            .into_iter()
+            .filter(|(key, _)| *key != "ground_truth")
+            .map(|(_, c)| c)
+            .collect();
         used.extend(self.group.as_deref());
         used.extend(self.step.as_deref());
         used.extend(self.split.as_deref());

@@ -116,6 +116,8 @@ fn column(name: String, source: Source, timeout: f64) -> EvaluatorSpec {
         concurrency: 1,
         trainer: None,
         chat_template: Default::default(),
+        call: None,
+        trainer_args: Default::default(),
     }
 }
 

@@ -24,6 +24,8 @@ pub struct Config {
     /// The trainer the user trains with (SPEC §3): how functions are called and how
     /// rewards become advantages.
     pub trainer: Option<Trainer>,
+    /// The trainer's own arguments a reward reads (its `args`), for every evaluator.
+    pub trainer_args: Option<Map<String, Value>>,
     #[serde(default)]
     pub evaluators: BTreeMap<String, EvaluatorConfig>,
     /// Sections later parts read (serve, tunnel, deploy, insight); kept as raw tables.
@@ -133,6 +135,10 @@ pub struct EvaluatorConfig {
     /// The logged score this evaluator is compared with (a logged name, or a dotted
     /// path into the source's rows); by default the one of its own name.
     pub logged: Option<String>,
+    /// How the function is called, for a convention no trainer preset covers.
+    pub call: Option<Map<String, Value>>,
+    /// The trainer's own arguments a reward reads, over the top-level table's.
+    pub trainer_args: Option<Map<String, Value>>,
 }
 
 /// `[insight]`: how baselines and rollout groups are read.
@@ -258,6 +264,7 @@ impl Config {
         })?;
         super::remote::check(&config, text)?;
         check_training(&config, text)?;
+        check_calls(&config, text)?;
         Ok(config)
     }
 }
@@ -279,6 +286,27 @@ fn line_of(text: &str, table: Option<&str>, key: &str) -> Option<usize> {
         Some(i) => Some(start + i + 1),
         None => table.map(|_| start),
     }
+}
+
+/// Each evaluator's `call` table is a description rwb can follow; the error names
+/// the line and says what to write.
+fn check_calls(config: &Config, text: &str) -> Result<(), String> {
+    for (name, entry) in &config.evaluators {
+        let Some(call) = &entry.call else { continue };
+        let table = format!("evaluators.{name}");
+        let line = line_of(text, Some(&table), "call")
+            .or_else(|| line_of(text, Some(&format!("{table}.call")), "args"))
+            .map(|n| format!("line {n}: "))
+            .unwrap_or_default();
+        crate::model::CallSpec::from_table(call)
+            .map_err(|e| format!("{line}[evaluators.{name}] {e}"))?;
+        if entry.style.is_some() {
+            return Err(format!(
+                "{line}[evaluators.{name}]: `call` and `style` both say how the function is called: keep one"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `[training]`'s keys make sense together and for the trainer: a key of the other
@@ -407,7 +435,7 @@ mod tests {
         let e = Config::parse("python = \"p\"\ntrainer = \"trx\"\n").unwrap_err();
         assert_eq!(
             e,
-            "line 2: trainer: unknown variant `trx`, expected one of `trl`, `tunix`, `verl`, `openrlhf`, `verifiers`, `reward-kit`"
+            "line 2: trainer: unknown variant `trx`, expected one of `trl`, `tunix`, `verl`, `openrlhf`, `verifiers`, `reward-kit`, `areal`, `easyr1`, `swift`, `slime`, `skyrl`"
         );
     }
 

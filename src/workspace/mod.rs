@@ -348,6 +348,8 @@ fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
         concurrency: 1,
         trainer: None,
         chat_template: Default::default(),
+        call: None,
+        trainer_args: Map::new(),
     }
 }
 
@@ -379,6 +381,21 @@ fn resolve_evaluators(
             apply_evaluator_config(spec, entry, overrides)?;
         }
         spec.trainer = entry.and_then(|e| e.trainer).or(config.trainer);
+        let mut trainer_args = config.trainer_args.clone().unwrap_or_default();
+        if let Some(own) = entry.and_then(|e| e.trainer_args.as_ref()) {
+            trainer_args.extend(own.clone());
+        }
+        spec.trainer_args = trainer_args;
+        if let Some(call) = entry.and_then(|e| e.call.as_ref()) {
+            // checked when rwb.toml was read
+            let call = crate::model::CallSpec::from_table(call)
+                .map_err(|e| WorkspaceError(format!("rwb.toml: [evaluators.{}] {e}", spec.name)))?;
+            spec.style = Some(match call.per {
+                crate::model::Per::Sample => Style::Call,
+                crate::model::Per::Batch => Style::CallBatch,
+            });
+            spec.call = Some(call);
+        }
         let (chosen, field) = match entry.and_then(|e| e.chat_template.as_deref()) {
             Some(own) => (
                 Some(own),

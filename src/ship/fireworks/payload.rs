@@ -254,6 +254,8 @@ mod tests {
             concurrency: 1,
             trainer: None,
             chat_template: Default::default(),
+            call: None,
+            trainer_args: Default::default(),
         }
     }
 

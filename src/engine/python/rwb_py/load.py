@@ -54,6 +54,7 @@ def import_evaluator(spec, name, path):
 
     if spec.get("module"):
         return importlib.import_module(name)
+    name = _own_name(name, path)
     module_spec = importlib.util.spec_from_file_location(name, path)
     if module_spec is None:
         raise ImportError("cannot load %s as a Python module" % path)
@@ -61,3 +62,37 @@ def import_evaluator(spec, name, path):
     sys.modules[name] = module
     module_spec.loader.exec_module(module)
     return module
+
+
+# The prefix of the name an evaluator file is registered under when its own name is
+# taken (EasyR1's default reward file is `math.py`).
+PRIVATE_PREFIX = "_rwb_evaluator_"
+
+
+def _stdlib_names():
+    names = getattr(sys, "stdlib_module_names", None)
+    if names is not None:
+        return names
+    return frozenset(sys.builtin_module_names)  # Python < 3.10: the built-in ones
+
+
+def _own_name(name, path):
+    """The name the evaluator's file runs under: its own, unless that is a module of
+    the standard library or one already imported, which it must not hide from any
+    other import (`mpmath` importing `math` gets the standard one). Then the standard
+    module is imported first, from the standard library only, and the file gets a
+    private name: it still runs as itself."""
+    taken = sys.modules.get(name)
+    if taken is None and name not in _stdlib_names():
+        return name
+    if taken is None:
+        own = {os.path.realpath(p) for p in (os.path.dirname(path),)}
+        saved = list(sys.path)
+        try:
+            sys.path[:] = [p for p in saved if os.path.realpath(p or ".") not in own and p not in ("", ".")]
+            __import__(name)
+        except Exception:
+            pass
+        finally:
+            sys.path[:] = saved
+    return PRIVATE_PREFIX + name

@@ -68,6 +68,16 @@ class Worker:
         name = self.spec.get("module") or os.path.splitext(os.path.basename(path))[0]
         try:
             fn = evaluator_function(self.spec, name, path)
+            if self.spec.get("style"):
+                style = self.spec["style"]
+                reason = 'set by style = "%s" in rwb.toml' % style
+                if self.spec.get("call"):
+                    reason = "set by call = { ... } in rwb.toml"
+            else:
+                style, reason = choose_style(fn, self.spec.get("trainer"))
+            extra = self.spec.get("kwargs") or {}
+            # may construct the reward (an ms-swift ORM class), which may raise too
+            caller = make_caller(fn, style, extra, self.spec)
         except BaseException as exc:  # SyntaxError, a missing module, anything the module raises
             info = _error_info(exc, self.roots, kind="ImportFailed")
             info["message"] = "%s: %s" % (type(exc).__name__, exc)
@@ -77,14 +87,8 @@ class Worker:
             info["files"] = self.project_files
             self.send({"import_error": info})
             return None
-        if self.spec.get("style"):
-            style = self.spec["style"]
-            reason = 'set by style = "%s" in rwb.toml' % style
-        else:
-            style, reason = choose_style(fn, self.spec.get("trainer"))
-        extra = self.spec.get("kwargs") or {}
         self.style = style
-        self.caller = make_caller(fn, style, extra, self.spec)
+        self.caller = caller
         # an `async def` evaluator (any style): awaited one at a time by the plain
         # path, or many at once on one event loop by Concurrent
         self.caller.async_fn = self.caller.fn if _is_async(self.caller.fn) else None
@@ -105,6 +109,7 @@ class Worker:
                 "ready": True,
                 "style": style,
                 "style_reason": reason,
+                "call": _call_text(caller),
                 "decorated": is_decorated(fn),
                 "files": self.project_files,
                 "third_party": third_party,
@@ -181,7 +186,7 @@ class Worker:
         written by the general path."""
         caller, evaluation, capture = self.caller, self.evaluation, self.capture
         arguments, fn, call = caller.arguments, caller.fn, evaluation.call
-        direct = caller.style != "verl"  # veRL reads a dict's other keys as metrics
+        direct = caller.direct  # veRL reads a dict's other keys as metrics, a described call its path
         clock, mark, pending, interval = time.perf_counter, self.mark, self.pending, self.flush_seconds
         for ident, raw in batch:
             _MARK.pack_into(mark, 0, ident)
@@ -278,3 +283,9 @@ class Worker:
             self.sock.sendall(b"".join(self.pending))
             self.pending.clear()  # in place: run_pointwise holds the list
         self.last_flush = now if now is not None else time.perf_counter()
+
+
+def _call_text(caller):
+    """The call a described caller makes, in words (`rwb check`), else None."""
+    described = getattr(caller, "d", None)
+    return described.text() if described is not None and hasattr(described, "text") else None

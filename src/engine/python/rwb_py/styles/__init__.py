@@ -10,7 +10,7 @@ in the order the rules are tried, so a new style is one module and one line ther
 import collections
 import inspect
 
-from . import batch, openrlhf, reward_kit, simple, trl, tunix, verifiers, verl
+from . import batch, described, frameworks, openrlhf, reward_kit, simple, task, trl, tunix, verifiers, verl
 from .calling import _accepts
 
 
@@ -19,9 +19,22 @@ from .calling import _accepts
 # around simple's), and a function no rule claims is called reward-kit style.
 Style = collections.namedtuple("Style", ("name", "detect", "caller"))
 
+
+def _preset(name):
+    """The Caller of a 2026 framework's preset (presets.PRESETS[name])."""
+    return lambda fn, extra, spec: frameworks.make(fn, name, extra, spec)
+
+
 STYLES = (
+    Style(task.NAME, task.detect, task.Caller),
     Style(batch.NAME, batch.by_decorator, batch.Caller),
+    Style("swift", frameworks.swift, _preset("swift")),
     Style(tunix.NAME, tunix.by_trainer, tunix.Caller),
+    Style("areal", frameworks.areal, _preset("areal")),
+    Style("easyr1", frameworks.easyr1_batch, _preset("easyr1")),
+    Style("easyr1-sequential", frameworks.easyr1_sequential, _preset("easyr1-sequential")),
+    Style("slime", frameworks.slime_single, _preset("slime")),
+    Style("slime-group", frameworks.slime_group, _preset("slime-group")),
     Style(trl.NAME, trl.detect, trl.Caller),
     Style(openrlhf.NAME, openrlhf.detect, openrlhf.Caller),
     Style(verl.NAME, verl.detect, verl.Caller),
@@ -34,6 +47,9 @@ STYLES = (
 
 # style name -> its Caller: what `style = "..."` in rwb.toml picks
 CALLERS = {style.name: style.caller for style in STYLES}
+CALLERS["skyrl"] = _preset("skyrl")
+CALLERS["call"] = described.SampleCaller
+CALLERS["call-batch"] = described.BatchCaller
 
 
 class Signature:
@@ -46,7 +62,9 @@ class Signature:
         # the trainer rwb.toml names, for the rules that depend on it (Tunix)
         self.trainer = trainer
         self.what = "declares"
-        if not inspect.isroutine(fn) and not inspect.isclass(fn) and callable(fn):
+        if inspect.isclass(fn):
+            self.what = "is a class whose constructor declares"
+        elif not inspect.isroutine(fn) and callable(fn):
             self.what = "is a callable %s object whose __call__ declares" % type(fn).__name__
         self._accepted = None
 
@@ -75,6 +93,10 @@ def choose_style(fn, trainer=None):
     functions declare `completions` and `**kwargs` but seldom `prompts`, so
     `completions` without `messages` is enough for trl."""
     seen = Signature(fn, trainer)
+    if task.detect(seen) is None:
+        chosen = frameworks.by_trainer(seen)
+        if chosen is not None:
+            return chosen
     for style in STYLES:
         reason = style.detect(seen)
         if reason is not None:

@@ -1,0 +1,311 @@
+"""The 2026 frameworks (SPEC §3): how their signatures are recognised, and the
+special cases their presets (presets.py) name: ms-swift's class construction and
+slime's `Sample` and `reward_key`.
+"""
+
+import inspect
+
+from ..results import InvalidResult, _describe
+from .described import BatchCaller, Context, Description, SampleCaller, batch_value, value_of
+from .presets import PRESETS
+
+
+# ---------------------------------------------------------------- detection rules
+
+
+def areal(seen):
+    """It declares `prompt_ids` and `completion_ids` (AReaL's reward signature)."""
+    if {"prompt_ids", "completion_ids"} <= seen.names and not inspect.isclass(seen.fn):
+        return "%s prompt_ids and completion_ids (AReaL's reward function, called positionally)" % seen.what
+    return None
+
+
+def _only_parameter(fn):
+    """The name of the single parameter `fn` declares besides **kwargs, or None."""
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+    except (TypeError, ValueError):
+        return None
+    return params[0].name if len(params) == 1 else None
+
+
+def easyr1_batch(seen):
+    """It declares a single `reward_inputs` (EasyR1's batch reward function)."""
+    if not inspect.isclass(seen.fn) and _only_parameter(seen.fn) == "reward_inputs":
+        return "%s a single reward_inputs (EasyR1's batch reward function)" % seen.what
+    return None
+
+
+def easyr1_sequential(seen):
+    """It declares a single `reward_input` (EasyR1's sequential reward function)."""
+    if not inspect.isclass(seen.fn) and _only_parameter(seen.fn) == "reward_input":
+        return "%s a single reward_input (EasyR1's sequential reward function)" % seen.what
+    return None
+
+
+def easyr1_style(fn):
+    """EasyR1's batch or sequential form of `fn`: its parameter's name, else the
+    module's REWARD_TYPE (batch by default, as EasyR1's config)."""
+    only = _only_parameter(fn)
+    if only == "reward_input":
+        return "easyr1-sequential"
+    if only == "reward_inputs":
+        return "easyr1"
+    module = inspect.getmodule(fn)
+    kind = getattr(module, "REWARD_TYPE", "batch")
+    return "easyr1-sequential" if kind == "sequential" else "easyr1"
+
+
+def _is_task_class(fn):
+    from .task import is_task_class
+
+    return is_task_class(fn)
+
+
+def swift(seen):
+    """It is a class (an ms-swift ORM): constructed, never called as a function."""
+    if inspect.isclass(seen.fn) and not _is_task_class(seen.fn):
+        bases = [b.__name__ for b in inspect.getmro(seen.fn)[1:] if b is not object]
+        which = " (a subclass of %s)" % ", ".join(bases) if bases else ""
+        return "is a class%s: constructed with the trainer's args and called per batch, as ms-swift does an ORM" % which
+    return None
+
+
+def _leading(fn, count):
+    try:
+        params = [
+            p.name
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
+    except (TypeError, ValueError):
+        return []
+    return params[:count]
+
+
+def slime_single(seen):
+    """It declares `(args, sample)`: slime's custom reward, awaited per sample."""
+    if not inspect.isclass(seen.fn) and _leading(seen.fn, 2) == ["args", "sample"]:
+        return "%s (args, sample) (slime's custom reward, awaited per sample)" % seen.what
+    return None
+
+
+def slime_group(seen):
+    """It declares `(args, samples)`: slime's group reward, one call per group."""
+    if not inspect.isclass(seen.fn) and _leading(seen.fn, 2) == ["args", "samples"]:
+        return "%s (args, samples) (slime's group reward, one call per group)" % seen.what
+    return None
+
+
+def slime_style(fn):
+    return "slime-group" if _leading(fn, 2) == ["args", "samples"] else "slime"
+
+
+def by_trainer(seen):
+    """`trainer = "areal" | "easyr1" | "swift" | "slime" | "skyrl"` in rwb.toml: the
+    function is called as that trainer calls its reward functions (style name, why)."""
+    trainer = seen.trainer
+    if trainer not in ("areal", "easyr1", "swift", "slime", "skyrl") or _is_task_class(seen.fn):
+        return None
+    if trainer == "easyr1":
+        style = easyr1_style(seen.fn)
+    elif trainer == "slime":
+        style = slime_style(seen.fn)
+    else:
+        style = trainer
+    return style, 'trainer = "%s" in rwb.toml (%s)' % (trainer, PRESETS[style].follows)
+
+
+# ---------------------------------------------------------------- callers
+
+
+def make(fn, style, extra, spec):
+    """The Caller of `fn` for a preset style (a key of PRESETS with a call)."""
+    preset = PRESETS[style]
+    description = Description(preset.call, name=style)
+    hint = _HINTS.get(style, "").format(name=spec.get("name") or "NAME") or None
+    if preset.special == "construct":
+        fn = construct(fn, spec)
+    ctx = Context(spec, {"slime_sample": slime_sample} if preset.special == "slime" else None)
+    kind = BatchCaller if description.batched else SampleCaller
+    caller = kind(fn, extra, spec, description, ctx, hint)
+    caller.style = style
+    if preset.special == "slime":
+        caller.reading = SlimeReading(caller.reading, ctx)
+        if description.batched:
+            caller.arguments = _slime_group_arguments(caller)
+    return caller
+
+
+_HINTS = {
+    "easyr1": "EasyR1 reads each dict's 'overall' as the score: return it, or describe the call with call = {{ ..., score = \"KEY\" }} in [evaluators.{name}]",
+    "easyr1-sequential": "EasyR1 reads the dict's 'overall' as the score: return it, or describe the call with call = {{ ..., score = \"KEY\" }} in [evaluators.{name}]",
+}
+
+
+def construct(cls, spec):
+    """An ms-swift ORM class built as ms-swift builds it, once per worker: `cls(args)`
+    with the trainer's args as a namespace; a class that cannot be built from them is
+    an error that names the class and the table to fill."""
+    if not inspect.isclass(cls):
+        return cls
+    ctx = Context(spec)
+    try:
+        instance = cls(ctx.namespace)
+    except TypeError as exc:
+        raise TypeError(
+            "cannot construct %s(args) as ms-swift does, with trainer_args as args (%s): "
+            "set the arguments it reads in trainer_args = { ... } in rwb.toml" % (cls.__name__, exc)
+        ) from exc
+    if not callable(instance):
+        raise TypeError("%s(args) is not callable: an ms-swift ORM defines __call__(self, completions, **kwargs)" % cls.__name__)
+    return instance
+
+
+# ---------------------------------------------------------------- slime
+
+# slime.utils.types.Sample's fields and defaults, for an interpreter without slime
+_SAMPLE_FIELDS = (
+    ("group_index", None),
+    ("index", None),
+    ("prompt", ""),
+    ("tokens", list),
+    ("response", ""),
+    ("response_length", 0),
+    ("label", None),
+    ("reward", None),
+    ("loss_mask", None),
+    ("weight_versions", list),
+    ("rollout_log_probs", None),
+    ("status", "pending"),
+    ("metadata", dict),
+    ("train_metadata", None),
+)
+
+_SAMPLE_TYPE = None
+
+
+def _sample_type():
+    """slime's own Sample when the interpreter has slime (rewards check
+    isinstance(sample, Sample)), else a stand-in with its fields."""
+    global _SAMPLE_TYPE
+    if _SAMPLE_TYPE is None:
+        try:
+            from slime.utils.types import Sample  # noqa: F401
+
+            _SAMPLE_TYPE = Sample
+        except Exception:
+            _SAMPLE_TYPE = _StandInSample
+    return _SAMPLE_TYPE
+
+
+class _StandInSample:
+    """A stand-in for slime.utils.types.Sample (same fields, same defaults)."""
+
+    class Status:
+        PENDING = "pending"
+        COMPLETED = "completed"
+        TRUNCATED = "truncated"
+        ABORTED = "aborted"
+
+    def __init__(self, **values):
+        for name, default in _SAMPLE_FIELDS:
+            value = values.pop(name, None if callable(default) else default)
+            if value is None and callable(default):
+                value = default()
+            setattr(self, name, value)
+        for name, value in values.items():
+            setattr(self, name, value)
+
+    def __repr__(self):
+        return "Sample(%s)" % ", ".join("%s=%r" % (k, v) for k, v in vars(self).items() if v not in (None, [], {}))
+
+    def __eq__(self, other):
+        return type(other) is type(self) and vars(self) == vars(other)
+
+
+def slime_sample(sample, conv, ctx, index=0):
+    """One sample as slime's Sample: the prompt as slime's Dataset kept it (templated
+    when trainer_args has apply_chat_template = true), the response, the label, the
+    metadata."""
+    Sample = _sample_type()
+    if ctx.trainer_args.get("apply_chat_template"):
+        prompt = value_of("prompt", sample, conv, ctx)
+    else:
+        prompt = conv.prompt
+    label = value_of("ground_truth", sample, conv, ctx)
+    metadata = sample.get("metadata")
+    fields = {
+        "prompt": prompt,
+        "response": value_of("response", sample, conv, ctx),
+        "label": label,
+        "metadata": metadata if isinstance(metadata, dict) else {},
+        "index": index,
+        "group_index": sample.get("group_index"),
+    }
+    if isinstance(sample.get("response_length"), int):
+        fields["response_length"] = sample["response_length"]
+    made = Sample(**{k: v for k, v in fields.items() if v is not None})
+    status = getattr(Sample, "Status", None)
+    completed = getattr(status, "COMPLETED", None)
+    if completed is not None:
+        made.status = completed
+    return made
+
+
+def _slime_group_arguments(caller):
+    """slime's group reward gets `(args, samples)`: one list of Samples."""
+    ctx = caller.ctx
+
+    def arguments(samples):
+        from .samples import parts
+
+        each = [parts(s) for s in samples]
+        kwargs = dict(caller.extra)
+        group = [slime_sample(s, p, ctx, i) for i, (s, p) in enumerate(zip(samples, each))]
+        kwargs["\x00args"] = [batch_value("trainer_args", samples, each, ctx), group]
+        return kwargs
+
+    return arguments
+
+
+class SlimeReading:
+    """slime's reading of a reward: a number is the reward; a dict is read through
+    args.reward_key (`Sample.get_reward_value`), and without one it is an error, as
+    the dict could not train."""
+
+    def __init__(self, reading, ctx):
+        self.reading = reading
+        self.ctx = ctx
+
+    def read(self, value, batch_item=False):
+        if isinstance(value, dict):
+            key = self.ctx.trainer_args.get("reward_key")
+            if not key:
+                raise InvalidResult(
+                    "%s returned a dict (keys: %s) and slime reads a dict reward through --reward-key: "
+                    "set trainer_args = { reward_key = \"KEY\" } in rwb.toml"
+                    % (self.ctx.evaluator, ", ".join(map(str, value)) or "none")
+                )
+            if key not in value:
+                raise InvalidResult(
+                    "%s returned a dict without reward_key %r (keys: %s): return it, or set trainer_args = { reward_key = \"KEY\" } in rwb.toml"
+                    % (self.ctx.evaluator, key, ", ".join(map(str, value)) or "none")
+                )
+            result = self.reading.read(value[key], batch_item)
+            if result is not None:
+                result["metrics"] = _numeric_metrics(value, key)
+            return result
+        if value is not None and not isinstance(value, (int, float)) and not hasattr(value, "tolist"):
+            raise InvalidResult("%s returned %s; slime takes a number or a dict" % (self.ctx.evaluator, _describe(value)))
+        return self.reading.read(value, batch_item)
+
+
+def _numeric_metrics(value, key):
+    from .described import _metrics_beside
+
+    return _metrics_beside(value, key)
