@@ -40,6 +40,17 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
         .map(|(_, at)| at.len())
         .sum();
     let mut report = evaluator_reports(&session, &prepared, &grouped, &reasons);
+    // the call each evaluator made for the first sample it was checked on
+    for (e, r) in report.iter_mut().enumerate() {
+        let first = breaks
+            .iter()
+            .filter(|b| b.evaluator == e)
+            .min_by_key(|b| b.at.index)
+            .and_then(|b| b.call.as_ref());
+        if let Some(call) = first {
+            r["first_call"] = json!(call);
+        }
+    }
     for ((r, p), (style, warning)) in report
         .iter_mut()
         .zip(&prepared)
@@ -80,7 +91,7 @@ fn evaluator_reports(
     session: &Session,
     prepared: &[Prepared],
     grouped: &[CheckReport],
-    reasons: &[Option<(Style, String)>],
+    reasons: &[Option<(Style, String, Option<String>)>],
 ) -> Vec<Value> {
     let labels: Vec<&str> = session
         .workspace
@@ -108,6 +119,7 @@ fn evaluator_reports(
                 "evaluator": p.spec.name,
                 "style": chosen.as_ref().map(|c| c.0).or(p.style).map(|s| s.as_str()),
                 "style_reason": chosen.as_ref().map(|c| c.1.as_str()),
+                "call": chosen.as_ref().and_then(|c| c.2.as_deref()),
                 "samples": r.checked,
                 "breaks": breaks,
                 "runs": session.runner.placement(&p.spec).label(),
@@ -145,8 +157,35 @@ fn print_evaluator_report(r: &Value) {
         Some(trainer) => println!("  trainer: {trainer} (rwb.toml)"),
         None => println!("  trainer: not set (trainer = \"...\" in rwb.toml)"),
     }
+    if let Some(call) = r["call"].as_str() {
+        println!("  call: {call}");
+    }
     if let Some(form) = r["arguments"].as_str() {
         println!("  arguments: {form}");
+    }
+    if let Some(args) = r["first_call"].as_array().filter(|a| !a.is_empty()) {
+        println!("  the call for the first sample:");
+        let field = |a: &Value, k: &str| a[k].as_str().unwrap_or("").to_string();
+        let names: Vec<String> = args
+            .iter()
+            .map(|a| {
+                let name = field(a, "arg");
+                if name.chars().all(|c| c.is_ascii_digit()) {
+                    format!("[{name}]")
+                } else {
+                    format!("{name}=")
+                }
+            })
+            .collect();
+        let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
+        let kinds = args.iter().map(|a| field(a, "kind").chars().count()).max().unwrap_or(0);
+        for (a, name) in args.iter().zip(&names) {
+            println!(
+                "    {name:<width$}  {:<kinds$}  {}",
+                field(a, "kind"),
+                field(a, "value")
+            );
+        }
     }
     if let Some(prompt) = r["prompt"].as_object() {
         let which = prompt["template"].as_str().unwrap_or("");

@@ -16,7 +16,7 @@ mod worker;
 mod zygote;
 
 pub use pool::{spawn_error, BatchDone, Pool, PoolJob, PoolWork, Sink};
-pub use protocol::{Dist, ThirdParty};
+pub use protocol::{CallArg, Dist, ThirdParty};
 pub use ray::RayInfo;
 pub use worker::{Loaded, Next, Worker};
 pub use zygote::{Engine, EngineError, ZygoteInfo};

@@ -22,6 +22,9 @@ pub struct LoadReply {
     pub style_reason: Option<String>,
     #[serde(default)]
     pub decorated: bool,
+    /// The call a described caller makes (a trainer preset or `call`), in words.
+    #[serde(default)]
+    pub call: Option<String>,
     #[serde(default)]
     pub files: Vec<String>,
     #[serde(default)]
@@ -30,6 +33,15 @@ pub struct LoadReply {
     pub packages: ThirdParty,
     #[serde(default)]
     pub import_error: Option<ImportError>,
+}
+
+/// One argument of a call as `rwb check` shows it: its position (`"0"`) or keyword,
+/// its Python type and the first characters of its value.
+#[derive(Clone, Debug, PartialEq, Deserialize, Serialize)]
+pub struct CallArg {
+    pub arg: String,
+    pub kind: String,
+    pub value: String,
 }
 
 /// Third-party code a worker imported (neither the standard library nor the project):
@@ -103,6 +115,9 @@ pub struct BatchLine {
     /// Contract breaks found for sample `i` (check mode).
     #[serde(default)]
     pub issues: Option<Vec<String>>,
+    /// The call made for sample `i` (check mode, the first sample of a batch).
+    #[serde(default)]
+    pub call: Option<Vec<CallArg>>,
     /// The worker is leaving after an interrupted evaluation (why, e.g. "timeout").
     #[serde(default)]
     pub retire: Option<String>,

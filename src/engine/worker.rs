@@ -22,6 +22,8 @@ pub struct Loaded {
     /// Why the worker chose `style`, in words for `rwb check`.
     pub style_reason: String,
     pub decorated: bool,
+    /// The call a described caller makes, in words (`rwb check`).
+    pub call: Option<String>,
     /// Every project-local Python file the evaluator imported.
     pub files: Vec<PathBuf>,
     /// Top-level third-party modules it imported (preloaded into the zygote).
@@ -218,7 +220,7 @@ impl Worker {
             }
             if let Some(id) = parsed.i {
                 if let Some(issues) = parsed.issues {
-                    return Next::Checked(id, issues);
+                    return Next::Checked(id, issues, parsed.call);
                 }
                 return Next::Result(id, Box::new(parsed.into_outcome()));
             }
@@ -286,7 +288,7 @@ pub(super) fn bounded_seconds(seconds: f64) -> Duration {
 pub enum Next {
     Result(u64, Box<Outcome>),
     /// Contract breaks found for a sample (check mode).
-    Checked(u64, Vec<String>),
+    Checked(u64, Vec<String>, Option<Vec<super::protocol::CallArg>>),
     /// The oldest batch in flight is answered.
     Done {
         files: Option<Vec<PathBuf>>,

@@ -531,6 +531,7 @@ fn loaded_from(reply: LoadReply) -> Loaded {
         style,
         style_reason: reply.style_reason.unwrap_or_default(),
         decorated: reply.decorated,
+        call: reply.call,
         files: reply.files.iter().map(PathBuf::from).collect(),
         third_party: reply.third_party,
         packages: reply.packages,

@@ -426,6 +426,8 @@ pub struct Breaks {
     pub evaluator: usize,
     pub at: SampleRef,
     pub issues: Vec<String>,
+    /// The call the evaluator was given for this sample, when the worker showed it.
+    pub call: Option<Vec<crate::engine::CallArg>>,
 }
 
 /// One evaluator's check: how many samples were checked, and each kind of break with
@@ -466,7 +468,10 @@ impl Runner {
     /// Each evaluator's style and why its worker chose it ("declares completions and
     /// **kwargs, no messages ..."), for `rwb check`; `None` for one that cannot run.
     /// The workers asked stay warm for the check that follows.
-    pub async fn style_reasons(&self, evaluators: &[Prepared]) -> Vec<Option<(Style, String)>> {
+    pub async fn style_reasons(
+        &self,
+        evaluators: &[Prepared],
+    ) -> Vec<Option<(Style, String, Option<String>)>> {
         let mut out = Vec::with_capacity(evaluators.len());
         for p in evaluators {
             if p.failure.is_some() || p.spec.source.is_remote() {
@@ -476,7 +481,11 @@ impl Runner {
             match self.pool.checkout(&p.spec, p.key).await {
                 Ok(worker) => {
                     let loaded = &worker.loaded;
-                    out.push(Some((loaded.style, loaded.style_reason.clone())));
+                    out.push(Some((
+                        loaded.style,
+                        loaded.style_reason.clone(),
+                        loaded.call.clone(),
+                    )));
                     self.pool.checkin(&p.spec.name, p.key, worker);
                 }
                 Err(_) => out.push(None),
@@ -560,6 +569,7 @@ fn every_sample_breaks(e: usize, samples: &[SampleLine], issue: &str) -> Vec<Bre
             evaluator: e,
             at: s.at.clone(),
             issues: vec![issue.to_string()],
+            call: None,
         })
         .collect()
 }
@@ -579,13 +589,14 @@ async fn check_chunk(
     loop {
         let deadline = tokio::time::Instant::now() + worker.patience() * 2;
         match worker.next_message(deadline).await {
-            crate::engine::Next::Checked(id, issues) => {
+            crate::engine::Next::Checked(id, issues, call) => {
                 answered += 1;
                 if let Some(s) = by_id.get(&id) {
                     out.push(Breaks {
                         evaluator: e,
                         at: s.at.clone(),
                         issues,
+                        call,
                     });
                 }
             }

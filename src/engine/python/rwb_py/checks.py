@@ -21,14 +21,35 @@ def run(worker, batch):
             worker.send_result({"i": ident, "issues": ["not JSON: %s" % exc]})
     try:
         if worker.caller.batched:
-            found = _check_batched(worker, [s for _, s in samples], copy)
-            for (ident, _), issues in zip(samples, found):
-                worker.send_result({"i": ident, "issues": issues})
+            batch = [s for _, s in samples]
+            preview = _preview(worker, batch, copy) if batch else None
+            found = _check_batched(worker, batch, copy)
+            for n, ((ident, _), issues) in enumerate(zip(samples, found)):
+                message = {"i": ident, "issues": issues}
+                if n == 0 and preview is not None:
+                    message["call"] = preview
+                worker.send_result(message)
         else:
-            for ident, sample in samples:
-                worker.send_result({"i": ident, "issues": _check_pointwise(worker, sample, copy)})
+            for n, (ident, sample) in enumerate(samples):
+                preview = _preview(worker, sample, copy) if n == 0 else None
+                message = {"i": ident, "issues": _check_pointwise(worker, sample, copy)}
+                if preview is not None:
+                    message["call"] = preview
+                worker.send_result(message)
     finally:
         worker.evaluation.take_output()
+
+
+def _preview(worker, sample, copy):
+    """The call the caller makes for `sample` (a batch for a batched caller), argument
+    by argument, for `rwb check`; None when its arguments cannot be made (the check
+    itself then reports why)."""
+    from .styles.described import call_preview
+
+    try:
+        return call_preview(worker.caller, copy.deepcopy(sample))
+    except Exception:
+        return None
 
 
 def _call_for_check(worker, kwargs):
@@ -41,6 +62,13 @@ def _call_for_check(worker, kwargs):
 
 
 def _check_value(caller, value):
+    if getattr(caller, "reading", None) is not None:
+        # a described call reads its return its own way (a score path, reward_key)
+        try:
+            caller.result(value)
+        except InvalidResult as exc:
+            return [str(exc)]
+        return []
     if value is None:
         return ["returned None, not a score"]
     if isinstance(value, dict) and "score" not in value:
@@ -98,7 +126,11 @@ def _check_batched(worker, samples, copy):
         issues = list(shared)
         if item is not None:
             try:
-                _as_result(item, False)
+                reading = getattr(worker.caller, "reading", None)
+                if reading is not None:
+                    reading.read(item, True)
+                else:
+                    _as_result(item, False)
             except InvalidResult as exc:
                 issues.append(str(exc))
         if error:

@@ -126,10 +126,15 @@ def _row(sample, conv):
 def _areal_row(sample, conv):
     """The data row as AReaL hands it on as keywords: every column, and `messages`
     the prompt turns (AReaL's rows hold the prompt as messages; no `prompt` key,
-    which would collide with the reward's first parameter)."""
-    row = {k: v for k, v in sample.items() if k not in conv.keys and k not in _INTERNAL}
+    which would collide with the reward's first parameter). The token-id columns
+    stand for what AReaL's engine returned (`resp.input_tokens`, `output_tokens`),
+    passed by position: they are no data field."""
+    row = {k: v for k, v in sample.items() if k not in conv.keys and k not in _INTERNAL and k not in _ID_COLUMNS}
     row["messages"] = as_messages(conv.prompt, "user")
     return row
+
+
+_ID_COLUMNS = ("prompt_ids", "completion_ids", "input_tokens", "output_tokens")
 
 
 def _columns(sample, conv):
@@ -313,8 +318,11 @@ class Reading:
         return {"score": _number(score, "score"), "is_score_valid": True, "reason": None, "metrics": metrics, "step_outputs": None, "error": None}
 
     def _whole(self, value):
-        """No path: a number or bool is the score; a dict with `score` is read with its
-        other numeric keys as metrics; anything else is the usual result reading."""
+        """No path: a number or bool is the score, None no score; a dict with `score`
+        is read with its other numeric keys as metrics; anything else is the usual
+        result reading."""
+        if value is None:
+            return dict(NO_SCORE)
         if isinstance(value, bool):
             value = float(value)
         if isinstance(value, dict) and "score" in value and not isinstance(value.get("metrics"), dict):
