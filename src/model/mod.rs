@@ -700,7 +700,7 @@ mod tests {
         ] {
             assert_eq!(Style::parse(s.as_str()), Some(s));
             let json = serde_json::to_string(&s).unwrap();
-            assert_eq!(json, format!("\"{}\"", s.as_str()));
+            assert_eq!(serde_json::from_str::<Style>(&json).unwrap(), s);
             if !matches!(s, Style::Call | Style::CallBatch) {
                 assert!(Style::NAMES.contains(s.as_str()), "{s}");
             }

@@ -294,13 +294,26 @@ fn check_calls(config: &Config, text: &str) -> Result<(), String> {
     for (name, entry) in &config.evaluators {
         let Some(call) = &entry.call else { continue };
         let table = format!("evaluators.{name}");
-        let line = line_of(text, Some(&table), "call")
-            .or_else(|| line_of(text, Some(&format!("{table}.call")), "args"))
-            .map(|n| format!("line {n}: "))
-            .unwrap_or_default();
+        // `call = { ... }` inline, or a `[evaluators.NAME.call]` table: the line of
+        // the field the message is about
+        let line_for = |message: &str| {
+            let field: String = message
+                .strip_prefix("call.")
+                .unwrap_or("")
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_')
+                .collect();
+            let own = line_of(text, Some(&table), "call")
+                .filter(|&n| text.lines().nth(n - 1).is_some_and(|l| l.contains('=')));
+            let sub = format!("{table}.call");
+            own.or_else(|| line_of(text, Some(&sub), &field))
+                .map(|n| format!("line {n}: "))
+                .unwrap_or_default()
+        };
         crate::model::CallSpec::from_table(call)
-            .map_err(|e| format!("{line}[evaluators.{name}] {e}"))?;
+            .map_err(|e| format!("{}[evaluators.{name}] {e}", line_for(&e)))?;
         if entry.style.is_some() {
+            let line = line_for("");
             return Err(format!(
                 "{line}[evaluators.{name}]: `call` and `style` both say how the function is called: keep one"
             ));
@@ -584,6 +597,44 @@ port = 9000
         assert!(
             ok.is_ok(),
             "the combined reward only needs no arithmetic: {ok:?}"
+        );
+    }
+
+    #[test]
+    fn a_call_table_is_checked_and_names_its_line() {
+        let c = Config::parse(
+            "trainer_args = { reward_key = \"acc\" }\n[evaluators.f1]\nfunction = \"r.py::f1\"\ncall = { args = [\"response\", \"label\"], score = \"[0]\" }\ntrainer_args = { n = 2 }\n",
+        )
+        .unwrap();
+        let call = c.evaluators["f1"].call.as_ref().unwrap();
+        assert_eq!(call["score"], "[0]");
+        assert_eq!(c.trainer_args.as_ref().unwrap()["reward_key"], "acc");
+        assert_eq!(c.evaluators["f1"].trainer_args.as_ref().unwrap()["n"], 2);
+        let e = Config::parse(
+            "[evaluators.f1]\nfunction = \"r.py::f1\"\ncall = { args = [\"response\"], score = \"rewards[\" }\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("line 3: [evaluators.f1] call.score = \"rewards[\": a [ is not closed"),
+            "{e}"
+        );
+        let e = Config::parse(
+            "[evaluators.f1]\nfunction = \"r.py::f1\"\n[evaluators.f1.call]\nargs = [\"response\"]\nper = \"step\"\n",
+        )
+        .unwrap_err();
+        assert!(
+            e.starts_with("line 5: [evaluators.f1] call.per must be"),
+            "{e}"
+        );
+        let e = Config::parse(
+            "[evaluators.f1]\nfunction = \"r.py::f1\"\nstyle = \"trl\"\ncall = { args = [\"response\"] }\n",
+        )
+        .unwrap_err();
+        assert!(e.contains("`call` and `style` both say"), "{e}");
+        let e = Config::parse("[evaluators.f1]\nfunction = \"r.py::f1\"\ncall = 3\n").unwrap_err();
+        assert!(
+            e.starts_with("line 3: [evaluators.f1] call: invalid type"),
+            "{e}"
         );
     }
 
