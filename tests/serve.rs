@@ -397,6 +397,50 @@ async fn the_openrlhf_batch_route_scores_every_query() {
     assert_eq!(v["extra_logs"]["errors"][0]["index"], 2);
 }
 
+/// slime's `remote_rm` (slime/rollout/rm_hub/__init__.py at THUDM/slime 624b824a)
+/// posts `{"prompt", "response", "label"}` and trains on `await resp.json()`: the
+/// served reward is that bare number; a failure is a 500 (slime retries, then raises).
+#[tokio::test]
+async fn the_slime_route_answers_what_remote_rm_reads() {
+    let ws = Ws::new(&[
+        (
+            "rm.py",
+            "async def reward(args, sample):\n    if sample.response == 'raise':\n        raise ValueError('refused')\n    return float(sample.label in sample.response) + (0.5 if sample.prompt == 'Q?' else 0.0)\n",
+        ),
+        ("samples.jsonl", &samples(1)),
+        ("rwb.toml", "[evaluators.rm]\nfunction = \"rm.py::reward\"\n"),
+    ]);
+    let s = Served::start(&ws, &[]);
+    let c = client();
+    let ask = |body: Value| {
+        let request = c.post(format!("{}/slime/rm", s.url)).json(&body);
+        async move {
+            let r = request.send().await.unwrap();
+            (r.status().as_u16(), r.text().await.unwrap())
+        }
+    };
+    let (status, text) = ask(json!({"prompt": "Q?", "response": "it is 42", "label": "42"})).await;
+    assert_eq!((status, text.as_str()), (200, "1.5"));
+    let (status, text) = ask(
+        json!({"prompt": [{"role": "user", "content": "Q?"}], "response": "no", "label": "42"}),
+    )
+    .await;
+    assert_eq!(
+        (status, text.as_str()),
+        (200, "0.0"),
+        "a message-list prompt is no string"
+    );
+    let (status, text) = ask(json!({"prompt": "Q?", "response": "raise", "label": "42"})).await;
+    assert_eq!(status, 500, "{text}");
+    assert!(text.contains("refused"), "{text}");
+    let (status, text) = ask(json!({"prompt": "Q?", "label": "42"})).await;
+    assert_eq!(status, 422, "{text}");
+    assert!(
+        text.contains("the response text, as slime's remote_rm sends it"),
+        "{text}"
+    );
+}
+
 // ---- hardening (SPEC §5) ----
 
 /// A whole `POST /evaluate/echo` with this `Host` header and a JSON body.

@@ -178,7 +178,11 @@ fn print_evaluator_report(r: &Value) {
             })
             .collect();
         let width = names.iter().map(|n| n.chars().count()).max().unwrap_or(0);
-        let kinds = args.iter().map(|a| field(a, "kind").chars().count()).max().unwrap_or(0);
+        let kinds = args
+            .iter()
+            .map(|a| field(a, "kind").chars().count())
+            .max()
+            .unwrap_or(0);
         for (a, name) in args.iter().zip(&names) {
             println!(
                 "    {name:<width$}  {:<kinds$}  {}",

@@ -16,6 +16,7 @@ mod log;
 mod openrlhf;
 mod request;
 mod routes;
+mod slime;
 
 pub use limits::configured_port;
 pub use log::{LogSummary, RequestLog};

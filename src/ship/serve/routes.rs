@@ -25,6 +25,7 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/evaluate", post(evaluate_default))
         .route("/evaluate/{name}", post(evaluate_named))
         .route("/batch/{name}", post(batch))
+        .route("/slime/{name}", post(super::slime::reward))
         .route_layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             authorize,

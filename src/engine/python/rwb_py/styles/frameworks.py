@@ -3,6 +3,7 @@ special cases their presets (presets.py) name: ms-swift's class construction and
 slime's `Sample` and `reward_key`.
 """
 
+import enum
 import inspect
 
 from ..results import InvalidResult, _describe
@@ -168,12 +169,18 @@ def construct(cls, spec):
 
 # ---------------------------------------------------------------- slime
 
-# slime.utils.types.Sample's fields and defaults, for an interpreter without slime
+# slime.utils.types.Sample's fields and defaults (THUDM/slime 624b824a, L94-151), for
+# an interpreter without slime; a callable default makes a new value each time
 _SAMPLE_FIELDS = (
     ("group_index", None),
     ("index", None),
+    ("rollout_id", None),
     ("prompt", ""),
     ("tokens", list),
+    ("multimodal_inputs", None),
+    ("multimodal_train_inputs", None),
+    ("multimodal_train_input_id", None),
+    ("apply_chat_template_kwargs", dict),
     ("response", ""),
     ("response_length", 0),
     ("label", None),
@@ -181,9 +188,18 @@ _SAMPLE_FIELDS = (
     ("loss_mask", None),
     ("weight_versions", list),
     ("rollout_log_probs", None),
-    ("status", "pending"),
+    ("rollout_top_p_token_ids", None),
+    ("rollout_top_p_token_offsets", None),
+    ("rollout_routed_experts", None),
+    ("remove_sample", False),
+    ("teacher_log_probs", None),
+    ("status", None),
     ("metadata", dict),
+    ("generate_function_path", None),
+    ("custom_rm_path", None),
     ("train_metadata", None),
+    ("session_id", None),
+    ("non_generation_time", 0.0),
 )
 
 _SAMPLE_TYPE = None
@@ -203,57 +219,75 @@ def _sample_type():
     return _SAMPLE_TYPE
 
 
-class _StandInSample:
-    """A stand-in for slime.utils.types.Sample (same fields, same defaults)."""
+class _Status(enum.Enum):
+    PENDING = "pending"
+    COMPLETED = "completed"
+    TRUNCATED = "truncated"
+    ABORTED = "aborted"
+    FAILED = "failed"
 
-    class Status:
-        PENDING = "pending"
-        COMPLETED = "completed"
-        TRUNCATED = "truncated"
-        ABORTED = "aborted"
+
+class _StandInSample:
+    """A stand-in for slime.utils.types.Sample: the same fields and defaults."""
+
+    Status = _Status
 
     def __init__(self, **values):
         for name, default in _SAMPLE_FIELDS:
-            value = values.pop(name, None if callable(default) else default)
-            if value is None and callable(default):
-                value = default()
+            if name in values:
+                value = values.pop(name)
+            else:
+                value = default() if callable(default) else default
             setattr(self, name, value)
+        if self.status is None:
+            self.status = _Status.PENDING
         for name, value in values.items():
             setattr(self, name, value)
 
     def __repr__(self):
-        return "Sample(%s)" % ", ".join("%s=%r" % (k, v) for k, v in vars(self).items() if v not in (None, [], {}))
+        shown = ", ".join("%s=%r" % (k, v) for k, v in vars(self).items() if v not in (None, [], {}, "", 0, 0.0, False))
+        return "Sample(%s)" % shown
 
     def __eq__(self, other):
         return type(other) is type(self) and vars(self) == vars(other)
 
 
-def slime_sample(sample, conv, ctx, index=0):
-    """One sample as slime's Sample: the prompt as slime's Dataset kept it (templated
-    when trainer_args has apply_chat_template = true), the response, the label, the
-    metadata."""
+def _label(sample, ctx):
+    """slime's label: the `--label-key` column (trainer_args.label_key), else the
+    sample's ground truth as rwb maps it (`[samples.NAME] ground_truth = "COL"`),
+    else a `label` column; slime's default (no --label-key) is None."""
+    from .described import GROUND_TRUTH, _first_column
+
+    key = ctx.trainer_args.get("label_key")
+    keys = ((key,) if isinstance(key, str) and key else ()) + ("ground_truth", "label") + GROUND_TRUTH[1:]
+    return _first_column(sample, keys)
+
+
+def slime_sample(sample, conv, ctx):
+    """One sample as slime's Sample after generation: the prompt as slime's Dataset
+    kept it (templated text with trainer_args.apply_chat_template = true, else the
+    data's prompt as it is), the response text, the label, the metadata, the status
+    (truncated when the generation hit its length limit)."""
     Sample = _sample_type()
     if ctx.trainer_args.get("apply_chat_template"):
         prompt = value_of("prompt", sample, conv, ctx)
     else:
         prompt = conv.prompt
-    label = value_of("ground_truth", sample, conv, ctx)
     metadata = sample.get("metadata")
     fields = {
         "prompt": prompt,
         "response": value_of("response", sample, conv, ctx),
-        "label": label,
-        "metadata": metadata if isinstance(metadata, dict) else {},
-        "index": index,
-        "group_index": sample.get("group_index"),
+        "label": _label(sample, ctx),
+        "metadata": dict(metadata) if isinstance(metadata, dict) else {},
     }
-    if isinstance(sample.get("response_length"), int):
-        fields["response_length"] = sample["response_length"]
-    made = Sample(**{k: v for k, v in fields.items() if v is not None})
+    for name in ("index", "group_index", "response_length"):
+        if isinstance(sample.get(name), int) and not isinstance(sample.get(name), bool):
+            fields[name] = sample[name]
+    made = Sample(**fields)
     status = getattr(Sample, "Status", None)
-    completed = getattr(status, "COMPLETED", None)
-    if completed is not None:
-        made.status = completed
+    if status is not None:
+        truncated = sample.get("finish_reason") == "length" or sample.get("status") == "truncated"
+        made.status = status.TRUNCATED if truncated else status.COMPLETED
     return made
 
 
@@ -266,7 +300,7 @@ def _slime_group_arguments(caller):
 
         each = [parts(s) for s in samples]
         kwargs = dict(caller.extra)
-        group = [slime_sample(s, p, ctx, i) for i, (s, p) in enumerate(zip(samples, each))]
+        group = [slime_sample(s, p, ctx) for s, p in zip(samples, each)]
         kwargs["\x00args"] = [batch_value("trainer_args", samples, each, ctx), group]
         return kwargs
 
