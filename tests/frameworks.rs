@@ -135,7 +135,7 @@ function = "rewards.py::NeedsTokenizer"
         ("slime_dict", "InvalidResult: slime_dict returned a dict (keys: acc, len) and slime reads a dict reward through --reward-key: set trainer_args = { reward_key = \"KEY\" } in rwb.toml"),
         ("out_of_range", "InvalidResult: out_of_range: the score is at [5], but the return holds 3 value(s): write call = { ..., score = \"[0]\" } in [evaluators.out_of_range] of rwb.toml"),
         ("typo", "CallSourceMissing: call source 'labl' is neither one of rwb's sources"),
-        ("unbuildable", "ImportFailed: TypeError: cannot construct NeedsTokenizer(args) as ms-swift does, with trainer_args as args"),
+        ("unbuildable", "ImportFailed: TypeError: cannot construct NeedsTokenizer(args=args) as ms-swift does, with trainer_args as args"),
     ];
     for (evaluator, start) in cases {
         let got = error(evaluator);

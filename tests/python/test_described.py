@@ -190,6 +190,19 @@ class FrameworksTest(unittest.TestCase):
             ("swift", "is a class: constructed with the trainer's args and called per batch, as ms-swift does an ORM"),
         )
 
+    def test_easyr1_follows_the_modules_reward_type(self):
+        import types
+
+        module = types.ModuleType("custom_reward_fn_test")
+        exec("REWARD_TYPE = 'sequential'\ndef compute_score(reward_inputs):\n    return {'overall': 1.0}\n", module.__dict__)
+        sys.modules[module.__name__] = module
+        try:
+            style, why = self.choose(module.compute_score)
+        finally:
+            del sys.modules[module.__name__]
+        self.assertEqual(style, "easyr1-sequential")
+        self.assertIn('sequential by its module\'s REWARD_TYPE = "sequential"', why)
+
     def test_the_trainer_preset_wins_over_the_signature(self):
         def compute_score(action, ground_truth):
             return 1.0
@@ -253,7 +266,7 @@ class FrameworksTest(unittest.TestCase):
 
         with self.assertRaises(TypeError) as caught:
             S.make_caller(Needs, "swift", {}, spec())
-        self.assertIn("cannot construct Needs(args) as ms-swift does", str(caught.exception))
+        self.assertIn("cannot construct Needs(args=args) as ms-swift does", str(caught.exception))
         self.assertIn("trainer_args = { ... }", str(caught.exception))
 
     def test_slime_hands_a_sample_and_reads_a_dict_through_reward_key(self):

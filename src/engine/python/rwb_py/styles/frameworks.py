@@ -34,30 +34,35 @@ def _only_parameter(fn):
     return params[0].name if len(params) == 1 else None
 
 
+def _easyr1(seen, style):
+    """It declares a single `reward_inputs` or `reward_input` (EasyR1's reward
+    function), and EasyR1 would call it as `style`."""
+    if inspect.isclass(seen.fn) or _only_parameter(seen.fn) not in ("reward_inputs", "reward_input"):
+        return None
+    if easyr1_style(seen.fn) != style:
+        return None
+    how = "batch" if style == "easyr1" else "sequential"
+    declared = getattr(inspect.getmodule(seen.fn), "REWARD_TYPE", None)
+    why = 'its module\'s REWARD_TYPE = "%s"' % declared if declared else "its parameter's name"
+    return "%s a single %s (EasyR1's reward function; %s by %s)" % (seen.what, _only_parameter(seen.fn), how, why)
+
+
 def easyr1_batch(seen):
-    """It declares a single `reward_inputs` (EasyR1's batch reward function)."""
-    if not inspect.isclass(seen.fn) and _only_parameter(seen.fn) == "reward_inputs":
-        return "%s a single reward_inputs (EasyR1's batch reward function)" % seen.what
-    return None
+    return _easyr1(seen, "easyr1")
 
 
 def easyr1_sequential(seen):
-    """It declares a single `reward_input` (EasyR1's sequential reward function)."""
-    if not inspect.isclass(seen.fn) and _only_parameter(seen.fn) == "reward_input":
-        return "%s a single reward_input (EasyR1's sequential reward function)" % seen.what
-    return None
+    return _easyr1(seen, "easyr1-sequential")
 
 
 def easyr1_style(fn):
-    """EasyR1's batch or sequential form of `fn`: its parameter's name, else the
-    module's REWARD_TYPE (batch by default, as EasyR1's config)."""
-    only = _only_parameter(fn)
-    if only == "reward_input":
-        return "easyr1-sequential"
-    if only == "reward_inputs":
-        return "easyr1"
+    """How EasyR1 calls `fn`: as its module's REWARD_TYPE says (AutoRewardManager,
+    verl/workers/reward/function.py at hiyouga/EasyR1 b44b311b: "batch" by default);
+    without one, as its parameter's name suggests."""
     module = inspect.getmodule(fn)
-    kind = getattr(module, "REWARD_TYPE", "batch")
+    kind = getattr(module, "REWARD_TYPE", None)
+    if kind is None:
+        kind = "sequential" if _only_parameter(fn) == "reward_input" else "batch"
     return "easyr1-sequential" if kind == "sequential" else "easyr1"
 
 
@@ -149,17 +154,18 @@ _HINTS = {
 
 
 def construct(cls, spec):
-    """An ms-swift ORM class built as ms-swift builds it, once per worker: `cls(args)`
-    with the trainer's args as a namespace; a class that cannot be built from them is
-    an error that names the class and the table to fill."""
+    """An ms-swift ORM class built as ms-swift builds it, once per worker:
+    `cls(args=args)` with the trainer's args as a namespace (swift/rlhf_trainers/
+    grpo_trainer.py L2209 at modelscope/ms-swift 3602360a); a class that cannot be
+    built from them is an error that names the class and the table to fill."""
     if not inspect.isclass(cls):
         return cls
     ctx = Context(spec)
     try:
-        instance = cls(ctx.namespace)
+        instance = cls(args=ctx.namespace)
     except TypeError as exc:
         raise TypeError(
-            "cannot construct %s(args) as ms-swift does, with trainer_args as args (%s): "
+            "cannot construct %s(args=args) as ms-swift does, with trainer_args as args (%s): "
             "set the arguments it reads in trainer_args = { ... } in rwb.toml" % (cls.__name__, exc)
         ) from exc
     if not callable(instance):

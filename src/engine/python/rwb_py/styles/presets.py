@@ -29,8 +29,10 @@ PRESETS = {
         None,
         "inclusionAI/AReaL areal/workflow/rlvr.py, areal/api/reward_api.py",
     ),
-    # EasyR1 BatchFunctionRewardManager: one list of dicts a batch; `overall` is the
-    # score, every other key a metric.
+    # EasyR1 AutoRewardManager (verl/workers/reward/function.py at hiyouga/EasyR1
+    # b44b311b): the module's REWARD_TYPE, "batch" by default: one list of dicts a
+    # batch, each {response, response_length, ground_truth (the answer_key column)};
+    # each returned dict's `overall` is the score, every key a logged metric.
     "easyr1": Preset(
         "easyr1",
         {
@@ -52,10 +54,19 @@ PRESETS = {
         "hiyouga/EasyR1 verl/workers/reward/function.py (SequentialFunctionRewardManager)",
     ),
     # ms-swift: an ORM class built once with the trainer's args, the instance called
-    # per batch with the completions' text and every column batched.
+    # per batch as swift/rl_core/grpo_algorithm.py compute_rewards_per_func calls it
+    # (modelscope/ms-swift 3602360a): `reward_func(completions, **reward_kwargs)`,
+    # completions each sample's last message's content, reward_kwargs trainer_state
+    # and rows_to_batched over GRPOSample.to_reward_row() (its `messages`, the whole
+    # conversation, and every dataset column).
     "swift": Preset(
         "swift",
-        {"args": ["response"], "keywords": {"trainer_state": None}, "columns": True, "per": "batch"},
+        {
+            "args": ["response"],
+            "keywords": {"trainer_state": None, "messages": "messages"},
+            "columns": True,
+            "per": "batch",
+        },
         "construct",
         "modelscope/ms-swift swift/rewards/orm.py, GRPOTrainer._compute_rewards_per_func",
     ),
