@@ -192,6 +192,7 @@ call = { args = ["response", "label"], score = "[0]" }
         "    [2]        NoneType  None",
         "    answer=    str       #### 4",
         "    messages=  list[1]   [{'role': 'user', 'content': '2+2?'}]",
+        "  ⚠ prompt_ids and completion_ids are None: the samples have no prompt_ids/completion_ids (or input_tokens/output_tokens) columns, where AReaL passes the engine's token ids",
         "f1 (call): no contract break on 2 samples",
         "  style call: set by call = { ... } in rwb.toml",
         "  call: fn(response, label); one sample a call; the score at [0]",

@@ -190,6 +190,13 @@ fn print_evaluator_report(r: &Value) {
                 field(a, "value")
             );
         }
+        let no_ids = args
+            .iter()
+            .filter(|a| matches!(a["arg"].as_str(), Some("2") | Some("3")))
+            .all(|a| a["kind"] == "NoneType");
+        if r["style"] == "areal" && no_ids {
+            println!("  ⚠ prompt_ids and completion_ids are None: the samples have no prompt_ids/completion_ids (or input_tokens/output_tokens) columns, where AReaL passes the engine's token ids");
+        }
     }
     if let Some(prompt) = r["prompt"].as_object() {
         let which = prompt["template"].as_str().unwrap_or("");
