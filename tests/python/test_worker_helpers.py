@@ -755,6 +755,22 @@ class ErrorInfoTest(unittest.TestCase):
         info = W._error_info(exc, [os.path.join(self.root, "elsewhere"), self.root])
         self.assertEqual((info["file"], info["line"]), (os.path.join(self.root, "errinfo_helpers.py"), 3))
 
+    def test_a_wrappers_error_points_at_the_users_line_through_its_cause(self):
+        # verifiers' TaskError is raised `from` the reward's own exception, outside
+        # the project: the row names the user's line and shows both tracebacks
+        def wrapper():
+            try:
+                self.evaluator.evaluate([])
+            except ValueError as exc:
+                raise RuntimeError("task scoring: ValueError: no messages") from exc
+
+        exc = self.catch(wrapper)
+        info = W._error_info(exc, [self.root])
+        self.assertEqual((info["type"], info["file"], info["line"]), ("RuntimeError", "errinfo_helpers.py", 3))
+        text = info["traceback"]
+        self.assertLess(text.index("ValueError: no messages"), text.index("direct cause of the following"))
+        self.assertTrue(text.endswith("RuntimeError: task scoring: ValueError: no messages\n"), text)
+
     def test_no_project_frame(self):
         exc = self.catch(self.evaluator.evaluate, [])
         info = W._error_info(exc, [os.path.join(self.root, "elsewhere")])

@@ -16,15 +16,15 @@ def _error_info(exc, roots, kind=None, skip_frames=0):
     for _ in range(skip_frames):
         if tb is not None and tb.tb_next is not None:
             tb = tb.tb_next
-    frames = [f for f in traceback.extract_tb(tb) if not f.filename.startswith(RUNTIME_DIR + os.sep)]
-    text = "Traceback (most recent call last):\n" if frames else ""
-    text += "".join(traceback.format_list(frames))
-    text += "".join(traceback.format_exception_only(type(exc), exc))
-    where_file, where_line = None, None
-    for frame, lineno in traceback.walk_tb(tb):
-        path = os.path.realpath(frame.f_code.co_filename)
-        if _is_project_file(path, roots):
-            where_file, where_line = path, lineno
+    text = _format(exc, tb)
+    where_file, where_line = _project_line(tb, roots)
+    cause = exc.__cause__
+    if cause is not None and cause.__traceback__ is not None:
+        # a wrapper's error (verifiers' TaskError) raised from the user's: the user's
+        # traceback first, as Python prints the chain, and its line for the source pane
+        text = _format(cause, cause.__traceback__) + _CHAINED + text
+        if where_file is None:
+            where_file, where_line = _project_line(cause.__traceback__, roots)
     if isinstance(exc, SyntaxError) and exc.filename:
         path = os.path.realpath(exc.filename)
         if _is_project_file(path, roots):
@@ -37,3 +37,24 @@ def _error_info(exc, roots, kind=None, skip_frames=0):
         info["file"] = where_file
         info["line"] = where_line
     return info
+
+
+_CHAINED = "\nThe above exception was the direct cause of the following exception:\n\n"
+
+
+def _format(exc, tb):
+    """The traceback of `exc` from `tb`, without rwb's own frames."""
+    frames = [f for f in traceback.extract_tb(tb) if not f.filename.startswith(RUNTIME_DIR + os.sep)]
+    text = "Traceback (most recent call last):\n" if frames else ""
+    text += "".join(traceback.format_list(frames))
+    return text + "".join(traceback.format_exception_only(type(exc), exc))
+
+
+def _project_line(tb, roots):
+    """(file, line) of the innermost frame of `tb` in the project, or (None, None)."""
+    where_file, where_line = None, None
+    for frame, lineno in traceback.walk_tb(tb):
+        path = os.path.realpath(frame.f_code.co_filename)
+        if _is_project_file(path, roots):
+            where_file, where_line = path, lineno
+    return where_file, where_line
