@@ -280,6 +280,9 @@ class FrameworksTest(unittest.TestCase):
         self.assertEqual((sample.metadata, sample.tokens), ({}, []))
         result = caller.result(call(caller, dict(PAIR)))
         self.assertEqual((result["score"], result["metrics"]["fmt"]["score"]), (1.0, 1.0))
+        templated = S.make_caller(rm, "slime", {}, spec(chat_template="chatml", trainer_args={"apply_chat_template": True}))
+        _, sample = templated.arguments(dict(PAIR))[D.POSITIONAL]
+        self.assertEqual(sample.prompt, "<|im_start|>user\nQ: 3*3?<|im_end|>\n<|im_start|>assistant\n")
         bare = S.make_caller(rm, "slime", {}, spec())
         with self.assertRaises(W.InvalidResult) as caught:
             bare.result({"acc": 1.0})

@@ -9,6 +9,7 @@ import inspect
 from ..results import InvalidResult, _describe
 from .described import BatchCaller, Context, Description, SampleCaller, batch_value, value_of
 from .presets import PRESETS
+from .samples import TEMPLATED, templated_prompt
 
 
 # ---------------------------------------------------------------- detection rules
@@ -275,10 +276,14 @@ def slime_sample(sample, conv, ctx):
     data's prompt as it is), the response text, the label, the metadata, the status
     (truncated when the generation hit its length limit)."""
     Sample = _sample_type()
+    prompt = conv.prompt
     if ctx.trainer_args.get("apply_chat_template"):
-        prompt = value_of("prompt", sample, conv, ctx)
-    else:
-        prompt = conv.prompt
+        if isinstance(prompt, str) and ctx.template in ("chatml", "raw") and TEMPLATED not in sample:
+            # slime's Dataset wraps a text prompt as one user message, then templates it
+            # (slime/utils/data.py L214-276 at THUDM/slime 624b824a)
+            prompt = templated_prompt({"messages": [{"role": "user", "content": prompt}]}, ctx.template)
+        else:
+            prompt = value_of("prompt", sample, conv, ctx)
     metadata = sample.get("metadata")
     fields = {
         "prompt": prompt,
