@@ -24,10 +24,20 @@ the facts in full):
   TRL       huggingface/trl @ f2cd57710ae345ea6428ae95363267fcf38a3dc8
   veRL (old RewardManager) Jiayi-Pan/TinyZero @ 95df88f2, Unakar/Logic-RL @ 9d2c4575,
             PeterGriffinJin/Search-R1 @ a14dc3a4, agentica-project/rllm @ 874daa4a
+  AReaL     inclusionAI/AReaL @ 4aef98d8d818af55b43621aaadba047ae10f4e77
+  EasyR1    hiyouga/EasyR1 @ b44b311b669bf1fd1aa2fc36f2251482ba33cb16
+  ms-swift  modelscope/ms-swift @ 3602360a562313afbf2ef6065fdf61f271a2c5b9
+  slime     THUDM/slime @ 624b824a898ab0ec1fcb4d373004c7f3852bf515
+  SkyRL     NovaSky-AI/SkyRL @ a9564572eb8e91076be43c1bd5e4615e3de17265
 """
 
+import argparse
 import asyncio
+import concurrent.futures
 import contextlib
+import dataclasses
+import enum
+import functools
 import importlib.util
 import json
 import math
@@ -54,6 +64,14 @@ CALLS = {
     ("search_r1", "em"): "verl-old",
     ("search_r1", "em_response_only"): "verl",
     ("deepscaler", "math"): "verl-old-rllm",
+    **{("areal", e): "areal" for e in ("gsm8k", "clevr_count", "geometry3k", "think_format")},
+    ("areal", "countdown"): "areal-countdown",
+    **{("easyr1", e): "easyr1" for e in ("math", "math_format_heavy", "dapo", "r1v", "r1v_weighted")},
+    **{("swift", e): "swift" for e in ("accuracy", "format", "cosine", "repetition", "repetition_bigrams", "warmup")},
+    **{("slime", e): "slime" for e in ("math", "detailed", "detailed_raw_prompt")},
+    ("slime", "group_majority"): "slime-group",
+    ("slime", "f1"): "slime-rm-f1",
+    **{("skyrl", e): "skyrl" for e in ("strict", "flexible")},
 }
 
 
@@ -320,6 +338,198 @@ def verl_score(fn, sample, template, old, solution_keyword="solution_str"):
     return float(value["score"] if isinstance(value, dict) else value)
 
 
+# ---------------------------------------------------------------- the 2026 frameworks
+
+def trainer_args(config, entry):
+    """The trainer's own parsed arguments (argparse / a config dataclass in the
+    framework): the workspace's trainer_args table, the evaluator's over it."""
+    return argparse.Namespace(**{**config.get("trainer_args", {}), **entry.get("trainer_args", {})})
+
+
+ID_COLUMNS = ("prompt_ids", "completion_ids", "input_tokens", "output_tokens")
+
+
+def areal_score(fn, sample, template):
+    """AReaL RLVRWorkflow (areal/workflow/rlvr.py): the prompt's ids are
+    apply_chat_template(data["messages"], tokenize=True, add_generation_prompt=True)
+    (L31-46, L147-151) and prompt_str = tokenizer.decode(input_ids) (L159), default
+    decode, special tokens kept: the templated text (Qwen's markers are single special
+    tokens, so the round trip gives the rendered text back); completions_str =
+    tokenizer.decode(resp.output_tokens) (L100), the completion text as generated. The
+    call (L101-107) is positional, then the whole data row by keyword:
+    reward_fn(prompt_str, completions_str, resp.input_tokens, resp.output_tokens, **data)
+    -- data is the dataset row unchanged (L162), its `messages` the prompt turns; the
+    token ids are the engine's response, not data fields (a sample's id columns stand
+    for them; None without). AsyncRewardWrapper (areal/api/reward_api.py L148-158) runs
+    it in an executor under asyncio.wait_for(timeout=15): a process pool there, a
+    thread here (this file's modules are not importable by a child process); the
+    return is used as is (rlvr.py L135, L176)."""
+    row = {k: v for k, v in columns(sample).items() if k not in ID_COLUMNS}
+    turns = prompt_turns(sample)
+    row["messages"] = turns if turns is not None else [{"role": "user", "content": sample["prompt"]}]
+    input_tokens = sample.get("prompt_ids", sample.get("input_tokens"))
+    output_tokens = sample.get("completion_ids", sample.get("output_tokens"))
+    args = (template.prompt(sample), completion_text(sample), input_tokens, output_tokens)
+
+    async def call():
+        loop = asyncio.get_running_loop()
+        with concurrent.futures.ThreadPoolExecutor(1) as pool:
+            future = loop.run_in_executor(pool, functools.partial(fn, *args, **row))
+            return await asyncio.wait_for(future, timeout=15)
+
+    return asyncio.run(call())
+
+
+def areal_countdown_score(fn, sample, template):
+    """AReaL's countdown example (examples/countdown/train.py L33-66): no reward
+    wrapper; `reward = compute_score(completions_str, data)` in the event loop,
+    positional, data the JSONL row {query, target, numbers} (countdown.py L359-371:
+    `query` is the chat-templated prompt), completions_str the decoded generation; read
+    as float(reward)."""
+    data = {"query": template.prompt(sample), **columns(sample)}
+    return float(fn(completion_text(sample), data))
+
+
+def load_easyr1(root, entry):
+    """EasyR1 AutoRewardManager (verl/workers/reward/function.py L117-133): the file is
+    loaded by path under the module name `custom_reward_fn` (so a file called math.py
+    does not stand in for the standard library's), REWARD_TYPE read from it (default
+    "batch"), and the function bound with partial(fn, **reward_function_kwargs)."""
+    path, name = entry["function"].split("::", 1)
+    spec = importlib.util.spec_from_file_location("custom_reward_fn", os.path.join(root, path))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["custom_reward_fn"] = module
+    spec.loader.exec_module(module)
+    fn = functools.partial(getattr(module, name), **entry.get("kwargs", {}))
+    return fn, getattr(module, "REWARD_TYPE", "batch")
+
+
+def easyr1_rows(fn, reward_type, batch):
+    """EasyR1 compute_reward_batch / compute_reward_sequential (function.py L49-104):
+    each sample is {"response": decode(valid response ids, skip_special_tokens=True),
+    "response_length": the count of response tokens, "ground_truth":
+    non_tensor_batch["ground_truth"][i]} -- the dataset's answer_key column, `answer`
+    by default (verl/utils/dataset.py L103, L313). "batch": one call with the list;
+    "sequential": one call per dict. score["overall"] is the token-level reward
+    (L67, L100); every key is logged as reward/KEY (L68-69, L101-102): here `overall`
+    is the score and the other keys the metrics (SPEC §3)."""
+    inputs = [{"response": completion_text(s), "response_length": s.get("response_length"),
+               "ground_truth": s.get("answer")} for _, s in batch]
+    if reward_type == "batch":
+        scores = fn(inputs)
+    else:
+        scores = [fn(one_input) for one_input in inputs]
+    return [(float(d["overall"]), {k: float(v) for k, v in d.items() if k != "overall"}) for d in scores]
+
+
+def swift_rows(instance, batch):
+    """ms-swift compute_rewards_per_func (swift/rl_core/grpo_algorithm.py L45-67):
+    completions = [s.messages[-1]["content"]] (the generated reply's text); the keywords
+    are trainer_state (the trainer's TrainerState, L48) and
+    RowPreprocessor.rows_to_batched of each sample's to_reward_row()
+    (swift/dataset/preprocessor/core.py L131-141, swift/rl_core/data.py L128-148): the
+    conversation `messages` with the reply, and every dataset column (`extra`), each a
+    list over the batch (a row without a key gets None there). Rollout bookkeeping
+    (prompt_id, request_id, finish_reason, ...) is passed too; no sample here carries
+    it and no reward reads it. The call is instance(completions, **kwargs); a None
+    reward becomes NaN (L66)."""
+    from transformers.trainer_callback import TrainerState
+
+    rows = []
+    for _, s in batch:
+        row = {"messages": (prompt_turns(s) or [{"role": "user", "content": s["prompt"]}]) + completion_turns(s)}
+        row.update(columns(s))
+        rows.append(row)
+    batched = {}
+    for i, row in enumerate(rows):  # rows_to_batched
+        for k, v in row.items():
+            batched.setdefault(k, [None] * i).append(v)
+        for k in set(batched) - set(row):
+            batched[k].append(None)
+    completions = [row["messages"][-1]["content"] for row in rows]
+    out = instance(completions, trainer_state=TrainerState(), **batched)
+    return [None if r is None else float(r) for r in out]
+
+
+@dataclasses.dataclass
+class SlimeSample:
+    """slime.utils.types.Sample's fields used by rewards (slime/utils/types.py
+    L93-150), with its defaults; slime itself needs torch, so its class is replayed."""
+
+    group_index: object = None
+    index: object = None
+    prompt: object = ""
+    tokens: list = dataclasses.field(default_factory=list)
+    response: str = ""
+    response_length: int = 0
+    label: object = None
+    reward: object = None
+    loss_mask: object = None
+    metadata: dict = dataclasses.field(default_factory=dict)
+
+    class Status(enum.Enum):
+        PENDING = "pending"
+        COMPLETED = "completed"
+        TRUNCATED = "truncated"
+        ABORTED = "aborted"
+        FAILED = "failed"
+
+    status: Status = Status.PENDING
+
+
+def slime_sample(i, sample, args, template):
+    """slime's Dataset (slime/utils/data.py L232-276): prompt = the data's prompt, or
+    with --apply-chat-template tokenizer.apply_chat_template(messages, tokenize=False,
+    add_generation_prompt=True) (L234-255; a string prompt becomes one user turn first,
+    _build_messages L142-150); label = data[--label-key] (L272); metadata =
+    data.get("metadata") or {} (L237). The rollout then fills response (the generated
+    text), response_length (its token count: the sample's column) and status COMPLETED."""
+    turns = prompt_turns(sample)
+    if getattr(args, "apply_chat_template", False):
+        if turns is None:
+            sample = dict(sample, prompt=[{"role": "user", "content": sample["prompt"]}])
+        prompt = template.prompt(sample)
+    else:
+        prompt = sample["prompt"] if turns is None or not is_chat(sample) else turns
+    return SlimeSample(group_index=sample.get("group_index"), index=i, prompt=prompt,
+                       response=completion_text(sample), response_length=sample.get("response_length") or 0,
+                       label=sample.get("label"), metadata=sample.get("metadata") or {},
+                       status=SlimeSample.Status.COMPLETED)
+
+
+def slime_value(args, reward):
+    """Sample.get_reward_value (types.py L246-247): the reward, or reward[args.reward_key]."""
+    key = getattr(args, "reward_key", None)
+    return float(reward if not key else reward[key])
+
+
+def slime_rows(how, fn, batch, args, template):
+    """slime rm_hub (slime/rollout/rm_hub/__init__.py): a custom reward is awaited as
+    `await fn(args, sample)` (async_rm, L61-63; called per sample in
+    slime/rollout/sglang_rollout.py L287); with --group-rm `await fn(args, samples)`
+    once per group (batched_async_rm L104-107, called per group in
+    slime/rollout/sglang_rollout.py L330-332); --rm-type f1 is
+    `f1_score(sample.response, sample.label)[0]` (L83-84)."""
+    samples_ = [slime_sample(i, s, args, template) for i, s in batch]
+    if how == "slime-group":
+        return [slime_value(args, r) for r in asyncio.run(fn(args, samples_))]
+    if how == "slime-rm-f1":
+        return [float(fn(s.response, s.label)[0]) for s in samples_]
+    return [slime_value(args, asyncio.run(fn(args, s))) for s in samples_]
+
+
+def skyrl_score(fn, sample):
+    """skyrl-gym (skyrl_gym/envs/gsm8k/env.py L14-25): the env is built with the row's
+    extras (every column but prompt and env_class, skyrl/train/dataset/dataset.py
+    L86-94), ground_truth = extras["reward_spec"]["ground_truth"]; step(action) returns
+    compute_score(action, ground_truth) positionally, action the turn's generated text
+    (skyrl_gym_generator.py L413, L447), run in a thread pool
+    (skyrl_gym_generator.py L172-177, L226-231); the reward is used as is (L450)."""
+    ground_truth = sample["reward_spec"]["ground_truth"]
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return float(pool.submit(fn, completion_text(sample), ground_truth).result())
+
+
 # ---------------------------------------------------------------- driver
 
 def load(root, entry):
@@ -340,7 +550,10 @@ def score_workspace(root, tag=None):
     lines = []
     for name, entry in config.get("evaluators", {}).items():
         how = CALLS[(folder, name)]
-        fn = load(root, entry["function"])
+        if how == "easyr1":
+            fn, reward_type = load_easyr1(root, entry)
+        else:
+            fn = load(root, entry["function"])
         template = template_for(root, config, entry)
         rows = []  # (sample, score, metrics)
         with contextlib.redirect_stdout(sys.stderr):  # evaluators print; stdout is ours
@@ -358,6 +571,27 @@ def score_workspace(root, tag=None):
                 for i, s in data:
                     reward, metrics = openrlhf_score(fn, s, template)
                     rows.append((i, reward, metrics))
+            elif how == "areal":
+                rows = [(i, float(areal_score(fn, s, template)), None) for i, s in data]
+            elif how == "areal-countdown":
+                rows = [(i, areal_countdown_score(fn, s, template), None) for i, s in data]
+            elif how == "skyrl":
+                rows = [(i, skyrl_score(fn, s), None) for i, s in data]
+            elif how in ("easyr1", "swift", "slime", "slime-group", "slime-rm-f1"):
+                args = trainer_args(config, entry)
+                if how == "swift":
+                    # swift/rlhf_trainers/grpo_trainer.py L2206-2209: built once, Class(args=args)
+                    fn = fn(args=args)
+                per_sample = how in ("slime", "slime-rm-f1") or (how == "easyr1" and reward_type != "batch")
+                size = 1 if per_sample else entry["batch_size"]
+                for start in range(0, len(data), size):
+                    batch = data[start : start + size]
+                    if how == "easyr1":
+                        rows += [(i, v, m) for (i, _), (v, m) in zip(batch, easyr1_rows(fn, reward_type, batch))]
+                    elif how == "swift":
+                        rows += [(i, v, None) for (i, _), v in zip(batch, swift_rows(fn, batch))]
+                    else:
+                        rows += [(i, v, None) for (i, _), v in zip(batch, slime_rows(how, fn, batch, args, template))]
             elif how == "verl-old-rllm":
                 rows = [(i, verl_score(fn, s, template, True, "llm_solution"), None) for i, s in data]
             else:

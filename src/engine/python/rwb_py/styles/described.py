@@ -141,6 +141,21 @@ def _columns(sample, conv):
     return {k: v for k, v in sample.items() if k not in conv.keys and k not in _INTERNAL}
 
 
+def _easyr1_ground_truth(sample):
+    """EasyR1's ground truth: its dataset's `answer_key` column (`answer` unless
+    trainer_args says; verl/utils/dataset.py pops it into `ground_truth`), else the
+    sample's ground truth as rwb finds it."""
+    return sample.get("answer", _first_column(sample, GROUND_TRUTH))
+
+
+def _trainer_state(sample):
+    """The trainer's TrainerState (transformers'), at the step the sample's source
+    logged: what ms-swift hands every reward function as `trainer_state`."""
+    from .trl import trainer_state
+
+    return trainer_state([sample], None)
+
+
 # name -> (sample, parts, context) -> value; and whether a batch gets one value for
 # all its samples rather than a list (the trainer's args are the same for all).
 SOURCES = {
@@ -156,8 +171,14 @@ SOURCES = {
     "prompt_ids": lambda s, c, x: _first_column(s, ("prompt_ids", "input_tokens")),
     "completion_ids": lambda s, c, x: _first_column(s, ("completion_ids", "output_tokens")),
     "response_length": lambda s, c, x: s.get("response_length"),
+    "trainer_state": lambda s, c, x: _trainer_state(s),
+    "easyr1_ground_truth": lambda s, c, x: (
+        s.get(x.trainer_args["answer_key"], _first_column(s, GROUND_TRUTH))
+        if isinstance(x.trainer_args.get("answer_key"), str)
+        else _easyr1_ground_truth(s)
+    ),
 }
-SHARED = frozenset(("trainer_args",))
+SHARED = frozenset(("trainer_args", "trainer_state"))
 
 
 def value_of(source, sample, conv, ctx):

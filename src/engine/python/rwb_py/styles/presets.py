@@ -36,7 +36,7 @@ PRESETS = {
     "easyr1": Preset(
         "easyr1",
         {
-            "args": [{"response": "response", "response_length": "response_length", "ground_truth": "ground_truth"}],
+            "args": [{"response": "response", "response_length": "response_length", "ground_truth": "easyr1_ground_truth"}],
             "per": "batch",
             "score": ["overall"],
         },
@@ -47,7 +47,7 @@ PRESETS = {
     "easyr1-sequential": Preset(
         "easyr1-sequential",
         {
-            "args": [{"response": "response", "response_length": "response_length", "ground_truth": "ground_truth"}],
+            "args": [{"response": "response", "response_length": "response_length", "ground_truth": "easyr1_ground_truth"}],
             "score": ["overall"],
         },
         None,
@@ -63,7 +63,7 @@ PRESETS = {
         "swift",
         {
             "args": ["response"],
-            "keywords": {"trainer_state": None, "messages": "messages"},
+            "keywords": {"trainer_state": "trainer_state", "messages": "messages"},
             "columns": True,
             "per": "batch",
         },
