@@ -131,6 +131,12 @@ impl App {
             Action::Bottom => self.jump(usize::MAX),
             Action::NextPane => self.cycle_focus(1),
             Action::PrevPane => self.cycle_focus(-1),
+            Action::ColumnsRight => {
+                if self.list_more_right {
+                    self.list_hscroll += 1;
+                }
+            }
+            Action::ColumnsLeft => self.list_hscroll = self.list_hscroll.saturating_sub(1),
             Action::NextEvaluator => self.pick_evaluator(1),
             Action::PrevEvaluator => self.pick_evaluator(-1),
             Action::Detail => self.detail = !self.detail,

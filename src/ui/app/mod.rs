@@ -221,6 +221,10 @@ pub struct App {
     /// First row of the list on screen (follows the cursor, see `settle`).
     pub list_offset: usize,
     pub list_height: usize,
+    /// How many of the list's scrolling columns are scrolled off to the left (`<`/`>`).
+    pub list_hscroll: usize,
+    /// The last frame left columns off on the right (`>` has somewhere to go).
+    pub list_more_right: bool,
     pub focus: Focus,
     pub evaluator: usize,
     pub conversation_scroll: u16,
@@ -334,6 +338,8 @@ impl App {
             cursor: 0,
             list_offset: 0,
             list_height: 20,
+            list_hscroll: 0,
+            list_more_right: false,
             focus: Focus::List,
             evaluator: 0,
             conversation_scroll: 0,

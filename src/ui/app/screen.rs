@@ -28,6 +28,9 @@ pub struct Source {
 pub struct ScrollLimits {
     pub conversation: Option<u16>,
     pub breakdown: Option<u16>,
+    /// The list's sideways scroll as drawn, and how many columns it left off on
+    /// the right.
+    pub list_columns: Option<(usize, usize)>,
 }
 
 /// The caches drawing reads, kept by [`App::settle`].
@@ -174,6 +177,10 @@ impl App {
         }
         if let Some(max) = limits.breakdown {
             self.breakdown_scroll = self.breakdown_scroll.min(max);
+        }
+        if let Some((scroll, right)) = limits.list_columns {
+            self.list_hscroll = scroll;
+            self.list_more_right = right > 0;
         }
         self.dirty = false;
     }

@@ -52,23 +52,27 @@ pub fn draw(frame: &mut Frame, app: &App, ctx: &Ctx) -> ScrollLimits {
         limits.conversation = draw_conversation(frame, app, ctx, parts[0]);
         limits.breakdown = draw_breakdown(frame, app, ctx, parts[1]);
     } else if main.width >= 160 {
+        // the list takes more than its share when its columns need it
+        let list = list_share(app, main.width, 38, 60);
+        let rest = (main.width - list) / 2;
         let cols = Layout::default()
             .direction(Direction::Horizontal)
             .constraints([
-                Constraint::Percentage(38),
-                Constraint::Percentage(31),
-                Constraint::Percentage(31),
+                Constraint::Length(list),
+                Constraint::Length(rest),
+                Constraint::Min(0),
             ])
             .split(main);
-        draw_list(frame, app, ctx, cols[0]);
+        limits.list_columns = draw_list(frame, app, ctx, cols[0]);
         limits.conversation = draw_conversation(frame, app, ctx, cols[1]);
         limits.breakdown = draw_breakdown(frame, app, ctx, cols[2]);
     } else {
+        let list = list_share(app, main.width, 45, 60);
         let cols = Layout::default()
             .direction(Direction::Horizontal)
-            .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
+            .constraints([Constraint::Length(list), Constraint::Min(0)])
             .split(main);
-        draw_list(frame, app, ctx, cols[0]);
+        limits.list_columns = draw_list(frame, app, ctx, cols[0]);
         let right = Layout::default()
             .direction(Direction::Vertical)
             .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
@@ -90,6 +94,13 @@ pub fn draw(frame: &mut Frame, app: &App, ctx: &Ctx) -> ScrollLimits {
         Overlay::Report => draw_report(frame, app, ctx, area),
     }
     limits
+}
+
+/// The list's width on a screen `width` wide: `least` percent of it, more when its
+/// columns need more (see `list::width_between`), at most `most` percent.
+fn list_share(app: &App, width: u16, least: u16, most: u16) -> u16 {
+    let pct = |p: u16| (u32::from(width) * u32::from(p) / 100) as u16;
+    list::width_between(app, pct(least), pct(most))
 }
 
 fn split(area: Rect, horizontal: bool, pct: [u16; 2]) -> std::rc::Rc<[Rect]> {
