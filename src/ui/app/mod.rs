@@ -11,6 +11,7 @@ mod generation;
 mod generation_tests;
 mod keys;
 mod logged;
+mod message;
 mod overlays;
 mod results;
 mod samples;
@@ -26,6 +27,7 @@ pub use generation::GenerationMsg;
 pub use logged::{
     logged_sort_evaluator, logged_sort_index, LoggedCell, LoggedReport, StepMeans, LOGGED_ADVANTAGE,
 };
+pub use message::{Message, Tone};
 pub use overlays::{DeployForm, History, Overlay};
 pub use results::Detail;
 pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sample};
@@ -231,6 +233,8 @@ pub struct App {
     pub breakdown_scroll: u16,
     pub detail: bool,
     pub overlay: Overlay,
+    /// How far the help, statistics or report overlay is scrolled.
+    pub overlay_scroll: u16,
     /// Some while the filter is being typed.
     pub filter_input: Option<String>,
     pub filter_text: String,
@@ -346,6 +350,7 @@ impl App {
             breakdown_scroll: 0,
             detail: false,
             overlay: Overlay::None,
+            overlay_scroll: 0,
             filter_input: None,
             filter_text: String::new(),
             filter: Vec::new(),
@@ -530,6 +535,9 @@ impl App {
             }
             Msg::Report(title, lines) => {
                 self.report = Some((title, lines));
+                if self.overlay != Overlay::Report {
+                    self.overlay_scroll = 0;
+                }
                 self.overlay = Overlay::Report;
             }
             Msg::Detail(detail) => self.take_detail(detail),

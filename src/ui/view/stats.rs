@@ -1,13 +1,13 @@
 //! The statistics overlay: per evaluator a summary, a histogram and warnings.
 
-use super::{popup, Ctx};
+use super::{popup_scrolled, Ctx};
 use crate::ui::app::{App, EvaluatorStats, LoggedReport, StepMeans, HISTOGRAM_BINS};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
-pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
+pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) -> u16 {
     let mut lines: Vec<Line> = Vec::new();
     // the app computed the figures when the overlay opened or scores changed
     let report = app.stats_report.as_deref().unwrap_or(&[]);
@@ -18,7 +18,15 @@ pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     for (info, stats) in app.evaluators.iter().zip(report) {
         evaluator_lines(stats, &info.name, ctx, &mut lines);
     }
-    popup(frame, ctx, area, " Statistics ", lines, 90);
+    popup_scrolled(
+        frame,
+        ctx,
+        area,
+        " Statistics ",
+        lines,
+        90,
+        app.overlay_scroll,
+    )
 }
 
 /// One evaluator's summary, histogram, rollout groups, component shares and warnings.

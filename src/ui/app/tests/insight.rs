@@ -176,7 +176,7 @@ fn probes_and_check_run_from_keys_and_report_in_a_panel() {
         app.report.as_ref().unwrap().1[0],
         "ground truth pasted bare  ⚠"
     );
-    app.update(key('j'));
+    app.update(key('x'));
     assert_eq!(app.overlay, Overlay::None);
     assert_eq!(app.update(key('C')), vec![Effect::Check]);
     assert_eq!(app.report.as_ref().unwrap().0, "Contract check");
