@@ -138,7 +138,7 @@ impl Action {
             Action::NextEvaluator => "next evaluator",
             Action::PrevEvaluator => "previous evaluator",
             Action::ColumnsRight => "scroll the list's columns right (+N ▸ counts those off screen)",
-            Action::ColumnsLeft => "scroll the list's columns back left (◂ N+)",
+            Action::ColumnsLeft => "scroll the list's columns back left (◂N counts those)",
             Action::Detail => "detail view of the sample",
             Action::Filter => {
                 "filter: text, score<0.5, name>=0.8, error, changed, remote, adv<0, logged"

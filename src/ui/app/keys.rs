@@ -22,7 +22,10 @@ impl App {
         if self.overlay_takes(action) {
             return Vec::new();
         }
-        self.notice = None;
+        if action != Action::Help {
+            // a key clears the notice, except the one that shows it whole
+            self.notice = None;
+        }
         self.act(action)
     }
 
