@@ -323,6 +323,8 @@ pub struct App {
     text_hits: text_match::TextHits,
     /// A generation asked for with `g` is under way.
     pub generating: bool,
+    /// The group-size warning last put in the notice (see `fill_signal`).
+    group_warning_said: Option<String>,
 }
 
 impl App {
@@ -398,6 +400,7 @@ impl App {
             source: None,
             text_hits: Default::default(),
             generating: false,
+            group_warning_said: None,
         }
     }
 

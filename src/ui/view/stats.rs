@@ -132,6 +132,13 @@ fn combined_lines(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
             Style::default().fg(p.accent),
         ));
     }
+    if let Some(w) = app
+        .training_view
+        .as_ref()
+        .and_then(|v| v.group_warning.as_ref())
+    {
+        lines.push(Line::styled(format!("  ⚠ {w}"), Style::default().fg(p.bad)));
+    }
     lines.push(Line::raw(""));
 }
 
