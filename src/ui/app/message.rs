@@ -47,8 +47,11 @@ impl App {
                 Tone::Error,
             )]);
         }
+        // a notice, and below it what the last run changed since the baseline (a
+        // notice must not hide it until the next key)
+        let mut parts = Vec::new();
         if let Some(n) = &self.notice {
-            return Some(vec![(n.clone(), Tone::Accent)]);
+            parts.push((n.clone(), Tone::Accent));
         }
         if let Some(b) = &self.baseline {
             let line = b
@@ -60,7 +63,13 @@ impl App {
                 .sign_changes()
                 .map(|f| format!(" · {f}"))
                 .unwrap_or_default();
-            return Some(vec![(format!("vs baseline · {line}{flips}"), Tone::Accent)]);
+            if !parts.is_empty() {
+                parts.push(("\n".to_string(), Tone::Plain));
+            }
+            parts.push((format!("vs baseline · {line}{flips}"), Tone::Accent));
+        }
+        if !parts.is_empty() {
+            return Some(parts);
         }
         if !self.filter_text.is_empty() {
             return Some(vec![(

@@ -84,6 +84,11 @@ fn a_pinned_baseline_attributes_changes_to_the_component_that_moved() {
         b.attribution[0],
         "a: 1 sample changed (1 up, 0 down, 1 flipped), 1 through `len`"
     );
+    // the message shows it at once, below the pin's notice no key has cleared
+    assert_eq!(
+        app.message_text().unwrap(),
+        "baseline pinned: 5 samples; Δ shows the change from here\nvs baseline · a: 1 sample changed (1 up, 0 down, 1 flipped), 1 through `len`"
+    );
 }
 
 #[test]
