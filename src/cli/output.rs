@@ -228,7 +228,8 @@ impl Printer {
     fn compare(&mut self, sample: &SampleResults) {
         if let Some(facts) = &sample.at.facts {
             for (i, outcome) in sample.outcomes.iter().enumerate() {
-                self.logged.add(facts, i, outcome.score);
+                self.logged
+                    .add(facts, i, outcome.score, outcome.error.is_some());
             }
         }
         let Some(b) = self.baseline.as_mut() else {

@@ -51,6 +51,8 @@ pub struct LoggedCell {
     pub logged: Option<f64>,
     /// The score now, once evaluated (`Some(None)`: evaluated, no score).
     pub score: Option<Option<f64>>,
+    /// The evaluation failed: nothing to compare (its error is no score that moved).
+    pub failed: bool,
 }
 
 impl LoggedCell {
@@ -62,16 +64,19 @@ impl LoggedCell {
     /// The score moved from the logged one (SPEC §13's rule); never before it is
     /// evaluated.
     pub fn moved(&self) -> bool {
-        self.score.is_some_and(|s| model::moved(s, self.logged))
+        !self.failed && self.score.is_some_and(|s| model::moved(s, self.logged))
     }
 
     pub fn flipped(&self) -> bool {
-        self.score.is_some_and(|s| model::flipped(s, self.logged))
+        !self.failed && self.score.is_some_and(|s| model::flipped(s, self.logged))
     }
 
     /// What the |Δ| sort orders by: |Δ|; infinite when only one of the two is a
     /// number (moved by more than any number); none before it is evaluated.
     fn sort_key(&self) -> Option<f64> {
+        if self.failed {
+            return None;
+        }
         let score = self.score?;
         Some(match (score, self.logged) {
             (Some(s), Some(l)) => (s - l).abs(),
@@ -191,6 +196,7 @@ impl App {
         Some(LoggedCell {
             logged: *logged,
             score: cell.outcome.as_ref().map(|o| o.score),
+            failed: cell.error().is_some(),
         })
     }
 
@@ -255,7 +261,7 @@ impl App {
                 let Some(cell) = s.cells.get(e).filter(|c| c.outcome.is_some()) else {
                     continue;
                 };
-                cmp.add(facts, e, cell.score());
+                cmp.add(facts, e, cell.score(), cell.error().is_some());
                 let (Some(Logged::Score(Some(logged))), Some(now)) =
                     (cmp.value(facts, e), cell.score())
                 else {

@@ -515,6 +515,7 @@ fn logged_spans(app: &App, sample: usize, e: usize, ctx: &Ctx) -> [Span<'static>
         .unwrap_or_else(|| "none".into());
     let (delta, style) = match (c.score, c.delta()) {
         (None, _) => ("…".to_string(), muted),
+        _ if c.failed => ("✗".to_string(), Style::default().fg(p.error)),
         _ if !c.moved() => ("·".to_string(), muted),
         (_, Some(d)) if d.abs() < 10.0 => (format!("{d:+.3}"), delta_style(d, ctx)),
         (_, Some(d)) => (format!("{d:+.1}"), delta_style(d, ctx)),
