@@ -48,3 +48,69 @@ fn rows_that_raised_are_not_counted_as_scoring_differently_than_logged() {
         run.stderr
     );
 }
+
+const NEEDS_A_PACKAGE: &str = r#"
+import rwb_no_such_package_xyz
+from reward_kit import reward_function, EvaluateResult
+
+@reward_function
+def evaluate(messages, **kwargs):
+    return EvaluateResult(score=1.0, reason="ok")
+"#;
+
+#[test]
+fn a_missing_package_names_the_interpreter_to_install_into_and_python() {
+    let ws = Ws::new(&[
+        ("metrics/judge/main.py", NEEDS_A_PACKAGE),
+        ("samples.jsonl", &samples(2)),
+    ]);
+    let run = ws.run(&["--no-cache", "--python", "python3"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let row = run.row(0, "judge");
+    assert_eq!(row["error"]["type"], "ImportFailed");
+    let message = row["error"]["message"].as_str().unwrap();
+    let python = String::from_utf8(
+        std::process::Command::new("python3")
+            .args(["-c", "import sys; print(sys.executable)"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let python = python.trim();
+    assert!(
+        message.starts_with("ModuleNotFoundError: No module named 'rwb_no_such_package_xyz' ('rwb_no_such_package_xyz' is not installed in the interpreter rwb runs this evaluator with ("),
+        "{message}"
+    );
+    assert!(
+        message.contains(&format!(
+            "install it with `{python} -m pip install rwb_no_such_package_xyz`, or run rwb with --python PATH"
+        )),
+        "{message}"
+    );
+}
+
+const IMPORTS_A_PROJECT_TYPO: &str = r#"
+import helperz
+def evaluate(messages, **kwargs):
+    return 1.0
+"#;
+
+#[test]
+fn a_missing_project_module_gets_no_pip_advice() {
+    let ws = Ws::new(&[
+        ("metrics/judge/main.py", IMPORTS_A_PROJECT_TYPO),
+        (
+            "metrics/judge/helperz/__init__.py",
+            "raise ModuleNotFoundError(name='helperz')\n",
+        ),
+        ("samples.jsonl", &samples(1)),
+    ]);
+    let run = ws.run(&["--no-cache"]);
+    let message = run.row(0, "judge")["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(message.starts_with("ModuleNotFoundError"), "{message}");
+    assert!(!message.contains("pip install"), "{message}");
+}

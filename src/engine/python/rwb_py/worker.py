@@ -13,7 +13,7 @@ import time
 from . import checks
 from .asyncs import _awaited, _is_async
 from .concurrent import Concurrent
-from .errors import _error_info
+from .errors import _error_info, missing_module_hint
 from .imports import Inventory, _packages
 from .load import evaluator_function
 from .output import Capture, RoutedOutput
@@ -71,6 +71,9 @@ class Worker:
         except BaseException as exc:  # SyntaxError, a missing module, anything the module raises
             info = _error_info(exc, self.roots, kind="ImportFailed")
             info["message"] = "%s: %s" % (type(exc).__name__, exc)
+            hint = missing_module_hint(exc, self.roots)
+            if hint:
+                info["message"] += " (%s)" % hint
             info["output"] = self.capture.take()
             self.inventory.scan()
             self.project_files = self.inventory.project_files()
