@@ -114,3 +114,33 @@ fn a_missing_project_module_gets_no_pip_advice() {
     assert!(message.starts_with("ModuleNotFoundError"), "{message}");
     assert!(!message.contains("pip install"), "{message}");
 }
+
+/// A TRL reward function that returns the extracted answers, not scores.
+const TRL_RETURNS_STRINGS: &str = r#"
+def accuracy_reward(completions, **kwargs):
+    return [c[0]["content"] if isinstance(c, list) else c for c in completions]
+"#;
+
+#[test]
+fn a_trl_function_returning_strings_is_told_what_a_trl_function_returns() {
+    let ws = Ws::new(&[
+        ("rewards.py", TRL_RETURNS_STRINGS),
+        ("samples.jsonl", &samples(2)),
+    ]);
+    let run = ws.run(&[
+        "--function",
+        "accuracy_reward=rewards.py::accuracy_reward",
+        "--no-cache",
+    ]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    let message = run.row(0, "accuracy_reward")["error"]["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        message.ends_with("; a TRL reward function returns a list with one float per completion (None: no score), e.g. [1.0, 0.0]"),
+        "{message}"
+    );
+    assert!(message.starts_with("the evaluator returned str "), "{message}");
+    assert!(!message.contains("EvaluateResult"), "{message}");
+}

@@ -18,7 +18,7 @@ from .imports import Inventory, _packages
 from .load import evaluator_function
 from .output import Capture, RoutedOutput
 from .paths import _is_project_file, _module_file
-from .results import NO_SCORE, InvalidResult
+from .results import NO_SCORE, InvalidResult, set_style
 from .styles import choose_style, make_caller
 from .styles.calling import is_decorated
 from .timeouts import EvalTimeout, Evaluation
@@ -87,6 +87,7 @@ class Worker:
             style, reason = choose_style(fn, self.spec.get("trainer"))
         extra = self.spec.get("kwargs") or {}
         self.style = style
+        set_style(style)
         self.caller = make_caller(fn, style, extra, self.spec)
         # an `async def` evaluator (any style): awaited one at a time by the plain
         # path, or many at once on one event loop by Concurrent
