@@ -141,6 +141,117 @@ fn a_trl_function_returning_strings_is_told_what_a_trl_function_returns() {
         message.ends_with("; a TRL reward function returns a list with one float per completion (None: no score), e.g. [1.0, 0.0]"),
         "{message}"
     );
-    assert!(message.starts_with("the evaluator returned str "), "{message}");
+    assert!(
+        message.starts_with("the evaluator returned str "),
+        "{message}"
+    );
     assert!(!message.contains("EvaluateResult"), "{message}");
+}
+
+/// `rwb serve` on a free port: its address and what it printed before serving.
+fn serve(ws: &Ws, env: &[(&str, &str)]) -> (std::process::Child, String, Vec<String>) {
+    use std::io::BufRead;
+    let mut cmd = std::process::Command::new(RWB);
+    cmd.args(["serve", ws.path().to_str().unwrap(), "--port", "0"])
+        .env_remove("RK_ENDPOINT_API_KEY")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let mut err = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut lines = Vec::new();
+    loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("rwb serve ended: {lines:?}");
+        }
+        let done = line.contains("try: curl");
+        lines.push(line.trim_end().to_string());
+        if done {
+            break;
+        }
+    }
+    let url = lines
+        .iter()
+        .find_map(|l| l.split("serving on ").nth(1))
+        .and_then(|rest| rest.split_whitespace().next())
+        .unwrap()
+        .to_string();
+    (child, url, lines)
+}
+
+#[tokio::test]
+async fn rwb_serve_says_what_it_answers_and_so_do_root_and_unknown_paths() {
+    let ws = Ws::new(&[
+        (
+            "metrics/half/main.py",
+            "def evaluate(messages, **kwargs):\n    return {'score': 0.5, 'reason': 'always half'}\n",
+        ),
+        ("samples.jsonl", &samples(1)),
+    ]);
+    let (mut child, url, printed) = serve(&ws, &[]);
+    let printed = printed.join("\n");
+    for route in [
+        "POST /evaluate ",
+        "POST /evaluate/{name}",
+        "POST /batch/{name}",
+        "GET /health",
+    ] {
+        assert!(printed.contains(&format!("rwb:   {route}")), "{printed}");
+    }
+    assert!(printed.contains("OpenRLHF's remote reward"), "{printed}");
+    assert!(
+        printed.contains("evaluators: half (half is the default)"),
+        "{printed}"
+    );
+    assert!(
+        printed.contains(&format!(
+            "try: curl -s {url}/evaluate -H 'Content-Type: application/json' -d '"
+        )),
+        "{printed}"
+    );
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let c = reqwest::Client::new();
+    let root = c.get(format!("{url}/")).send().await.unwrap();
+    assert_eq!(root.status(), 200);
+    let root: serde_json::Value = root.json().await.unwrap();
+    assert_eq!(root["evaluators"], serde_json::json!(["half"]));
+    assert!(root["routes"]["POST /batch/{name}"]
+        .as_str()
+        .unwrap()
+        .starts_with("OpenRLHF's remote reward"));
+    let lost = c
+        .get(format!("{url}/evaluate/half/x"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(lost.status(), 404);
+    let lost: serde_json::Value = lost.json().await.unwrap();
+    assert_eq!(
+        lost["detail"],
+        "no route GET /evaluate/half/x: rwb serve answers POST /evaluate, POST /evaluate/{name}, POST /batch/{name}, GET /health, GET /"
+    );
+    let _ = child.kill();
+    let _ = child.wait();
+    // with a key, GET / names no evaluator to a caller without it
+    let (mut child, url, printed) = serve(&ws, &[("RK_ENDPOINT_API_KEY", "k")]);
+    assert!(
+        printed
+            .join("\n")
+            .contains("-H \"X-Api-Key: $RK_ENDPOINT_API_KEY\""),
+        "{printed:?}"
+    );
+    let root: serde_json::Value = c
+        .get(format!("{url}/"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(root.get("evaluators"), None, "{root}");
+    let _ = child.kill();
+    let _ = child.wait();
 }

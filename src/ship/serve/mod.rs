@@ -19,6 +19,7 @@ mod routes;
 
 pub use limits::configured_port;
 pub use log::{LogSummary, RequestLog};
+pub use routes::ROUTES;
 
 use super::guard::{Access, HostPolicy};
 use super::listen::{self, Timing};
