@@ -255,3 +255,32 @@ async fn rwb_serve_says_what_it_answers_and_so_do_root_and_unknown_paths() {
     let _ = child.kill();
     let _ = child.wait();
 }
+
+#[test]
+fn the_samples_flag_and_the_no_samples_message_name_every_form_rwb_reads() {
+    for command in ["run", "serve", "preview"] {
+        let help = rwb(&[command, "--help"], Path::new("."));
+        assert!(
+            help.stdout
+                .contains("a Parquet or Arrow table, a trainer's or eval tool's log"),
+            "{command}: {}",
+            help.stdout
+        );
+        assert!(
+            !help.stdout.contains("Samples file (JSONL)"),
+            "{}",
+            help.stdout
+        );
+    }
+    let ws = Ws::new(&[(
+        "metrics/half/main.py",
+        "def evaluate(messages, **kwargs):\n    return 0.5\n",
+    )]);
+    let run = ws.run(&[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("a Parquet or Arrow table; a trainer's or eval tool's log such as TRL's completions/ or a veRL dump), give -s FILE, or run `rwb init DIR`"),
+        "{}",
+        run.stderr
+    );
+}

@@ -80,7 +80,10 @@ pub struct Shared {
     /// function inside a package (repeatable).
     #[arg(long = "function", value_name = "NAME=FILE.py::FUNC")]
     functions: Vec<String>,
-    /// Samples file (JSONL); repeatable. Replaces discovery.
+    /// Samples: a JSONL file (rows with messages, or prompt and completion), a Parquet
+    /// or Arrow table, a trainer's or eval tool's log (TRL completions, veRL dumps,
+    /// verifiers, Inspect, ...), a folder of step files or a quoted glob; repeatable.
+    /// Replaces discovery.
     #[arg(short = 's', long = "samples", value_name = "FILE")]
     samples: Vec<String>,
     /// Python interpreter to run evaluators with.

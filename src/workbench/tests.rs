@@ -223,7 +223,7 @@ async fn saved_output_in_the_workspace_is_one_notice_and_no_rows() {
     let saved = "{\"sample\": 0, \"file\": \"samples.jsonl\", \"score\": 0.0}\n";
     std::fs::write(dir.path().join("out.jsonl"), saved).unwrap();
     let warning = |label: &str| {
-        format!("skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list), as in saved output; name it with -s to evaluate it anyway")
+        format!("skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list, or \"prompt\" and \"completion\"), as in saved output; name it with -s to evaluate it anyway")
     };
     let mut live = open(dir.path());
     assert_eq!(live.app.notice, Some(warning("out.jsonl")));
