@@ -284,3 +284,33 @@ fn the_samples_flag_and_the_no_samples_message_name_every_form_rwb_reads() {
         run.stderr
     );
 }
+
+#[test]
+fn every_rwb_toml_problem_is_named_at_once_in_file_order() {
+    let ws = Ws::new(&[
+        (
+            "metrics/half/main.py",
+            "def evaluate(messages, **kwargs):\n    return 0.5\n",
+        ),
+        ("samples.jsonl", &samples(1)),
+        (
+            "rwb.toml",
+            "jobs = \"two\"\n[evaluators.half]\npath = \"metrics/half\"\ntimeot = 5\n",
+        ),
+    ]);
+    let run = ws.run(&[]);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    let toml = ws.file("rwb.toml");
+    assert_eq!(
+        run.stderr.trim_end(),
+        format!(
+            "rwb: {}: 2 problems: line 1: jobs: invalid type: string \"two\", expected usize; line 4: [evaluators.half] timeot: unknown field `timeot`, expected one of {}; did you mean `timeout`?",
+            toml.display(),
+            run.stderr
+                .split("expected one of ")
+                .nth(1)
+                .and_then(|r| r.split("; did").next())
+                .unwrap_or("?")
+        ),
+    );
+}
