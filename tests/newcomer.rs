@@ -314,3 +314,85 @@ fn every_rwb_toml_problem_is_named_at_once_in_file_order() {
         ),
     );
 }
+
+/// `rwb init DIR --trainer NAME` in a fresh folder, then `rwb run DIR` on it.
+fn init_and_run(trainer: &str) -> (tempfile::TempDir, common::Run, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().join("ws");
+    let init = rwb(
+        &["init", ws.to_str().unwrap(), "--trainer", trainer],
+        dir.path(),
+    );
+    assert_eq!(init.code, 0, "{}", init.stderr);
+    let run = rwb(
+        &[
+            "run",
+            ws.to_str().unwrap(),
+            "--format",
+            "jsonl",
+            "--no-cache",
+        ],
+        dir.path(),
+    );
+    let check = rwb(&["check", ws.to_str().unwrap()], dir.path());
+    (dir, run, check.stdout + &check.stderr)
+}
+
+fn scores_of(run: &common::Run, evaluator: &str) -> Vec<f64> {
+    run.rows()
+        .iter()
+        .filter(|r| r["evaluator"] == evaluator)
+        .map(|r| r["score"].as_f64().unwrap())
+        .collect()
+}
+
+#[test]
+fn rwb_init_trl_writes_a_workspace_called_as_grpo_trainer_calls_it() {
+    let (_dir, run, check) = init_and_run("trl");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        scores_of(&run, "accuracy_reward"),
+        [1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0, 1.0]
+    );
+    assert_eq!(
+        scores_of(&run, "format_reward"),
+        [1.0, 1.0, 0.0, 1.0, 1.0, 1.0, 1.0, 0.0]
+    );
+    // [training]: the combined reward with weight 0.5, grouped by prompt
+    let rewards = scores_of(&run, "reward");
+    assert_eq!(rewards, [1.5, 0.5, 0.0, 1.5, 1.5, 0.5, 0.5, 1.0]);
+    assert!(
+        check.contains("accuracy_reward (trl): no contract break on 8 samples"),
+        "{check}"
+    );
+    assert!(check.contains("style trl: declares completions"), "{check}");
+}
+
+#[test]
+fn rwb_init_verl_writes_a_workspace_called_as_verl_calls_compute_score() {
+    let (_dir, run, check) = init_and_run("verl");
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(
+        scores_of(&run, "score"),
+        [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0, 0.0]
+    );
+    let first = &run.rows()[0];
+    assert_eq!(first["metrics"]["formatted"]["score"], 1.0, "{first}");
+    assert!(check.contains("score (verl)"), "{check}");
+    assert!(check.contains("solution_str"), "{check}");
+}
+
+#[test]
+fn rwb_init_names_its_templates_for_an_unknown_trainer() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = rwb(&["init", "ws", "--trainer", "ppo"], dir.path());
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(
+        run.stderr.contains(
+            "rwb init has no template for trainer 'ppo'; give --trainer with one of: reward-kit ("
+        ),
+        "{}",
+        run.stderr
+    );
+    assert!(!dir.path().join("ws").exists());
+}

@@ -63,10 +63,14 @@ enum Command {
     /// Ask an OpenAI-compatible server (vLLM, SGLang, …) for N completions of every
     /// prompt and write them as samples, one rollout group per prompt.
     Generate(generate::GenerateArgs),
-    /// Write a small workspace that runs at once.
+    /// Write a small workspace that runs at once, its reward functions called as
+    /// the chosen trainer calls them.
     Init {
         /// Folder to create (default: the current directory).
         dir: Option<PathBuf>,
+        /// The trainer to start from: reward-kit (the default), trl or verl.
+        #[arg(long, value_name = "NAME")]
+        trainer: Option<String>,
     },
 }
 
@@ -315,7 +319,10 @@ pub(crate) fn print_warnings(workspace: &Workspace) {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Some(Command::Init { dir }) => init::init(&dir.unwrap_or_else(|| PathBuf::from("."))),
+        Some(Command::Init { dir, trainer }) => init::init(
+            &dir.unwrap_or_else(|| PathBuf::from(".")),
+            trainer.as_deref(),
+        ),
         Some(Command::Run(args)) => block_on(run::run(args)),
         Some(Command::Preview(args)) => block_on(preview::preview(args)),
         Some(Command::Serve(args)) => block_on_one_thread(serve::serve(args)),
