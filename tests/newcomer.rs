@@ -396,3 +396,43 @@ fn rwb_init_names_its_templates_for_an_unknown_trainer() {
     );
     assert!(!dir.path().join("ws").exists());
 }
+
+const VERL_REWARD: &str = r#"
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    return 1.0 if solution_str.strip() == ground_truth else 0.0
+"#;
+
+#[test]
+fn a_logged_score_no_evaluator_is_compared_with_is_named_with_the_line_to_write() {
+    let ws = Ws::new(&[("verl_rewards.py", VERL_REWARD)]);
+    let f = fixture("verl/rollout/3.jsonl");
+    let args = [
+        "-s",
+        f.to_str().unwrap(),
+        "--function",
+        "gsm=verl_rewards.py::compute_score",
+        "--no-cache",
+    ];
+    let run = ws.run(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr.contains("\nthe samples log scores no evaluator is compared with: acc, score; to see the logged score beside the score now, write logged = \"score\" under [evaluators.gsm] in rwb.toml (or name the evaluator score)\n"),
+        "{}",
+        run.stderr
+    );
+    // written so, the score is compared and the hint is gone
+    ws.write("rwb.toml", "[evaluators.gsm]\nlogged = \"score\"\n");
+    let run = ws.run(&args);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.stderr
+            .contains("\ngsm (logged as score): 1 of 3 rollouts score differently than logged"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("no evaluator is compared with"),
+        "{}",
+        run.stderr
+    );
+}

@@ -53,6 +53,32 @@ pub struct LoggedCmp {
     pub counts: Vec<Counts>,
     /// Logged values found not to be numbers, by logged name: what they are.
     not_numeric: BTreeMap<String, String>,
+    /// Logged scores no evaluator is paired with (see [`LoggedCmp::see`]).
+    unpaired: std::collections::BTreeSet<String>,
+}
+
+/// The trainer's logged advantage: compared by `[training]`, never by an evaluator.
+const ADVANTAGE: &str = "advantage";
+
+/// What to write when samples log scores and no evaluator is compared with one: the names,
+/// and the `logged = "NAME"` line (under the evaluator's own table when there is
+/// one evaluator).
+pub fn unpaired_hint(unpaired: &[String], evaluators: &[String]) -> String {
+    let table = match evaluators {
+        [one] => format!("[evaluators.{one}]"),
+        _ => "[evaluators.NAME]".to_string(),
+    };
+    // the trainer's own reward first: veRL's and eval-protocol's `score`, verifiers' `reward`
+    let first = ["score", "reward"]
+        .into_iter()
+        .find(|n| unpaired.iter().any(|u| u == n))
+        .or(unpaired.first().map(String::as_str))
+        .unwrap_or("score");
+    format!(
+        "the samples log {} no evaluator is compared with: {}; to see the logged score beside the score now, write logged = \"{first}\" under {table} in rwb.toml (or name the evaluator {first})",
+        if unpaired.len() == 1 { "a score" } else { "scores" },
+        unpaired.join(", ")
+    )
 }
 
 impl LoggedCmp {
@@ -74,6 +100,7 @@ impl LoggedCmp {
             names,
             counts: vec![Counts::default(); evaluators.len()],
             not_numeric: BTreeMap::new(),
+            unpaired: Default::default(),
         }
     }
 
@@ -111,6 +138,20 @@ impl LoggedCmp {
             _ => None,
         };
         (Some(logged), Some(delta))
+    }
+
+    /// Notes the numeric logged scores of a sample that no evaluator is paired with
+    /// (`rwb run`'s summary then says how to pair one, when no evaluator is).
+    pub fn see(&mut self, facts: &Facts) {
+        for (name, value) in &facts.logged {
+            if matches!(value, Logged::Score(_))
+                && name != ADVANTAGE
+                && !self.names.contains(name)
+                && !self.unpaired.contains(name)
+            {
+                self.unpaired.insert(name.clone());
+            }
+        }
     }
 
     /// Counts evaluator `i`'s `score` for a sample against the log (`failed`: the
@@ -170,6 +211,11 @@ impl LoggedCmp {
                 ));
             }
             lines.push(line);
+        }
+        let compared = self.counts.iter().any(|c| c.compared > 0 || c.failed > 0);
+        if !self.unpaired.is_empty() && !compared {
+            let unpaired: Vec<String> = self.unpaired.iter().cloned().collect();
+            lines.push(unpaired_hint(&unpaired, &self.evaluators));
         }
         for (name, what) in &self.not_numeric {
             lines.push(format!(

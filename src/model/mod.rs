@@ -13,7 +13,7 @@ mod logged;
 mod placement;
 mod trainer;
 pub use facts::{Facts, Logged};
-pub use logged::{flipped, moved, Counts, LoggedCmp};
+pub use logged::{flipped, moved, unpaired_hint, Counts, LoggedCmp};
 pub use placement::Placement;
 pub use trainer::Trainer;
 

@@ -172,6 +172,41 @@ impl App {
         seen.through = self.samples.len();
     }
 
+    /// Logged scores the samples carry when no evaluator is compared with any (the
+    /// trainer's advantage aside), in name order.
+    pub fn unpaired_logged(&self) -> Vec<String> {
+        if (0..self.evaluators.len()).any(|e| self.logged_pair(e).is_some()) {
+            return Vec::new();
+        }
+        let paired = |name: &String| {
+            (0..self.evaluators.len()).any(|e| self.logged_cmp.name(e) == Some(name.as_str()))
+        };
+        let mut names: Vec<String> = self
+            .logged_seen
+            .names
+            .iter()
+            .filter(|n| n.as_str() != LOGGED_ADVANTAGE && !paired(n))
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Says once, when the samples are read, that they log scores no evaluator is
+    /// compared with, and how to pair one (a veRL dump's `score` is compared only
+    /// when an evaluator is named so or says `logged = "score"`).
+    pub(super) fn say_unpaired_logged(&mut self) {
+        if self.loading {
+            return;
+        }
+        let unpaired = self.unpaired_logged();
+        if !unpaired.is_empty() && unpaired != self.unpaired_said {
+            let names: Vec<String> = self.evaluators.iter().map(|e| e.name.clone()).collect();
+            self.notice = Some(model::unpaired_hint(&unpaired, &names));
+        }
+        self.unpaired_said = unpaired;
+    }
+
     /// The logged name evaluator `e` is compared with, when some sample logged it.
     pub fn logged_pair(&self, e: usize) -> Option<&str> {
         let name = self.logged_cmp.name(e)?;

@@ -325,6 +325,8 @@ pub struct App {
     pub generating: bool,
     /// The group-size warning last put in the notice (see `fill_signal`).
     group_warning_said: Option<String>,
+    /// The unpaired logged names last put in the notice (see `say_unpaired_logged`).
+    unpaired_said: Vec<String>,
 }
 
 impl App {
@@ -401,6 +403,7 @@ impl App {
             text_hits: Default::default(),
             generating: false,
             group_warning_said: None,
+            unpaired_said: Vec::new(),
         }
     }
 
@@ -453,6 +456,10 @@ impl App {
             }
             _ => Vec::new(),
         };
+        let pairing = matches!(
+            msg,
+            Msg::Loaded | Msg::Samples(_) | Msg::Config(_) | Msg::Evaluators(_)
+        );
         let effects = match msg {
             Msg::Key(key) => self.on_key(key),
             other => {
@@ -472,6 +479,9 @@ impl App {
         }
         if !streaming {
             self.fill_stats();
+        }
+        if pairing {
+            self.say_unpaired_logged();
         }
         self.settle();
         effects

@@ -14,6 +14,16 @@ pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) ->
     combined_lines(app, ctx, &mut lines);
     if let Some(report) = &app.logged_report {
         logged_lines(app, report, ctx, &mut lines);
+    } else {
+        let unpaired = app.unpaired_logged();
+        if !unpaired.is_empty() {
+            let names: Vec<String> = app.evaluators.iter().map(|e| e.name.clone()).collect();
+            lines.push(Line::styled(
+                crate::model::unpaired_hint(&unpaired, &names),
+                ratatui::style::Style::default().fg(ctx.theme.palette.accent),
+            ));
+            lines.push(Line::raw(""));
+        }
     }
     for (info, stats) in app.evaluators.iter().zip(report) {
         evaluator_lines(stats, &info.name, ctx, &mut lines);
