@@ -436,3 +436,59 @@ fn a_logged_score_no_evaluator_is_compared_with_is_named_with_the_line_to_write(
         run.stderr
     );
 }
+
+#[test]
+fn a_version_that_failed_on_every_sample_reads_as_failed_in_the_history() {
+    use ratatui::backend::TestBackend;
+    use reward_workbench::ui::app::{App, History, MemoryLines, Msg};
+    let ws = Ws::new(&[
+        (
+            "metrics/judge/main.py",
+            "def evaluate(messages, **kwargs):\n    raise TypeError('not yet')\n",
+        ),
+        ("samples.jsonl", &samples(4)),
+    ]);
+    assert_eq!(ws.run(&[]).code, 1);
+    ws.write(
+        "metrics/judge/main.py",
+        "def evaluate(messages, **kwargs):\n    if 'first' in str(messages):\n        raise TypeError('still')\n    return 0.5\n",
+    );
+    ws.run(&[]);
+    let store = reward_workbench::store::Store::open(ws.path()).unwrap();
+    let versions = store.versions("judge").unwrap();
+    assert_eq!(
+        versions
+            .iter()
+            .map(|v| (v.count, v.errors))
+            .collect::<Vec<_>>(),
+        [(4, 0), (0, 4)],
+        "newest first"
+    );
+    let mut app = App::new(
+        ws.path().to_path_buf(),
+        vec!["samples.jsonl".into()],
+        reward_workbench::ui::keymap::Keymap::default(),
+        std::sync::Arc::new(MemoryLines::default()),
+    );
+    app.update(Msg::History(History {
+        evaluator: "judge".into(),
+        versions,
+        cursor: 0,
+        marked: None,
+    }));
+    let mut terminal = ratatui::Terminal::new(TestBackend::new(120, 30)).unwrap();
+    let theme = reward_workbench::ui::theme::Theme::monochrome();
+    terminal
+        .draw(|f| {
+            reward_workbench::ui::view::draw(
+                f,
+                &app,
+                &reward_workbench::ui::view::Ctx { theme: &theme },
+            );
+        })
+        .unwrap();
+    let screen = reward_workbench::ui::view::buffer_text(terminal.backend().buffer());
+    assert!(screen.contains("mean  0.500  on 4 samples"), "{screen}");
+    assert!(screen.contains("failed on every sample (4)"), "{screen}");
+    assert!(!screen.contains("on 0 samples"), "{screen}");
+}

@@ -635,8 +635,10 @@ pub struct Version {
     /// Unix seconds.
     pub first_seen: f64,
     pub last_seen: f64,
+    /// Samples it scored (the mean is theirs) and samples on which it failed.
     pub count: usize,
     pub mean: Option<f64>,
+    pub errors: usize,
     /// (file, text) of every project file it imported.
     pub sources: Vec<(String, String)>,
 }
