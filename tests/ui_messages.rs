@@ -219,3 +219,33 @@ fn a_long_report_scrolls() {
     assert!(screen.contains("finding 40"), "{screen}");
     assert_eq!(app.overlay, Overlay::Report);
 }
+
+#[test]
+fn an_active_filter_shows_in_the_lists_title() {
+    let mut app = app();
+    app.update(Msg::Key(KeyEvent::new(
+        KeyCode::Char('/'),
+        KeyModifiers::NONE,
+    )));
+    for c in "score>0.5".chars() {
+        app.update(Msg::Key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::NONE,
+        )));
+    }
+    app.update(press(KeyCode::Enter));
+    // a notice takes the message line: the title still says the list is filtered
+    app.update(Msg::Notice("exported 2 rows".into()));
+    let screen = render(&mut app, 100, 30);
+    let title = screen.lines().next().unwrap();
+    assert!(
+        title.starts_with("┏ Samples 1/1 filter: score>0.5 ━"),
+        "{screen}"
+    );
+    app.update(press(KeyCode::Esc));
+    let screen = render(&mut app, 100, 30);
+    assert!(
+        !screen.lines().next().unwrap().contains("filter"),
+        "{screen}"
+    );
+}

@@ -49,7 +49,7 @@ pub(super) fn draw_list(
     Some((columns.left, columns.right))
 }
 
-/// " Samples 3/10 ", the sort and whether only changed samples show.
+/// " Samples 3/10 ", the sort, whether only changed samples show, and the filter.
 fn list_title(app: &App, ctx: &Ctx) -> Line<'static> {
     let p = &ctx.theme.palette;
     let mut title = vec![title_span(
@@ -74,6 +74,12 @@ fn list_title(app: &App, ctx: &Ctx) -> Line<'static> {
     }
     if app.changed_only {
         title.push(Span::styled("changed only ", Style::default().fg(p.accent)));
+    }
+    if !app.filter_text.is_empty() {
+        title.push(Span::styled(
+            format!("filter: {} ", clip(&app.filter_text, 40)),
+            Style::default().fg(p.accent),
+        ));
     }
     Line::from(title)
 }
