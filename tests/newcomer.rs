@@ -492,3 +492,44 @@ fn a_version_that_failed_on_every_sample_reads_as_failed_in_the_history() {
     assert!(screen.contains("failed on every sample (4)"), "{screen}");
     assert!(!screen.contains("on 0 samples"), "{screen}");
 }
+
+#[test]
+fn the_readme_key_table_lists_every_default_binding_as_the_help_does() {
+    use reward_workbench::ui::keymap::{Action, Keymap};
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let table: Vec<&str> = readme
+        .split("| keys | |")
+        .nth(1)
+        .expect("the key table")
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let keys_column: String = table
+        .iter()
+        .map(|row| row.split(" | ").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let map = Keymap::default();
+    for action in Action::ALL {
+        let key = map.keys(*action)[0].to_string();
+        // the arrows are named as such
+        let shown = match key.as_str() {
+            "↓" | "↑" | "→" | "←" => "arrows".to_string(),
+            _ => format!("`{key}`"),
+        };
+        assert!(
+            keys_column.contains(&shown),
+            "README's key table has no {shown} ({}: {})",
+            action.name(),
+            action.describe()
+        );
+    }
+    // `d` reads the same in both: the three targets
+    let deploy = table.iter().find(|r| r.starts_with("| `d` |")).unwrap();
+    for target in ["Fireworks", "Cloud Run", "Kubernetes"] {
+        assert!(deploy.contains(target), "{deploy}");
+        assert!(Action::Deploy.describe().contains(target));
+    }
+}

@@ -156,7 +156,7 @@ impl Action {
             Action::Check => "check each evaluator's contract the way its trainer calls it",
             Action::Serve => "serve the evaluators over HTTP (on/off)",
             Action::Tunnel => "open a public tunnel to the server (on/off)",
-            Action::Deploy => "deploy to Fireworks (asks to confirm)",
+            Action::Deploy => "deploy: ←/→ picks Fireworks, Cloud Run or Kubernetes; asks to confirm",
             Action::CompareRemote => "replay samples on the tunnel or deployment, mark differences",
             Action::DropColumn => "drop the selected column a deploy added (NAME@cloud-run)",
             Action::CopyUrl => "copy the tunnel (or server) URL to the clipboard",
