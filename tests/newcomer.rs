@@ -533,3 +533,49 @@ fn the_readme_key_table_lists_every_default_binding_as_the_help_does() {
         assert!(Action::Deploy.describe().contains(target));
     }
 }
+
+/// A reward written for TRL's conversational format: completions are message lists.
+const CONVERSATIONAL_TRL: &str = r#"
+def accuracy_reward(completions, **kwargs):
+    return [1.0 if c[0]["content"].strip() in ("4", "9") else 0.0 for c in completions]
+"#;
+
+#[test]
+fn a_conversational_reward_on_a_text_log_is_pointed_at_form_conversational() {
+    let f = fixture("trl/completions/completions_00002.parquet");
+    let ws = Ws::new(&[("rewards.py", CONVERSATIONAL_TRL)]);
+    std::fs::copy(&f, ws.file("completions_00002.parquet")).unwrap();
+    let evaluator = "[evaluators.accuracy_reward]\nfunction = \"rewards.py::accuracy_reward\"\n";
+    ws.write(
+        "rwb.toml",
+        &format!("trainer = \"trl\"\nsamples = [\"completions_00002.parquet\"]\n{evaluator}"),
+    );
+    let check = rwb(&["check", ws.path().to_str().unwrap()], ws.path());
+    assert!(
+        check.stdout.contains("⚠ every call failed on the form of its arguments (TypeError: string indices must be integers"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        check.stdout.contains("the samples hold text completions (a TRL log always does); if the trainer's dataset was conversational, it passed lists of messages: write [samples.log] path = \"completions_00002.parquet\" form = \"conversational\" in rwb.toml"),
+        "{}",
+        check.stdout
+    );
+    assert!(
+        !check.stdout.contains("set trainer = \"...\""),
+        "{}",
+        check.stdout
+    );
+    // written as advised, the reward runs
+    ws.write(
+        "rwb.toml",
+        &format!("trainer = \"trl\"\n[samples.log]\npath = \"completions_00002.parquet\"\nform = \"conversational\"\n{evaluator}"),
+    );
+    let run = ws.run(&["--no-cache"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(
+        run.rows().iter().all(|r| r["error"].is_null()),
+        "{}",
+        run.stdout
+    );
+}
