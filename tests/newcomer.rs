@@ -304,13 +304,8 @@ fn every_rwb_toml_problem_is_named_at_once_in_file_order() {
     assert_eq!(
         run.stderr.trim_end(),
         format!(
-            "rwb: {}: 2 problems: line 1: jobs: invalid type: string \"two\", expected usize; line 4: [evaluators.half] timeot: unknown field `timeot`, expected one of {}; did you mean `timeout`?",
+            "rwb: {}: 2 problems: line 1: jobs: invalid type: string \"two\", expected usize; line 4: [evaluators.half] timeot: unknown field `timeot`: did you mean `timeout`?",
             toml.display(),
-            run.stderr
-                .split("expected one of ")
-                .nth(1)
-                .and_then(|r| r.split("; did").next())
-                .unwrap_or("?")
         ),
     );
 }

@@ -86,9 +86,9 @@ fn is_assignment(line: &str) -> bool {
             .all(|c| c.is_alphanumeric() || "_-.\"' ".contains(c))
 }
 
-/// serde's "unknown field `timeot`, expected one of `path`, `timeout`" with
-/// "; did you mean `timeout`?" when one of the expected names is within a third of
-/// the key's letters (at least one edit).
+/// serde's "unknown field `timeot`, expected one of `path`, `timeout`" as "unknown
+/// field `timeot`: did you mean `timeout`?" when one of the expected names is within
+/// a third of the key's letters (at least one edit); as it was otherwise.
 pub(super) fn did_you_mean(message: &str) -> String {
     let Some((_, rest)) = message.split_once("unknown field `") else {
         return message.to_string();
@@ -106,7 +106,7 @@ pub(super) fn did_you_mean(message: &str) -> String {
         .min_by_key(|(d, _)| *d);
     match best {
         Some((d, name)) if d <= (given.chars().count() / 3).max(1) => {
-            format!("{message}; did you mean `{name}`?")
+            format!("unknown field `{given}`: did you mean `{name}`?")
         }
         _ => message.to_string(),
     }
@@ -155,11 +155,11 @@ mod tests {
     fn a_close_name_is_suggested_a_far_one_not() {
         assert_eq!(
             did_you_mean("unknown field `timeot`, expected one of `path`, `timeout`"),
-            "unknown field `timeot`, expected one of `path`, `timeout`; did you mean `timeout`?"
+            "unknown field `timeot`: did you mean `timeout`?"
         );
         assert_eq!(
             did_you_mean("unknown field `pyhton`, expected `python` or `jobs`"),
-            "unknown field `pyhton`, expected `python` or `jobs`; did you mean `python`?"
+            "unknown field `pyhton`: did you mean `python`?"
         );
         let variant = "unknown variant `trx`, expected one of `trl`, `verl`";
         assert_eq!(did_you_mean(variant), variant);
@@ -220,7 +220,7 @@ n = \"four\"
             e.starts_with("line 2: timeot: unknown field `timeot`"),
             "{e}"
         );
-        assert!(e.ends_with("; did you mean `timeout`?"), "{e}");
+        assert!(e.ends_with("`timeot`: did you mean `timeout`?"), "{e}");
         // broken syntax: nothing after it can be read, it alone is named
         let e = Config::parse("jobs = \nfoo = 1\n").unwrap_err();
         assert!(e.starts_with("line 1"), "{e}");

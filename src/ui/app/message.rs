@@ -42,8 +42,14 @@ impl App {
             return Some(parts);
         }
         if let Some(e) = &self.config_error {
+            // the error names its file when it read one ("./rwb.toml: line 3: ...")
+            let named = e
+                .split(": ")
+                .next()
+                .is_some_and(|f| f.ends_with("rwb.toml"));
+            let file = if named { "" } else { "rwb.toml: " };
             return Some(vec![(
-                format!("rwb.toml: {e} (keeping the last good configuration)"),
+                format!("{file}{e} (keeping the last good configuration)"),
                 Tone::Error,
             )]);
         }
