@@ -574,3 +574,20 @@ fn a_conversational_reward_on_a_text_log_is_pointed_at_form_conversational() {
         run.stdout
     );
 }
+
+#[test]
+fn a_function_name_that_is_not_there_is_told_the_ones_that_are() {
+    let ws = Ws::new(&[
+        (
+            "rewards.py",
+            "import re\n\ndef accuracy_reward(completions, **kwargs):\n    return [1.0 for _ in completions]\n\ndef _helper():\n    pass\n\nclass Judge:\n    pass\n",
+        ),
+        ("samples.jsonl", &samples(1)),
+    ]);
+    let run = ws.run(&["--function", "acc=rewards.py::accuracy", "--no-cache"]);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert_eq!(
+        run.row(0, "acc")["error"]["message"],
+        "AttributeError: rewards.py defines no function 'accuracy' (it defines: Judge, accuracy_reward)"
+    );
+}
