@@ -205,3 +205,35 @@ fn constant_metrics_are_found() {
     }
     assert_eq!(app.constant_metrics(0), vec![("fmt".to_string(), 1.0)]);
 }
+
+#[test]
+fn a_baseline_pinned_before_the_run_is_done_says_which_samples_get_no_delta() {
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["s.jsonl".into()],
+        Keymap::default(),
+        lines(),
+    );
+    app.update(Msg::Evaluators(vec![info("a")]));
+    let texts = ["alpha", "bravo", "charlie"];
+    app.update(Msg::Samples(
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| sample(i, t))
+            .collect(),
+    ));
+    app.update(result(0, 0, scored(0.5)));
+    app.update(key('b'));
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("baseline pinned: 3 samples; Δ shows the change from here (2 not scored yet get no Δ: press b again when the run is done)")
+    );
+    app.update(result(0, 1, scored(0.5)));
+    app.update(result(0, 2, scored(0.5)));
+    app.update(key('b'));
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("baseline pinned: 3 samples; Δ shows the change from here")
+    );
+}
