@@ -120,7 +120,7 @@ fn the_logged_filter_keeps_the_rows_that_moved_from_the_log() {
     app.set_filter("logged:nope".into());
     assert_eq!(
         app.filter_error.as_deref(),
-        Some("'logged:nope': no evaluator named 'nope'")
+        Some("'logged:nope': no evaluator named 'nope' (the evaluators: acc, fmt)")
     );
     // a new score that agrees with the log leaves the filtered list
     app.set_filter("logged".into());
