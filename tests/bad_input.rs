@@ -565,7 +565,7 @@ fn saved_output_in_the_workspace_is_skipped_with_one_warning() {
         .filter(|l| l.contains("warning"))
         .collect();
     let warning = |label: &str| {
-        format!("rwb: warning: skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list), as in saved output; name it with -s to evaluate it anyway")
+        format!("rwb: warning: skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list, or \"prompt\" and \"completion\"), as in saved output; name it with -s to evaluate it anyway")
     };
     assert_eq!(
         warnings,
@@ -593,7 +593,7 @@ fn saved_output_in_the_workspace_is_skipped_with_one_warning() {
     assert_eq!(
         none.stderr,
         format!(
-            "rwb: no samples in {}: add a *.jsonl file there or in samples/, or give -s FILE (skipped out.jsonl: none of its lines is a sample (a JSON object with a \"messages\" list), as in saved output; name it with -s to evaluate it anyway)\n",
+            "rwb: no samples in {}: put a samples file there or in samples/ (JSONL rows with messages, or prompt and completion; a Parquet or Arrow table; a trainer's or eval tool's log such as TRL's completions/ or a veRL dump), give -s FILE, or run `rwb init DIR` for a workspace that runs at once (skipped out.jsonl: none of its lines is a sample (a JSON object with a \"messages\" list, or \"prompt\" and \"completion\"), as in saved output; name it with -s to evaluate it anyway)\n",
             ws.path().display()
         )
     );

@@ -72,9 +72,24 @@ fn g_without_a_server_says_what_to_set() {
         s.contains("Samples 1/1") && s.contains("0.010")
     });
     tmux.key("g");
-    tmux.wait_for("the message", |s| {
-        s.contains("generate failed: no endpoint")
-    });
+    let screen = tmux.wait_for("the message", |s| s.contains("generate failed:"));
+    // the whole message, as the help shows it
+    tmux.key("?");
+    let help = tmux.wait_for("the help", |s| s.contains("Message"));
+    let flat = help
+        .replace(['│', '┃'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains("rwb.toml: no endpoint, model, n under [generate]; add to it: [generate] endpoint = \"http://127.0.0.1:8000\""),
+        "{screen}\n{help}"
+    );
+    assert!(
+        !flat.contains("--endpoint"),
+        "the workbench takes no flag: {help}"
+    );
+    tmux.key("Escape");
     assert_eq!(
         std::fs::read_to_string(ws.file("samples.jsonl")).unwrap(),
         format!("{sample}\n")

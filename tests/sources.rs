@@ -460,7 +460,7 @@ fn rwb_run_puts_the_logged_score_beside_the_new_one_and_counts_what_moved() {
     let doc: Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(
         doc["summary"]["match"]["logged"],
-        json!({"name": "score", "compared": 3, "moved": 1, "flipped": 1})
+        json!({"name": "score", "compared": 3, "moved": 1, "flipped": 1, "failed": 0})
     );
     assert_eq!(doc["results"][1]["logged_delta"], json!(1.0));
 }

@@ -291,6 +291,7 @@ fn history_lists_versions_and_diffs_the_selected_one_with_the_one_before() {
         last_seen: t,
         count: 4,
         mean: Some(mean),
+        errors: 0,
         sources: vec![(
             "/ws/metrics/relevance/main.py".into(),
             format!("def evaluate(messages, **kwargs):\n    {line}\n"),

@@ -397,3 +397,44 @@ fn a_burst_of_results_moves_its_groups_advantages_with_its_scores() {
     app.update(Msg::Refresh);
     assert_ne!(app.signal_value(s, SignalColumn::Advantage), before);
 }
+
+#[test]
+fn statistics_say_how_many_samples_are_alone_in_their_group() {
+    let mut app = app();
+    // the last prompt's third rollout is asked of another prompt: alone in its group
+    let raw = json!({"messages": [{"role": "user", "content": "A prompt of its own"}, {"role": "assistant", "content": "17"}]}).to_string();
+    let mut samples = app.samples.clone();
+    let last = samples.last_mut().unwrap();
+    last.hash = reward_workbench::workspace::hash_line(&raw);
+    let mut memory = MemoryLines::default();
+    for s in &app.samples[..5] {
+        memory.0.insert((0, s.offset), app.text(s));
+    }
+    memory.0.insert((0, last.offset), raw);
+    last.len = memory.0[&(0, last.offset)].len() as u32;
+    app.update(Msg::Lines {
+        lines: Arc::new(memory),
+        labels: vec!["rollouts.jsonl".into()],
+    });
+    app.update(Msg::Samples(samples));
+    for (i, (c, f)) in SCORES.into_iter().enumerate() {
+        app.update(result(0, i, c));
+        app.update(result(1, i, f));
+    }
+    app.update(key('v'));
+    let screen = render(&mut app, 160, 45);
+    let flat = screen
+        .replace(['│', '┃'], " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(
+        flat.contains("rollout groups: 2 of 2 or more samples, 1 with identical rewards (zero signal: 50.0% of samples, 1 of them alone)"),
+        "{screen}"
+    );
+    assert!(
+        flat.contains("1 samples are alone in their group (no other rollout of their prompt): advantage 0 whatever they score"),
+        "{screen}"
+    );
+    assert!(flat.contains("(1 of 2 groups of 2 or more)"), "{screen}");
+}

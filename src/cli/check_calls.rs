@@ -110,15 +110,42 @@ pub(super) async fn form_warnings(
         outcomes
     };
     let (_, outcomes) = tokio::join!(run, collect);
+    let text = first_sample(files).is_some_and(|s| text_form(&s));
+    let label = files.first().map_or("FILE", |f| f.label.as_str());
     outcomes
         .iter()
         .zip(styles)
-        .map(|(o, style)| style.and_then(|s| warning(s, o)))
+        .zip(prepared)
+        .map(|((o, style), p)| {
+            style.and_then(|s| warning(s, o, &another_form(s, p.spec.trainer, text, label)))
+        })
         .collect()
 }
 
+/// What to write when a function seems to get a form it was not written for: with
+/// the trainer set and text samples, TRL's conversational form (`form =
+/// "conversational"`: a TRL log holds text even when the dataset was
+/// conversational, SPEC §13); with the trainer set, the evaluator's `style`; else
+/// the trainer.
+fn another_form(
+    style: Style,
+    trainer: Option<crate::model::Trainer>,
+    text: bool,
+    label: &str,
+) -> String {
+    match trainer {
+        Some(_) if text && matches!(style, Style::Trl | Style::Verifiers) => format!(
+            "the samples hold text completions (a TRL log always does); if the trainer's dataset was conversational, it passed lists of messages: write [samples.log] path = \"{label}\" form = \"conversational\" in rwb.toml"
+        ),
+        Some(t) => format!(
+            "trainer = \"{t}\" is set in rwb.toml; if this function is called another way, set style = \"...\" under its [evaluators.NAME]"
+        ),
+        None => "if your trainer passes another form, set trainer = \"...\" (or style) in rwb.toml".into(),
+    }
+}
+
 /// The warning for one evaluator's outcomes, if any.
-fn warning(style: Style, outcomes: &[Outcome]) -> Option<String> {
+fn warning(style: Style, outcomes: &[Outcome], advice: &str) -> Option<String> {
     if outcomes.len() < 2 {
         return None;
     }
@@ -143,14 +170,14 @@ fn warning(style: Style, outcomes: &[Outcome]) -> Option<String> {
             .as_ref()
             .map(|e| format!("{}: {}", e.kind, e.message));
         return Some(format!(
-            "every call failed on the form of its arguments ({}): it was passed {passed}; if your trainer passes another form, set trainer = \"...\" (or style) in rwb.toml",
+            "every call failed on the form of its arguments ({}): it was passed {passed}; {advice}",
             first.unwrap_or_default()
         ));
     }
     let scores: Vec<f64> = outcomes.iter().filter_map(|o| o.score).collect();
     if scores.len() == outcomes.len() && scores.windows(2).all(|w| w[0] == w[1]) {
         return Some(format!(
-            "every sample scores {}: check that the function reads the form it is passed ({passed}); Tunix and OpenRLHF pass templated text, TRL the dataset's own form (trainer = \"...\" in rwb.toml)",
+            "every sample scores {}: check that the function reads the form it is passed ({passed}); Tunix and OpenRLHF pass templated text, TRL the dataset's own form; {advice}",
             scores[0]
         ));
     }

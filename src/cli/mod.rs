@@ -63,10 +63,14 @@ enum Command {
     /// Ask an OpenAI-compatible server (vLLM, SGLang, …) for N completions of every
     /// prompt and write them as samples, one rollout group per prompt.
     Generate(generate::GenerateArgs),
-    /// Write a small workspace that runs at once.
+    /// Write a small workspace that runs at once, its reward functions called as
+    /// the chosen trainer calls them.
     Init {
         /// Folder to create (default: the current directory).
         dir: Option<PathBuf>,
+        /// The trainer to start from: reward-kit (the default), trl or verl.
+        #[arg(long, value_name = "NAME")]
+        trainer: Option<String>,
     },
 }
 
@@ -80,7 +84,10 @@ pub struct Shared {
     /// function inside a package (repeatable).
     #[arg(long = "function", value_name = "NAME=FILE.py::FUNC")]
     functions: Vec<String>,
-    /// Samples file (JSONL); repeatable. Replaces discovery.
+    /// Samples: a JSONL file (rows with messages, or prompt and completion), a Parquet
+    /// or Arrow table, a trainer's or eval tool's log (TRL completions, veRL dumps,
+    /// verifiers, Inspect, ...), a folder of step files or a quoted glob; repeatable.
+    /// Replaces discovery.
     #[arg(short = 's', long = "samples", value_name = "FILE")]
     samples: Vec<String>,
     /// Python interpreter to run evaluators with.
@@ -312,7 +319,10 @@ pub(crate) fn print_warnings(workspace: &Workspace) {
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
-        Some(Command::Init { dir }) => init::init(&dir.unwrap_or_else(|| PathBuf::from("."))),
+        Some(Command::Init { dir, trainer }) => init::init(
+            &dir.unwrap_or_else(|| PathBuf::from(".")),
+            trainer.as_deref(),
+        ),
         Some(Command::Run(args)) => block_on(run::run(args)),
         Some(Command::Preview(args)) => block_on(preview::preview(args)),
         Some(Command::Serve(args)) => block_on_one_thread(serve::serve(args)),

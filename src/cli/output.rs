@@ -227,8 +227,10 @@ impl Printer {
     /// Records how a completed sample moved against the baseline.
     fn compare(&mut self, sample: &SampleResults) {
         if let Some(facts) = &sample.at.facts {
+            self.logged.see(facts);
             for (i, outcome) in sample.outcomes.iter().enumerate() {
-                self.logged.add(facts, i, outcome.score);
+                self.logged
+                    .add(facts, i, outcome.score, outcome.error.is_some());
             }
         }
         let Some(b) = self.baseline.as_mut() else {

@@ -103,9 +103,13 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let errors = printer.errors;
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);
     let summaries = printer.finish(&stats, started.elapsed().as_secs_f64());
-    let scored: Vec<(usize, Option<f64>)> = summaries
+    let scored: Vec<crate::store::Scored> = summaries
         .iter()
-        .map(|s| (s.count - s.errors, s.mean))
+        .map(|s| crate::store::Scored {
+            count: s.count - s.errors,
+            mean: s.mean,
+            errors: s.errors,
+        })
         .collect();
     session.runner.record_versions(&prepared, &scored);
     if let (Some(name), Some(store)) = (&args.save_baseline, &store) {

@@ -28,6 +28,9 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
         .await
         .map_err(Fail::Usage)?;
     eprintln!("rwb: serving on {} (Ctrl-C stops)", server.url());
+    for line in routes_text(&server) {
+        eprintln!("rwb:   {line}");
+    }
     let (tx, mut saves) = mpsc::unbounded_channel();
     let _watcher = watch(&session, tx);
     let stop = tokio::signal::ctrl_c();
@@ -44,6 +47,30 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
     }
     server.shutdown().await;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What the server answers, with its evaluators, and a request to try.
+fn routes_text(server: &Server) -> Vec<String> {
+    let mut lines: Vec<String> = crate::ship::serve::ROUTES
+        .iter()
+        .map(|(route, what)| format!("{route:<22} {what}"))
+        .collect();
+    if let Some(default) = server.routes.first() {
+        lines.push(format!(
+            "evaluators: {} ({default} is the default)",
+            server.routes.join(", ")
+        ));
+    }
+    let key = if server.access.requires_key() {
+        " -H \"X-Api-Key: $RK_ENDPOINT_API_KEY\""
+    } else {
+        ""
+    };
+    lines.push(format!(
+        "try: curl -s {}/evaluate -H 'Content-Type: application/json'{key} -d '{{\"messages\": [{{\"role\": \"user\", \"content\": \"2+2?\"}}, {{\"role\": \"assistant\", \"content\": \"4\"}}]}}'",
+        server.url()
+    ));
+    lines
 }
 
 fn server_options(host: &str, port: u16) -> Options {

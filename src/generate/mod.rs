@@ -23,7 +23,7 @@ pub use cache::Cache;
 pub use prompts::{Prompt, PromptInput};
 pub use rows::{row, write_rows, write_rows_to};
 pub use run::{generate, Report};
-pub use settings::settings;
+pub use settings::{from_workspace, settings};
 
 use std::time::Duration;
 

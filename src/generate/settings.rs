@@ -5,6 +5,34 @@ use super::{endpoint_root, Params, Secret, Settings};
 use crate::workspace::GenerateConfig;
 use std::time::Duration;
 
+/// The workbench's `g`: `[generate]` of `rwb.toml` alone (there are no flags), each
+/// missing setting named as the line to add to that file.
+pub fn from_workspace(config: &GenerateConfig, toml: &std::path::Path) -> Result<Settings, String> {
+    let mut missing = Vec::new();
+    if config.endpoint.is_none() {
+        missing.push("endpoint = \"http://127.0.0.1:8000\"  # an OpenAI-compatible server (vLLM, SGLang, TGI)");
+    }
+    if config.model.is_none() {
+        missing.push("model = \"NAME\"  # the model the server serves");
+    }
+    if config.n.is_none() {
+        missing.push("n = 4  # completions to add per g");
+    }
+    if !missing.is_empty() {
+        let what: Vec<&str> = missing
+            .iter()
+            .map(|m| m.split(' ').next().unwrap_or(""))
+            .collect();
+        return Err(format!(
+            "{}: no {} under [generate]; add to it:  [generate]  {}",
+            toml.display(),
+            what.join(", "),
+            missing.join("  ")
+        ));
+    }
+    settings(&GenerateConfig::default(), config)
+}
+
 /// `first` over `then` (each a `[generate]` table), checked. The key is read from the
 /// environment variable the layers name.
 pub fn settings(first: &GenerateConfig, then: &GenerateConfig) -> Result<Settings, String> {
@@ -104,5 +132,31 @@ mod tests {
         assert!(settings(&none, &none)
             .unwrap_err()
             .starts_with("no endpoint"));
+    }
+
+    #[test]
+    fn the_workbench_names_the_lines_to_add_to_rwb_toml() {
+        let toml = std::path::Path::new("/ws/rwb.toml");
+        let why = from_workspace(&GenerateConfig::default(), toml).unwrap_err();
+        assert!(
+            why.starts_with("/ws/rwb.toml: no endpoint, model, n under [generate]; add to it:"),
+            "{why}"
+        );
+        assert!(
+            why.contains("endpoint = \"http://127.0.0.1:8000\""),
+            "{why}"
+        );
+        assert!(
+            !why.contains("--endpoint"),
+            "no flag the workbench does not take: {why}"
+        );
+        let some = GenerateConfig {
+            endpoint: Some("http://h:8000".into()),
+            n: Some(2),
+            ..Default::default()
+        };
+        let why = from_workspace(&some, toml).unwrap_err();
+        assert!(why.contains("no model under [generate]"), "{why}");
+        assert!(!why.contains("endpoint ="), "{why}");
     }
 }

@@ -39,6 +39,9 @@ pub struct Counts {
     pub compared: usize,
     pub moved: usize,
     pub flipped: usize,
+    /// Samples with a logged score whose evaluation failed (raised, timed out):
+    /// not compared, their error is not a score that moved.
+    pub failed: usize,
 }
 
 /// The comparison of a run's scores with the logged ones.
@@ -50,6 +53,32 @@ pub struct LoggedCmp {
     pub counts: Vec<Counts>,
     /// Logged values found not to be numbers, by logged name: what they are.
     not_numeric: BTreeMap<String, String>,
+    /// Logged scores no evaluator is paired with (see [`LoggedCmp::see`]).
+    unpaired: std::collections::BTreeSet<String>,
+}
+
+/// The trainer's logged advantage: compared by `[training]`, never by an evaluator.
+const ADVANTAGE: &str = "advantage";
+
+/// What to write when samples log scores and no evaluator is compared with one: the names,
+/// and the `logged = "NAME"` line (under the evaluator's own table when there is
+/// one evaluator).
+pub fn unpaired_hint(unpaired: &[String], evaluators: &[String]) -> String {
+    let table = match evaluators {
+        [one] => format!("[evaluators.{one}]"),
+        _ => "[evaluators.NAME]".to_string(),
+    };
+    // the trainer's own reward first: veRL's and eval-protocol's `score`, verifiers' `reward`
+    let first = ["score", "reward"]
+        .into_iter()
+        .find(|n| unpaired.iter().any(|u| u == n))
+        .or(unpaired.first().map(String::as_str))
+        .unwrap_or("score");
+    format!(
+        "the samples log {} no evaluator is compared with: {}; to see the logged score beside the score now, write logged = \"{first}\" under {table} in rwb.toml (or name the evaluator {first})",
+        if unpaired.len() == 1 { "a score" } else { "scores" },
+        unpaired.join(", ")
+    )
 }
 
 impl LoggedCmp {
@@ -71,6 +100,7 @@ impl LoggedCmp {
             names,
             counts: vec![Counts::default(); evaluators.len()],
             not_numeric: BTreeMap::new(),
+            unpaired: Default::default(),
         }
     }
 
@@ -110,8 +140,23 @@ impl LoggedCmp {
         (Some(logged), Some(delta))
     }
 
-    /// Counts evaluator `i`'s `score` for a sample against the log.
-    pub fn add(&mut self, facts: &Facts, i: usize, score: Option<f64>) {
+    /// Notes the numeric logged scores of a sample that no evaluator is paired with
+    /// (`rwb run`'s summary then says how to pair one, when no evaluator is).
+    pub fn see(&mut self, facts: &Facts) {
+        for (name, value) in &facts.logged {
+            if matches!(value, Logged::Score(_))
+                && name != ADVANTAGE
+                && !self.names.contains(name)
+                && !self.unpaired.contains(name)
+            {
+                self.unpaired.insert(name.clone());
+            }
+        }
+    }
+
+    /// Counts evaluator `i`'s `score` for a sample against the log (`failed`: the
+    /// evaluation raised or timed out, and is counted apart).
+    pub fn add(&mut self, facts: &Facts, i: usize, score: Option<f64>, failed: bool) {
         let Some(value) = facts.logged(&self.names[i]) else {
             return;
         };
@@ -125,6 +170,10 @@ impl LoggedCmp {
             }
         };
         let c = &mut self.counts[i];
+        if failed {
+            c.failed += 1;
+            return;
+        }
         c.compared += 1;
         c.moved += usize::from(moved(score, logged));
         c.flipped += usize::from(flipped(score, logged));
@@ -135,7 +184,7 @@ impl LoggedCmp {
     pub fn lines(&self) -> Vec<String> {
         let mut lines = Vec::new();
         for (i, c) in self.counts.iter().enumerate() {
-            if c.compared == 0 {
+            if c.compared == 0 && c.failed == 0 {
                 continue;
             }
             let against = if self.names[i] == self.evaluators[i] {
@@ -143,13 +192,30 @@ impl LoggedCmp {
             } else {
                 format!(" (logged as {})", self.names[i])
             };
-            lines.push(format!(
-                "{}{against}: {} of {} rollouts score differently than logged; {} flip across {FLIP_AT}",
-                self.evaluators[i],
-                thousands(c.moved),
-                thousands(c.compared),
-                thousands(c.flipped),
-            ));
+            let mut line = format!("{}{against}: ", self.evaluators[i]);
+            if c.compared > 0 {
+                line.push_str(&format!(
+                    "{} of {} rollouts score differently than logged; {} flip across {FLIP_AT}",
+                    thousands(c.moved),
+                    thousands(c.compared),
+                    thousands(c.flipped),
+                ));
+            }
+            if c.failed > 0 {
+                if c.compared > 0 {
+                    line.push_str("; ");
+                }
+                line.push_str(&format!(
+                    "{} failed and are not compared with the log (their errors are on their rows)",
+                    thousands(c.failed)
+                ));
+            }
+            lines.push(line);
+        }
+        let compared = self.counts.iter().any(|c| c.compared > 0 || c.failed > 0);
+        if !self.unpaired.is_empty() && !compared {
+            let unpaired: Vec<String> = self.unpaired.iter().cloned().collect();
+            lines.push(unpaired_hint(&unpaired, &self.evaluators));
         }
         for (name, what) in &self.not_numeric {
             lines.push(format!(
@@ -161,12 +227,16 @@ impl LoggedCmp {
 
     /// Evaluator `i`'s counts for the JSON summary, when it was compared.
     pub fn summary(&self, i: usize) -> Option<serde_json::Value> {
-        let c = self.counts.get(i).filter(|c| c.compared > 0)?;
+        let c = self
+            .counts
+            .get(i)
+            .filter(|c| c.compared > 0 || c.failed > 0)?;
         Some(serde_json::json!({
             "name": self.names[i],
             "compared": c.compared,
             "moved": c.moved,
             "flipped": c.flipped,
+            "failed": c.failed,
         }))
     }
 }
@@ -208,15 +278,16 @@ mod tests {
         ];
         for (score, logged) in cases {
             let f = facts(logged);
-            cmp.add(&f, 0, score);
-            cmp.add(&f, 1, score); // "other" has no logged score of its name
+            cmp.add(&f, 0, score, false);
+            cmp.add(&f, 1, score, false); // "other" has no logged score of its name
         }
         assert_eq!(
             cmp.counts[0],
             Counts {
                 compared: 6,
                 moved: 3,
-                flipped: 1
+                flipped: 1,
+                failed: 0,
             }
         );
         assert_eq!(cmp.counts[1], Counts::default());
@@ -237,6 +308,28 @@ mod tests {
     }
 
     #[test]
+    fn rows_that_failed_are_counted_apart_not_as_moved() {
+        let mut cmp = LoggedCmp::new(&["acc".into()], &[None]);
+        for _ in 0..32 {
+            cmp.add(&facts(Logged::Score(Some(1.0))), 0, None, true);
+        }
+        assert_eq!(cmp.counts[0].moved, 0);
+        assert_eq!(
+            cmp.lines(),
+            vec![
+                "acc: 32 failed and are not compared with the log (their errors are on their rows)"
+                    .to_string()
+            ]
+        );
+        cmp.add(&facts(Logged::Score(Some(1.0))), 0, Some(0.0), false);
+        assert_eq!(
+            cmp.lines(),
+            vec!["acc: 1 of 1 rollouts score differently than logged; 1 flip across 0.5; 32 failed and are not compared with the log (their errors are on their rows)".to_string()]
+        );
+        assert_eq!(cmp.summary(0).unwrap()["failed"], 32);
+    }
+
+    #[test]
     fn a_logged_value_that_is_no_number_is_named_not_guessed() {
         let mut cmp = LoggedCmp::new(&["grade".into()], &[Some("pred".into())]);
         let f = Facts {
@@ -248,7 +341,7 @@ mod tests {
             )],
             ..Facts::default()
         };
-        cmp.add(&f, 0, Some(1.0));
+        cmp.add(&f, 0, Some(1.0), false);
         assert_eq!(cmp.counts[0], Counts::default());
         assert_eq!(cmp.fields(Some(&f), 0, Some(1.0)), (Some(None), Some(None)));
         assert_eq!(

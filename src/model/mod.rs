@@ -15,7 +15,7 @@ mod placement;
 mod trainer;
 pub use call::{CallSpec, Per, SOURCES as CALL_SOURCES};
 pub use facts::{Facts, Logged};
-pub use logged::{flipped, moved, Counts, LoggedCmp};
+pub use logged::{flipped, moved, unpaired_hint, Counts, LoggedCmp};
 pub use placement::Placement;
 pub use trainer::Trainer;
 
@@ -724,8 +724,10 @@ pub struct Version {
     /// Unix seconds.
     pub first_seen: f64,
     pub last_seen: f64,
+    /// Samples it scored (the mean is theirs) and samples on which it failed.
     pub count: usize,
     pub mean: Option<f64>,
+    pub errors: usize,
     /// (file, text) of every project file it imported.
     pub sources: Vec<(String, String)>,
 }

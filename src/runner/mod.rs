@@ -398,10 +398,10 @@ impl Runner {
     }
 
     /// Records each evaluator's code version with its sources and what it scored
-    /// (`(count, mean)` per evaluator), for the history view. Without a store, nothing.
-    pub fn record_versions(&self, evaluators: &[Prepared], scored: &[(usize, Option<f64>)]) {
+    /// (per evaluator), for the history view. Without a store, nothing.
+    pub fn record_versions(&self, evaluators: &[Prepared], scored: &[crate::store::Scored]) {
         let Some(store) = &self.store else { return };
-        for (p, (count, mean)) in evaluators.iter().zip(scored) {
+        for (p, scored) in evaluators.iter().zip(scored) {
             if p.failure.is_some() || p.spec.source.is_remote() {
                 continue;
             }
@@ -415,7 +415,7 @@ impl Runner {
                     )
                 })
                 .collect();
-            let _ = store.record_version(&p.spec.name, &p.key, &sources, *count, *mean);
+            let _ = store.record_version(&p.spec.name, &p.key, &sources, *scored);
         }
     }
 }

@@ -22,7 +22,7 @@ pub type SampleHash = [u8; 16];
 /// A stored baseline: outcomes by (evaluator name, sample hash).
 pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
-const SCHEMA_VERSION: i64 = 6;
+const SCHEMA_VERSION: i64 = 7;
 /// Writes per commit at most. A batch (and up to one more held for ordering) is in
 /// memory while it is committed (~300 bytes a row), so this bounds the writer's memory.
 /// Appending rows costs about the same per row in small commits as in large ones
@@ -287,15 +287,20 @@ impl Store {
     }
 
     /// Records a run of an evaluator's code version: its sources (file, text), how many
-    /// samples it scored and their mean. A version seen before keeps its first time.
+    /// samples it scored, their mean, and how many it failed on. A version seen
+    /// before keeps its first time.
     pub fn record_version(
         &self,
         evaluator: &str,
         key: &CodeKey,
         sources: &[(String, String)],
-        count: usize,
-        mean: Option<f64>,
+        scored: Scored,
     ) -> Result<(), StoreError> {
+        let Scored {
+            count,
+            mean,
+            errors,
+        } = scored;
         let conn = self.conn.lock().unwrap();
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -303,10 +308,10 @@ impl Store {
             .unwrap_or(0.0);
         let sources = serde_json::to_string(sources).expect("sources serialize");
         conn.execute(
-            "INSERT INTO versions (evaluator, code_key, first_seen, last_seen, count, mean, sources)
-             VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6)
-             ON CONFLICT (evaluator, code_key) DO UPDATE SET last_seen = ?3, count = ?4, mean = ?5",
-            params![evaluator, &key[..], now, count as i64, mean, sources],
+            "INSERT INTO versions (evaluator, code_key, first_seen, last_seen, count, mean, sources, errors)
+             VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (evaluator, code_key) DO UPDATE SET last_seen = ?3, count = ?4, mean = ?5, errors = ?7",
+            params![evaluator, &key[..], now, count as i64, mean, sources, errors as i64],
         )
         .map_err(|e| self.fail(e))?;
         Ok(())
@@ -317,7 +322,7 @@ impl Store {
         let conn = self.conn.lock().unwrap();
         let mut stmt = conn
             .prepare(
-                "SELECT first_seen, last_seen, count, mean, sources FROM versions
+                "SELECT first_seen, last_seen, count, mean, sources, errors FROM versions
                  WHERE evaluator = ?1 ORDER BY first_seen DESC",
             )
             .map_err(|e| self.fail(e))?;
@@ -328,6 +333,7 @@ impl Store {
                     last_seen: r.get(1)?,
                     count: r.get::<_, i64>(2)? as usize,
                     mean: r.get(3)?,
+                    errors: r.get::<_, i64>(5)? as usize,
                     sources: serde_json::from_str(&r.get::<_, String>(4)?).unwrap_or_default(),
                 })
             })
@@ -447,7 +453,26 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
             results::CREATE
         ))?;
     }
+    if version < 7 {
+        // how many samples each version failed on (a version that raised on every
+        // sample reads as failed, not as no mean)
+        conn.execute_batch(
+            "BEGIN;
+             ALTER TABLE versions ADD COLUMN errors INTEGER NOT NULL DEFAULT 0;
+             PRAGMA user_version = 7;
+             COMMIT;",
+        )?;
+    }
     Ok(conn)
+}
+
+/// What a run of a code version scored: samples with a score, their mean, samples
+/// it failed on.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Scored {
+    pub count: usize,
+    pub mean: Option<f64>,
+    pub errors: usize,
 }
 
 /// Queues outcomes for the store; `finish` waits until they are on disk.

@@ -1,4 +1,6 @@
-//! Writing the current results, with baseline and combined scores, to a JSONL file.
+//! Writing the current results, with baseline and combined scores, to a JSONL file;
+//! each row carries its sample's own `id` (null when the sample has none), to join
+//! the export with the data it came from.
 
 use super::Live;
 use crate::model::ResultRow;
@@ -22,12 +24,16 @@ impl Live {
                 .get(s.at.file)
                 .map(|l| l.as_str())
                 .unwrap_or("");
+            let id = sample_id(&self.app.text(s));
             for e in 0..s.cells.len() {
                 let (Some(o), Some(info)) = (self.whole_outcome(i, e), self.app.evaluators.get(e))
                 else {
                     continue;
                 };
                 let mut row = serde_json::to_value(ResultRow::new(&s.at, label, &info.name, &o))?;
+                if let Some(obj) = row.as_object_mut() {
+                    obj.insert("id".into(), id.clone());
+                }
                 if let (Some(b), Some(obj)) = (&self.app.baseline, row.as_object_mut()) {
                     let before = b.score(s, &info.name).flatten();
                     obj.insert("baseline_score".into(), serde_json::json!(before));
@@ -43,6 +49,18 @@ impl Live {
         out.flush()?;
         Ok(path)
     }
+}
+
+/// A sample line's own `id` (any JSON value), or null.
+fn sample_id(line: &str) -> serde_json::Value {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        #[serde(default)]
+        id: serde_json::Value,
+    }
+    serde_json::from_str::<Id>(line)
+        .map(|r| r.id)
+        .unwrap_or(serde_json::Value::Null)
 }
 
 pub(super) fn display_path(path: &Path, root: &Path) -> String {

@@ -20,13 +20,14 @@ impl Live {
         let workspace = &self.session.workspace;
         let config = workspace.config.generate.clone().unwrap_or_default();
         let root = workspace.root.clone();
+        let toml = root.join("rwb.toml");
         let target = workspace
             .samples
             .get(file)
             .map(|f| (f.path.clone(), f.label.clone()));
         let tx = self.generation_tx.clone();
         tokio::spawn(async move {
-            let msg = match more(config, &root, target, &line, have, &tx).await {
+            let msg = match more(config, &root, &toml, target, &line, have, &tx).await {
                 Ok((added, file)) => GenerationMsg::Finished { added, file },
                 Err(why) => GenerationMsg::Failed(why),
             };
@@ -38,12 +39,13 @@ impl Live {
 async fn more(
     config: GenerateConfig,
     root: &Path,
+    toml: &Path,
     target: Option<(PathBuf, String)>,
     line: &str,
     have: usize,
     tx: &UnboundedSender<GenerationMsg>,
 ) -> Result<(usize, String), String> {
-    let settings = generate::settings(&GenerateConfig::default(), &config)?;
+    let settings = generate::from_workspace(&config, toml)?;
     let (path, label) = target.ok_or("the sample's file is no longer in the workspace")?;
     let row = match serde_json::from_str(line) {
         Ok(serde_json::Value::Object(row)) => row,

@@ -194,14 +194,18 @@ impl Live {
                 }
                 self.app.update(Msg::RunFinished);
                 let prepared: Vec<Prepared> = self.prepared.iter().flatten().cloned().collect();
-                let scored: Vec<(usize, Option<f64>)> = self
+                let scored: Vec<crate::store::Scored> = self
                     .prepared
                     .iter()
                     .enumerate()
                     .filter(|(_, p)| p.is_some())
                     .map(|(e, _)| {
                         let s = self.app.summary(e);
-                        (s.count - s.errors, s.mean)
+                        crate::store::Scored {
+                            count: s.count - s.errors,
+                            mean: s.mean,
+                            errors: s.errors,
+                        }
                     })
                     .collect();
                 self.session.runner.record_versions(&prepared, &scored);

@@ -223,7 +223,7 @@ async fn saved_output_in_the_workspace_is_one_notice_and_no_rows() {
     let saved = "{\"sample\": 0, \"file\": \"samples.jsonl\", \"score\": 0.0}\n";
     std::fs::write(dir.path().join("out.jsonl"), saved).unwrap();
     let warning = |label: &str| {
-        format!("skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list), as in saved output; name it with -s to evaluate it anyway")
+        format!("skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list, or \"prompt\" and \"completion\"), as in saved output; name it with -s to evaluate it anyway")
     };
     let mut live = open(dir.path());
     assert_eq!(live.app.notice, Some(warning("out.jsonl")));
@@ -527,4 +527,35 @@ def evaluate(prompts, completions, **kwargs):
         settle(&mut live, |_| {}).await;
         scores_are(&live, bump);
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_export_row_carries_its_samples_id() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("metrics/n")).unwrap();
+    std::fs::write(dir.path().join("metrics/n/main.py"), EVALUATOR).unwrap();
+    std::fs::write(dir.path().join("bump.txt"), "0").unwrap();
+    let with_id = |id: &str, n: usize| {
+        format!("{{\"id\": {id}, \"messages\": [{{\"role\": \"user\", \"content\": \"q\"}}, {{\"role\": \"assistant\", \"content\": \"{n}\"}}]}}\n")
+    };
+    let text = with_id("\"gsm8k-17\"", 1) + &with_id("42", 2) + &sample_line(3);
+    std::fs::write(dir.path().join("samples.jsonl"), text).unwrap();
+    let mut live = open(dir.path());
+    assert_eq!(settle(&mut live, |_| {}).await, 3);
+    let path = live.export().unwrap();
+    let rows: Vec<serde_json::Value> = std::fs::read_to_string(&path)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let ids: Vec<serde_json::Value> = rows.iter().map(|r| r["id"].clone()).collect();
+    assert_eq!(
+        ids,
+        [
+            serde_json::json!("gsm8k-17"),
+            serde_json::json!(42),
+            serde_json::Value::Null
+        ]
+    );
+    assert_eq!(rows[1]["score"], 2.0 / 1e6);
 }

@@ -249,19 +249,14 @@ impl Config {
     }
 
     /// Parses the text of an `rwb.toml`; the error names the line, the field (when
-    /// the line sets one) and what is wrong.
+    /// the line sets one) and what is wrong, for every problem serde finds, in file
+    /// order (see `config_errors.rs`).
     pub fn parse(text: &str) -> Result<Config, String> {
-        let config: Config = toml::from_str(text).map_err(|e| {
-            let message = e.message().trim().to_string();
-            let Some(start) = e.span().map(|s| s.start.min(text.len())) else {
-                return message;
-            };
-            let line = text[..start].matches('\n').count() + 1;
-            match field_at(text, line) {
-                Some(field) => format!("line {line}: {field}: {message}"),
-                None => format!("line {line}: {message}"),
-            }
-        })?;
+        let config: Config =
+            super::config_errors::parse_all(text).map_err(|problems| match problems.len() {
+                1 => problems.join(""),
+                n => format!("{n} problems: {}", problems.join("; ")),
+            })?;
         super::remote::check(&config, text)?;
         check_training(&config, text)?;
         check_calls(&config, text)?;
@@ -415,7 +410,7 @@ fn check_training(config: &Config, text: &str) -> Result<(), String> {
 }
 
 /// The field a line of TOML sets, with its table: `[evaluators.math] timeout`.
-fn field_at(text: &str, line: usize) -> Option<String> {
+pub(super) fn field_at(text: &str, line: usize) -> Option<String> {
     let lines: Vec<&str> = text.lines().collect();
     let (key, _) = lines.get(line - 1)?.split_once('=')?;
     let key = key.trim();

@@ -118,7 +118,7 @@ pub(super) fn resolve_samples(
             format!(" ({})", warnings.join("; "))
         };
         return err(format!(
-            "no samples in {}: add a *.jsonl file there or in samples/, or give -s FILE{skipped}",
+            "no samples in {}: put a samples file there or in samples/ (JSONL rows with messages, or prompt and completion; a Parquet or Arrow table; a trainer's or eval tool's log such as TRL's completions/ or a veRL dump), give -s FILE, or run `rwb init DIR` for a workspace that runs at once{skipped}",
             root.display()
         ));
     }
@@ -173,7 +173,7 @@ fn discover(root: &Path, options: &Options) -> Resolved {
             match samples_file(path, label.clone(), root, options) {
                 Ok(file) if file.foreign.is_none() && !jsonl => {} // a JSON file of no tool's
                 Ok(file) if file.foreign.is_none() && holds_no_sample(&file) => warnings.push(format!(
-                    "skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list), as in saved output; name it with -s to evaluate it anyway"
+                    "skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list, or \"prompt\" and \"completion\"), as in saved output; name it with -s to evaluate it anyway"
                 )),
                 Ok(file) => files.push(file),
                 Err(e) if jsonl || ext == "parquet" || ext == "eval" || hf => {

@@ -5,6 +5,7 @@
 //! streaming JSONL reader. Must not know the screen, run Python or touch the cache.
 
 mod config;
+mod config_errors;
 mod discovery;
 mod forms;
 mod index;

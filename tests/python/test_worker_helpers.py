@@ -149,6 +149,27 @@ class AsResultTest(unittest.TestCase):
     def setUpClass(cls):
         cls.rk = bundled_reward_kit(cls)
 
+    def setUp(self):
+        # a worker loaded by another test set its evaluator's style
+        W.set_style(None)
+
+    def tearDown(self):
+        W.set_style(None)
+
+    def test_an_unreadable_return_is_explained_in_its_trainers_words(self):
+        W.set_style("trl")
+        self.assertInvalid(
+            "42",
+            "the evaluator returned str '42'; a TRL reward function returns a list with one "
+            "float per completion (None: no score), e.g. [1.0, 0.0]",
+        )
+        W.set_style("verl")
+        self.assertInvalid(
+            [1.0],
+            "the evaluator returned list [1.0]; veRL's compute_score returns a float, or a dict "
+            "with 'score' (its other keys become metrics)",
+        )
+
     def assertInvalid(self, value, message, strict=False):
         with self.assertRaises(W.InvalidResult) as ctx:
             W._as_result(value, strict)

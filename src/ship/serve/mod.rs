@@ -20,6 +20,7 @@ mod slime;
 
 pub use limits::configured_port;
 pub use log::{LogSummary, RequestLog};
+pub use routes::ROUTES;
 
 use super::guard::{Access, HostPolicy};
 use super::listen::{self, Timing};

@@ -32,7 +32,9 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         ));
     Router::new()
         .route("/health", get(health))
+        .route("/", get(index))
         .merge(protected)
+        .fallback(no_route)
         .layer(DefaultBodyLimit::max(shared.limits.max_body))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), admit))
         .with_state(shared)
@@ -147,6 +149,54 @@ fn closing(mut response: Response) -> Response {
         .headers_mut()
         .insert(header::CONNECTION, HeaderValue::from_static("close"));
     response
+}
+
+/// What the server answers, one line per route (what `GET /`, an unknown path and
+/// `rwb serve` on start say).
+pub const ROUTES: [(&str, &str); 5] = [
+    (
+        "POST /evaluate",
+        "the default evaluator: {\"messages\": [...], \"ground_truth\": ..., \"kwargs\": {...}} -> an EvaluateResult (reward-kit's generic_server)",
+    ),
+    ("POST /evaluate/{name}", "the evaluator {name}, the same body"),
+    (
+        "POST /batch/{name}",
+        "OpenRLHF's remote reward: {\"query\": [...], \"prompts\": [...], \"labels\": [...]} -> {\"rewards\", \"scores\", \"extra_logs\"}",
+    ),
+    ("GET /health", "status, evaluators and import errors"),
+    ("GET /", "this list"),
+];
+
+/// `GET /`: the routes, and (with the key, or when none is required) the evaluators.
+async fn index(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Json<Value> {
+    let routes: Map<String, Value> = ROUTES
+        .iter()
+        .map(|(route, what)| (route.to_string(), json!(what)))
+        .collect();
+    if s.access.check(&headers) != Verdict::Granted {
+        return Json(json!({"service": "rwb serve", "routes": routes}));
+    }
+    let names: Vec<&str> = s.evaluators.iter().map(|e| e.spec.name.as_str()).collect();
+    Json(json!({
+        "service": "rwb serve",
+        "routes": routes,
+        "evaluators": names,
+        "default": s.evaluators.get(s.default).map(|e| e.spec.name.as_str()),
+    }))
+}
+
+/// Any other path or method: 404 with the routes there are.
+async fn no_route(request: Request) -> Response {
+    let routes: Vec<&str> = ROUTES.iter().map(|(route, _)| *route).collect();
+    detail(
+        StatusCode::NOT_FOUND,
+        format!(
+            "no route {} {}: rwb serve answers {}",
+            request.method(),
+            request.uri().path().chars().take(200).collect::<String>(),
+            routes.join(", ")
+        ),
+    )
 }
 
 /// reward-kit's health answer. With a key required and not given, only

@@ -85,10 +85,26 @@ impl App {
             keys: self.code_keys.clone(),
         });
         self.attribute();
+        // samples no evaluator has scored yet have nothing to compare with later
+        let unscored = self
+            .samples
+            .iter()
+            .filter(|s| s.cells.iter().any(|c| c.outcome.is_none()))
+            .count();
+        let later = match (unscored, self.baseline_key()) {
+            (0, _) => String::new(),
+            (n, key) => {
+                format!(" ({n} not scored yet get no Δ: press {key} again when the run is done)")
+            }
+        };
         self.notice = Some(format!(
-            "baseline pinned: {count} samples; Δ shows the change from here"
+            "baseline pinned: {count} samples; Δ shows the change from here{later}"
         ));
         self.refresh_view();
+    }
+
+    fn baseline_key(&self) -> String {
+        self.keymap.label(crate::ui::keymap::Action::Baseline)
     }
 
     /// Recomputes, per evaluator, what changed since the baseline and through which

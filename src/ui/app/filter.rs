@@ -52,6 +52,25 @@ pub enum Cond {
 }
 
 /// Parses a filter such as `refund score<0.5 error`. Unknown evaluator names are errors.
+/// A filter word naming no evaluator: the names it can take.
+fn unknown_evaluator(
+    word: &str,
+    name: &str,
+    evaluators: &[EvaluatorInfo],
+    compare: bool,
+) -> String {
+    let names: Vec<&str> = evaluators.iter().map(|e| e.name.as_str()).collect();
+    let also = if compare {
+        "; score (the selected one), reward and adv compare too"
+    } else {
+        ""
+    };
+    format!(
+        "'{word}': no evaluator named '{name}' (the evaluators: {}{also})",
+        names.join(", ")
+    )
+}
+
 pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond>, String> {
     let mut out = Vec::new();
     for word in text.split_whitespace() {
@@ -79,7 +98,7 @@ pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond
             let evaluator = evaluators
                 .iter()
                 .position(|e| e.name == name)
-                .ok_or_else(|| format!("'{word}': no evaluator named '{name}'"))?;
+                .ok_or_else(|| unknown_evaluator(word, name, evaluators, false))?;
             out.push(Cond::Logged {
                 evaluator: Some(evaluator),
             });
@@ -114,7 +133,7 @@ pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond
                     evaluators
                         .iter()
                         .position(|e| e.name == name)
-                        .ok_or_else(|| format!("'{word}': no evaluator named '{name}'"))?,
+                        .ok_or_else(|| unknown_evaluator(word, name, evaluators, true))?,
                 )
             };
             out.push(Cond::Score {

@@ -22,7 +22,10 @@ impl App {
         if self.overlay_takes(action) {
             return Vec::new();
         }
-        self.notice = None;
+        if action != Action::Help {
+            // a key clears the notice, except the one that shows it whole
+            self.notice = None;
+        }
         self.act(action)
     }
 
@@ -99,6 +102,32 @@ impl App {
                 | Action::DropColumn
                 | Action::CopyUrl
         );
+        let reading = matches!(
+            self.overlay,
+            Overlay::Help | Overlay::Stats | Overlay::Report
+        );
+        let moves = matches!(
+            action,
+            Action::Down
+                | Action::Up
+                | Action::PageDown
+                | Action::PageUp
+                | Action::Top
+                | Action::Bottom
+        );
+        if reading && moves {
+            // the help, statistics and reports scroll (the view stops at their end)
+            let page = self.size.map_or(10, |(_, h)| h.saturating_sub(4).max(1));
+            self.overlay_scroll = match action {
+                Action::Down => self.overlay_scroll.saturating_add(1),
+                Action::Up => self.overlay_scroll.saturating_sub(1),
+                Action::PageDown => self.overlay_scroll.saturating_add(page),
+                Action::PageUp => self.overlay_scroll.saturating_sub(page),
+                Action::Top => 0,
+                _ => u16::MAX,
+            };
+            return true;
+        }
         let keep_open = (self.overlay == Overlay::Ship && ship_action)
             || (self.overlay == Overlay::History && matches!(action, Action::Down | Action::Up));
         if self.overlay == Overlay::History && keep_open {
@@ -131,6 +160,12 @@ impl App {
             Action::Bottom => self.jump(usize::MAX),
             Action::NextPane => self.cycle_focus(1),
             Action::PrevPane => self.cycle_focus(-1),
+            Action::ColumnsRight => {
+                if self.list_more_right {
+                    self.list_hscroll += 1;
+                }
+            }
+            Action::ColumnsLeft => self.list_hscroll = self.list_hscroll.saturating_sub(1),
             Action::NextEvaluator => self.pick_evaluator(1),
             Action::PrevEvaluator => self.pick_evaluator(-1),
             Action::Detail => self.detail = !self.detail,
@@ -152,8 +187,12 @@ impl App {
             Action::Stats => {
                 self.compute_groups();
                 self.overlay = Overlay::Stats;
+                self.overlay_scroll = 0;
             }
-            Action::Help => self.overlay = Overlay::Help,
+            Action::Help => {
+                self.overlay = Overlay::Help;
+                self.overlay_scroll = 0;
+            }
             Action::Edit => return self.edit_target().into_iter().collect(),
             Action::Export => return vec![Effect::Export],
             Action::History => {
@@ -208,6 +247,7 @@ impl App {
     fn open_report(&mut self, title: &str, waiting: &str, effect: Effect) -> Vec<Effect> {
         self.report = Some((title.into(), vec![waiting.into()]));
         self.overlay = Overlay::Report;
+        self.overlay_scroll = 0;
         vec![effect]
     }
 

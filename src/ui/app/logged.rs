@@ -51,6 +51,8 @@ pub struct LoggedCell {
     pub logged: Option<f64>,
     /// The score now, once evaluated (`Some(None)`: evaluated, no score).
     pub score: Option<Option<f64>>,
+    /// The evaluation failed: nothing to compare (its error is no score that moved).
+    pub failed: bool,
 }
 
 impl LoggedCell {
@@ -62,16 +64,19 @@ impl LoggedCell {
     /// The score moved from the logged one (SPEC §13's rule); never before it is
     /// evaluated.
     pub fn moved(&self) -> bool {
-        self.score.is_some_and(|s| model::moved(s, self.logged))
+        !self.failed && self.score.is_some_and(|s| model::moved(s, self.logged))
     }
 
     pub fn flipped(&self) -> bool {
-        self.score.is_some_and(|s| model::flipped(s, self.logged))
+        !self.failed && self.score.is_some_and(|s| model::flipped(s, self.logged))
     }
 
     /// What the |Δ| sort orders by: |Δ|; infinite when only one of the two is a
     /// number (moved by more than any number); none before it is evaluated.
     fn sort_key(&self) -> Option<f64> {
+        if self.failed {
+            return None;
+        }
         let score = self.score?;
         Some(match (score, self.logged) {
             (Some(s), Some(l)) => (s - l).abs(),
@@ -167,6 +172,41 @@ impl App {
         seen.through = self.samples.len();
     }
 
+    /// Logged scores the samples carry when no evaluator is compared with any (the
+    /// trainer's advantage aside), in name order.
+    pub fn unpaired_logged(&self) -> Vec<String> {
+        if (0..self.evaluators.len()).any(|e| self.logged_pair(e).is_some()) {
+            return Vec::new();
+        }
+        let paired = |name: &String| {
+            (0..self.evaluators.len()).any(|e| self.logged_cmp.name(e) == Some(name.as_str()))
+        };
+        let mut names: Vec<String> = self
+            .logged_seen
+            .names
+            .iter()
+            .filter(|n| n.as_str() != LOGGED_ADVANTAGE && !paired(n))
+            .cloned()
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Says once, when the samples are read, that they log scores no evaluator is
+    /// compared with, and how to pair one (a veRL dump's `score` is compared only
+    /// when an evaluator is named so or says `logged = "score"`).
+    pub(super) fn say_unpaired_logged(&mut self) {
+        if self.loading {
+            return;
+        }
+        let unpaired = self.unpaired_logged();
+        if !unpaired.is_empty() && unpaired != self.unpaired_said {
+            let names: Vec<String> = self.evaluators.iter().map(|e| e.name.clone()).collect();
+            self.notice = Some(model::unpaired_hint(&unpaired, &names));
+        }
+        self.unpaired_said = unpaired;
+    }
+
     /// The logged name evaluator `e` is compared with, when some sample logged it.
     pub fn logged_pair(&self, e: usize) -> Option<&str> {
         let name = self.logged_cmp.name(e)?;
@@ -191,6 +231,7 @@ impl App {
         Some(LoggedCell {
             logged: *logged,
             score: cell.outcome.as_ref().map(|o| o.score),
+            failed: cell.error().is_some(),
         })
     }
 
@@ -255,7 +296,7 @@ impl App {
                 let Some(cell) = s.cells.get(e).filter(|c| c.outcome.is_some()) else {
                     continue;
                 };
-                cmp.add(facts, e, cell.score());
+                cmp.add(facts, e, cell.score(), cell.error().is_some());
                 let (Some(Logged::Score(Some(logged))), Some(now)) =
                     (cmp.value(facts, e), cell.score())
                 else {

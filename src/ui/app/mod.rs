@@ -11,6 +11,7 @@ mod generation;
 mod generation_tests;
 mod keys;
 mod logged;
+mod message;
 mod overlays;
 mod results;
 mod samples;
@@ -26,6 +27,7 @@ pub use generation::GenerationMsg;
 pub use logged::{
     logged_sort_evaluator, logged_sort_index, LoggedCell, LoggedReport, StepMeans, LOGGED_ADVANTAGE,
 };
+pub use message::{Message, Tone};
 pub use overlays::{DeployForm, History, Overlay};
 pub use results::Detail;
 pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sample};
@@ -221,12 +223,18 @@ pub struct App {
     /// First row of the list on screen (follows the cursor, see `settle`).
     pub list_offset: usize,
     pub list_height: usize,
+    /// How many of the list's scrolling columns are scrolled off to the left (`<`/`>`).
+    pub list_hscroll: usize,
+    /// The last frame left columns off on the right (`>` has somewhere to go).
+    pub list_more_right: bool,
     pub focus: Focus,
     pub evaluator: usize,
     pub conversation_scroll: u16,
     pub breakdown_scroll: u16,
     pub detail: bool,
     pub overlay: Overlay,
+    /// How far the help, statistics or report overlay is scrolled.
+    pub overlay_scroll: u16,
     /// Some while the filter is being typed.
     pub filter_input: Option<String>,
     pub filter_text: String,
@@ -315,6 +323,10 @@ pub struct App {
     text_hits: text_match::TextHits,
     /// A generation asked for with `g` is under way.
     pub generating: bool,
+    /// The group-size warning last put in the notice (see `fill_signal`).
+    group_warning_said: Option<String>,
+    /// The unpaired logged names last put in the notice (see `say_unpaired_logged`).
+    unpaired_said: Vec<String>,
 }
 
 impl App {
@@ -334,12 +346,15 @@ impl App {
             cursor: 0,
             list_offset: 0,
             list_height: 20,
+            list_hscroll: 0,
+            list_more_right: false,
             focus: Focus::List,
             evaluator: 0,
             conversation_scroll: 0,
             breakdown_scroll: 0,
             detail: false,
             overlay: Overlay::None,
+            overlay_scroll: 0,
             filter_input: None,
             filter_text: String::new(),
             filter: Vec::new(),
@@ -387,6 +402,8 @@ impl App {
             source: None,
             text_hits: Default::default(),
             generating: false,
+            group_warning_said: None,
+            unpaired_said: Vec::new(),
         }
     }
 
@@ -439,6 +456,10 @@ impl App {
             }
             _ => Vec::new(),
         };
+        let pairing = matches!(
+            msg,
+            Msg::Loaded | Msg::Samples(_) | Msg::Config(_) | Msg::Evaluators(_)
+        );
         let effects = match msg {
             Msg::Key(key) => self.on_key(key),
             other => {
@@ -458,6 +479,9 @@ impl App {
         }
         if !streaming {
             self.fill_stats();
+        }
+        if pairing {
+            self.say_unpaired_logged();
         }
         self.settle();
         effects
@@ -524,6 +548,9 @@ impl App {
             }
             Msg::Report(title, lines) => {
                 self.report = Some((title, lines));
+                if self.overlay != Overlay::Report {
+                    self.overlay_scroll = 0;
+                }
                 self.overlay = Overlay::Report;
             }
             Msg::Detail(detail) => self.take_detail(detail),

@@ -214,6 +214,8 @@ impl App {
     /// done.
     pub(super) fn loaded(&mut self) {
         self.loading = false;
+        // the groups are whole now: their sizes can be checked (see `fill_signal`)
+        self.signal_stale = true;
         for info in &mut self.evaluators {
             if let RunState::Running { done, total } = info.state {
                 if done >= total {

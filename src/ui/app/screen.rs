@@ -28,6 +28,11 @@ pub struct Source {
 pub struct ScrollLimits {
     pub conversation: Option<u16>,
     pub breakdown: Option<u16>,
+    /// The list's sideways scroll as drawn, and how many columns it left off on
+    /// the right.
+    pub list_columns: Option<(usize, usize)>,
+    /// How far the open help, statistics or report scrolls.
+    pub overlay: Option<u16>,
 }
 
 /// The caches drawing reads, kept by [`App::settle`].
@@ -45,10 +50,10 @@ impl App {
     pub(super) fn settle(&mut self) {
         // the list follows the cursor on the screen the app knows (the view applies
         // the same rule should it draw on another)
-        let message = self.has_message();
-        let rows = self
-            .size
-            .and_then(|(width, height)| layout::list_rows(width, height, message));
+        let rows = self.size.and_then(|(width, height)| {
+            let message = self.message_rows(width, height).len();
+            layout::list_rows(width, height, message)
+        });
         if let Some(rows) = rows {
             self.list_height = rows;
             self.list_offset =
@@ -118,16 +123,6 @@ impl App {
         }
     }
 
-    /// Whether the message line shows (the filter being typed, a broken `rwb.toml`, a
-    /// notice, the baseline's attribution or the filter).
-    pub fn has_message(&self) -> bool {
-        self.filter_input.is_some()
-            || self.config_error.is_some()
-            || self.notice.is_some()
-            || self.baseline.is_some()
-            || !self.filter_text.is_empty()
-    }
-
     /// The error the breakdown shows: the selected cell's, else its evaluator's import
     /// error.
     pub fn shown_error(&self) -> Option<EvalError> {
@@ -174,6 +169,13 @@ impl App {
         }
         if let Some(max) = limits.breakdown {
             self.breakdown_scroll = self.breakdown_scroll.min(max);
+        }
+        if let Some(max) = limits.overlay {
+            self.overlay_scroll = self.overlay_scroll.min(max);
+        }
+        if let Some((scroll, right)) = limits.list_columns {
+            self.list_hscroll = scroll;
+            self.list_more_right = right > 0;
         }
         self.dirty = false;
     }

@@ -77,6 +77,8 @@ pub struct TrainingView {
     pub to_reinforced: usize,
     /// The combined signal in a few figures (the statistics view's).
     pub summary: training::SignalSummary,
+    /// Groups whose size is not `[training] group_size`, named (as `rwb run` warns).
+    pub group_warning: Option<String>,
 }
 
 /// One member of the selected sample's group, for the breakdown.
@@ -205,8 +207,18 @@ impl App {
         }
         let with_advantage = settings.algorithm != training::Algorithm::None;
         let summary = training::summarize(&signal, grouping, with_advantage);
+        let group_warning = settings.group_size.and_then(|g| grouping.size_warning(g));
+        // said once when it appears or changes, after the samples are all read (a
+        // group still loading is not one of another size); `v` keeps it
+        if !self.loading && group_warning != self.group_warning_said {
+            if let Some(w) = &group_warning {
+                self.notice = Some(format!("⚠ {w} (v shows it again)"));
+            }
+            self.group_warning_said = group_warning.clone();
+        }
         self.pinned_stale = false;
         self.training_view = Some(TrainingView {
+            group_warning,
             summary,
             groups_revision: revision,
             signal,

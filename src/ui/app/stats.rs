@@ -28,6 +28,9 @@ pub struct EvaluatorStats {
     pub constant: Vec<(String, f64)>,
     /// Rollout groups, and of which with zero variance (see [`App::group_summary`]).
     pub groups: Option<(usize, usize)>,
+    /// Samples alone in their group (no other rollout of their prompt): their
+    /// advantage is 0 whatever they score, which counts in `zero_std`.
+    pub alone: Option<usize>,
     /// The share of samples whose group's rewards (this evaluator's alone) are all
     /// equal: TRL's `frac_reward_zero_std` (see [`App::evaluator_signal`]).
     pub zero_std: Option<f64>,
@@ -77,6 +80,7 @@ impl App {
             all_one,
             constant: self.constant_metrics(evaluator),
             groups: self.group_summary(evaluator),
+            alone: self.samples_alone(),
             zero_std: self
                 .evaluator_signal(evaluator)
                 .and_then(|s| s.frac_reward_zero_std),
@@ -173,6 +177,12 @@ impl App {
     /// Rollout groups of one evaluator's scores, as the trainer groups them: (groups
     /// of two or more, of which every member's reward is the same). `None` until the
     /// group keys are computed.
+    /// How many samples are alone in their group, once the groups are known.
+    pub fn samples_alone(&self) -> Option<usize> {
+        let grouping = self.grouping()?;
+        Some(grouping.sizes.iter().filter(|n| **n == 1).count())
+    }
+
     pub fn group_summary(&self, evaluator: usize) -> Option<(usize, usize)> {
         let s = self.evaluator_signal(evaluator)?;
         let grouping = self.grouping()?;

@@ -32,11 +32,16 @@ pub(super) fn draw_history(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) 
             .map(|m| format!("{m:.3}"))
             .unwrap_or_else(|| "-".into());
         let mark = if h.marked == Some(i) { "●" } else { " " };
+        let scored = match (v.count, v.errors) {
+            (0, 0) => "scored no sample".to_string(),
+            (0, e) => format!("failed on every sample ({e})"),
+            (n, 0) => format!("mean {mean:>6}  on {n} samples"),
+            (n, e) => format!("mean {mean:>6}  on {n} samples, failed on {e}"),
+        };
         let text = format!(
-            "{mark}{:>3}  {:<14} mean {mean:>6}  on {} samples",
+            "{mark}{:>3}  {:<14} {scored}",
             h.versions.len() - i,
             ago(v.first_seen),
-            v.count
         );
         let style = if i == h.cursor {
             ctx.theme.selection_style().add_modifier(Modifier::BOLD)

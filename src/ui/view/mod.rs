@@ -26,7 +26,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, BorderType, Borders, Clear, Paragraph, Wrap};
 use ratatui::Frame;
 use stats::draw_stats;
-use status::{draw_status, message_line};
+use status::{draw_status, message_lines};
 
 /// What drawing needs besides the app state: colours.
 pub struct Ctx<'a> {
@@ -43,8 +43,8 @@ pub fn draw(frame: &mut Frame, app: &App, ctx: &Ctx) -> ScrollLimits {
         Block::default().style(Style::default().fg(p.fg).bg(p.bg)),
         area,
     );
-    let message = message_line(app, ctx);
-    let rows = screen(area, message.is_some());
+    let message = message_lines(app, ctx, area.width, area.height);
+    let rows = screen(area, message.len());
     let main = rows[0];
     let mut limits = ScrollLimits::default();
     if app.detail {
@@ -52,23 +52,27 @@ pub fn draw(frame: &mut Frame, app: &App, ctx: &Ctx) -> ScrollLimits {
         limits.conversation = draw_conversation(frame, app, ctx, parts[0]);
         limits.breakdown = draw_breakdown(frame, app, ctx, parts[1]);
     } else if main.width >= 160 {
+        // the list takes more than its share when its columns need it
+        let list = list_share(app, main.width, 38, 60);
+        let rest = (main.width - list) / 2;
         let cols = Layout::default()
             .direction(Direction::Horizontal)
             .constraints([
-                Constraint::Percentage(38),
-                Constraint::Percentage(31),
-                Constraint::Percentage(31),
+                Constraint::Length(list),
+                Constraint::Length(rest),
+                Constraint::Min(0),
             ])
             .split(main);
-        draw_list(frame, app, ctx, cols[0]);
+        limits.list_columns = draw_list(frame, app, ctx, cols[0]);
         limits.conversation = draw_conversation(frame, app, ctx, cols[1]);
         limits.breakdown = draw_breakdown(frame, app, ctx, cols[2]);
     } else {
+        let list = list_share(app, main.width, 45, 60);
         let cols = Layout::default()
             .direction(Direction::Horizontal)
-            .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
+            .constraints([Constraint::Length(list), Constraint::Min(0)])
             .split(main);
-        draw_list(frame, app, ctx, cols[0]);
+        limits.list_columns = draw_list(frame, app, ctx, cols[0]);
         let right = Layout::default()
             .direction(Direction::Vertical)
             .constraints([Constraint::Percentage(45), Constraint::Percentage(55)])
@@ -76,20 +80,27 @@ pub fn draw(frame: &mut Frame, app: &App, ctx: &Ctx) -> ScrollLimits {
         limits.conversation = draw_conversation(frame, app, ctx, right[0]);
         limits.breakdown = draw_breakdown(frame, app, ctx, right[1]);
     }
-    if let Some(line) = message {
-        frame.render_widget(Paragraph::new(line), rows[1]);
+    if !message.is_empty() {
+        frame.render_widget(Paragraph::new(message), rows[1]);
     }
     draw_status(frame, app, ctx, rows[2]);
     match app.overlay {
         Overlay::None => {}
-        Overlay::Help => draw_help(frame, app, ctx, area),
-        Overlay::Stats => draw_stats(frame, app, ctx, area),
+        Overlay::Help => limits.overlay = Some(draw_help(frame, app, ctx, area)),
+        Overlay::Stats => limits.overlay = Some(draw_stats(frame, app, ctx, area)),
         Overlay::Ship => draw_ship(frame, app, ctx, area),
         Overlay::Deploy(ref form) => draw_deploy(frame, form, ctx, area),
         Overlay::History => draw_history(frame, app, ctx, area),
-        Overlay::Report => draw_report(frame, app, ctx, area),
+        Overlay::Report => limits.overlay = Some(draw_report(frame, app, ctx, area)),
     }
     limits
+}
+
+/// The list's width on a screen `width` wide: `least` percent of it, more when its
+/// columns need more (see `list::width_between`), at most `most` percent.
+fn list_share(app: &App, width: u16, least: u16, most: u16) -> u16 {
+    let pct = |p: u16| (u32::from(width) * u32::from(p) / 100) as u16;
+    list::width_between(app, pct(least), pct(most))
 }
 
 fn split(area: Rect, horizontal: bool, pct: [u16; 2]) -> std::rc::Rc<[Rect]> {
@@ -160,22 +171,46 @@ fn scrolled(frame: &mut Frame, lines: Vec<Line>, block: Block, area: Rect, scrol
 /// Draws `lines` in a centred, titled box `width` wide and as tall as they need once
 /// wrapped (at most the screen).
 fn popup(frame: &mut Frame, ctx: &Ctx, area: Rect, title: &str, lines: Vec<Line>, width: u16) {
+    popup_scrolled(frame, ctx, area, title, lines, width, 0);
+}
+
+/// A popup scrolled down by `scroll` rows; when its lines do not fit, the title
+/// says where it stands and that `↓`/`↑` scroll. Returns the deepest scroll.
+fn popup_scrolled(
+    frame: &mut Frame,
+    ctx: &Ctx,
+    area: Rect,
+    title: &str,
+    lines: Vec<Line>,
+    width: u16,
+    scroll: u16,
+) -> u16 {
     let p = &ctx.theme.palette;
     let width = width.min(area.width.saturating_sub(2));
-    let height = wrapped_height(&lines, width.saturating_sub(2).max(1) as usize) as u16 + 2;
-    let rect = centered(area, width, height);
+    let total = wrapped_height(&lines, width.saturating_sub(2).max(1) as usize);
+    let rect = centered(area, width, total as u16 + 2);
+    let shown = rect.height.saturating_sub(2) as usize;
+    let deepest = total.saturating_sub(shown) as u16;
+    let scroll = scroll.min(deepest);
+    let mut heading = vec![title_span(title.to_string(), ctx)];
+    if deepest > 0 {
+        let first = scroll as usize + 1;
+        let last = (scroll as usize + shown).min(total);
+        heading.push(Span::styled(
+            format!(" lines {first}-{last} of {total}, ↓/↑ PgDn/PgUp scroll "),
+            Style::default().fg(p.accent),
+        ));
+    }
     frame.render_widget(Clear, rect);
     frame.render_widget(
         Paragraph::new(lines)
             .wrap(Wrap { trim: false })
-            .block(pane(
-                Line::from(title_span(title.to_string(), ctx)),
-                true,
-                ctx,
-            ))
+            .scroll((scroll, 0))
+            .block(pane(Line::from(heading), true, ctx))
             .style(Style::default().fg(p.fg).bg(p.bg)),
         rect,
     );
+    deepest
 }
 
 fn centered(area: Rect, width: u16, height: u16) -> Rect {

@@ -1,57 +1,102 @@
 //! The overlays: keys, serve · tunnel · deploy, the deploy dialog and reports.
 
-use super::{clip, popup, Ctx};
+use super::{popup, popup_scrolled, Ctx};
 use crate::ui::app::App;
+use crate::ui::app::RunState;
 use crate::ui::keymap::Action;
+use crate::ui::layout::{text_width, wrap};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
-pub(super) fn draw_help(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
+/// The keys, each binding whole (a long description wraps under itself), after
+/// the whole message and status when the screen cut them; scrolls when taller than
+/// the screen. Returns the deepest scroll.
+pub(super) fn draw_help(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) -> u16 {
     let p = &ctx.theme.palette;
-    let entry = |action: Action, width: usize| {
-        vec![
-            Span::styled(
-                format!("{:>12}  ", clip(&app.keymap.label(action), 12)),
-                Style::default().fg(p.accent).add_modifier(Modifier::BOLD),
-            ),
-            Span::raw(format!("{:<width$}", clip(action.describe(), width))),
-        ]
-    };
-    let all = Action::ALL;
-    // one column when it fits the height, else two side by side
-    let two = all.len() + 4 > area.height as usize;
-    let rows = if two {
-        all.len().div_ceil(2)
-    } else {
-        all.len()
-    };
-    let desc_w = if two {
-        ((area.width as usize).saturating_sub(8) / 2).saturating_sub(14)
-    } else {
-        70
-    };
+    let width = 100.min(area.width.saturating_sub(2));
+    let inner = width.saturating_sub(2).max(1) as usize;
+    let heading = Style::default().fg(p.title).add_modifier(Modifier::BOLD);
     let mut lines = Vec::new();
-    for r in 0..rows {
-        let mut spans = entry(all[r], desc_w);
-        if let Some(second) = all.get(r + rows).filter(|_| two) {
-            spans.push(Span::raw("  "));
-            spans.extend(entry(*second, desc_w));
+    let text = |lines: &mut Vec<Line<'static>>, text: &str, style: Style, indent: usize| {
+        let parts = [(text.to_string(), ())];
+        for row in wrap(&parts, inner.saturating_sub(indent)) {
+            let row: String = row.into_iter().map(|(t, _)| t).collect();
+            lines.push(Line::styled(format!("{}{row}", " ".repeat(indent)), style));
         }
-        lines.push(Line::from(spans));
+    };
+    if let Some(message) = app.message_text() {
+        lines.push(Line::styled("Message", heading));
+        text(&mut lines, &message, Style::default().fg(p.accent), 2);
+        lines.push(Line::raw(""));
+    }
+    lines.push(Line::styled("Status", heading));
+    for line in status_text(app) {
+        text(&mut lines, &line, Style::default(), 2);
     }
     lines.push(Line::raw(""));
-    lines.push(Line::styled(
-        "Rebind in the user config's [keys] table, e.g. rerun = \"F5\". Any key closes this.",
+    lines.push(Line::styled("Keys", heading));
+    // keys right-aligned in a column as wide as the widest label, descriptions wrap
+    // beside them
+    let labels: Vec<String> = Action::ALL.iter().map(|a| app.keymap.label(*a)).collect();
+    let key_w = labels.iter().map(|l| text_width(l)).max().unwrap_or(0);
+    let desc_w = inner.saturating_sub(key_w + 2).max(10);
+    for (action, label) in Action::ALL.iter().zip(&labels) {
+        let parts = [(action.describe().to_string(), ())];
+        for (n, row) in wrap(&parts, desc_w).into_iter().enumerate() {
+            let row: String = row.into_iter().map(|(t, _)| t).collect();
+            let key = if n == 0 { label.as_str() } else { "" };
+            let pad = key_w - text_width(key);
+            lines.push(Line::from(vec![
+                Span::styled(
+                    format!("{}{key}  ", " ".repeat(pad)),
+                    Style::default().fg(p.accent).add_modifier(Modifier::BOLD),
+                ),
+                Span::raw(row),
+            ]));
+        }
+    }
+    lines.push(Line::raw(""));
+    text(
+        &mut lines,
+        "Rebind in the user config's [keys] table, e.g. rerun = \"F5\". ↓/↑ scroll, any other key closes this.",
         Style::default().fg(p.muted),
-    ));
-    let width = if two {
-        area.width.saturating_sub(2)
-    } else {
-        90
-    };
-    popup(frame, ctx, area, " Keys ", lines, width);
+        0,
+    );
+    popup_scrolled(frame, ctx, area, " Help ", lines, width, app.overlay_scroll)
+}
+
+/// The status line's facts in full: each evaluator's state and where it runs,
+/// what is served, the paths watched.
+fn status_text(app: &App) -> Vec<String> {
+    let mut out = Vec::new();
+    for (i, e) in app.evaluators.iter().enumerate() {
+        let errors = app.error_counts.get(i).copied().unwrap_or(0);
+        let state = if let Some(err) = &e.import_error {
+            format!("does not import: {}: {}", err.kind, err.message)
+        } else {
+            match e.state {
+                RunState::Running { done, total } => format!("running, {done} of {total}"),
+                RunState::Idle if errors > 0 => format!("{errors} samples failed"),
+                RunState::Idle => "every sample scored".to_string(),
+            }
+        };
+        let at = crate::ui::placement::where_label(e.placement.as_ref(), usize::MAX)
+            .map(|at| format!(" ({at})"))
+            .unwrap_or_default();
+        out.push(format!("{}: {state}{at}", e.name));
+    }
+    if let Some(url) = &app.ship.serving {
+        out.push(format!("serving {url}"));
+    }
+    if let Some(url) = &app.ship.tunnel {
+        out.push(format!("tunnel {url}"));
+    }
+    if !app.watching.is_empty() {
+        out.push(format!("watching {}", app.watching.join(", ")));
+    }
+    out
 }
 
 pub(super) fn draw_ship(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
@@ -197,10 +242,10 @@ pub(super) fn draw_deploy(
     popup(frame, ctx, area, " Deploy to Fireworks ", lines, 80);
 }
 
-pub(super) fn draw_report(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
+pub(super) fn draw_report(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) -> u16 {
     let p = &ctx.theme.palette;
     let Some((title, report)) = &app.report else {
-        return;
+        return 0;
     };
     let lines: Vec<Line> = report
         .iter()
@@ -213,5 +258,13 @@ pub(super) fn draw_report(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
             Line::styled(l.clone(), Style::default().fg(color))
         })
         .collect();
-    popup(frame, ctx, area, &format!(" {title} "), lines, 130);
+    popup_scrolled(
+        frame,
+        ctx,
+        area,
+        &format!(" {title} "),
+        lines,
+        130,
+        app.overlay_scroll,
+    )
 }

@@ -1,24 +1,42 @@
 //! The statistics overlay: per evaluator a summary, a histogram and warnings.
 
-use super::{popup, Ctx};
+use super::{popup_scrolled, Ctx};
 use crate::ui::app::{App, EvaluatorStats, LoggedReport, StepMeans, HISTOGRAM_BINS};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
-pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
+pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) -> u16 {
     let mut lines: Vec<Line> = Vec::new();
     // the app computed the figures when the overlay opened or scores changed
     let report = app.stats_report.as_deref().unwrap_or(&[]);
     combined_lines(app, ctx, &mut lines);
     if let Some(report) = &app.logged_report {
         logged_lines(app, report, ctx, &mut lines);
+    } else {
+        let unpaired = app.unpaired_logged();
+        if !unpaired.is_empty() {
+            let names: Vec<String> = app.evaluators.iter().map(|e| e.name.clone()).collect();
+            lines.push(Line::styled(
+                crate::model::unpaired_hint(&unpaired, &names),
+                ratatui::style::Style::default().fg(ctx.theme.palette.accent),
+            ));
+            lines.push(Line::raw(""));
+        }
     }
     for (info, stats) in app.evaluators.iter().zip(report) {
         evaluator_lines(stats, &info.name, ctx, &mut lines);
     }
-    popup(frame, ctx, area, " Statistics ", lines, 90);
+    popup_scrolled(
+        frame,
+        ctx,
+        area,
+        " Statistics ",
+        lines,
+        90,
+        app.overlay_scroll,
+    )
 }
 
 /// One evaluator's summary, histogram, rollout groups, component shares and warnings.
@@ -67,12 +85,28 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
     }
     if let Some((groups, flat)) = stats.groups {
         if groups > 0 {
+            let alone = stats.alone.unwrap_or(0);
             let share = stats
                 .zero_std
-                .map(|z| format!(" (zero signal: {:.1}% of samples)", 100.0 * z))
+                .map(|z| {
+                    let of_them = if alone > 0 {
+                        format!(", {} of them alone", thousands(alone))
+                    } else {
+                        String::new()
+                    };
+                    format!(" (zero signal: {:.1}% of samples{of_them})", 100.0 * z)
+                })
                 .unwrap_or_default();
-            let line = format!("  rollout groups: {groups}, {flat} with identical rewards{share}");
+            let line = format!(
+                "  rollout groups: {groups} of 2 or more samples, {flat} with identical rewards{share}"
+            );
             lines.push(Line::styled(line, Style::default().fg(p.muted)));
+            if alone > 0 {
+                lines.push(Line::styled(
+                    alone_line(alone),
+                    Style::default().fg(p.muted),
+                ));
+            }
         }
         if flat > 0 {
             warnings.push(format!(
@@ -97,6 +131,28 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
     lines.push(Line::raw(""));
 }
 
+/// What the samples alone in their group mean, and what to set when they belong
+/// together.
+fn alone_line(alone: usize) -> String {
+    format!(
+        "  {} samples are alone in their group (no other rollout of their prompt): advantage 0 whatever they score; if they belong together, set group = \"COLUMN\" under [training] or [samples.NAME] in rwb.toml",
+        thousands(alone)
+    )
+}
+
+/// 16384 as "16,384".
+fn thousands(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
 /// With `[training]`: the combined reward's learning signal, as the trainer sees it.
 fn combined_lines(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
     let p = &ctx.theme.palette;
@@ -108,21 +164,37 @@ fn combined_lines(app: &App, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
         "reward (combined, as the trainer sees it)",
         Style::default().fg(p.title).add_modifier(Modifier::BOLD),
     ));
+    let alone = app
+        .stats_report
+        .as_deref()
+        .and_then(|r| r.first())
+        .and_then(|r| r.alone)
+        .unwrap_or(0);
     lines.push(Line::styled(
         format!(
-            "  zero signal: {} of samples in groups with equal rewards ({} of {} groups) · {} zero advantages",
+            "  zero signal: {} of samples in groups with equal rewards ({} of {} groups of 2 or more) · {} zero advantages",
             pct(s.frac_reward_zero_std),
             s.groups_all_equal,
-            s.groups,
+            s.groups - alone.min(s.groups),
             pct(s.frac_zero_advantage)
         ),
         Style::default().fg(p.fg),
     ));
+    if alone > 0 {
+        lines.push(Line::styled(alone_line(alone), Style::default().fg(p.fg)));
+    }
     if let Some(f) = app.sign_changes() {
         lines.push(Line::styled(
             format!("  {f}"),
             Style::default().fg(p.accent),
         ));
+    }
+    if let Some(w) = app
+        .training_view
+        .as_ref()
+        .and_then(|v| v.group_warning.as_ref())
+    {
+        lines.push(Line::styled(format!("  ⚠ {w}"), Style::default().fg(p.bad)));
     }
     lines.push(Line::raw(""));
 }

@@ -2,95 +2,67 @@
 //! status line (evaluators, serve and tunnel, key hints).
 
 use super::{clip, Ctx};
-use crate::ui::app::{App, RunState};
+use crate::ui::app::{App, RunState, Tone};
 use crate::ui::keymap::Action;
+use crate::ui::layout::text_width;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 use ratatui::Frame;
 
-/// What the filter takes, shown while an empty filter is typed.
-const FILTER_HINT: &str =
-    "text, score<0.5, NAME>=0.8, error, changed, remote, adv<0, logged (moved vs the log)";
-
-pub(super) fn message_line(app: &App, ctx: &Ctx) -> Option<Line<'static>> {
+/// The message's rows as the app wrapped them for this screen.
+pub(super) fn message_lines(app: &App, ctx: &Ctx, width: u16, height: u16) -> Vec<Line<'static>> {
     let p = &ctx.theme.palette;
-    if let Some(input) = &app.filter_input {
-        let mut spans = vec![
-            Span::styled("/", Style::default().fg(p.accent)),
-            Span::raw(input.clone()),
-            Span::styled("▏", Style::default().fg(p.accent)),
-        ];
-        if let Some(e) = &app.filter_error {
-            spans.push(Span::styled(
-                format!("   {e}"),
-                Style::default().fg(p.error),
-            ));
-        } else if input.is_empty() {
-            spans.push(Span::styled(
-                format!("   {FILTER_HINT}"),
-                Style::default().fg(p.muted),
-            ));
-        } else {
-            spans.push(Span::styled(
-                format!("   {} match", app.view.len()),
-                Style::default().fg(p.muted),
-            ));
-        }
-        return Some(Line::from(spans));
-    }
-    if let Some(e) = &app.config_error {
-        return Some(Line::styled(
-            format!("rwb.toml: {e} (keeping the last good configuration)"),
-            Style::default().fg(p.error).add_modifier(Modifier::BOLD),
-        ));
-    }
-    if let Some(n) = &app.notice {
-        return Some(Line::styled(n.clone(), Style::default().fg(p.accent)));
-    }
-    if let Some(b) = &app.baseline {
-        let line = b
-            .attribution
-            .get(app.evaluator)
-            .cloned()
-            .unwrap_or_default();
-        let flips = app
-            .sign_changes()
-            .map(|f| format!(" · {f}"))
-            .unwrap_or_default();
-        return Some(Line::styled(
-            format!("vs baseline · {line}{flips}"),
-            Style::default().fg(p.accent),
-        ));
-    }
-    if !app.filter_text.is_empty() {
-        return Some(Line::styled(
-            format!("filter: {}   (Esc clears)", app.filter_text),
-            Style::default().fg(p.muted),
-        ));
-    }
-    None
+    app.message_rows(width, height)
+        .into_iter()
+        .map(|row| {
+            let spans: Vec<Span> = row
+                .into_iter()
+                .map(|(text, tone)| {
+                    let style = match tone {
+                        Tone::Plain => Style::default(),
+                        Tone::Accent => Style::default().fg(p.accent),
+                        Tone::Error => Style::default().fg(p.error).add_modifier(Modifier::BOLD),
+                        Tone::Muted => Style::default().fg(p.muted),
+                    };
+                    Span::styled(text, style)
+                })
+                .collect();
+            Line::from(spans)
+        })
+        .collect()
 }
 
 pub(super) fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     let p = &ctx.theme.palette;
+    let width = area.width as usize;
     let mut spans = evaluator_spans(app, ctx, area.width);
     spans.extend(ship_spans(app, ctx));
-    let hints = key_hints(app);
     let watching = if app.watching.is_empty() {
         String::new()
     } else {
         format!("  watching {}", app.watching.join(", "))
     };
+    spans.push(Span::styled(watching, Style::default().fg(p.muted)));
     let left_w: usize = spans.iter().map(|s| s.width()).sum();
-    let room = (area.width as usize).saturating_sub(left_w + hints.chars().count() + 1);
-    spans.push(Span::styled(
-        clip(&watching, room),
-        Style::default().fg(p.muted),
-    ));
+    // the hints shrink to the help's key before the states are cut; what is cut
+    // reads whole in the help
+    let full = key_hints(app);
+    let help = format!("{} help", app.keymap.label(Action::Help));
+    let (hints, cut) = if left_w + 1 + text_width(&full) <= width {
+        (full, false)
+    } else {
+        let cut = left_w + 1 + text_width(&help) > width;
+        (help, cut)
+    };
+    let hints_w = text_width(&hints);
+    if cut {
+        let room = width.saturating_sub(hints_w + 2);
+        clip_spans(&mut spans, room);
+    }
     let used: usize = spans.iter().map(|s| s.width()).sum();
-    let pad = (area.width as usize).saturating_sub(used + hints.chars().count());
+    let pad = width.saturating_sub(used + hints_w).max(1);
     spans.push(Span::raw(" ".repeat(pad)));
     spans.push(Span::styled(hints, Style::default().fg(p.muted)));
     frame.render_widget(
@@ -98,6 +70,27 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
             .style(Style::default().add_modifier(Modifier::REVERSED).fg(p.fg)),
         area,
     );
+}
+
+/// Cuts styled spans to `width`, the last character a `…`.
+fn clip_spans(spans: &mut Vec<Span<'static>>, width: usize) {
+    let mut used = 0;
+    for at in 0..spans.len() {
+        let w = spans[at].width();
+        if used + w > width.saturating_sub(1) {
+            let keep = width.saturating_sub(1 + used);
+            let text = clip(&spans[at].content, keep + 1);
+            let text = if text.ends_with('…') {
+                text
+            } else {
+                format!("{text}…")
+            };
+            spans[at].content = text.into();
+            spans.truncate(at + 1);
+            return;
+        }
+        used += w;
+    }
 }
 
 /// Each evaluator's name and state (progress, errors or ✓), and where it runs when

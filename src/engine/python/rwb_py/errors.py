@@ -4,9 +4,43 @@ pane).
 """
 
 import os
+import sys
 import traceback
 
 from .paths import RUNTIME_DIR, _is_project_file
+
+
+# modules whose distribution on PyPI has another name
+_DISTRIBUTIONS = {
+    "yaml": "pyyaml",
+    "sklearn": "scikit-learn",
+    "cv2": "opencv-python",
+    "PIL": "pillow",
+    "bs4": "beautifulsoup4",
+    "dateutil": "python-dateutil",
+    "Levenshtein": "python-Levenshtein",
+}
+
+
+def missing_module_hint(exc, roots):
+    """For a module that is not installed (not a project file): where to install it,
+    naming the interpreter rwb runs the evaluator with and how to choose another.
+    None for any other error."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    top = exc.name.split(".")[0]
+    for root in roots:
+        if os.path.exists(os.path.join(root, top + ".py")) or os.path.isdir(os.path.join(root, top)):
+            return None  # a project module: the import itself is wrong
+    if top == "reward_kit":
+        return None  # its own message says how to install reward-kit
+    dist = _DISTRIBUTIONS.get(top, top)
+    return (
+        "%r is not installed in the interpreter rwb runs this evaluator with (%s): "
+        "install it with `%s -m pip install %s`, or run rwb with --python PATH "
+        "(or python = \"PATH\" in rwb.toml) for an interpreter that has it"
+        % (top, sys.executable, sys.executable, dist)
+    )
 
 
 def _error_info(exc, roots, kind=None, skip_frames=0):

@@ -40,10 +40,21 @@ def evaluator_function(spec, name, path):
     function = spec.get("function") or "evaluate"
     fn = getattr(module, function, None)
     if fn is None:
-        raise AttributeError("%s defines no function %r" % (shown, function))
+        raise AttributeError("%s defines no function %r%s" % (shown, function, _defined(module)))
     if not callable(fn):
         raise TypeError("%r in %s is %s, not a function" % (function, shown, type(fn).__name__))
     return fn
+
+
+def _defined(module):
+    """' (it defines: a, b)': the functions and classes the module itself defines,
+    to name the one meant; '' when it defines none."""
+    own = sorted(
+        n
+        for n, v in vars(module).items()
+        if not n.startswith("_") and callable(v) and getattr(v, "__module__", None) == module.__name__
+    )
+    return " (it defines: %s)" % ", ".join(own) if own else " (it defines no function)"
 
 
 def import_evaluator(spec, name, path):

@@ -14,6 +14,41 @@ class InvalidResult(Exception):
     """A return value rwb cannot read as a result (NaN score, a string, ...)."""
 
 
+# What each calling style's function returns, in its trainer's words: said when a
+# return cannot be read. A worker serves one evaluator, so the style it was loaded
+# with is the one (set_style); any other style reads as reward-kit's.
+_EXPECTED = {
+    "trl": "a TRL reward function returns a list with one float per completion (None: no score), e.g. [1.0, 0.0]",
+    "tunix": "a Tunix reward function returns a list with one float per completion",
+    "verl": "veRL's compute_score returns a float, or a dict with 'score' (its other keys become metrics)",
+    "simple": "a simple evaluator returns a float",
+    "batch": "a batch-mode reward function returns a list with one EvaluateResult (or a dict with 'score', or a number) per rollout",
+    "openrlhf": "an OpenRLHF reward function returns a dict with 'rewards' (and 'scores', 'extra_logs')",
+    "verifiers": "a verifiers reward function returns a float",
+    "areal": "an AReaL reward function returns a float (AReaL turns it into a tensor)",
+    "easyr1": "an EasyR1 batch reward function returns a list with one dict holding 'overall' per input",
+    "easyr1-sequential": "an EasyR1 sequential reward function returns a dict holding 'overall'",
+    "swift": "an ms-swift ORM returns a list with one float per completion (None: no score)",
+    "slime": "a slime reward returns a number, or a dict read through trainer_args.reward_key",
+    "slime-group": "a slime group reward returns a list with one number (or dict) per sample",
+    "skyrl": "SkyRL's compute_score returns a float",
+    "call": "the return is read as call.score in rwb.toml says: a number, a bool or None there",
+    "call-batch": "the return is a list, each item read as call.score in rwb.toml says",
+}
+_REWARD_KIT = "expected an EvaluateResult, a dict with 'score', a (score, metrics) tuple or a number"
+_style = None
+
+
+def set_style(style):
+    """The style this worker's evaluator is called in (see _EXPECTED)."""
+    global _style
+    _style = style
+
+
+def _expected():
+    return _EXPECTED.get(_style, _REWARD_KIT)
+
+
 def _number(value, what):
     """A score as pydantic's float field takes it: a finite real number."""
     if isinstance(value, float) or isinstance(value, int):  # bool is an int
@@ -206,10 +241,7 @@ def _read_result(value, strict):
     if isinstance(value, (int, float)) and not strict:
         value = {"score": value}
     if not isinstance(value, dict):
-        raise InvalidResult(
-            "the evaluator returned %s; expected an EvaluateResult, a dict with 'score', "
-            "a (score, metrics) tuple or a number" % (_describe(value),)
-        )
+        raise InvalidResult("the evaluator returned %s; %s" % (_describe(value), _expected()))
     if "score" not in value or value["score"] is None:
         keys = ", ".join(map(str, value)) or "none"
         raise InvalidResult("the evaluator returned a dict without a 'score' (keys: %s)" % keys)

@@ -13,12 +13,12 @@ import time
 from . import checks
 from .asyncs import _awaited, _is_async
 from .concurrent import Concurrent
-from .errors import _error_info
+from .errors import _error_info, missing_module_hint
 from .imports import Inventory, _packages
 from .load import evaluator_function
 from .output import Capture, RoutedOutput
 from .paths import _is_project_file, _module_file
-from .results import NO_SCORE, InvalidResult
+from .results import NO_SCORE, InvalidResult, set_style
 from .styles import choose_style, make_caller
 from .styles.calling import is_decorated
 from .timeouts import EvalTimeout, Evaluation
@@ -81,6 +81,9 @@ class Worker:
         except BaseException as exc:  # SyntaxError, a missing module, anything the module raises
             info = _error_info(exc, self.roots, kind="ImportFailed")
             info["message"] = "%s: %s" % (type(exc).__name__, exc)
+            hint = missing_module_hint(exc, self.roots)
+            if hint:
+                info["message"] += " (%s)" % hint
             info["output"] = self.capture.take()
             self.inventory.scan()
             self.project_files = self.inventory.project_files()
@@ -88,6 +91,7 @@ class Worker:
             self.send({"import_error": info})
             return None
         self.style = style
+        set_style(style)
         self.caller = caller
         # an `async def` evaluator (any style): awaited one at a time by the plain
         # path, or many at once on one event loop by Concurrent

@@ -47,7 +47,7 @@ fn filter_by_text_score_and_error() {
     app.set_filter("nope<0.2".into());
     assert_eq!(
         app.filter_error.as_deref(),
-        Some("'nope<0.2': no evaluator named 'nope'")
+        Some("'nope<0.2': no evaluator named 'nope' (the evaluators: a, b; score (the selected one), reward and adv compare too)")
     );
 }
 

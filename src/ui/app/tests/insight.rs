@@ -84,6 +84,11 @@ fn a_pinned_baseline_attributes_changes_to_the_component_that_moved() {
         b.attribution[0],
         "a: 1 sample changed (1 up, 0 down, 1 flipped), 1 through `len`"
     );
+    // the message shows it at once, below the pin's notice no key has cleared
+    assert_eq!(
+        app.message_text().unwrap(),
+        "baseline pinned: 5 samples; Δ shows the change from here\nvs baseline · a: 1 sample changed (1 up, 0 down, 1 flipped), 1 through `len`"
+    );
 }
 
 #[test]
@@ -176,7 +181,7 @@ fn probes_and_check_run_from_keys_and_report_in_a_panel() {
         app.report.as_ref().unwrap().1[0],
         "ground truth pasted bare  ⚠"
     );
-    app.update(key('j'));
+    app.update(key('x'));
     assert_eq!(app.overlay, Overlay::None);
     assert_eq!(app.update(key('C')), vec![Effect::Check]);
     assert_eq!(app.report.as_ref().unwrap().0, "Contract check");
@@ -199,4 +204,36 @@ fn constant_metrics_are_found() {
         app.update(result(0, i, Box::new(o)));
     }
     assert_eq!(app.constant_metrics(0), vec![("fmt".to_string(), 1.0)]);
+}
+
+#[test]
+fn a_baseline_pinned_before_the_run_is_done_says_which_samples_get_no_delta() {
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["s.jsonl".into()],
+        Keymap::default(),
+        lines(),
+    );
+    app.update(Msg::Evaluators(vec![info("a")]));
+    let texts = ["alpha", "bravo", "charlie"];
+    app.update(Msg::Samples(
+        texts
+            .iter()
+            .enumerate()
+            .map(|(i, t)| sample(i, t))
+            .collect(),
+    ));
+    app.update(result(0, 0, scored(0.5)));
+    app.update(key('b'));
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("baseline pinned: 3 samples; Δ shows the change from here (2 not scored yet get no Δ: press b again when the run is done)")
+    );
+    app.update(result(0, 1, scored(0.5)));
+    app.update(result(0, 2, scored(0.5)));
+    app.update(key('b'));
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("baseline pinned: 3 samples; Δ shows the change from here")
+    );
 }

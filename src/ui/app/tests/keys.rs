@@ -80,9 +80,17 @@ fn overlays_open_and_any_key_closes_them() {
     let mut app = app();
     app.update(key('?'));
     assert_eq!(app.overlay, Overlay::Help);
+    // moving keys scroll the help (the frame stops them at its end)
     app.update(key('j'));
+    assert_eq!(app.overlay, Overlay::Help);
+    assert_eq!(app.overlay_scroll, 1);
+    assert_eq!(app.selected(), Some(0), "the list stays");
+    assert_eq!(
+        app.update(key('x')),
+        vec![],
+        "the closing key does nothing else"
+    );
     assert_eq!(app.overlay, Overlay::None);
-    assert_eq!(app.selected(), Some(0), "the closing key does nothing else");
     app.update(key('v'));
     assert_eq!(app.overlay, Overlay::Stats);
 }

@@ -120,7 +120,7 @@ fn the_logged_filter_keeps_the_rows_that_moved_from_the_log() {
     app.set_filter("logged:nope".into());
     assert_eq!(
         app.filter_error.as_deref(),
-        Some("'logged:nope': no evaluator named 'nope'")
+        Some("'logged:nope': no evaluator named 'nope' (the evaluators: acc, fmt)")
     );
     // a new score that agrees with the log leaves the filtered list
     app.set_filter("logged".into());
@@ -279,4 +279,38 @@ fn a_prompt_and_completion_sample_is_titled_by_both() {
         title(serde_json::json!({"messages": [{"role": "user", "content": " a  b "}]})),
         "a b"
     );
+}
+
+#[test]
+fn samples_that_log_a_score_no_evaluator_is_compared_with_say_how_to_pair_one() {
+    let mut app = App::new(
+        PathBuf::from("/ws"),
+        vec!["3.jsonl".into()],
+        Keymap::default(),
+        lines(),
+    );
+    app.update(Msg::Evaluators(vec![info("gsm")]));
+    let logged = |i: usize| {
+        let mut s = sample(i, ["alpha", "bravo"][i]);
+        s.at.facts = Some(Arc::new(crate::model::Facts {
+            logged: vec![("score".into(), crate::model::Logged::Score(Some(1.0)))],
+            ..Default::default()
+        }));
+        s
+    };
+    app.update(Msg::Samples(vec![logged(0), logged(1)]));
+    assert_eq!(
+        app.notice.as_deref(),
+        Some("the samples log a score no evaluator is compared with: score; to see the logged score beside the score now, write logged = \"score\" under [evaluators.gsm] in rwb.toml (or name the evaluator score)")
+    );
+    // said once; paired, nothing to say
+    app.update(key('j'));
+    app.update(Msg::Samples(vec![logged(0), logged(1)]));
+    assert_eq!(app.notice, None);
+    app.update(Msg::Config(Settings {
+        logged: [("gsm".to_string(), "score".to_string())].into(),
+        ..Settings::default()
+    }));
+    assert_eq!(app.unpaired_logged(), Vec::<String>::new());
+    assert_eq!(app.logged_pair(0), Some("score"));
 }

@@ -154,3 +154,33 @@ fn without_training_there_is_no_signal_column() {
         "a sort by the advantage goes with [training]"
     );
 }
+
+#[test]
+fn a_group_of_another_size_than_group_size_is_said_in_the_workbench() {
+    let mut app = grouped();
+    assert_eq!(app.notice, None, "no group_size: nothing to say");
+    let settings = Training {
+        group_size: Some(4),
+        ..Training::default()
+    };
+    app.update(Msg::Training(Some(settings)));
+    let warning = app.training_view.as_ref().unwrap().group_warning.clone();
+    let warning = warning.expect("both groups hold 3");
+    assert!(
+        warning.starts_with("[training] group_size = 4, but 2 of 2 groups differ: "),
+        "{warning}"
+    );
+    assert_eq!(app.notice, Some(format!("⚠ {warning} (v shows it again)")));
+    // said once: a key clears it, new scores do not bring it back
+    app.update(key('j'));
+    app.update(result(0, 1, scored(0.0)));
+    assert_eq!(app.notice, None);
+    // groups of the size given: nothing to say
+    let settings = Training {
+        group_size: Some(3),
+        ..Training::default()
+    };
+    app.update(Msg::Training(Some(settings)));
+    assert_eq!(app.training_view.as_ref().unwrap().group_warning, None);
+    assert_eq!(app.notice, None);
+}
