@@ -45,6 +45,31 @@ pub const TEMPLATES: &[Template] = &[
         "a veRL compute_score (reward.py) on GSM8K-style dataset rows with responses, with [training]",
         ["reward.py", "samples.jsonl", "rwb.toml"]
     ),
+    template!(
+        "areal",
+        "an AReaL reward function (rewards.py) called positionally with the templated prompt and the row",
+        ["rewards.py", "samples.jsonl", "rwb.toml"]
+    ),
+    template!(
+        "easyr1",
+        "an EasyR1 batch reward file (math.py, REWARD_TYPE = \"batch\") scored by each dict's overall",
+        ["math.py", "samples.jsonl", "rwb.toml"]
+    ),
+    template!(
+        "swift",
+        "ms-swift ORM classes (plugin.py) built with the training arguments, called per batch",
+        ["plugin.py", "samples.jsonl", "rwb.toml"]
+    ),
+    template!(
+        "slime",
+        "a slime custom reward (custom_rm.py, async (args, sample)) on slime-shaped rows, reward_key set",
+        ["custom_rm.py", "samples.jsonl", "rwb.toml"]
+    ),
+    template!(
+        "skyrl",
+        "a SkyRL gym compute_score(action, ground_truth) (gsm8k.py) on rows with reward_spec",
+        ["gsm8k.py", "samples.jsonl", "rwb.toml"]
+    ),
 ];
 
 /// The template for `--trainer NAME` (the default without one).

@@ -118,13 +118,19 @@ def by_trainer(seen):
     trainer = seen.trainer
     if trainer not in ("areal", "easyr1", "swift", "slime", "skyrl") or _is_task_class(seen.fn):
         return None
+    how = ""
     if trainer == "easyr1":
         style = easyr1_style(seen.fn)
+        declared = getattr(inspect.getmodule(seen.fn), "REWARD_TYPE", None)
+        how = ", %s by %s" % (
+            "batch" if style == "easyr1" else "sequential",
+            'its module\'s REWARD_TYPE = "%s"' % declared if declared else "its parameter's name",
+        )
     elif trainer == "slime":
         style = slime_style(seen.fn)
     else:
         style = trainer
-    return style, 'trainer = "%s" in rwb.toml (%s)' % (trainer, PRESETS[style].follows)
+    return style, 'trainer = "%s" in rwb.toml%s (%s)' % (trainer, how, PRESETS[style].follows)
 
 
 # ---------------------------------------------------------------- callers

@@ -41,7 +41,7 @@ PRESETS = {
             "score": ["overall"],
         },
         None,
-        "hiyouga/EasyR1 verl/workers/reward/function.py (BatchFunctionRewardManager)",
+        "hiyouga/EasyR1 verl/workers/reward/function.py, AutoRewardManager.compute_reward_batch",
     ),
     # EasyR1 SequentialFunctionRewardManager: one dict a call.
     "easyr1-sequential": Preset(
@@ -51,7 +51,7 @@ PRESETS = {
             "score": ["overall"],
         },
         None,
-        "hiyouga/EasyR1 verl/workers/reward/function.py (SequentialFunctionRewardManager)",
+        "hiyouga/EasyR1 verl/workers/reward/function.py, AutoRewardManager.compute_reward_sequential",
     ),
     # ms-swift: an ORM class built once with the trainer's args, the instance called
     # per batch as swift/rl_core/grpo_algorithm.py compute_rewards_per_func calls it
