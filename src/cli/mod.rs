@@ -68,7 +68,8 @@ enum Command {
     Init {
         /// Folder to create (default: the current directory).
         dir: Option<PathBuf>,
-        /// The trainer to start from: reward-kit (the default), trl or verl.
+        /// The trainer to start from: reward-kit (the default), trl, verl, areal, easyr1,
+        /// swift, slime or skyrl.
         #[arg(long, value_name = "NAME")]
         trainer: Option<String>,
     },
