@@ -321,3 +321,16 @@ fn list_250x50() {
     let mut app = app();
     insta::assert_snapshot!(render(&mut app, 250, 50));
 }
+
+#[test]
+fn scrolled_columns_all_show_again_when_the_terminal_grows() {
+    let mut app = app();
+    render(&mut app, 80, 24);
+    app.update(key('>'));
+    let (_, left, _) = columns_of(&header(&render(&mut app, 80, 24)));
+    assert_eq!(left, 1);
+    let screen = render(&mut app, 250, 50);
+    let (words, left, right) = columns_of(&header(&screen));
+    assert_eq!((left, right, words.len()), (0, 0, 10), "{screen}");
+    assert_eq!(app.list_hscroll, 0, "the scroll follows what was drawn");
+}

@@ -433,7 +433,7 @@ fn statistics_say_how_many_samples_are_alone_in_their_group() {
         "{screen}"
     );
     assert!(
-        flat.contains("1 samples are alone in their group (no other rollout of their prompt): advantage 0 whatever they score"),
+        flat.contains("1 sample is alone in its group (no other rollout of its prompt): advantage 0 whatever it may score"),
         "{screen}"
     );
     assert!(flat.contains("(1 of 2 groups of 2 or more)"), "{screen}");

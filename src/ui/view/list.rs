@@ -219,8 +219,9 @@ impl Columns {
             right: 0,
             digits,
         };
-        if hscroll == 0 && sum(&cols) + text_min <= room {
-            // everything fits: the columns in the workspace's order
+        if sum(&cols) + text_min <= room {
+            // everything fits (whatever the scroll was, say before the terminal
+            // grew): the columns in the workspace's order
             layout.shown = natural_order(app);
         } else {
             // pinned columns stay while the widest other column and both markers

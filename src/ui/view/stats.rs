@@ -134,9 +134,15 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
 /// What the samples alone in their group mean, and what to set when they belong
 /// together.
 fn alone_line(alone: usize) -> String {
+    let (samples, are) = if alone == 1 {
+        ("sample is", "its")
+    } else {
+        ("samples are", "their")
+    };
     format!(
-        "  {} samples are alone in their group (no other rollout of their prompt): advantage 0 whatever they score; if they belong together, set group = \"COLUMN\" under [training] or [samples.NAME] in rwb.toml",
-        thousands(alone)
+        "  {} {samples} alone in {are} group (no other rollout of {are} prompt): advantage 0 whatever {} score; if they belong together, set group = \"COLUMN\" under [training] or [samples.NAME] in rwb.toml",
+        thousands(alone),
+        if alone == 1 { "it may" } else { "they" }
     )
 }
 
