@@ -1,6 +1,7 @@
 //! Plain data shared by every part: evaluator specs, sample references and results.
 //!
-//! Owns the shapes and their JSON forms (SPEC §4). Does no I/O: reading files,
+//! Owns the shapes and their JSON forms (SPEC §4), and what a sample must hold
+//! ([`check_sample`]: `sources/` and `workspace/` both ask it). Does no I/O: reading files,
 //! running Python and storing results belong to `workspace/`, `engine/` and `store/`.
 
 use serde::{Deserialize, Serialize};
@@ -10,11 +11,13 @@ use std::path::PathBuf;
 
 mod call;
 mod facts;
+mod forms;
 mod logged;
 mod placement;
 mod trainer;
 pub use call::{CallSpec, Per, SOURCES as CALL_SOURCES};
 pub use facts::{Facts, Logged};
+pub use forms::check_sample;
 pub use logged::{flipped, moved, Counts, LoggedCmp};
 pub use placement::Placement;
 pub use trainer::Trainer;
