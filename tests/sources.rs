@@ -967,3 +967,245 @@ fn a_damaged_file_s_summary_counts_the_rows_read_before_the_damage() {
         );
     }
 }
+
+/// A veRL rollout folder as veRL writes it (`{step}.jsonl`, unpadded: `10` sorts
+/// after `2` only in natural order), with one of rwb's own JSONL files whose step is
+/// only in its name and a line cut short in the middle of step 10.
+fn step_folder(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let verl = std::fs::read_to_string(fixture("verl/rollout/3.jsonl")).unwrap();
+    let at = |step: i64| {
+        verl.lines()
+            .map(|l| l.replace("\"step\": 3", &format!("\"step\": {step}")))
+            .collect::<Vec<_>>()
+    };
+    std::fs::write(dir.join("2.jsonl"), at(2).join("\n") + "\n").unwrap();
+    let mut ten = at(10);
+    ten.insert(1, "{\"input\": \"user\\n3*3?\", \"output\": ".into());
+    std::fs::write(dir.join("10.jsonl"), ten.join("\n") + "\n").unwrap();
+    std::fs::write(
+        dir.join("1.jsonl"),
+        "{\"prompt\": \"1+1?\", \"completion\": \"2\", \"ground_truth\": \"2\"}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a samples file\n").unwrap();
+}
+
+#[test]
+fn a_folder_is_one_source_of_its_files_in_natural_order_with_their_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = dir.path().join("rollout_data");
+    step_folder(&steps);
+    let format = sources::detect(&steps).unwrap().unwrap();
+    assert_eq!(format.name(), "folder of samples files");
+    let rows: Vec<Row> = format
+        .open(&steps, &Options::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let seen: Vec<(usize, Option<&str>, Option<i64>, Option<&str>)> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.line,
+                r.facts.file.as_deref(),
+                r.facts.step,
+                r.bad.as_deref(),
+            )
+        })
+        .collect();
+    let cut = "10.jsonl line 2: not JSON: EOF while parsing a value at line 1 column 33";
+    assert_eq!(
+        seen,
+        [
+            (1, Some("1.jsonl"), Some(1), None),
+            (2, Some("2.jsonl"), Some(2), None),
+            (3, Some("2.jsonl"), Some(2), None),
+            (4, Some("2.jsonl"), Some(2), None),
+            (5, Some("10.jsonl"), Some(10), None),
+            (6, Some("10.jsonl"), Some(10), Some(cut)),
+            (7, Some("10.jsonl"), Some(10), None),
+            (8, Some("10.jsonl"), Some(10), None),
+        ]
+    );
+    assert_eq!(
+        sample(&rows[0]),
+        json!({"prompt": "1+1?", "completion": "2", "ground_truth": "2"})
+    );
+    assert_eq!(
+        rows[4].facts.logged("score"),
+        Some(&Logged::Score(Some(1.0)))
+    );
+
+    // rwb run: the folder, and a quoted glob of it, score every good row; the cut
+    // line is named with its file and line
+    let ws = Ws::new(&[("verl_rewards.py", VERL_REWARD)]);
+    let glob = format!("{}/*.jsonl", steps.display());
+    for source in [steps.to_str().unwrap(), glob.as_str()] {
+        let run = ws.run(&[
+            "-s",
+            source,
+            "--function",
+            "score=verl_rewards.py::compute_score",
+            "--no-cache",
+        ]);
+        let got: Vec<(Value, Value, Value)> = run
+            .rows()
+            .iter()
+            .filter(|r| r["score"].is_number())
+            .map(|r| (r["step"].clone(), r["file"].clone(), r["score"].clone()))
+            .collect();
+        let f = |name: &str| json!(format!("{}/{name}", steps.display()));
+        assert_eq!(
+            got,
+            [
+                (json!(1), f("1.jsonl"), json!(1.0)),
+                (json!(2), f("2.jsonl"), json!(1.0)),
+                (json!(2), f("2.jsonl"), json!(0.0)),
+                (json!(2), f("2.jsonl"), json!(1.0)),
+                (json!(10), f("10.jsonl"), json!(1.0)),
+                (json!(10), f("10.jsonl"), json!(0.0)),
+                (json!(10), f("10.jsonl"), json!(1.0)),
+            ],
+            "{source}: {}",
+            run.stderr
+        );
+        let bad: Vec<(Value, Value)> = run
+            .rows()
+            .iter()
+            .filter(|r| !r["score"].is_number())
+            .map(|r| (r["file"].clone(), r["error"]["message"].clone()))
+            .collect();
+        let message = format!("{}:6: {cut}", source);
+        assert_eq!(bad, [(f("10.jsonl"), json!(message))], "{source}");
+    }
+
+    // a glob matching nothing, an empty folder: named, with what to do
+    let none = format!("{}/*.parquet", steps.display());
+    let function = "score=verl_rewards.py::compute_score";
+    let run = ws.run(&["-s", &none, "--function", function]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains(&format!("no files match {none} (quote the pattern")),
+        "{}",
+        run.stderr
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let run = ws.run(&["-s", empty.to_str().unwrap(), "--function", function]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains(&format!("{}: an empty folder (no jsonl", empty.display())),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn discovery_and_mappings_take_a_step_folder_and_a_glob_as_one_source() {
+    // a TRL run's completions/ in DIR: one source, its steps in order
+    let ws = Ws::new(&[("trl_rewards.py", TRL_REWARD)]);
+    copy_dir(&fixture("trl/completions"), &ws.file("completions"));
+    let run = ws.run(&[
+        "--function",
+        "accuracy_reward=trl_rewards.py::accuracy_reward",
+        "--no-cache",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let got: Vec<(Value, Value, Value)> = run
+        .rows()
+        .iter()
+        .map(|r| (r["file"].clone(), r["step"].clone(), r["line"].clone()))
+        .collect();
+    let want: Vec<(Value, Value, Value)> = [2, 2, 2, 2, 4, 4]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let f = format!("completions/completions_{s:05}.parquet");
+            (json!(f), json!(s), json!(i + 1))
+        })
+        .collect();
+    assert_eq!(got, want);
+
+    // [samples.NAME] path = a glob: every file mapped alike
+    let ws = Ws::new(&[("verl_rewards.py", VERL_REWARD)]);
+    step_folder(&ws.file("dumps"));
+    std::fs::remove_file(ws.file("dumps/1.jsonl")).unwrap(); // no veRL dump
+    ws.write(
+        "rwb.toml",
+        "[evaluators.score]\nfunction = \"verl_rewards.py::compute_score\"\n\
+         [samples.verl]\npath = \"dumps/[0-9]*.jsonl\"\nprompt = \"input\"\ncompletion = \"output\"\nground_truth = \"gts\"\nstep = \"step\"\n",
+    );
+    let run = ws.run(&["--no-cache"]);
+    let steps: Vec<Value> = run
+        .rows()
+        .iter()
+        .filter(|r| r["score"].is_number())
+        .map(|r| r["step"].clone())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            json!(2),
+            json!(2),
+            json!(2),
+            json!(10),
+            json!(10),
+            json!(10)
+        ],
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn pickles_are_refused_with_the_python_that_exports_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // a pickle as pickle.dump writes it (protocol 4: 0x80 0x04), and a torch.save
+    // zip (torch/serialization.py `_save`: its pickle is `{archive}/data.pkl`)
+    let pkl = dir.path().join("global_step_3_training_input.pkl");
+    let mut bytes = vec![0x80, 0x04, 0x95, 0x0b, 0, 0, 0, 0, 0, 0, 0];
+    bytes.extend_from_slice(b"}\x94\x8c\x01a\x94K\x01s.");
+    std::fs::write(&pkl, bytes).unwrap();
+    let pt = dir.path().join("rollout_3.pt");
+    {
+        let file = std::fs::File::create(&pt).unwrap();
+        let mut zip = zip::ZipWriter::new(file);
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for (name, data) in [
+            ("rollout_3/data.pkl", &b"\x80\x02}q\x00."[..]),
+            ("rollout_3/byteorder", b"little"),
+            ("rollout_3/version", b"3\n"),
+        ] {
+            zip.start_file(name, stored).unwrap();
+            std::io::Write::write_all(&mut zip, data).unwrap();
+        }
+        zip.finish().unwrap();
+    }
+    let Err(e) = sources::detect(&pkl) else {
+        panic!("a pickle was read")
+    };
+    assert!(
+        e.starts_with(&format!(
+            "{}: a Python pickle; rwb never unpickles a file (loading one runs any code it holds)",
+            pkl.display()
+        )),
+        "{e}"
+    );
+    assert!(e.contains("pickle.load(open("), "{e}");
+    let Err(e) = sources::detect(&pt) else {
+        panic!("a torch file was read")
+    };
+    assert!(
+        e.starts_with(&format!("{}: a Python pickle (torch.save);", pt.display())),
+        "{e}"
+    );
+    assert!(e.contains("torch.load("), "{e}");
+    let ws = Ws::new(&[("metrics/match/main.py", MATCH)]);
+    let run = ws.run(&["-s", pt.to_str().unwrap(), "--no-cache"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("rwb never unpickles"), "{}", run.stderr);
+}

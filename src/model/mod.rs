@@ -527,7 +527,8 @@ pub struct SampleRef {
 #[derive(Debug, Serialize)]
 pub struct ResultRow<'a> {
     pub sample: usize,
-    pub file: &'a str,
+    /// The samples file's label; for a folder or glob source, the file in it.
+    pub file: std::borrow::Cow<'a, str>,
     pub line: usize,
     pub evaluator: &'a str,
     pub score: Option<f64>,
@@ -548,7 +549,7 @@ impl<'a> ResultRow<'a> {
     pub fn new(sample: &SampleRef, file: &'a str, evaluator: &'a str, o: &'a Outcome) -> Self {
         ResultRow {
             sample: sample.index,
-            file,
+            file: std::borrow::Cow::Borrowed(file),
             line: sample.line,
             evaluator,
             score: o.score,

@@ -15,11 +15,13 @@
 
 mod arrow;
 mod eval_protocol;
+pub mod files;
 mod inspect;
 mod json_rows;
 pub mod mapping;
 mod parquet;
 mod peek;
+mod pickle;
 mod promptfoo;
 mod row_json;
 mod table;
@@ -98,7 +100,13 @@ pub static FORMATS: &[&dyn Format] = &[
 
 /// The format of the file at `path`: `Ok(None)` for rwb's own JSONL samples (read
 /// line by line as they are), else the reader that takes it.
+///
+/// A folder (no Hugging Face dataset) or a glob is read by [`files::Files`], each
+/// of its files as this says.
 pub fn detect(path: &Path) -> Result<Option<&'static dyn Format>, String> {
+    if files::is_many(path) {
+        return Ok(Some(&files::Files));
+    }
     let peek = peek(path)?;
     if let Some(format) = FORMATS.iter().find(|f| f.recognises(&peek)) {
         return Ok(Some(*format));
