@@ -833,10 +833,8 @@ fn verifiers_traces_of_a_training_run_carry_step_group_and_branches() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(
-        rows.iter().map(|r| r.line).collect::<Vec<_>>(),
-        [1, 2, 3, 4]
-    );
+    // the episode with no trace (a failed rollout) holds no sample
+    assert_eq!(rows.iter().map(|r| r.line).collect::<Vec<_>>(), [1, 2, 3]);
     let s = sample(&rows[0]);
     let contents: Vec<&str> = s["messages"]
         .as_array()
@@ -882,10 +880,6 @@ fn verifiers_traces_of_a_training_run_carry_step_group_and_branches() {
             .starts_with("line 2: not JSON"),
         "{:?}",
         rows[2].bad
-    );
-    assert_eq!(
-        rows[3].bad.as_deref(),
-        Some("the episode has no trace: SandboxError: no box")
     );
 }
 

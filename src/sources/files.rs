@@ -65,6 +65,8 @@ pub fn members(path: &Path) -> Result<Vec<PathBuf>, String> {
             ));
         }
     }
+    // prime-rl: `effective/traces.jsonl` repeats episodes of `all/traces.jsonl` beside it
+    found.retain(|p| !repeats_all(p));
     found.sort_by(|a, b| natural(&a.to_string_lossy(), &b.to_string_lossy()));
     Ok(found)
 }
@@ -78,6 +80,20 @@ pub fn member_label(label: &str, member: &str) -> String {
         PathBuf::from(label)
     };
     base.join(member).to_string_lossy().into_owned()
+}
+
+/// Whether `path` is prime-rl's `…/effective/traces.jsonl` with an `…/all/traces.jsonl`
+/// beside it (every effective episode is in `all`).
+fn repeats_all(path: &Path) -> bool {
+    let Some(folder) = path.parent() else {
+        return false;
+    };
+    folder.file_name().is_some_and(|n| n == "effective")
+        && folder.parent().is_some_and(|p| {
+            p.join("all")
+                .join(path.file_name().unwrap_or_default())
+                .is_file()
+        })
 }
 
 /// A glob's fixed leading folders and the rest of it (`rollout_data/*.jsonl` →
