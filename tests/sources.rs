@@ -997,7 +997,8 @@ fn a_folder_is_one_source_of_its_files_in_natural_order_with_their_steps() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    let seen: Vec<(usize, Option<&str>, Option<i64>, Option<&str>)> = rows
+    type Seen<'a> = (usize, Option<&'a str>, Option<i64>, Option<&'a str>);
+    let seen: Vec<Seen> = rows
         .iter()
         .map(|r| {
             (
@@ -1202,4 +1203,430 @@ fn pickles_are_refused_with_the_python_that_exports_them() {
     let run = ws.run(&["-s", pt.to_str().unwrap(), "--no-cache"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("rwb never unpickles"), "{}", run.stderr);
+}
+
+/// The rows of a fixture (file or folder) as rwb reads them, with the reader's name.
+fn rows_at(path: &Path) -> (&'static str, Vec<Row>) {
+    let format = sources::detect(path)
+        .unwrap()
+        .unwrap_or_else(|| panic!("{} is read as rwb's own JSONL", path.display()));
+    let rows = format
+        .open(path, &Options::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    (format.name(), rows)
+}
+
+/// Each row's step and logged scores (numbers only).
+fn steps_and_logged(rows: &[Row]) -> Vec<(Option<i64>, LoggedScores)> {
+    rows.iter()
+        .map(|r| (r.facts.step, r.facts.logged.clone()))
+        .collect()
+}
+
+/// A copy of `text` with its last line cut in the middle, in a file named `name`.
+fn truncated(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let cut = text.trim_end().len() - 7;
+    let path = dir.join(name);
+    std::fs::write(&path, &text[..cut]).unwrap();
+    path
+}
+
+#[test]
+#[allow(clippy::approx_constant)] // the advantages the fixture logged, not 1/√2
+fn wandb_tables_written_by_wandb_are_trl_rows_with_the_tables_own_step() {
+    let run = fixture("wandb/offline-run-20261128_172950-07pyqilf");
+    // the run folder is one source: its tables in natural order (0 before 2)
+    let (name, rows) = rows_at(&run);
+    assert_eq!(name, "folder of samples files");
+    let files: Vec<&str> = rows
+        .iter()
+        .map(|r| r.facts.file.as_deref().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "files/media/table/completions_0_4425498b400600c164c7.table.json",
+            "files/media/table/completions_0_4425498b400600c164c7.table.json",
+            "files/media/table/completions_0_4425498b400600c164c7.table.json",
+            "files/media/table/completions_0_4425498b400600c164c7.table.json",
+            "files/media/table/completions_2_a59166b858c59eff4d74.table.json",
+            "files/media/table/completions_2_a59166b858c59eff4d74.table.json",
+        ]
+    );
+    let (name, one) =
+        rows_at(&run.join("files/media/table/completions_0_4425498b400600c164c7.table.json"));
+    assert_eq!(name, "W&B table");
+    assert_eq!(
+        one.iter().map(sample).collect::<Vec<_>>(),
+        [
+            json!({"prompt": "2+2=", "completion": "4", "solution": "4"}),
+            json!({"prompt": "2+2=", "completion": "5", "solution": "4"}),
+            json!({"prompt": "3*3=", "completion": "9", "solution": "9"}),
+            json!({"prompt": "3*3=", "completion": "", "solution": "9"}),
+        ]
+    );
+    // the name says wandb's counter (0, 2); the table's step column says 2 and 4
+    let s = |r: Option<f64>, a: f64| logged(&[("accuracy_reward", r), ("advantage", Some(a))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [
+            (Some(2), s(Some(1.0), 0.7071)),
+            (Some(2), s(Some(0.0), -0.7071)),
+            (Some(2), s(Some(1.0), 0.0)),
+            (Some(2), s(None, 0.0)), // NaN: no score
+            (Some(4), s(Some(0.0), -0.7071)),
+            (Some(4), s(Some(1.0), 0.7071)),
+        ]
+    );
+    assert_eq!(rows[0].facts.group, rows[1].facts.group);
+    assert_ne!(rows[0].facts.group, rows[4].facts.group); // same prompt, other step
+                                                          // a short row, a row of the wrong type: named with file and row, the others read
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("completions_9_ff.table.json");
+    std::fs::write(
+        &bad,
+        r#"{"columns": ["step", "prompt", "completion", "r"], "data": [[9, "a", "b", 1.0], [9, "a"], "x"]}"#,
+    )
+    .unwrap();
+    let (_, rows) = rows_at(&bad);
+    let shown = bad.display();
+    assert_eq!(
+        rows.iter().map(|r| r.bad.clone()).collect::<Vec<_>>(),
+        [
+            None,
+            Some(format!("{shown} row 2: 2 values for 4 columns (step, prompt, completion, r): the row is cut short or the file was edited; fix or remove that row")),
+            Some(format!("{shown} row 3: a string, not a list of values")),
+        ]
+    );
+}
+
+#[test]
+#[allow(clippy::approx_constant)] // the advantages the fixture logged, not 1/√2
+fn trackios_store_written_by_trackio_reads_its_tables_rows() {
+    let (name, rows) = rows_at(&fixture("trackio/trl-run.db"));
+    assert_eq!(name, "trackio store");
+    assert_eq!(
+        sample(&rows[3]),
+        json!({"prompt": "3*3=", "completion": "", "solution": "9", "run_name": "dainty-sunset-0"})
+    );
+    let s = |r: Option<f64>, a: f64| logged(&[("accuracy_reward", r), ("advantage", Some(a))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [
+            (Some(2), s(Some(1.0), 0.7071)),
+            (Some(2), s(Some(0.0), -0.7071)),
+            (Some(2), s(Some(1.0), 0.0)),
+            (Some(2), s(None, 0.0)), // trackio writes NaN as the string "NaN"
+            (Some(4), s(Some(0.0), -0.7071)),
+            (Some(4), s(Some(1.0), 0.7071)),
+        ]
+    );
+    // the same rows as the W&B tables TRL logged beside it
+    let (_, wandb) = rows_at(&fixture("wandb/offline-run-20261128_172950-07pyqilf"));
+    let texts = |rows: &[Row]| -> Vec<(Value, Value)> {
+        rows.iter()
+            .map(|r| {
+                let s = sample(r);
+                (s["prompt"].clone(), s["completion"].clone())
+            })
+            .collect()
+    };
+    assert_eq!(texts(&rows), texts(&wandb));
+}
+
+const T26: &str = "trainers_2026";
+
+#[test]
+fn nemo_rl_logs_unwrap_their_one_element_lists_and_take_the_step_from_the_name() {
+    let dir = fixture(&format!("{T26}/nemo_rl/logs/exp_001"));
+    let (name, rows) = rows_at(&dir.join("train_data_step1.jsonl"));
+    assert_eq!(name, "NeMo-RL GRPO log");
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (&s["prompt"], &s["completion"], &s["observations"]),
+        (
+            &json!("<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n"),
+            &json!("The answer is 4.<|im_end|>"),
+            &json!(["<|im_start|>user\ncorrect<|im_end|>\n"])
+        )
+    );
+    assert_eq!(
+        (&s["token_ids"], &s["sample_loss_mask"], &s["idx"]),
+        (&json!([1, 2, 3]), &json!(1.0), &json!(0))
+    );
+    // the folder: val_data_step0, train_data_step1, train_data_step2 in natural order
+    let (_, rows) = rows_at(&dir);
+    let r = |x: f64| logged(&[("rewards", Some(x))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [
+            (Some(1), r(1.0)),
+            (Some(1), r(0.0)),
+            (Some(1), r(1.0)),
+            (Some(1), r(0.0)),
+            (Some(2), r(1.0)),
+            (Some(2), r(1.0)),
+            (Some(2), r(0.0)),
+            (Some(2), r(0.0)),
+            (Some(0), r(1.0)),
+        ]
+    );
+    assert_eq!(rows[0].facts.group, rows[1].facts.group);
+    assert_ne!(rows[1].facts.group, rows[2].facts.group);
+    let val = sample(&rows[8]);
+    assert_eq!(
+        (&val["completion"], &val["observations"]),
+        (
+            &json!([{"role": "assistant", "content": "2<|im_end|>"}]),
+            &json!([{"role": "environment", "content": "correct"}])
+        )
+    );
+    // a cut line and a reward of the wrong type: named, the rows before still read
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(dir.join("train_data_step1.jsonl")).unwrap();
+    let text = text.replacen("\"rewards\": [0.0]", "\"rewards\": [\"0\"]", 1);
+    let cut = truncated(tmp.path(), "train_data_step7.jsonl", &text);
+    let (_, rows) = rows_at(&cut);
+    let bad: Vec<Option<String>> = rows.iter().map(|r| r.bad.clone()).collect();
+    assert_eq!(bad[0], None);
+    assert_eq!(
+        bad[1],
+        Some(format!(
+            "{} line 2: \"rewards\" holds a string, not a number",
+            cut.display()
+        ))
+    );
+    assert!(
+        bad[3]
+            .as_deref()
+            .unwrap()
+            .starts_with("not JSON: EOF while parsing"),
+        "{bad:?}"
+    );
+    assert_eq!(rows[0].facts.step, Some(7));
+}
+
+#[test]
+fn skyrl_eval_dumps_keep_special_tokens_and_read_per_token_scores() {
+    let dir = fixture(&format!("{T26}/skyrl/dumped_evals"));
+    let (name, rows) = rows_at(&dir); // aggregated_results.jsonl holds no samples
+    assert_eq!(name, "folder of samples files");
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (&s["prompt"], &s["completion"], &s["ground_truth"], &s["env_class"]),
+        (
+            &json!("<|im_start|>user\n2+2? Let's think step by step and output the final answer after \"####\".<|im_end|>\n<|im_start|>assistant\n"),
+            &json!("#### 4<|im_end|>"),
+            &json!("4"),
+            &json!("gsm8k")
+        )
+    );
+    let r = |x: f64| logged(&[("score", Some(x))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [(Some(3), r(1.0)), (Some(3), r(0.0)), (Some(3), r(1.0))]
+    );
+    // written with ensure_ascii=False: the text as it is
+    assert_eq!(
+        sample(&rows[2])["prompt"],
+        json!("<|im_start|>user\nÜber 3*3?<|im_end|>\n<|im_start|>assistant\n")
+    );
+    assert_eq!(rows[0].facts.group, rows[1].facts.group);
+}
+
+#[test]
+fn areal_dumps_take_the_step_from_tail_version_and_group_by_task() {
+    let (name, rows) = rows_at(&fixture(&format!("{T26}/areal/rollout")));
+    assert_eq!(name, "folder of samples files");
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (
+            &s["prompt"],
+            &s["completion"],
+            &s["task_id"],
+            &s["head_version"]
+        ),
+        (
+            &json!("<|im_start|>user\nQ0<|im_end|>\n<|im_start|>assistant\n"),
+            &json!("4<|im_end|>"),
+            &json!(0),
+            &json!(1)
+        )
+    );
+    let r = |x: f64| logged(&[("reward", Some(x))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [
+            (Some(2), r(1.0)),
+            (Some(2), r(0.10000000149011612)), // float32's 0.1, as written
+            (Some(3), r(1.0)),
+        ]
+    );
+    let groups: Vec<Option<&str>> = rows.iter().map(|r| r.facts.group.as_deref()).collect();
+    assert_eq!(groups, [Some("0"), Some("0"), Some("1")]);
+}
+
+#[test]
+fn nemo_gym_rollouts_are_responses_turns_with_reward_components_logged() {
+    let (name, rows) = rows_at(&fixture(&format!("{T26}/nemo_gym/rollouts.jsonl")));
+    assert_eq!(name, "NeMo Gym rollouts");
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (
+            &s["prompt"],
+            &s["completion"],
+            &s["ground_truth"],
+            &s["extracted_answer"]
+        ),
+        (
+            &json!([{"role": "developer", "content": "Answer in \\boxed{}."}, {"role": "user", "content": "2+2?"}]),
+            &json!("\\boxed{4}"),
+            &json!("4"),
+            &json!("4")
+        )
+    );
+    assert_eq!(s["trajectory"][0]["type"], json!("reasoning"));
+    assert_eq!(
+        rows.iter()
+            .map(|r| r.facts.logged.clone())
+            .collect::<Vec<_>>(),
+        [
+            logged(&[
+                ("reward", Some(1.0)),
+                ("correct", Some(1.0)),
+                ("format", Some(1.0)),
+                ("library_reward", Some(1.0))
+            ]),
+            logged(&[
+                ("reward", Some(0.0)),
+                ("correct", Some(0.0)),
+                ("format", Some(1.0)),
+                ("library_reward", Some(0.0))
+            ]),
+            logged(&[
+                ("reward", Some(1.0)),
+                ("correct", Some(1.0)),
+                ("format", Some(1.0)),
+                ("library_reward", Some(1.0))
+            ]),
+        ]
+    );
+    let groups: Vec<Option<&str>> = rows.iter().map(|r| r.facts.group.as_deref()).collect();
+    assert_eq!(groups, [Some("0"), Some("0"), Some("1")]);
+}
+
+#[test]
+fn lm_eval_samples_are_the_generation_once_per_filter_with_exact_match_logged() {
+    let path = fixture(&format!(
+        "{T26}/lm_eval/results/model__name/samples_gsm8k_2026-05-01T12-00-00.123456.jsonl"
+    ));
+    let (name, rows) = rows_at(&path);
+    assert_eq!(name, "lm-evaluation-harness samples");
+    let s = sample(&rows[2]);
+    assert_eq!(
+        (
+            &s["prompt"],
+            &s["completion"],
+            &s["ground_truth"],
+            &s["filter"],
+            &s["filtered_resps"]
+        ),
+        (
+            &json!([{"role": "user", "content": "Question: Janet has 3 ducks and buys 4. How many?\nAnswer:"}]),
+            &json!("3 + 4 = 7. The answer is 7."),
+            &json!("7"),
+            &json!("flexible-extract"),
+            &json!(["7"])
+        )
+    );
+    let em: Vec<LoggedScores> = rows.iter().map(|r| r.facts.logged.clone()).collect();
+    let e = |x: f64| logged(&[("exact_match", Some(x))]);
+    assert_eq!(em, [e(0.0), e(0.0), e(1.0), e(0.0)]);
+    assert_eq!(
+        rows.iter().map(|r| r.facts.step).collect::<Vec<_>>(),
+        [None; 4]
+    );
+    let groups: Vec<Option<&str>> = rows.iter().map(|r| r.facts.group.as_deref()).collect();
+    assert_eq!(groups, [Some("0"), Some("1"), Some("0"), Some("1")]);
+}
+
+#[test]
+fn prime_rl_rollouts_read_all_once_skip_failed_episodes_and_keep_the_dispatch_step() {
+    let (name, rows) = rows_at(&fixture(&format!("{T26}/prime_rl/rollouts")));
+    assert_eq!(name, "folder of samples files");
+    let files: Vec<&str> = rows
+        .iter()
+        .map(|r| r.facts.file.as_deref().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "step_1/train/all/traces.jsonl",
+            "step_1/train/all/traces.jsonl",
+            "step_2/train/all/traces.jsonl",
+        ]
+    );
+    let l = |c: f64| {
+        logged(&[
+            ("reward", Some(c + 0.5)),
+            ("correct", Some(c)),
+            ("fmt", Some(1.0)),
+            ("turns", Some(1.0)),
+        ])
+    };
+    // the off-policy episode of folder step_2 was dispatched at step 1
+    assert_eq!(
+        steps_and_logged(&rows),
+        [(Some(1), l(1.0)), (Some(1), l(0.0)), (Some(1), l(1.0))]
+    );
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (&s["messages"], &s["answer"], &s["policy"]),
+        (
+            &json!([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]),
+            &json!("4"),
+            &json!({"start": 1, "end": 1})
+        )
+    );
+    assert_eq!(rows[0].facts.split.as_deref(), Some("train"));
+    assert_eq!(rows[0].facts.group.as_deref(), Some("g1"));
+}
+
+#[test]
+fn rwb_run_scores_a_2026_trainers_folder_beside_what_it_logged() {
+    // SkyRL's gsm8k check, as a veRL-style compute_score: "#### N" against the truth
+    let ws = Ws::new(&[(
+        "rewards.py",
+        "import re\ndef compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    m = re.search(r'#### (\\-?[0-9\\.\\,]+)', solution_str)\n    return 1.0 if m and m.group(1) == ground_truth else 0.0\n",
+    )]);
+    let f = fixture(&format!("{T26}/skyrl/dumped_evals"));
+    ws.write(
+        "rwb.toml",
+        "[evaluators.accuracy]\nfunction = \"rewards.py::compute_score\"\nlogged = \"score\"\n",
+    );
+    let run = ws.run(&["-s", f.to_str().unwrap(), "--no-cache"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let got: Vec<(Value, Value, Value)> = run
+        .rows()
+        .iter()
+        .map(|r| {
+            (
+                r["score"].clone(),
+                r["logged_score"].clone(),
+                r["step"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (json!(1.0), json!(1.0), json!(3)),
+            (json!(0.0), json!(0.0), json!(3)),
+            (json!(1.0), json!(1.0), json!(3)),
+        ],
+        "{}",
+        run.stderr
+    );
 }

@@ -46,7 +46,7 @@ impl Format for ArealDump {
 
 fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row, String> {
     let mut facts = Facts::default();
-    json_rows::add_logged_paths(&Value::Object(object.clone()), paths, &mut facts);
+    let whole = Value::Object(object.clone()); // its own logged names come first
     for key in ["prompt", "completion"] {
         if !object.get(key).is_some_and(Value::is_string) {
             return Err(format!("\"{key}\" is not the decoded text"));
@@ -80,6 +80,7 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row,
             sample.insert(key, value);
         }
     }
+    json_rows::add_logged_paths(&whole, paths, &mut facts);
     Ok(Row {
         line,
         sample: json_rows::sample_text(&sample),

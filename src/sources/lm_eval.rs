@@ -76,7 +76,6 @@ fn prompt_turns(context: &Value) -> Result<Value, String> {
 fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row, String> {
     let whole = Value::Object(object);
     let mut facts = Facts::default();
-    json_rows::add_logged_paths(&whole, paths, &mut facts);
     let args = &whole["arguments"]["gen_args_0"];
     let prompt = prompt_turns(&args["arg_0"])?;
     let completion = match &whole["resps"][0][0] {
@@ -99,6 +98,7 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row,
         Value::String(s) => s.clone(),
         other => other.to_string(),
     });
+    json_rows::add_logged_paths(&whole, paths, &mut facts);
     let mut sample = Map::new();
     sample.insert("prompt".into(), prompt);
     sample.insert("completion".into(), Value::String(completion));

@@ -80,7 +80,6 @@ fn prompt_turns(input: &Value) -> Result<Vec<Value>, String> {
 fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row, String> {
     let whole = Value::Object(object);
     let mut facts = Facts::default();
-    json_rows::add_logged_paths(&whole, paths, &mut facts);
     let prompt = prompt_turns(&whole["responses_create_params"]["input"])?;
     let Some(output) = whole["response"]["output"].as_array() else {
         return Err("\"response.output\" is not a list of output items".into());
@@ -94,6 +93,11 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row,
             output[..at].to_vec(),
         ),
         None => (String::new(), output.clone()),
+    };
+    let paths_logged = {
+        let mut f = Facts::default();
+        json_rows::add_logged_paths(&whole, paths, &mut f);
+        f.logged
     };
     let reward = &whole["reward"];
     if !(reward.is_number() || reward.is_null()) {
@@ -130,6 +134,11 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row,
             _ => {
                 sample.insert(key, value);
             }
+        }
+    }
+    for (name, v) in paths_logged {
+        if facts.logged(&name).is_none() {
+            facts.logged.push((name, v));
         }
     }
     Ok(Row {

@@ -65,7 +65,7 @@ fn row(
         step,
         ..Facts::default()
     };
-    json_rows::add_logged_paths(&Value::Object(object.clone()), paths, &mut facts);
+    let whole = Value::Object(object.clone()); // its own logged names come first
     let mut sample = Map::new();
     let mut columns = Map::new();
     let mut prompt_text = String::new();
@@ -102,6 +102,7 @@ fn row(
     sample.extend(columns);
     let at = facts.step.unwrap_or(0).to_string();
     facts.group = Some(group_id(&[at.as_bytes(), prompt_text.as_bytes()]));
+    json_rows::add_logged_paths(&whole, paths, &mut facts);
     Ok(Row {
         line,
         sample: json_rows::sample_text(&sample),

@@ -60,7 +60,7 @@ fn row(
         step,
         ..Facts::default()
     };
-    json_rows::add_logged_paths(&Value::Object(object.clone()), paths, &mut facts);
+    let whole = Value::Object(object.clone()); // its own logged names come first
     let text = |key: &str| match object.get(key) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(other) => Err(format!(
@@ -96,6 +96,7 @@ fn row(
     }
     let at = facts.step.map(|s| s.to_string()).unwrap_or_default();
     facts.group = Some(group_id(&[at.as_bytes(), prompt.as_bytes()]));
+    json_rows::add_logged_paths(&whole, paths, &mut facts);
     Ok(Row {
         line,
         sample: json_rows::sample_text(&sample),

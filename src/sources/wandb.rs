@@ -159,7 +159,7 @@ pub fn trl_row(
     paths: &[String],
 ) -> Row {
     let mut facts = Facts::default();
-    json_rows::add_logged_paths(&Value::Object(object.clone()), paths, &mut facts);
+    let whole = Value::Object(object.clone()); // its own logged names come first
     let mut sample = Map::new();
     for key in ["messages", "prompt", "completion"] {
         if let Some(v) = object.get(key) {
@@ -194,6 +194,7 @@ pub fn trl_row(
     };
     let step = facts.step.unwrap_or(0).to_string();
     facts.group = Some(group_id(&[step.as_bytes(), prompt.as_bytes()]));
+    json_rows::add_logged_paths(&whole, paths, &mut facts);
     Row {
         line,
         sample: json_rows::sample_text(&sample),
