@@ -1630,3 +1630,45 @@ fn rwb_run_scores_a_2026_trainers_folder_beside_what_it_logged() {
         run.stderr
     );
 }
+
+/// TRL's completions table written now by the installed wandb (offline) and trackio
+/// (`RWB_WANDB_PYTHON`, set by .ci/run) reads exactly as the checked-in fixtures do.
+#[test]
+fn wandb_and_trackio_files_written_now_read_as_the_fixtures() {
+    let Some(python) = std::env::var_os("RWB_WANDB_PYTHON") else {
+        eprintln!("skipped writing with the real wandb and trackio: RWB_WANDB_PYTHON is not set (an interpreter with wandb, trackio and pandas; .ci/run sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new(python)
+        .arg(fixture("wandb_trackio_make.py"))
+        .arg(dir.path())
+        .env("WANDB_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let facts = |rows: Vec<Row>| -> Vec<(Value, Option<i64>, LoggedScores)> {
+        rows.into_iter()
+            .map(|r| (sample(&r), r.facts.step, r.facts.logged))
+            .collect()
+    };
+    let (_, now) = rows_at(&dir.path().join("wandb"));
+    let (_, then) = rows_at(&fixture("wandb"));
+    assert_eq!(facts(now), facts(then));
+    let (_, now) = rows_at(&dir.path().join("trackio/trl-run.db"));
+    let (_, then) = rows_at(&fixture("trackio/trl-run.db"));
+    let runless = |rows: Vec<Row>| -> Vec<(Value, Option<i64>, LoggedScores)> {
+        facts(rows)
+            .into_iter()
+            .map(|(mut s, step, logged)| {
+                s.as_object_mut().unwrap().remove("run_name"); // a random name each run
+                (s, step, logged)
+            })
+            .collect()
+    };
+    assert_eq!(runless(now), runless(then));
+}

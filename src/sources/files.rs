@@ -161,6 +161,9 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
             continue; // .rwb, editors' swap files
         }
         let path = entry.path();
+        if entry.file_type().is_ok_and(|t| t.is_symlink()) && path.is_dir() {
+            continue; // wandb's `latest-run` names a run folder that is read already
+        }
         if path.is_dir() && !path.join("state.json").is_file() {
             walk(&path, out);
         } else {
