@@ -1672,3 +1672,43 @@ fn wandb_and_trackio_files_written_now_read_as_the_fixtures() {
     };
     assert_eq!(runless(now), runless(then));
 }
+
+#[test]
+fn rwb_run_json_summary_has_the_logged_and_recomputed_mean_of_every_step() {
+    // NeMo-RL's train log of steps 1 and 2: at step 2 the log says the wrong answer
+    // of "2+2?" scored 1 (the reward edited since); the evaluator scores it 0
+    let ws = Ws::new(&[(
+        "rewards.py",
+        "def rewards(prompt, completion, **kw):\n    right = {'2+2?': '4', '3*3?': '9'}\n    q = '3*3?' if '3*3?' in prompt else '2+2?'\n    return 1.0 if right[q] in completion else 0.0\n",
+    )]);
+    let dir = fixture(&format!("{T26}/nemo_rl/logs/exp_001"));
+    let glob = format!("{}/train_data_step*.jsonl", dir.display());
+    let run = rwb(
+        &[
+            "run",
+            ws.path().to_str().unwrap(),
+            "-s",
+            &glob,
+            "--function",
+            "rewards=rewards.py::rewards",
+            "--no-cache",
+            "--format",
+            "json",
+        ],
+        ws.path(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let logged = &doc["summary"]["rewards"]["logged"];
+    assert_eq!(
+        logged,
+        &json!({"name": "rewards", "compared": 8, "moved": 2, "flipped": 2, "first_moved_step": 2})
+    );
+    assert_eq!(
+        doc["summary"]["rewards"]["steps"],
+        json!([
+            {"step": 1, "logged_mean": 0.5, "mean": 0.5, "delta": 0.0, "compared": 4, "moved": 0, "flipped": 0},
+            {"step": 2, "logged_mean": 0.5, "mean": 0.5, "delta": 0.0, "compared": 4, "moved": 2, "flipped": 2},
+        ])
+    );
+}

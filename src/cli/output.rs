@@ -378,6 +378,10 @@ impl Printer {
                             (self.logged.summary(i), value.as_object_mut())
                         {
                             m.insert("logged".into(), logged);
+                            // per step: the logged mean beside the mean now
+                            if let Some(steps) = self.logged.steps_summary(i) {
+                                m.insert("steps".into(), steps);
+                            }
                         }
                         (n.clone(), value)
                     })

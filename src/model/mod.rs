@@ -18,7 +18,7 @@ mod trainer;
 pub use call::{CallSpec, Per, SOURCES as CALL_SOURCES};
 pub use facts::{Facts, Logged};
 pub use forms::check_sample;
-pub use logged::{flipped, moved, Counts, LoggedCmp};
+pub use logged::{flipped, moved, Counts, LoggedCmp, StepDrift};
 pub use placement::Placement;
 pub use trainer::Trainer;
 
