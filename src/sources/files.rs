@@ -96,6 +96,37 @@ fn repeats_all(path: &Path) -> bool {
         })
 }
 
+/// Whether `file` (a path that changed) is, or would be, one of the files of the
+/// folder or glob `source`: a step file that just landed.
+pub fn holds(source: &Path, file: &Path) -> bool {
+    let abs = |p: &Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    if is_pattern(source) {
+        let (base, pattern) = split_pattern(source);
+        let (base, file) = (abs(&base), abs(file));
+        return file
+            .strip_prefix(&base)
+            .is_ok_and(|rel| glob_regex(&pattern).is_match(&rel.to_string_lossy()));
+    }
+    if !is_many(source) {
+        return false;
+    }
+    let file = abs(file);
+    file.starts_with(abs(source)) && !file.is_dir() && wanted(&file)
+}
+
+/// The folder a glob's files are under (its fixed leading folders), or `path` itself.
+pub fn fixed_base(path: &Path) -> PathBuf {
+    if is_pattern(path) {
+        split_pattern(path).0
+    } else {
+        path.to_path_buf()
+    }
+}
+
 /// A glob's fixed leading folders and the rest of it (`rollout_data/*.jsonl` →
 /// `rollout_data`, `*.jsonl`).
 fn split_pattern(path: &Path) -> (PathBuf, String) {
