@@ -1203,6 +1203,20 @@ fn pickles_are_refused_with_the_python_that_exports_them() {
     let run = ws.run(&["-s", pt.to_str().unwrap(), "--no-cache"]);
     assert_eq!(run.code, 2);
     assert!(run.stderr.contains("rwb never unpickles"), "{}", run.stderr);
+    // found by discovery in DIR: passed over with one line saying why
+    std::fs::copy(&pt, ws.file("rollout_3.pt")).unwrap();
+    ws.write("s.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"a\"}], \"ground_truth\": \"a\"}\n");
+    let run = ws.run(&["--no-cache"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let warning = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("skipped rollout_3.pt"))
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        warning.ends_with("a Python pickle (torch.save); rwb never unpickles a file (loading one runs any code it holds). If you trust it, export it to JSONL with your own Python and give rwb the .jsonl: (give it with -s to see how)"),
+        "{warning}"
+    );
 }
 
 /// The rows of a fixture (file or folder) as rwb reads them, with the reader's name.

@@ -205,7 +205,10 @@ fn discover(root: &Path, options: &Options) -> Resolved {
                 )),
                 Ok(file) => files.push(file),
                 Err(e) if jsonl || ["parquet", "eval", "pt", "pkl"].contains(&ext.as_str()) || hf => {
-                    warnings.push(format!("skipped {label}: {e}"))
+                    // one line each (a pickle's export lines show with -s FILE)
+                    let first = e.lines().next().unwrap_or_default();
+                    let more = if e.contains('\n') { " (give it with -s to see how)" } else { "" };
+                    warnings.push(format!("skipped {label}: {first}{more}"))
                 }
                 Err(_) => {} // a .json or .db of no tool's
             }
