@@ -1726,3 +1726,45 @@ fn rwb_run_json_summary_has_the_logged_and_recomputed_mean_of_every_step() {
         ])
     );
 }
+
+/// A truncated copy of each 2026 trainer's file: every row before the cut reads as
+/// before, and the cut line is a bad row saying it is not whole JSON.
+#[test]
+fn a_truncated_copy_of_each_2026_dump_keeps_the_rows_before_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, name) in [
+        (
+            "nemo_rl/logs/exp_001/train_data_step2.jsonl",
+            "train_data_step2.jsonl",
+        ),
+        (
+            "skyrl/dumped_evals/global_step_3_evals/openai_gsm8k.jsonl",
+            "openai_gsm8k.jsonl",
+        ),
+        ("areal/rollout/2/0.jsonl", "0.jsonl"),
+        ("nemo_gym/rollouts.jsonl", "rollouts.jsonl"),
+        (
+            "lm_eval/results/model__name/samples_gsm8k_2026-05-01T12-00-00.123456.jsonl",
+            "samples_gsm8k_x.jsonl",
+        ),
+        (
+            "prime_rl/rollouts/step_1/train/all/traces.jsonl",
+            "traces.jsonl",
+        ),
+    ] {
+        let whole = fixture(&format!("{T26}/{rel}"));
+        let (reader, rows) = rows_at(&whole);
+        let text = std::fs::read_to_string(&whole).unwrap();
+        let cut = truncated(dir.path(), name, &text);
+        let (same, cut_rows) = rows_at(&cut);
+        assert_eq!(same, reader, "{rel}");
+        let good = cut_rows.len() - 1;
+        assert_eq!(
+            cut_rows[..good].iter().map(sample).collect::<Vec<_>>(),
+            rows[..good].iter().map(sample).collect::<Vec<_>>(),
+            "{rel}"
+        );
+        let why = cut_rows[good].bad.as_deref().unwrap_or_default();
+        assert!(why.contains("not JSON: EOF while parsing"), "{rel}: {why}");
+    }
+}
