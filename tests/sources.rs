@@ -1768,3 +1768,40 @@ fn a_truncated_copy_of_each_2026_dump_keeps_the_rows_before_the_cut() {
         assert!(why.contains("not JSON: EOF while parsing"), "{rel}: {why}");
     }
 }
+
+/// A damaged file in a folder (a Parquet file cut short) is one bad row naming it;
+/// the files after it still run.
+#[test]
+fn a_damaged_file_in_a_folder_does_not_stop_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = dir.path().join("completions");
+    copy_dir(&fixture("trl/completions"), &steps);
+    std::fs::copy(
+        fixture("damaged/trl_truncated.parquet"),
+        steps.join("completions_00003.parquet"),
+    )
+    .unwrap();
+    let (_, rows) = rows_at(&steps);
+    let seen: Vec<(Option<&str>, bool)> = rows
+        .iter()
+        .map(|r| (r.facts.file.as_deref(), r.bad.is_some()))
+        .collect();
+    let at = |n: usize| Some(format!("completions_{n:05}.parquet"));
+    let (two, three, four) = (at(2), at(3), at(4));
+    assert_eq!(
+        seen,
+        [
+            (two.as_deref(), false),
+            (two.as_deref(), false),
+            (two.as_deref(), false),
+            (two.as_deref(), false),
+            (three.as_deref(), true),
+            (four.as_deref(), false),
+            (four.as_deref(), false),
+        ]
+    );
+    let why = rows[4].bad.as_deref().unwrap();
+    let damaged = steps.join("completions_00003.parquet");
+    assert!(why.starts_with(&format!("{}:", damaged.display())), "{why}");
+    assert_eq!(rows[4].facts.step, Some(3));
+}

@@ -343,6 +343,8 @@ pub fn open_with(path: &Path, options: &Options, opener: Opener) -> Result<Rows,
 /// The file being read: its name as rows show it, its step, its rows.
 struct Current {
     label: String,
+    /// The file's path as its reader's messages name it.
+    shown: String,
     step: Option<i64>,
     rows: Member,
 }
@@ -383,7 +385,13 @@ impl FilesRows {
             },
             Err(e) => return Some(Err(bad(e))),
         };
-        Some(Ok(Current { label, step, rows }))
+        let shown = path.display().to_string();
+        Some(Ok(Current {
+            label,
+            shown,
+            step,
+            rows,
+        }))
     }
 }
 
@@ -404,6 +412,7 @@ impl Iterator for FilesRows {
                 Member::Jsonl(reader, line) => next_line(reader, line),
             };
             let label = current.label.clone();
+            let named = current.shown.clone();
             let step = current.step;
             let mut row = match next {
                 None => {
@@ -414,11 +423,15 @@ impl Iterator for FilesRows {
                 // the file is damaged: its rows so far stand, the next file goes on
                 Some(Err(e)) => {
                     self.current = None;
-                    json_rows::bad_row(0, &format!("{label}: {e}"))
+                    match e.contains(&named) {
+                        true => json_rows::bad_row(0, &e),
+                        false => json_rows::bad_row(0, &format!("{label}: {e}")),
+                    }
                 }
             };
             if let Some(why) = &row.bad {
-                if !why.starts_with(&label) {
+                // a reader that names the file and line already is left as it is
+                if !why.starts_with(&label) && !why.contains(&named) {
                     row.bad = Some(format!("{label} line {}: {why}", row.line));
                 }
             }
