@@ -42,6 +42,10 @@ What it does:
        M  rwb run on 100*N samples (1,000,000) of which 61.8% are cached: the cache is
           filled by a run over the first 618 of every 1,000 lines, then the whole file
           is run with the cache on; its peak RSS                  (target <= 64 MB)
+       S  (only with --only S) 100*N samples (1,000,000) as a folder of 100 step files of
+          10,000 rows (`1.jsonl` ... `100.jsonl`) against the same rows in one JSONL file,
+          the plain evaluator, rwb run --no-cache: time to the first result row (target
+          ~1.0x) and in all (target <= 1.0x the one file)
        P  (only with --only P) a TRL-shaped log of 100*N rows in one Parquet file (one
           row group, as pandas writes TRL's) against the same rows as JSONL, the plain
           evaluator: rwb run --no-cache time (target <= 1.0x JSONL) and peak RSS
@@ -1316,6 +1320,68 @@ def scenario_p(bench, n):
     return rows
 
 
+def scenario_s(bench, n):
+    """S: n samples as a trainer's folder of 100 step files (`{step}.jsonl`, veRL's
+    unpadded names: natural order matters) against the same rows in one JSONL file, the
+    plain evaluator, rwb run --no-cache: the time to the first result row and the total."""
+    files = 100
+    per = n // files
+    bench.log("\n[S] %d samples: a folder of %d step files of %d rows vs one JSONL file (--jobs %d)"
+              % (n, files, per, bench.jobs))
+    data = bench.tmp / "data"
+    whole = data / ("samples_%d.jsonl" % n)
+    if not whole.exists():
+        write_copies(bench.samples[max(bench.samples)], whole, n)
+    folder = data / ("steps_%d" % n)
+    if not folder.exists():
+        folder.mkdir()
+        with open(whole, "rb") as src:
+            for step in range(1, files + 1):
+                with open(folder / ("%d.jsonl" % step), "wb") as out:
+                    for _ in range(per):
+                        out.write(src.readline())
+    root = bench.tmp / ("ws_s_%d" % n)
+    (root / "metrics" / "plain").mkdir(parents=True, exist_ok=True)
+    (root / "metrics" / "plain" / "main.py").write_text(PLAIN_EVALUATOR)
+
+    def run(source, label):
+        cmd = [bench.rwb, "run", str(root), "-s", str(source), "--format", "jsonl", "--jobs", str(bench.jobs),
+               "--python", bench.python, "--no-cache"]
+        wait_until_quiet(bench.args.settle, bench.log)
+        t0 = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        first = proc.stdout.readline()
+        t_first = time.perf_counter() - t0
+        rows = 1 if first else 0
+        for _ in proc.stdout:
+            rows += 1
+        err = proc.stderr.read().decode("utf-8", "replace")
+        code = proc.wait()
+        total = time.perf_counter() - t0
+        if code != 0 or rows != n:
+            raise BenchError("%s: exit %d, %d rows of %d:\n%s" % (label, code, rows, n, err[-2000:]))
+        bench.log("  %-40s first row %7.3f s, all %8.3f s" % (label, t_first, total))
+        return t_first, total
+
+    firsts = {"jsonl": [], "folder": []}
+    totals = {"jsonl": [], "folder": []}
+    for _ in range(bench.args.repeat):
+        for kind, source in (("jsonl", whole), ("folder", folder)):
+            f, t = run(source, "%s %s" % (kind, source.name))
+            firsts[kind].append(f)
+            totals[kind].append(t)
+    fmed = {k: statistics.median(v) for k, v in firsts.items()}
+    tmed = {k: statistics.median(v) for k, v in totals.items()}
+    k = n // 1000
+    note = _disturbed(bench) or ""
+    return [{"scenario": "S folder %dx%d first row" % (files, per), "rwb": fmed["folder"], "base": fmed["jsonl"],
+             "ratio": "%.3f" % (fmed["folder"] / fmed["jsonl"]), "target": "~1.00 (vs one JSONL)",
+             "ok": fmed["folder"] <= 1.25 * fmed["jsonl"] + 0.05, "note": note},
+            {"scenario": "S folder %dk --no-cache total" % k, "rwb": tmed["folder"], "base": tmed["jsonl"],
+             "ratio": "%.3f" % (tmed["folder"] / tmed["jsonl"]), "target": "<= 1.00 (vs one JSONL)",
+             "ok": tmed["folder"] <= tmed["jsonl"], "note": ""}]
+
+
 # --------------------------------------------------------------------------------------
 
 
@@ -1363,7 +1429,8 @@ def main():
     parser.add_argument("--only", default="ABCDEIMW",
                         help="scenarios to run, e.g. AC (default ABCDEIMW; E runs E-H, the undecorated evaluator; "
                              "M generates 1,000,000 samples, about 1 GB; P, not in the default, a 1,000,000-row "
-                             "Parquet file and the same rows as JSONL)")
+                             "Parquet file and the same rows as JSONL; S, not in the default, a folder of 100 step "
+                             "files against one JSONL)")
     args = parser.parse_args()
     if args.repeat < 1 or args.jobs < 1:
         parser.error("--repeat and --jobs must be at least 1")
@@ -1383,7 +1450,7 @@ def main():
                      "C": (scenario_c, small), "D": (scenario_d, small), "E": (scenario_plain, large),
                      "W": (scenario_waiting, WAITING_SAMPLES),
                      "I": (scenario_i, small), "M": (scenario_m, 10 * large),
-                     "P": (scenario_p, 10 * large)}
+                     "P": (scenario_p, 10 * large), "S": (scenario_s, 10 * large)}
         for key in args.only.upper():
             if key not in scenarios:
                 parser.error("--only: unknown scenario %r" % key)

@@ -833,10 +833,8 @@ fn verifiers_traces_of_a_training_run_carry_step_group_and_branches() {
         .unwrap()
         .map(Result::unwrap)
         .collect();
-    assert_eq!(
-        rows.iter().map(|r| r.line).collect::<Vec<_>>(),
-        [1, 2, 3, 4]
-    );
+    // the episode with no trace (a failed rollout) holds no sample
+    assert_eq!(rows.iter().map(|r| r.line).collect::<Vec<_>>(), [1, 2, 3]);
     let s = sample(&rows[0]);
     let contents: Vec<&str> = s["messages"]
         .as_array()
@@ -882,10 +880,6 @@ fn verifiers_traces_of_a_training_run_carry_step_group_and_branches() {
             .starts_with("line 2: not JSON"),
         "{:?}",
         rows[2].bad
-    );
-    assert_eq!(
-        rows[3].bad.as_deref(),
-        Some("the episode has no trace: SandboxError: no box")
     );
 }
 
@@ -966,4 +960,848 @@ fn a_damaged_file_s_summary_counts_the_rows_read_before_the_damage() {
             "{args:?}: {row}"
         );
     }
+}
+
+/// A veRL rollout folder as veRL writes it (`{step}.jsonl`, unpadded: `10` sorts
+/// after `2` only in natural order), with one of rwb's own JSONL files whose step is
+/// only in its name and a line cut short in the middle of step 10.
+fn step_folder(dir: &Path) {
+    std::fs::create_dir_all(dir).unwrap();
+    let verl = std::fs::read_to_string(fixture("verl/rollout/3.jsonl")).unwrap();
+    let at = |step: i64| {
+        verl.lines()
+            .map(|l| l.replace("\"step\": 3", &format!("\"step\": {step}")))
+            .collect::<Vec<_>>()
+    };
+    std::fs::write(dir.join("2.jsonl"), at(2).join("\n") + "\n").unwrap();
+    let mut ten = at(10);
+    ten.insert(1, "{\"input\": \"user\\n3*3?\", \"output\": ".into());
+    std::fs::write(dir.join("10.jsonl"), ten.join("\n") + "\n").unwrap();
+    std::fs::write(
+        dir.join("1.jsonl"),
+        "{\"prompt\": \"1+1?\", \"completion\": \"2\", \"ground_truth\": \"2\"}\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("notes.txt"), "not a samples file\n").unwrap();
+}
+
+#[test]
+fn a_folder_is_one_source_of_its_files_in_natural_order_with_their_steps() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = dir.path().join("rollout_data");
+    step_folder(&steps);
+    let format = sources::detect(&steps).unwrap().unwrap();
+    assert_eq!(format.name(), "folder of samples files");
+    let rows: Vec<Row> = format
+        .open(&steps, &Options::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    type Seen<'a> = (usize, Option<&'a str>, Option<i64>, Option<&'a str>);
+    let seen: Vec<Seen> = rows
+        .iter()
+        .map(|r| {
+            (
+                r.line,
+                r.facts.file.as_deref(),
+                r.facts.step,
+                r.bad.as_deref(),
+            )
+        })
+        .collect();
+    let cut = "10.jsonl line 2: not JSON: EOF while parsing a value at line 1 column 33";
+    assert_eq!(
+        seen,
+        [
+            (1, Some("1.jsonl"), Some(1), None),
+            (2, Some("2.jsonl"), Some(2), None),
+            (3, Some("2.jsonl"), Some(2), None),
+            (4, Some("2.jsonl"), Some(2), None),
+            (5, Some("10.jsonl"), Some(10), None),
+            (6, Some("10.jsonl"), Some(10), Some(cut)),
+            (7, Some("10.jsonl"), Some(10), None),
+            (8, Some("10.jsonl"), Some(10), None),
+        ]
+    );
+    assert_eq!(
+        sample(&rows[0]),
+        json!({"prompt": "1+1?", "completion": "2", "ground_truth": "2"})
+    );
+    assert_eq!(
+        rows[4].facts.logged("score"),
+        Some(&Logged::Score(Some(1.0)))
+    );
+
+    // rwb run: the folder, and a quoted glob of it, score every good row; the cut
+    // line is named with its file and line
+    let ws = Ws::new(&[("verl_rewards.py", VERL_REWARD)]);
+    let glob = format!("{}/*.jsonl", steps.display());
+    for source in [steps.to_str().unwrap(), glob.as_str()] {
+        let run = ws.run(&[
+            "-s",
+            source,
+            "--function",
+            "score=verl_rewards.py::compute_score",
+            "--no-cache",
+        ]);
+        let got: Vec<(Value, Value, Value)> = run
+            .rows()
+            .iter()
+            .filter(|r| r["score"].is_number())
+            .map(|r| (r["step"].clone(), r["file"].clone(), r["score"].clone()))
+            .collect();
+        let f = |name: &str| json!(format!("{}/{name}", steps.display()));
+        assert_eq!(
+            got,
+            [
+                (json!(1), f("1.jsonl"), json!(1.0)),
+                (json!(2), f("2.jsonl"), json!(1.0)),
+                (json!(2), f("2.jsonl"), json!(0.0)),
+                (json!(2), f("2.jsonl"), json!(1.0)),
+                (json!(10), f("10.jsonl"), json!(1.0)),
+                (json!(10), f("10.jsonl"), json!(0.0)),
+                (json!(10), f("10.jsonl"), json!(1.0)),
+            ],
+            "{source}: {}",
+            run.stderr
+        );
+        let bad: Vec<(Value, Value)> = run
+            .rows()
+            .iter()
+            .filter(|r| !r["score"].is_number())
+            .map(|r| (r["file"].clone(), r["error"]["message"].clone()))
+            .collect();
+        let message = format!("{}:6: {cut}", source);
+        assert_eq!(bad, [(f("10.jsonl"), json!(message))], "{source}");
+    }
+
+    // a glob matching nothing, an empty folder: named, with what to do
+    let none = format!("{}/*.parquet", steps.display());
+    let function = "score=verl_rewards.py::compute_score";
+    let run = ws.run(&["-s", &none, "--function", function]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains(&format!("no files match {none} (quote the pattern")),
+        "{}",
+        run.stderr
+    );
+    let empty = dir.path().join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    let run = ws.run(&["-s", empty.to_str().unwrap(), "--function", function]);
+    assert_eq!(run.code, 2);
+    assert!(
+        run.stderr
+            .contains(&format!("{}: an empty folder (no jsonl", empty.display())),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn discovery_and_mappings_take_a_step_folder_and_a_glob_as_one_source() {
+    // a TRL run's completions/ in DIR: one source, its steps in order
+    let ws = Ws::new(&[("trl_rewards.py", TRL_REWARD)]);
+    copy_dir(&fixture("trl/completions"), &ws.file("completions"));
+    let run = ws.run(&[
+        "--function",
+        "accuracy_reward=trl_rewards.py::accuracy_reward",
+        "--no-cache",
+    ]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let got: Vec<(Value, Value, Value)> = run
+        .rows()
+        .iter()
+        .map(|r| (r["file"].clone(), r["step"].clone(), r["line"].clone()))
+        .collect();
+    let want: Vec<(Value, Value, Value)> = [2, 2, 2, 2, 4, 4]
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let f = format!("completions/completions_{s:05}.parquet");
+            (json!(f), json!(s), json!(i + 1))
+        })
+        .collect();
+    assert_eq!(got, want);
+
+    // [samples.NAME] path = a glob: every file mapped alike
+    let ws = Ws::new(&[("verl_rewards.py", VERL_REWARD)]);
+    step_folder(&ws.file("dumps"));
+    std::fs::remove_file(ws.file("dumps/1.jsonl")).unwrap(); // no veRL dump
+    ws.write(
+        "rwb.toml",
+        "[evaluators.score]\nfunction = \"verl_rewards.py::compute_score\"\n\
+         [samples.verl]\npath = \"dumps/[0-9]*.jsonl\"\nprompt = \"input\"\ncompletion = \"output\"\nground_truth = \"gts\"\nstep = \"step\"\n",
+    );
+    let run = ws.run(&["--no-cache"]);
+    let steps: Vec<Value> = run
+        .rows()
+        .iter()
+        .filter(|r| r["score"].is_number())
+        .map(|r| r["step"].clone())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            json!(2),
+            json!(2),
+            json!(2),
+            json!(10),
+            json!(10),
+            json!(10)
+        ],
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn pickles_are_refused_with_the_python_that_exports_them() {
+    let dir = tempfile::tempdir().unwrap();
+    // a pickle as pickle.dump writes it (protocol 4: 0x80 0x04), and a torch.save
+    // zip (torch/serialization.py `_save`: its pickle is `{archive}/data.pkl`)
+    let pkl = dir.path().join("global_step_3_training_input.pkl");
+    let mut bytes = vec![0x80, 0x04, 0x95, 0x0b, 0, 0, 0, 0, 0, 0, 0];
+    bytes.extend_from_slice(b"}\x94\x8c\x01a\x94K\x01s.");
+    std::fs::write(&pkl, bytes).unwrap();
+    let pt = dir.path().join("rollout_3.pt");
+    {
+        let file = std::fs::File::create(&pt).unwrap();
+        let mut zip = zip::ZipWriter::new(file);
+        let stored = zip::write::SimpleFileOptions::default()
+            .compression_method(zip::CompressionMethod::Stored);
+        for (name, data) in [
+            ("rollout_3/data.pkl", &b"\x80\x02}q\x00."[..]),
+            ("rollout_3/byteorder", b"little"),
+            ("rollout_3/version", b"3\n"),
+        ] {
+            zip.start_file(name, stored).unwrap();
+            std::io::Write::write_all(&mut zip, data).unwrap();
+        }
+        zip.finish().unwrap();
+    }
+    let Err(e) = sources::detect(&pkl) else {
+        panic!("a pickle was read")
+    };
+    assert!(
+        e.starts_with(&format!(
+            "{}: a Python pickle; rwb never unpickles a file (loading one runs any code it holds)",
+            pkl.display()
+        )),
+        "{e}"
+    );
+    assert!(e.contains("pickle.load(open("), "{e}");
+    let Err(e) = sources::detect(&pt) else {
+        panic!("a torch file was read")
+    };
+    assert!(
+        e.starts_with(&format!("{}: a Python pickle (torch.save);", pt.display())),
+        "{e}"
+    );
+    assert!(e.contains("torch.load("), "{e}");
+    let ws = Ws::new(&[("metrics/match/main.py", MATCH)]);
+    let run = ws.run(&["-s", pt.to_str().unwrap(), "--no-cache"]);
+    assert_eq!(run.code, 2);
+    assert!(run.stderr.contains("rwb never unpickles"), "{}", run.stderr);
+    // found by discovery in DIR: passed over with one line saying why
+    std::fs::copy(&pt, ws.file("rollout_3.pt")).unwrap();
+    ws.write("s.jsonl", "{\"messages\": [{\"role\": \"user\", \"content\": \"a\"}, {\"role\": \"assistant\", \"content\": \"a\"}], \"ground_truth\": \"a\"}\n");
+    let run = ws.run(&["--no-cache"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let warning = run
+        .stderr
+        .lines()
+        .find(|l| l.contains("skipped rollout_3.pt"))
+        .unwrap_or_else(|| panic!("{}", run.stderr));
+    assert!(
+        warning.ends_with("a Python pickle (torch.save); rwb never unpickles a file (loading one runs any code it holds). If you trust it, export it to JSONL with your own Python and give rwb the .jsonl: (give it with -s to see how)"),
+        "{warning}"
+    );
+}
+
+/// The rows of a fixture (file or folder) as rwb reads them, with the reader's name.
+fn rows_at(path: &Path) -> (&'static str, Vec<Row>) {
+    let format = sources::detect(path)
+        .unwrap()
+        .unwrap_or_else(|| panic!("{} is read as rwb's own JSONL", path.display()));
+    let rows = format
+        .open(path, &Options::default())
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    (format.name(), rows)
+}
+
+/// Each row's step and logged scores (numbers only).
+fn steps_and_logged(rows: &[Row]) -> Vec<(Option<i64>, LoggedScores)> {
+    rows.iter()
+        .map(|r| (r.facts.step, r.facts.logged.clone()))
+        .collect()
+}
+
+/// A copy of `text` with its last line cut in the middle, in a file named `name`.
+fn truncated(dir: &Path, name: &str, text: &str) -> PathBuf {
+    let cut = text.trim_end().len() - 7;
+    let path = dir.join(name);
+    std::fs::write(&path, &text[..cut]).unwrap();
+    path
+}
+
+#[test]
+#[allow(clippy::approx_constant)] // the advantages the fixture logged, not 1/√2
+fn wandb_tables_written_by_wandb_are_trl_rows_with_the_tables_own_step() {
+    let run = fixture("wandb/offline-run-20261128_172950-07pyqilf");
+    // the run folder is one source: its tables in natural order (0 before 2)
+    let (name, rows) = rows_at(&run);
+    assert_eq!(name, "folder of samples files");
+    let files: Vec<&str> = rows
+        .iter()
+        .map(|r| r.facts.file.as_deref().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "files/media/table/completions_0_4425498b400600c164c7.table.json",
+            "files/media/table/completions_0_4425498b400600c164c7.table.json",
+            "files/media/table/completions_0_4425498b400600c164c7.table.json",
+            "files/media/table/completions_0_4425498b400600c164c7.table.json",
+            "files/media/table/completions_2_a59166b858c59eff4d74.table.json",
+            "files/media/table/completions_2_a59166b858c59eff4d74.table.json",
+        ]
+    );
+    let (name, one) =
+        rows_at(&run.join("files/media/table/completions_0_4425498b400600c164c7.table.json"));
+    assert_eq!(name, "W&B table");
+    assert_eq!(
+        one.iter().map(sample).collect::<Vec<_>>(),
+        [
+            json!({"prompt": "2+2=", "completion": "4", "solution": "4"}),
+            json!({"prompt": "2+2=", "completion": "5", "solution": "4"}),
+            json!({"prompt": "3*3=", "completion": "9", "solution": "9"}),
+            json!({"prompt": "3*3=", "completion": "", "solution": "9"}),
+        ]
+    );
+    // the name says wandb's counter (0, 2); the table's step column says 2 and 4
+    let s = |r: Option<f64>, a: f64| logged(&[("accuracy_reward", r), ("advantage", Some(a))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [
+            (Some(2), s(Some(1.0), 0.7071)),
+            (Some(2), s(Some(0.0), -0.7071)),
+            (Some(2), s(Some(1.0), 0.0)),
+            (Some(2), s(None, 0.0)), // NaN: no score
+            (Some(4), s(Some(0.0), -0.7071)),
+            (Some(4), s(Some(1.0), 0.7071)),
+        ]
+    );
+    assert_eq!(rows[0].facts.group, rows[1].facts.group);
+    assert_ne!(rows[0].facts.group, rows[4].facts.group); // same prompt, other step
+                                                          // a short row, a row of the wrong type: named with file and row, the others read
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("completions_9_ff.table.json");
+    std::fs::write(
+        &bad,
+        r#"{"columns": ["step", "prompt", "completion", "r"], "data": [[9, "a", "b", 1.0], [9, "a"], "x"]}"#,
+    )
+    .unwrap();
+    let (_, rows) = rows_at(&bad);
+    let shown = bad.display();
+    assert_eq!(
+        rows.iter().map(|r| r.bad.clone()).collect::<Vec<_>>(),
+        [
+            None,
+            Some(format!("{shown} row 2: 2 values for 4 columns (step, prompt, completion, r): the row is cut short or the file was edited; fix or remove that row")),
+            Some(format!("{shown} row 3: a string, not a list of values")),
+        ]
+    );
+}
+
+#[test]
+#[allow(clippy::approx_constant)] // the advantages the fixture logged, not 1/√2
+fn trackios_store_written_by_trackio_reads_its_tables_rows() {
+    let (name, rows) = rows_at(&fixture("trackio/trl-run.db"));
+    assert_eq!(name, "trackio store");
+    assert_eq!(
+        sample(&rows[3]),
+        json!({"prompt": "3*3=", "completion": "", "solution": "9", "run_name": "dainty-sunset-0"})
+    );
+    let s = |r: Option<f64>, a: f64| logged(&[("accuracy_reward", r), ("advantage", Some(a))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [
+            (Some(2), s(Some(1.0), 0.7071)),
+            (Some(2), s(Some(0.0), -0.7071)),
+            (Some(2), s(Some(1.0), 0.0)),
+            (Some(2), s(None, 0.0)), // trackio writes NaN as the string "NaN"
+            (Some(4), s(Some(0.0), -0.7071)),
+            (Some(4), s(Some(1.0), 0.7071)),
+        ]
+    );
+    // the same rows as the W&B tables TRL logged beside it
+    let (_, wandb) = rows_at(&fixture("wandb/offline-run-20261128_172950-07pyqilf"));
+    let texts = |rows: &[Row]| -> Vec<(Value, Value)> {
+        rows.iter()
+            .map(|r| {
+                let s = sample(r);
+                (s["prompt"].clone(), s["completion"].clone())
+            })
+            .collect()
+    };
+    assert_eq!(texts(&rows), texts(&wandb));
+}
+
+const T26: &str = "trainers_2026";
+
+#[test]
+fn nemo_rl_logs_unwrap_their_one_element_lists_and_take_the_step_from_the_name() {
+    let dir = fixture(&format!("{T26}/nemo_rl/logs/exp_001"));
+    let (name, rows) = rows_at(&dir.join("train_data_step1.jsonl"));
+    assert_eq!(name, "NeMo-RL GRPO log");
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (&s["prompt"], &s["completion"], &s["observations"]),
+        (
+            &json!("<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n"),
+            &json!("The answer is 4.<|im_end|>"),
+            &json!(["<|im_start|>user\ncorrect<|im_end|>\n"])
+        )
+    );
+    assert_eq!(
+        (&s["token_ids"], &s["sample_loss_mask"], &s["idx"]),
+        (&json!([1, 2, 3]), &json!(1.0), &json!(0))
+    );
+    // the folder: val_data_step0, train_data_step1, train_data_step2 in natural order
+    let (_, rows) = rows_at(&dir);
+    let r = |x: f64| logged(&[("rewards", Some(x))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [
+            (Some(1), r(1.0)),
+            (Some(1), r(0.0)),
+            (Some(1), r(1.0)),
+            (Some(1), r(0.0)),
+            (Some(2), r(1.0)),
+            (Some(2), r(1.0)),
+            (Some(2), r(0.0)),
+            (Some(2), r(0.0)),
+            (Some(0), r(1.0)),
+        ]
+    );
+    assert_eq!(rows[0].facts.group, rows[1].facts.group);
+    assert_ne!(rows[1].facts.group, rows[2].facts.group);
+    let val = sample(&rows[8]);
+    assert_eq!(
+        (&val["completion"], &val["observations"]),
+        (
+            &json!([{"role": "assistant", "content": "2<|im_end|>"}]),
+            &json!([{"role": "environment", "content": "correct"}])
+        )
+    );
+    // a cut line and a reward of the wrong type: named, the rows before still read
+    let tmp = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(dir.join("train_data_step1.jsonl")).unwrap();
+    let text = text.replacen("\"rewards\": [0.0]", "\"rewards\": [\"0\"]", 1);
+    let cut = truncated(tmp.path(), "train_data_step7.jsonl", &text);
+    let (_, rows) = rows_at(&cut);
+    let bad: Vec<Option<String>> = rows.iter().map(|r| r.bad.clone()).collect();
+    assert_eq!(bad[0], None);
+    assert_eq!(
+        bad[1],
+        Some(format!(
+            "{} line 2: \"rewards\" holds a string, not a number",
+            cut.display()
+        ))
+    );
+    assert!(
+        bad[3]
+            .as_deref()
+            .unwrap()
+            .starts_with("not JSON: EOF while parsing"),
+        "{bad:?}"
+    );
+    assert_eq!(rows[0].facts.step, Some(7));
+}
+
+#[test]
+fn skyrl_eval_dumps_keep_special_tokens_and_read_per_token_scores() {
+    let dir = fixture(&format!("{T26}/skyrl/dumped_evals"));
+    let (name, rows) = rows_at(&dir); // aggregated_results.jsonl holds no samples
+    assert_eq!(name, "folder of samples files");
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (&s["prompt"], &s["completion"], &s["ground_truth"], &s["env_class"]),
+        (
+            &json!("<|im_start|>user\n2+2? Let's think step by step and output the final answer after \"####\".<|im_end|>\n<|im_start|>assistant\n"),
+            &json!("#### 4<|im_end|>"),
+            &json!("4"),
+            &json!("gsm8k")
+        )
+    );
+    let r = |x: f64| logged(&[("score", Some(x))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [(Some(3), r(1.0)), (Some(3), r(0.0)), (Some(3), r(1.0))]
+    );
+    // written with ensure_ascii=False: the text as it is
+    assert_eq!(
+        sample(&rows[2])["prompt"],
+        json!("<|im_start|>user\nÜber 3*3?<|im_end|>\n<|im_start|>assistant\n")
+    );
+    assert_eq!(rows[0].facts.group, rows[1].facts.group);
+}
+
+#[test]
+fn areal_dumps_take_the_step_from_tail_version_and_group_by_task() {
+    let (name, rows) = rows_at(&fixture(&format!("{T26}/areal/rollout")));
+    assert_eq!(name, "folder of samples files");
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (
+            &s["prompt"],
+            &s["completion"],
+            &s["task_id"],
+            &s["head_version"]
+        ),
+        (
+            &json!("<|im_start|>user\nQ0<|im_end|>\n<|im_start|>assistant\n"),
+            &json!("4<|im_end|>"),
+            &json!(0),
+            &json!(1)
+        )
+    );
+    let r = |x: f64| logged(&[("reward", Some(x))]);
+    assert_eq!(
+        steps_and_logged(&rows),
+        [
+            (Some(2), r(1.0)),
+            (Some(2), r(0.10000000149011612)), // float32's 0.1, as written
+            (Some(3), r(1.0)),
+        ]
+    );
+    let groups: Vec<Option<&str>> = rows.iter().map(|r| r.facts.group.as_deref()).collect();
+    assert_eq!(groups, [Some("0"), Some("0"), Some("1")]);
+}
+
+#[test]
+fn nemo_gym_rollouts_are_responses_turns_with_reward_components_logged() {
+    let (name, rows) = rows_at(&fixture(&format!("{T26}/nemo_gym/rollouts.jsonl")));
+    assert_eq!(name, "NeMo Gym rollouts");
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (
+            &s["prompt"],
+            &s["completion"],
+            &s["ground_truth"],
+            &s["extracted_answer"]
+        ),
+        (
+            &json!([{"role": "developer", "content": "Answer in \\boxed{}."}, {"role": "user", "content": "2+2?"}]),
+            &json!("\\boxed{4}"),
+            &json!("4"),
+            &json!("4")
+        )
+    );
+    assert_eq!(s["trajectory"][0]["type"], json!("reasoning"));
+    assert_eq!(
+        rows.iter()
+            .map(|r| r.facts.logged.clone())
+            .collect::<Vec<_>>(),
+        [
+            logged(&[
+                ("reward", Some(1.0)),
+                ("correct", Some(1.0)),
+                ("format", Some(1.0)),
+                ("library_reward", Some(1.0))
+            ]),
+            logged(&[
+                ("reward", Some(0.0)),
+                ("correct", Some(0.0)),
+                ("format", Some(1.0)),
+                ("library_reward", Some(0.0))
+            ]),
+            logged(&[
+                ("reward", Some(1.0)),
+                ("correct", Some(1.0)),
+                ("format", Some(1.0)),
+                ("library_reward", Some(1.0))
+            ]),
+        ]
+    );
+    let groups: Vec<Option<&str>> = rows.iter().map(|r| r.facts.group.as_deref()).collect();
+    assert_eq!(groups, [Some("0"), Some("0"), Some("1")]);
+}
+
+#[test]
+fn lm_eval_samples_are_the_generation_once_per_filter_with_exact_match_logged() {
+    let path = fixture(&format!(
+        "{T26}/lm_eval/results/model__name/samples_gsm8k_2026-05-01T12-00-00.123456.jsonl"
+    ));
+    let (name, rows) = rows_at(&path);
+    assert_eq!(name, "lm-evaluation-harness samples");
+    let s = sample(&rows[2]);
+    assert_eq!(
+        (
+            &s["prompt"],
+            &s["completion"],
+            &s["ground_truth"],
+            &s["filter"],
+            &s["filtered_resps"]
+        ),
+        (
+            &json!([{"role": "user", "content": "Question: Janet has 3 ducks and buys 4. How many?\nAnswer:"}]),
+            &json!("3 + 4 = 7. The answer is 7."),
+            &json!("7"),
+            &json!("flexible-extract"),
+            &json!(["7"])
+        )
+    );
+    let em: Vec<LoggedScores> = rows.iter().map(|r| r.facts.logged.clone()).collect();
+    let e = |x: f64| logged(&[("exact_match", Some(x))]);
+    assert_eq!(em, [e(0.0), e(0.0), e(1.0), e(0.0)]);
+    assert_eq!(
+        rows.iter().map(|r| r.facts.step).collect::<Vec<_>>(),
+        [None; 4]
+    );
+    let groups: Vec<Option<&str>> = rows.iter().map(|r| r.facts.group.as_deref()).collect();
+    assert_eq!(groups, [Some("0"), Some("1"), Some("0"), Some("1")]);
+}
+
+#[test]
+fn prime_rl_rollouts_read_all_once_skip_failed_episodes_and_keep_the_dispatch_step() {
+    let (name, rows) = rows_at(&fixture(&format!("{T26}/prime_rl/rollouts")));
+    assert_eq!(name, "folder of samples files");
+    let files: Vec<&str> = rows
+        .iter()
+        .map(|r| r.facts.file.as_deref().unwrap())
+        .collect();
+    assert_eq!(
+        files,
+        [
+            "step_1/train/all/traces.jsonl",
+            "step_1/train/all/traces.jsonl",
+            "step_2/train/all/traces.jsonl",
+        ]
+    );
+    let l = |c: f64| {
+        logged(&[
+            ("reward", Some(c + 0.5)),
+            ("correct", Some(c)),
+            ("fmt", Some(1.0)),
+            ("turns", Some(1.0)),
+        ])
+    };
+    // the off-policy episode of folder step_2 was dispatched at step 1
+    assert_eq!(
+        steps_and_logged(&rows),
+        [(Some(1), l(1.0)), (Some(1), l(0.0)), (Some(1), l(1.0))]
+    );
+    let s = sample(&rows[0]);
+    assert_eq!(
+        (&s["messages"], &s["answer"], &s["policy"]),
+        (
+            &json!([{"role": "user", "content": "2+2?"}, {"role": "assistant", "content": "4"}]),
+            &json!("4"),
+            &json!({"start": 1, "end": 1})
+        )
+    );
+    assert_eq!(rows[0].facts.split.as_deref(), Some("train"));
+    assert_eq!(rows[0].facts.group.as_deref(), Some("g1"));
+}
+
+#[test]
+fn rwb_run_scores_a_2026_trainers_folder_beside_what_it_logged() {
+    // SkyRL's gsm8k check, as a veRL-style compute_score: "#### N" against the truth
+    let ws = Ws::new(&[(
+        "rewards.py",
+        "import re\ndef compute_score(data_source, solution_str, ground_truth, extra_info=None):\n    m = re.search(r'#### (\\-?[0-9\\.\\,]+)', solution_str)\n    return 1.0 if m and m.group(1) == ground_truth else 0.0\n",
+    )]);
+    let f = fixture(&format!("{T26}/skyrl/dumped_evals"));
+    ws.write(
+        "rwb.toml",
+        "[evaluators.accuracy]\nfunction = \"rewards.py::compute_score\"\nlogged = \"score\"\n",
+    );
+    let run = ws.run(&["-s", f.to_str().unwrap(), "--no-cache"]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let got: Vec<(Value, Value, Value)> = run
+        .rows()
+        .iter()
+        .map(|r| {
+            (
+                r["score"].clone(),
+                r["logged_score"].clone(),
+                r["step"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (json!(1.0), json!(1.0), json!(3)),
+            (json!(0.0), json!(0.0), json!(3)),
+            (json!(1.0), json!(1.0), json!(3)),
+        ],
+        "{}",
+        run.stderr
+    );
+}
+
+/// TRL's completions table written now by the installed wandb (offline) and trackio
+/// (`RWB_WANDB_PYTHON`, set by .ci/run) reads exactly as the checked-in fixtures do.
+#[test]
+fn wandb_and_trackio_files_written_now_read_as_the_fixtures() {
+    let Some(python) = std::env::var_os("RWB_WANDB_PYTHON") else {
+        eprintln!("skipped writing with the real wandb and trackio: RWB_WANDB_PYTHON is not set (an interpreter with wandb, trackio and pandas; .ci/run sets it)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let made = std::process::Command::new(python)
+        .arg(fixture("wandb_trackio_make.py"))
+        .arg(dir.path())
+        .env("WANDB_DIR", dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        made.status.success(),
+        "{}",
+        String::from_utf8_lossy(&made.stderr)
+    );
+    let facts = |rows: Vec<Row>| -> Vec<(Value, Option<i64>, LoggedScores)> {
+        rows.into_iter()
+            .map(|r| (sample(&r), r.facts.step, r.facts.logged))
+            .collect()
+    };
+    let (_, now) = rows_at(&dir.path().join("wandb"));
+    let (_, then) = rows_at(&fixture("wandb"));
+    assert_eq!(facts(now), facts(then));
+    let (_, now) = rows_at(&dir.path().join("trackio/trl-run.db"));
+    let (_, then) = rows_at(&fixture("trackio/trl-run.db"));
+    let runless = |rows: Vec<Row>| -> Vec<(Value, Option<i64>, LoggedScores)> {
+        facts(rows)
+            .into_iter()
+            .map(|(mut s, step, logged)| {
+                s.as_object_mut().unwrap().remove("run_name"); // a random name each run
+                (s, step, logged)
+            })
+            .collect()
+    };
+    assert_eq!(runless(now), runless(then));
+}
+
+#[test]
+fn rwb_run_json_summary_has_the_logged_and_recomputed_mean_of_every_step() {
+    // NeMo-RL's train log of steps 1 and 2: at step 2 the log says the wrong answer
+    // of "2+2?" scored 1 (the reward edited since); the evaluator scores it 0
+    let ws = Ws::new(&[(
+        "rewards.py",
+        "def rewards(prompt, completion, **kw):\n    right = {'2+2?': '4', '3*3?': '9'}\n    q = '3*3?' if '3*3?' in prompt else '2+2?'\n    return 1.0 if right[q] in completion else 0.0\n",
+    )]);
+    let dir = fixture(&format!("{T26}/nemo_rl/logs/exp_001"));
+    let glob = format!("{}/train_data_step*.jsonl", dir.display());
+    let run = rwb(
+        &[
+            "run",
+            ws.path().to_str().unwrap(),
+            "-s",
+            &glob,
+            "--function",
+            "rewards=rewards.py::rewards",
+            "--no-cache",
+            "--format",
+            "json",
+        ],
+        ws.path(),
+    );
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let logged = &doc["summary"]["rewards"]["logged"];
+    assert_eq!(
+        logged,
+        &json!({"name": "rewards", "compared": 8, "moved": 2, "flipped": 2, "first_moved_step": 2})
+    );
+    assert_eq!(
+        doc["summary"]["rewards"]["steps"],
+        json!([
+            {"step": 1, "logged_mean": 0.5, "mean": 0.5, "delta": 0.0, "compared": 4, "moved": 0, "flipped": 0},
+            {"step": 2, "logged_mean": 0.5, "mean": 0.5, "delta": 0.0, "compared": 4, "moved": 2, "flipped": 2},
+        ])
+    );
+}
+
+/// A truncated copy of each 2026 trainer's file: every row before the cut reads as
+/// before, and the cut line is a bad row saying it is not whole JSON.
+#[test]
+fn a_truncated_copy_of_each_2026_dump_keeps_the_rows_before_the_cut() {
+    let dir = tempfile::tempdir().unwrap();
+    for (rel, name) in [
+        (
+            "nemo_rl/logs/exp_001/train_data_step2.jsonl",
+            "train_data_step2.jsonl",
+        ),
+        (
+            "skyrl/dumped_evals/global_step_3_evals/openai_gsm8k.jsonl",
+            "openai_gsm8k.jsonl",
+        ),
+        ("areal/rollout/2/0.jsonl", "0.jsonl"),
+        ("nemo_gym/rollouts.jsonl", "rollouts.jsonl"),
+        (
+            "lm_eval/results/model__name/samples_gsm8k_2026-05-01T12-00-00.123456.jsonl",
+            "samples_gsm8k_x.jsonl",
+        ),
+        (
+            "prime_rl/rollouts/step_1/train/all/traces.jsonl",
+            "traces.jsonl",
+        ),
+    ] {
+        let whole = fixture(&format!("{T26}/{rel}"));
+        let (reader, rows) = rows_at(&whole);
+        let text = std::fs::read_to_string(&whole).unwrap();
+        let cut = truncated(dir.path(), name, &text);
+        let (same, cut_rows) = rows_at(&cut);
+        assert_eq!(same, reader, "{rel}");
+        let good = cut_rows.len() - 1;
+        assert_eq!(
+            cut_rows[..good].iter().map(sample).collect::<Vec<_>>(),
+            rows[..good].iter().map(sample).collect::<Vec<_>>(),
+            "{rel}"
+        );
+        let why = cut_rows[good].bad.as_deref().unwrap_or_default();
+        assert!(why.contains("not JSON: EOF while parsing"), "{rel}: {why}");
+    }
+}
+
+/// A damaged file in a folder (a Parquet file cut short) is one bad row naming it;
+/// the files after it still run.
+#[test]
+fn a_damaged_file_in_a_folder_does_not_stop_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let steps = dir.path().join("completions");
+    copy_dir(&fixture("trl/completions"), &steps);
+    std::fs::copy(
+        fixture("damaged/trl_truncated.parquet"),
+        steps.join("completions_00003.parquet"),
+    )
+    .unwrap();
+    let (_, rows) = rows_at(&steps);
+    let seen: Vec<(Option<&str>, bool)> = rows
+        .iter()
+        .map(|r| (r.facts.file.as_deref(), r.bad.is_some()))
+        .collect();
+    let at = |n: usize| Some(format!("completions_{n:05}.parquet"));
+    let (two, three, four) = (at(2), at(3), at(4));
+    assert_eq!(
+        seen,
+        [
+            (two.as_deref(), false),
+            (two.as_deref(), false),
+            (two.as_deref(), false),
+            (two.as_deref(), false),
+            (three.as_deref(), true),
+            (four.as_deref(), false),
+            (four.as_deref(), false),
+        ]
+    );
+    let why = rows[4].bad.as_deref().unwrap();
+    let damaged = steps.join("completions_00003.parquet");
+    assert!(why.starts_with(&format!("{}:", damaged.display())), "{why}");
+    assert_eq!(rows[4].facts.step, Some(3));
 }

@@ -89,3 +89,40 @@ fn an_edit_shows_which_of_last_nights_rollouts_score_differently_than_logged() {
     assert!(!screen.contains("2+2= ▸ 5"), "{screen}");
     tmux.keys(&["q"]);
 }
+
+/// Training still running: the workbench is open on a TRL run's `completions/` folder
+/// (one source) when the trainer writes the next step's file; its rows are read and
+/// scored as it lands, beside what was logged.
+#[test]
+fn a_step_file_landing_in_the_folder_is_read_and_scored_as_it_lands() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/sources/trl/completions");
+    let ws = Ws::new(&[
+        ("rewards.py", EXACT),
+        (
+            "rwb.toml",
+            "[evaluators.accuracy_reward]\nfunction = \"rewards.py::accuracy_reward\"\n",
+        ),
+    ]);
+    std::fs::create_dir_all(ws.file("completions")).unwrap();
+    std::fs::copy(
+        fixtures.join("completions_00002.parquet"),
+        ws.file("completions/completions_00002.parquet"),
+    )
+    .unwrap();
+    let tmux = Tmux::start(&ws, 160, 35, RWB);
+    tmux.wait_for("step 2's four rollouts scored", |s| {
+        s.contains("Samples 4/4") && !s.contains("evaluating")
+    });
+    // the trainer's next logging step: written elsewhere, then moved in (as a save)
+    let part = ws.file("completions_00004.parquet.part");
+    std::fs::copy(fixtures.join("completions_00004.parquet"), &part).unwrap();
+    std::fs::rename(&part, ws.file("completions/completions_00004.parquet")).unwrap();
+    let screen = tmux.wait_for("step 4's rollouts read and scored", |s| {
+        s.contains("Samples 6/6") && !s.contains("evaluating")
+    });
+    // step 4's "4" and "four" scored beside what was logged, step 2's kept
+    assert!(screen.contains("5 2+2= ▸ four"), "{screen}");
+    assert_eq!(screen.matches("1.000  1.000      ·").count(), 3, "{screen}");
+    assert_eq!(screen.matches("0.000  0.000      ·").count(), 2, "{screen}");
+}

@@ -272,13 +272,19 @@ impl Printer {
         let (baseline_score, delta) = self.baseline_fields(sample, i);
         let facts = sample.at.facts.as_deref();
         let (logged_score, logged_delta) = self.logged.fields(facts, i, sample.outcomes[i].score);
+        let mut row = ResultRow::new(
+            &sample.at,
+            &self.labels[sample.at.file],
+            &self.names[i],
+            &sample.outcomes[i],
+        );
+        if let Some(member) = facts.and_then(|f| f.file.as_deref()) {
+            // a folder's or glob's row names its own file
+            row.file =
+                crate::sources::files::member_label(&self.labels[sample.at.file], member).into();
+        }
         Row {
-            row: ResultRow::new(
-                &sample.at,
-                &self.labels[sample.at.file],
-                &self.names[i],
-                &sample.outcomes[i],
-            ),
+            row,
             baseline_score,
             delta,
             logged_score,
@@ -374,6 +380,10 @@ impl Printer {
                             (self.logged.summary(i), value.as_object_mut())
                         {
                             m.insert("logged".into(), logged);
+                            // per step: the logged mean beside the mean now
+                            if let Some(steps) = self.logged.steps_summary(i) {
+                                m.insert("steps".into(), steps);
+                            }
                         }
                         (n.clone(), value)
                     })

@@ -1,5 +1,5 @@
 //! What a trainer's or eval tool's log says about a sample beside the sample itself
-//! (SPEC §13): its rollout group, step, epoch and split, and the scores the tool
+//! (SPEC §13): its rollout group, step, epoch, split and file, and the scores the tool
 //! logged. Facts travel with the sample's place ([`super::SampleRef::facts`]), never
 //! in its text: they are no part of what an evaluator is given or of the cache key.
 
@@ -18,6 +18,9 @@ pub struct Facts {
     pub epoch: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub split: Option<String>,
+    /// The file of a folder or glob source the sample came from (relative to it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
     /// The scores the tool logged, by name, in the source's order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logged: Vec<(String, Logged)>,

@@ -44,6 +44,28 @@ pub struct Counts {
     pub failed: usize,
 }
 
+/// One step's comparison for one evaluator: its counts, and the sums of the logged
+/// scores and the scores now over the samples that have both.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct StepDrift {
+    pub counts: Counts,
+    pub logged_sum: f64,
+    pub now_sum: f64,
+    /// Samples with a logged number and a score now (the means' count).
+    pub both: usize,
+}
+
+impl StepDrift {
+    /// (mean logged, mean now) over the samples with both.
+    pub fn means(&self) -> (Option<f64>, Option<f64>) {
+        let n = self.both as f64;
+        match self.both {
+            0 => (None, None),
+            _ => (Some(self.logged_sum / n), Some(self.now_sum / n)),
+        }
+    }
+}
+
 /// The comparison of a run's scores with the logged ones.
 #[derive(Clone, Debug, Default)]
 pub struct LoggedCmp {
@@ -51,6 +73,8 @@ pub struct LoggedCmp {
     /// Per evaluator, the logged name it is paired with.
     names: Vec<String>,
     pub counts: Vec<Counts>,
+    /// Per evaluator, per step (of samples whose source gives one), ascending.
+    pub steps: Vec<BTreeMap<i64, StepDrift>>,
     /// Logged values found not to be numbers, by logged name: what they are.
     not_numeric: BTreeMap<String, String>,
     /// Logged scores no evaluator is paired with (see [`LoggedCmp::see`]).
@@ -99,6 +123,7 @@ impl LoggedCmp {
             evaluators: evaluators.to_vec(),
             names,
             counts: vec![Counts::default(); evaluators.len()],
+            steps: vec![BTreeMap::new(); evaluators.len()],
             not_numeric: BTreeMap::new(),
             unpaired: Default::default(),
         }
@@ -169,14 +194,61 @@ impl LoggedCmp {
                 return;
             }
         };
+        let (m, f) = (moved(score, logged), flipped(score, logged));
         let c = &mut self.counts[i];
         if failed {
             c.failed += 1;
             return;
         }
         c.compared += 1;
-        c.moved += usize::from(moved(score, logged));
-        c.flipped += usize::from(flipped(score, logged));
+        c.moved += usize::from(m);
+        c.flipped += usize::from(f);
+        if let Some(step) = facts.step {
+            let d = self.steps[i].entry(step).or_default();
+            d.counts.compared += 1;
+            d.counts.moved += usize::from(m);
+            d.counts.flipped += usize::from(f);
+            if let (Some(s), Some(l)) = (score, logged) {
+                d.logged_sum += l;
+                d.now_sum += s;
+                d.both += 1;
+            }
+        }
+    }
+
+    /// The first step at which evaluator `i` moved from the log.
+    pub fn first_moved_step(&self, i: usize) -> Option<i64> {
+        self.steps
+            .get(i)?
+            .iter()
+            .find(|(_, d)| d.counts.moved > 0)
+            .map(|(s, _)| *s)
+    }
+
+    /// Evaluator `i`'s per-step drift for the JSON summary (`steps`): each step's
+    /// logged mean beside the mean now (over the samples with both), Δ, and counts.
+    pub fn steps_summary(&self, i: usize) -> Option<serde_json::Value> {
+        let steps = self.steps.get(i).filter(|s| !s.is_empty())?;
+        let rows: Vec<serde_json::Value> = steps
+            .iter()
+            .map(|(step, d)| {
+                let (logged, now) = d.means();
+                let delta = match (logged, now) {
+                    (Some(l), Some(n)) => Some(n - l),
+                    _ => None,
+                };
+                serde_json::json!({
+                    "step": step,
+                    "logged_mean": logged,
+                    "mean": now,
+                    "delta": delta,
+                    "compared": d.counts.compared,
+                    "moved": d.counts.moved,
+                    "flipped": d.counts.flipped,
+                })
+            })
+            .collect();
+        Some(serde_json::Value::Array(rows))
     }
 
     /// The summary's lines: one per evaluator compared with a log, and one per
@@ -231,13 +303,18 @@ impl LoggedCmp {
             .counts
             .get(i)
             .filter(|c| c.compared > 0 || c.failed > 0)?;
-        Some(serde_json::json!({
+        let mut summary = serde_json::json!({
             "name": self.names[i],
             "compared": c.compared,
             "moved": c.moved,
             "flipped": c.flipped,
             "failed": c.failed,
-        }))
+        });
+        // "at which step did my edit start to disagree with the log"
+        if let Some(step) = self.first_moved_step(i) {
+            summary["first_moved_step"] = step.into();
+        }
+        Some(summary)
     }
 }
 

@@ -1,6 +1,7 @@
 //! Plain data shared by every part: evaluator specs, sample references and results.
 //!
-//! Owns the shapes and their JSON forms (SPEC §4). Does no I/O: reading files,
+//! Owns the shapes and their JSON forms (SPEC §4), and what a sample must hold
+//! ([`check_sample`]: `sources/` and `workspace/` both ask it). Does no I/O: reading files,
 //! running Python and storing results belong to `workspace/`, `engine/` and `store/`.
 
 use serde::{Deserialize, Serialize};
@@ -10,12 +11,14 @@ use std::path::PathBuf;
 
 mod call;
 mod facts;
+mod forms;
 mod logged;
 mod placement;
 mod trainer;
 pub use call::{CallSpec, Per, SOURCES as CALL_SOURCES};
 pub use facts::{Facts, Logged};
-pub use logged::{flipped, moved, unpaired_hint, Counts, LoggedCmp};
+pub use forms::check_sample;
+pub use logged::{flipped, moved, unpaired_hint, Counts, LoggedCmp, StepDrift};
 pub use placement::Placement;
 pub use trainer::Trainer;
 
@@ -524,7 +527,8 @@ pub struct SampleRef {
 #[derive(Debug, Serialize)]
 pub struct ResultRow<'a> {
     pub sample: usize,
-    pub file: &'a str,
+    /// The samples file's label; for a folder or glob source, the file in it.
+    pub file: std::borrow::Cow<'a, str>,
     pub line: usize,
     pub evaluator: &'a str,
     pub score: Option<f64>,
@@ -545,7 +549,7 @@ impl<'a> ResultRow<'a> {
     pub fn new(sample: &SampleRef, file: &'a str, evaluator: &'a str, o: &'a Outcome) -> Self {
         ResultRow {
             sample: sample.index,
-            file,
+            file: std::borrow::Cow::Borrowed(file),
             line: sample.line,
             evaluator,
             score: o.score,

@@ -69,7 +69,7 @@ impl Format for EvalProtocolDb {
     }
 }
 
-fn open_db(path: &Path) -> Result<rusqlite::Connection, String> {
+pub(super) fn open_db(path: &Path) -> Result<rusqlite::Connection, String> {
     rusqlite::Connection::open_with_flags(path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
         .map_err(|e| format!("{}: cannot open the database: {e}", path.display()))
 }

@@ -1,7 +1,10 @@
 //! Rollouts where they live (SPEC §13): reads the files trainers and eval tools
-//! write — TRL's completion logs, veRL's dumps, verifiers, Inspect, eval-protocol and
-//! promptfoo logs, any Parquet or Arrow table, Hugging Face `save_to_disk` folders,
-//! and anything else through `[samples.NAME]` column mapping — as samples.
+//! write — TRL's completion logs, veRL's dumps, verifiers (and prime-rl's rollouts),
+//! Inspect, eval-protocol and promptfoo logs, W&B tables and trackio's store,
+//! lm-evaluation-harness samples, NeMo-RL, NeMo Gym, SkyRL and AReaL dumps, any
+//! Parquet or Arrow table, Hugging Face `save_to_disk` folders, a folder or glob of
+//! any of these ([`files`]), and anything else through `[samples.NAME]` column
+//! mapping — as samples. Python pickles are refused, never opened.
 //!
 //! Each format is one file behind [`Format`]: a shape test on what [`peek`] saw of a
 //! file (its container and first row's keys) and a streaming iterator of [`Row`]s.
@@ -13,19 +16,28 @@
 //! Owns formats only. Must not discover or watch files (that is `workspace/`), know
 //! the cache, or run Python.
 
+mod areal;
 mod arrow;
 mod eval_protocol;
+pub mod files;
 mod inspect;
 mod json_rows;
+mod lm_eval;
 pub mod mapping;
+mod nemo_gym;
+mod nemo_rl;
 mod parquet;
 mod peek;
+mod pickle;
 mod promptfoo;
 mod row_json;
+mod skyrl;
 mod table;
+mod trackio;
 mod trl;
 mod verifiers;
 mod verl;
+mod wandb;
 
 pub use mapping::Mapping;
 pub use parquet::read_ahead;
@@ -93,12 +105,25 @@ pub static FORMATS: &[&dyn Format] = &[
     &inspect::InspectJson,
     &promptfoo::PromptfooJson,
     &promptfoo::PromptfooJsonl,
+    &wandb::WandbTable,
+    &lm_eval::LmEvalSamples,
+    &nemo_rl::NemoRl,
+    &nemo_gym::NemoGym,
+    &skyrl::SkyrlEvals,
+    &areal::ArealDump,
+    &trackio::Trackio,
     &table::AnyTable,
 ];
 
 /// The format of the file at `path`: `Ok(None)` for rwb's own JSONL samples (read
 /// line by line as they are), else the reader that takes it.
+///
+/// A folder (no Hugging Face dataset) or a glob is read by [`files::Files`], each
+/// of its files as this says.
 pub fn detect(path: &Path) -> Result<Option<&'static dyn Format>, String> {
+    if files::is_many(path) {
+        return Ok(Some(&files::Files));
+    }
     let peek = peek(path)?;
     if let Some(format) = FORMATS.iter().find(|f| f.recognises(&peek)) {
         return Ok(Some(*format));

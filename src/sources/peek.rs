@@ -91,8 +91,15 @@ pub fn peek(path: &Path) -> Result<Peek, String> {
     if head.starts_with(b"ARROW1") || head.starts_with(&[0xFF, 0xFF, 0xFF, 0xFF]) {
         return at(Container::Arrow, super::arrow::columns(path)?);
     }
+    if super::pickle::is_pickle(head) {
+        return Err(super::pickle::refusal(path, false));
+    }
     if head.starts_with(b"PK\x03\x04") || head.starts_with(b"PK\x05\x06") {
-        return at(Container::Zip, super::inspect::entry_names(path)?);
+        let entries = super::inspect::entry_names(path)?;
+        if super::pickle::is_torch_zip(&entries) {
+            return Err(super::pickle::refusal(path, true));
+        }
+        return at(Container::Zip, entries);
     }
     if head.starts_with(b"SQLite format 3\0") {
         return at(Container::Sqlite, super::eval_protocol::tables(path)?);

@@ -183,7 +183,7 @@ fn batch_rows(batch: &RecordBatch, roles: &Roles, split: Option<&str>) -> Vec<Re
             // the form told from the columns, else checked as any line is
             let bad = match form.holds(i) {
                 true => None,
-                false => crate::workspace::check_sample(&sample).err(),
+                false => crate::model::check_sample(&sample).err(),
             };
             Ok(Row {
                 line: 0,
@@ -399,7 +399,7 @@ mod tests {
             .into_iter()
             .map(|row| {
                 let row = row.unwrap();
-                let checked = crate::workspace::check_sample(&row.sample).err();
+                let checked = crate::model::check_sample(&row.sample).err();
                 assert_eq!(row.bad, checked, "{}", row.sample);
                 row.bad
             })

@@ -23,11 +23,24 @@
 //! generated), `rewards` (`{name: {score, weight}}`), `metrics` (`{name: number}`) and
 //! its own `errors`. Each trace is a sample (rows are numbered by trace, so an episode of
 //! several agents is several rows): the final branch's messages (the last leaf's path,
-//! as `Trace.messages` takes it) in chat form, `prompt` and `completion` (before and
-//! from the first sampled message) kept as columns, `answer` and `info` from the task's
+//! as `Trace.messages` takes it) up to its last sampled message (the completion) in
+//! chat form, `prompt` and `completion` (before it, and it) kept as columns, the turns
+//! after it (a tool result a `@stop` ended on) as `observations`, `answer` and `info` from the task's
 //! data and the whole data as `task_data`; the reward (`Trace.reward`: the weighted sum
 //! of the rewards), each reward's score and each metric are logged; the group is the
-//! episode's group, else the task's key.
+//! episode's group, else the task's key. An episode with no trace (a failed
+//! rollout) holds no sample.
+//!
+//! prime-rl writes the same records: `{output_dir}/rollouts/step_{N}/{train|eval}/
+//! {all|effective}/traces.jsonl` (PrimeIntellect-ai/prime-rl@559b4477
+//! `src/prime_rl/monitors/file.py:43-57`: `FileMonitor.log_episodes`, one
+//! `orjson.dumps(episode.to_record())` a line, appended; `all` as each episode
+//! arrives, failures included, `effective` the trained-on subset at batch end;
+//! `Episode.to_record` is `model_dump(mode="json", exclude_none=True)`,
+//! PrimeIntellect-ai/verifiers@a60a606e `verifiers/v1/episode.py:149-155`). The step is
+//! `run.work.step` (the step it was dispatched at: off-policy rollouts land in a later
+//! `step_{N}` folder), the split `run.work.type`, and `run.work.policy` a column.
+
 use super::{dotted, json_rows, Container, Format, Options, Peek, Row, Rows};
 use crate::model::{Facts, Logged};
 use serde_json::{Map, Value};
@@ -97,18 +110,15 @@ impl Format for VerifiersTraces {
 }
 
 /// The rows of one episode: one per trace (numbered by the caller); an episode that
-/// ended before any trace is one bad row saying why.
+/// ended before any trace (a failed rollout) holds no sample and gives none.
 fn episode_rows(episode: &Value, paths: &[String]) -> Vec<Row> {
     let traces = episode["traces"]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or(&[]);
     if traces.is_empty() {
-        let why = match last_error(episode) {
-            Some(e) => format!("the episode has no trace: {e}"),
-            None => "the episode has no trace".to_string(),
-        };
-        return vec![json_rows::bad_row(0, &why)];
+        // a failed rollout (prime-rl keeps episode-level failures in `all`): no sample
+        return Vec::new();
     }
     traces
         .iter()
@@ -127,7 +137,9 @@ fn last_error(of: &Value) -> Option<String> {
 }
 
 /// The messages of a trace's final branch (the path from the root to its last leaf,
-/// as verifiers' `Trace.messages`), and where the first sampled one is.
+/// as verifiers' `Trace.messages`), and where its last sampled one is (the
+/// completion: the turns after it, such as a tool result a `@stop` ended on, are
+/// observations).
 fn final_branch(nodes: &[Value]) -> (Vec<Value>, usize) {
     let parent = |i: usize| nodes[i]["parent"].as_u64().map(|p| p as usize);
     let has_child: std::collections::HashSet<usize> = (0..nodes.len()).filter_map(parent).collect();
@@ -142,12 +154,12 @@ fn final_branch(nodes: &[Value]) -> (Vec<Value>, usize) {
         at = p;
     }
     path.reverse();
-    let first_sampled = path
+    let last_sampled = path
         .iter()
-        .position(|&i| nodes[i]["sampled"] == Value::Bool(true))
+        .rposition(|&i| nodes[i]["sampled"] == Value::Bool(true))
         .unwrap_or(path.len());
     let messages = path.iter().map(|&i| nodes[i]["message"].clone()).collect();
-    (messages, first_sampled)
+    (messages, last_sampled)
 }
 
 fn trace_row(episode: &Value, trace: &Value, paths: &[String]) -> Row {
@@ -168,10 +180,23 @@ fn trace_row(episode: &Value, trace: &Value, paths: &[String]) -> Row {
     } else {
         &episode["task"]["data"]
     };
+    let end = (cut + 1).min(messages.len());
     let mut sample = Map::new();
-    sample.insert("messages".into(), Value::Array(messages.clone()));
-    sample.insert("prompt".into(), Value::Array(messages[..cut].to_vec()));
-    sample.insert("completion".into(), Value::Array(messages[cut..].to_vec()));
+    sample.insert("messages".into(), Value::Array(messages[..end].to_vec()));
+    sample.insert(
+        "prompt".into(),
+        Value::Array(messages[..cut.min(end)].to_vec()),
+    );
+    sample.insert(
+        "completion".into(),
+        Value::Array(messages[cut.min(end)..end].to_vec()),
+    );
+    if end < messages.len() {
+        sample.insert(
+            "observations".into(),
+            Value::Array(messages[end..].to_vec()),
+        );
+    }
     for key in ["answer", "info"] {
         if let Some(v) = data.get(key) {
             sample.insert(key.into(), v.clone());
@@ -187,6 +212,9 @@ fn trace_row(episode: &Value, trace: &Value, paths: &[String]) -> Row {
         if let Some(v) = trace.get(key) {
             sample.insert(key.into(), v.clone());
         }
+    }
+    if let Some(policy) = dotted(episode, "run.work.policy") {
+        sample.insert("policy".into(), policy.clone()); // prime-rl: the versions that sampled it
     }
     sample.insert(
         "error".into(),

@@ -19,6 +19,10 @@ impl Live {
             roots.push(spec.source.folder());
         }
         for f in &ws.samples {
+            if crate::sources::files::is_pattern(&f.path) {
+                roots.push(crate::sources::files::fixed_base(&f.path)); // a glob's folder
+                continue;
+            }
             if let Some(parent) = f.path.parent() {
                 roots.push(if parent.as_os_str().is_empty() {
                     PathBuf::from(".")
@@ -68,7 +72,12 @@ impl Live {
         let ws = &self.session.workspace;
         let is = |p: &Path, q: &Path| same_file(p, q);
         let config_changed = paths.iter().any(|p| is(p, &ws.root.join("rwb.toml")));
-        let is_samples = |p: &Path| ws.samples.iter().any(|f| is(p, &f.path));
+        // a samples file, or a step file landing in a folder or glob source
+        let is_samples = |p: &Path| {
+            ws.samples
+                .iter()
+                .any(|f| is(p, &f.path) || crate::sources::files::holds(&f.path, p))
+        };
         let mut samples_changed = paths.iter().any(|p| is_samples(p));
         // another .jsonl: a new samples file, or one that discovery skips (saved output)
         let other_jsonl = paths

@@ -35,6 +35,9 @@ fn samples_file(
     root: &Path,
     options: &Options,
 ) -> Result<SamplesFile, String> {
+    if sources::files::is_many(&path) {
+        sources::files::members(&path)?; // a glob matching nothing, an empty folder
+    }
     Ok(match sources::detect(&path)? {
         None => SamplesFile::jsonl(path, label),
         Some(format) => {
@@ -63,7 +66,7 @@ pub(super) fn resolve_samples(
     if !overrides.samples.is_empty() {
         for given in &overrides.samples {
             let path = PathBuf::from(given);
-            if !path.exists() {
+            if !path.exists() && !sources::files::is_pattern(&path) {
                 return err(format!("samples file not found: {given}"));
             }
             files.push(samples_file(path, given.clone(), root, &options).map_err(WorkspaceError)?);
@@ -74,7 +77,7 @@ pub(super) fn resolve_samples(
         Some(SamplesConfig::Paths(listed)) => {
             for rel in listed {
                 let path = root.join(rel);
-                if !path.exists() {
+                if !path.exists() && !sources::files::is_pattern(&path) {
                     return err(format!(
                         "samples file not found: {} (listed in rwb.toml)",
                         path.display()
@@ -88,11 +91,16 @@ pub(super) fn resolve_samples(
         Some(SamplesConfig::Mapped(mapped)) => {
             for (name, mapping) in mapped {
                 let path = root.join(&mapping.path);
-                if !path.exists() {
+                if !path.exists() && !sources::files::is_pattern(&path) {
                     return err(format!(
                         "samples file not found: {} (rwb.toml [samples.{name}] path)",
                         path.display()
                     ));
+                }
+                if sources::files::is_many(&path) {
+                    sources::files::members(&path).map_err(|e| {
+                        WorkspaceError(format!("{e} (rwb.toml [samples.{name}] path)"))
+                    })?;
                 }
                 let mut options = options.clone();
                 options.conversational = mapping
@@ -125,8 +133,20 @@ pub(super) fn resolve_samples(
     Ok((files, warnings))
 }
 
-/// Extensions of files other tools write that discovery looks at.
-const FOREIGN: &[&str] = &["parquet", "arrow", "eval", "json", "db"];
+/// Extensions of files other tools write that discovery looks at (pickles, to say
+/// how to export them).
+const FOREIGN: &[&str] = &["parquet", "arrow", "eval", "json", "db", "pt", "pkl"];
+
+/// Folders in DIR where trainers write their step files, each read as one source:
+/// TRL's `completions/`, veRL's usual `rollout_data/` and `validation_data/`,
+/// SkyRL's `dumped_evals/`, prime-rl's `rollouts/`.
+const STEP_FOLDERS: &[&str] = &[
+    "completions",
+    "rollout_data",
+    "validation_data",
+    "dumped_evals",
+    "rollouts",
+];
 
 /// [`discover`] with no evaluator naming a logged path (tests).
 #[cfg(test)]
@@ -134,19 +154,27 @@ pub(super) fn discover_samples(root: &Path) -> Resolved {
     discover(root, &Options::default())
 }
 
-/// Every samples file in DIR, `DIR/samples/` and a TRL run's `DIR/completions/`, in
-/// name order: `*.jsonl` (except files none of whose lines is a sample, such as saved
+/// Every trainer output folder of [`STEP_FOLDERS`] in DIR (one source each), then
+/// every samples file in DIR and `DIR/samples/`, in name order: `*.jsonl` (except files none of whose lines is a sample, such as saved
 /// output: skipped with a warning each), and Parquet, Arrow, Inspect, eval-protocol
 /// and promptfoo files and Hugging Face dataset folders rwb recognises (others, such
 /// as a `package.json`, are not samples and are passed over).
 fn discover(root: &Path, options: &Options) -> Resolved {
     let mut files = Vec::new();
     let mut warnings = Vec::new();
-    let places = [
-        (root.to_path_buf(), ""),
-        (root.join("samples"), "samples/"),
-        (root.join("completions"), "completions/"),
-    ];
+    // a trainer's output folder of step files is one source, read in step order
+    for name in STEP_FOLDERS {
+        let dir = root.join(name);
+        if !dir.is_dir() {
+            continue;
+        }
+        let label = format!("{name}/");
+        match samples_file(dir, label.clone(), root, options) {
+            Ok(file) => files.push(file),
+            Err(e) => warnings.push(format!("skipped {label}: {e}")),
+        }
+    }
+    let places = [(root.to_path_buf(), ""), (root.join("samples"), "samples/")];
     for (dir, prefix) in places {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
@@ -176,8 +204,11 @@ fn discover(root: &Path, options: &Options) -> Resolved {
                     "skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list, or \"prompt\" and \"completion\"), as in saved output; name it with -s to evaluate it anyway"
                 )),
                 Ok(file) => files.push(file),
-                Err(e) if jsonl || ext == "parquet" || ext == "eval" || hf => {
-                    warnings.push(format!("skipped {label}: {e}"))
+                Err(e) if jsonl || ["parquet", "eval", "pt", "pkl"].contains(&ext.as_str()) || hf => {
+                    // one line each (a pickle's export lines show with -s FILE)
+                    let first = e.lines().next().unwrap_or_default();
+                    let more = if e.contains('\n') { " (give it with -s to see how)" } else { "" };
+                    warnings.push(format!("skipped {label}: {first}{more}"))
                 }
                 Err(_) => {} // a .json or .db of no tool's
             }

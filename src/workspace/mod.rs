@@ -7,7 +7,6 @@
 mod config;
 mod config_errors;
 mod discovery;
-mod forms;
 mod index;
 mod line_memo;
 mod remote;
@@ -17,7 +16,6 @@ pub mod template;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig, GenerateConfig, TrainingConfig};
-pub use forms::check_sample;
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
 pub use rows::{Foreign, Reader};

@@ -87,6 +87,13 @@ impl Foreign {
     pub fn open(&self, path: &Path) -> Result<Rows, String> {
         match &self.reader {
             Reader::Format(format) => format.open(path, &self.options),
+            Reader::Mapped(mapping) if sources::files::is_many(path) => {
+                let mapping = mapping.clone();
+                let opener: sources::files::Opener = Box::new(move |file, options| {
+                    sources::mapping::open(file, &mapping, options).map(Some)
+                });
+                sources::files::open_with(path, &self.options, opener)
+            }
             Reader::Mapped(mapping) => sources::mapping::open(path, mapping, &self.options),
         }
     }
@@ -96,7 +103,10 @@ impl Foreign {
     fn identity(&self, path: &Path) -> Option<String> {
         let mut text = format!("{:?}\n{:?}\n", self.reader, self.options);
         let mut files = vec![path.to_path_buf()];
-        if path.is_dir() {
+        if sources::files::is_many(path) {
+            // a folder's or glob's files: a new step file makes the row file stale
+            files = sources::files::members(path).unwrap_or_default();
+        } else if path.is_dir() {
             files = walk(path);
         }
         for f in files {

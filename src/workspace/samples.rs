@@ -1,9 +1,9 @@
 //! Samples files, read one line at a time (never loaded whole).
 
-use super::forms::check_sample;
 use super::line_memo::{FileRead, FileReads, FileStamp, MemoReader, MemoRecorder, Remembered};
 use super::rows::{split_facts, Converting};
 use super::{LineMemos, SamplesFile};
+use crate::model::check_sample;
 use crate::model::Facts;
 use crate::model::SampleRef;
 use bytes::BytesMut;

@@ -31,7 +31,8 @@ pub struct Watcher {
     pub roots: Vec<PathBuf>,
 }
 
-/// Whether a changed path can affect results: Python files, samples, the config.
+/// Whether a changed path can affect results: Python files, samples files (rwb's
+/// JSONL and the tables and logs other tools write), the config.
 pub fn relevant(path: &Path) -> bool {
     if path
         .components()
@@ -47,9 +48,10 @@ pub fn relevant(path: &Path) -> bool {
     {
         return false;
     }
+    // samples files of every kind: a trainer's new step file is read as it lands
     matches!(
         path.extension().and_then(|e| e.to_str()),
-        Some("py" | "jsonl")
+        Some("py" | "jsonl" | "parquet" | "arrow" | "eval" | "json")
     ) || name == "rwb.toml"
 }
 

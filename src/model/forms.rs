@@ -91,7 +91,7 @@ fn keys_of(object: &str) -> String {
     }
 }
 
-pub(super) fn json_kind(text: &str) -> &'static str {
+fn json_kind(text: &str) -> &'static str {
     match text.as_bytes().first() {
         Some(b'{') => "an object",
         Some(b'[') => "a list",
