@@ -1716,7 +1716,7 @@ fn rwb_run_json_summary_has_the_logged_and_recomputed_mean_of_every_step() {
     let logged = &doc["summary"]["rewards"]["logged"];
     assert_eq!(
         logged,
-        &json!({"name": "rewards", "compared": 8, "moved": 2, "flipped": 2, "first_moved_step": 2})
+        &json!({"name": "rewards", "compared": 8, "moved": 2, "flipped": 2, "failed": 0, "first_moved_step": 2})
     );
     assert_eq!(
         doc["summary"]["rewards"]["steps"],
