@@ -80,6 +80,10 @@ pub struct Shared {
     /// function inside a package (repeatable).
     #[arg(long = "function", value_name = "NAME=FILE.py::FUNC")]
     functions: Vec<String>,
+    /// An OpenAI grader file as NAME=FILE.json (repeatable): a grader object as the
+    /// graders API takes it, run as an evaluator.
+    #[arg(long = "grader", value_name = "NAME=FILE.json")]
+    graders: Vec<String>,
     /// Samples file (JSONL); repeatable. Replaces discovery.
     #[arg(short = 's', long = "samples", value_name = "FILE")]
     samples: Vec<String>,
@@ -256,6 +260,7 @@ impl Shared {
         Overrides {
             metrics_folders: self.metrics_folders.clone(),
             functions: self.functions.clone(),
+            graders: self.graders.clone(),
             samples: self.samples.clone(),
             python: self.python.clone(),
             timeout: self.timeout,
