@@ -18,6 +18,7 @@ mod watcher;
 
 pub use config::{Config, EvaluatorConfig, GenerateConfig, TrainingConfig};
 pub use forms::check_sample;
+pub use graders::inline_spec as grader_spec;
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
 pub use rows::{Foreign, Reader};
