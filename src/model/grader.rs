@@ -60,7 +60,12 @@ pub fn kind(grader: &Value) -> Option<&str> {
     grader.get("type").and_then(Value::as_str)
 }
 
-fn one_of(value: Option<&Value>, path: &str, field: &str, names: &[&str]) -> Result<(), GraderProblem> {
+fn one_of(
+    value: Option<&Value>,
+    path: &str,
+    field: &str,
+    names: &[&str],
+) -> Result<(), GraderProblem> {
     match value.and_then(Value::as_str) {
         Some(v) if names.contains(&v) => Ok(()),
         Some(v) => problem(
@@ -90,13 +95,23 @@ fn check_at(grader: &Value, path: &str) -> Result<(), GraderProblem> {
     one_of(grader.get("type"), &at("type"), "type", TYPES)?;
     match kind(grader).unwrap_or_default() {
         "string_check" => {
-            one_of(grader.get("operation"), &at("operation"), "operation", OPERATIONS)?;
+            one_of(
+                grader.get("operation"),
+                &at("operation"),
+                "operation",
+                OPERATIONS,
+            )?;
             text_field(grader, path, "input")?;
             text_field(grader, path, "reference")
         }
         "text_similarity" => {
             let metric = grader.get("evaluation_metric");
-            one_of(metric, &at("evaluation_metric"), "evaluation_metric", METRICS)?;
+            one_of(
+                metric,
+                &at("evaluation_metric"),
+                "evaluation_metric",
+                METRICS,
+            )?;
             text_field(grader, path, "input")?;
             text_field(grader, path, "reference")?;
             match grader.get("pass_threshold") {
@@ -163,8 +178,9 @@ fn check_messages(input: Option<&Value>, path: &str) -> Result<(), GraderProblem
 fn defines_grade(source: &str) -> bool {
     source.lines().any(|line| {
         let rest = line.strip_prefix("async ").unwrap_or(line);
-        rest.strip_prefix("def ")
-            .is_some_and(|r| r.trim_start().starts_with("grade") && r.trim_start()[5..].trim_start().starts_with('('))
+        rest.strip_prefix("def ").is_some_and(|r| {
+            r.trim_start().starts_with("grade") && r.trim_start()[5..].trim_start().starts_with('(')
+        })
     })
 }
 
@@ -252,8 +268,10 @@ mod tests {
             "$.graders.sim.evaluation_metric: unknown evaluation_metric \"bertscore\" (one of fuzzy_match, bleu, gleu, meteor, cosine, rouge_1, rouge_2, rouge_3, rouge_4, rouge_5, rouge_l)"
         );
         assert_eq!(
-            says(json!({"type": "multi", "calculate_output": "0.5 * a + max(b, 1e-3)", "graders": {
-                "a": {"type": "string_check", "operation": "eq", "input": "", "reference": ""}}})),
+            says(
+                json!({"type": "multi", "calculate_output": "0.5 * a + max(b, 1e-3)", "graders": {
+                "a": {"type": "string_check", "operation": "eq", "input": "", "reference": ""}}})
+            ),
             "$.calculate_output: the formula names \"b\", which is not a grader (graders: a)"
         );
         assert_eq!(
@@ -266,6 +284,9 @@ mod tests {
 
     #[test]
     fn formula_names_skip_numbers_and_functions() {
-        assert_eq!(identifiers("-a^2 + 1.5e-3*b_2 / sqrt(c)"), ["a", "b_2", "sqrt", "c"]);
+        assert_eq!(
+            identifiers("-a^2 + 1.5e-3*b_2 / sqrt(c)"),
+            ["a", "b_2", "sqrt", "c"]
+        );
     }
 }

@@ -29,7 +29,11 @@ pub(super) fn spec(
     grader::check(&value).map_err(|p| WorkspaceError(format!("{shown}: {p}")))?;
     let settings = settings(config.graders.as_ref())
         .map_err(|e| WorkspaceError(format!("rwb.toml: [graders] {e}")))?;
-    Ok(grader_spec(name, Source::grader(file, None, settings), &value))
+    Ok(grader_spec(
+        name,
+        Source::grader(file, None, settings),
+        &value,
+    ))
 }
 
 /// The evaluator of a grader object a graders API request holds (already checked).

@@ -202,8 +202,14 @@ fn answer(g: &Value, o: &Outcome, seconds: f64) -> Value {
         .as_ref()
         .and_then(|s| s.get(0))
         .and_then(|s| s.get("metrics"));
-    let model = judge.and_then(|j| j.get("model")).cloned().unwrap_or(Value::Null);
-    let usage = judge.and_then(|j| j.get("usage")).cloned().unwrap_or(Value::Null);
+    let model = judge
+        .and_then(|j| j.get("model"))
+        .cloned()
+        .unwrap_or(Value::Null);
+    let usage = judge
+        .and_then(|j| j.get("usage"))
+        .cloned()
+        .unwrap_or(Value::Null);
     let mut per_model = Map::new();
     if let Some(m) = model.as_str() {
         if !usage.is_null() {
@@ -308,7 +314,10 @@ mod tests {
         let o = Outcome::failed(EvalError::new("TemplateError", "the sample has no item.a"));
         let a = answer(&g, &o, 0.1);
         assert_eq!(a["reward"], json!(0.0));
-        assert_eq!(a["metadata"]["errors"]["invalid_variable_error"], json!(true));
+        assert_eq!(
+            a["metadata"]["errors"]["invalid_variable_error"],
+            json!(true)
+        );
         assert_eq!(a["metadata"]["token_usage"], Value::Null);
         assert_eq!(a["metadata"]["type"], json!("string_check"));
     }
