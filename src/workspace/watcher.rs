@@ -49,7 +49,7 @@ pub fn relevant(path: &Path) -> bool {
     }
     matches!(
         path.extension().and_then(|e| e.to_str()),
-        Some("py" | "jsonl")
+        Some("py" | "jsonl" | "json")
     ) || name == "rwb.toml"
 }
 
