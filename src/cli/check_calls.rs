@@ -60,6 +60,7 @@ pub(super) fn arguments_form(style: Style, spec: &EvaluatorSpec, sample: &Value)
         Style::VerifiersTask => "the task's rewards and metrics on the sample's trace (task data, trace)".into(),
         Style::Call => "as call = { ... } in rwb.toml says, one sample a call".into(),
         Style::CallBatch => "as call = { ... } in rwb.toml says, one call per batch".into(),
+        Style::Grader => "the sample's columns as item.*, its completion as sample.output_text (an OpenAI grader), one sample a call".into(),
     }
 }
 

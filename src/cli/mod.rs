@@ -85,6 +85,10 @@ pub struct Shared {
     /// function inside a package (repeatable).
     #[arg(long = "function", value_name = "NAME=FILE.py::FUNC")]
     functions: Vec<String>,
+    /// An OpenAI grader file as NAME=FILE.json (repeatable): a grader object as the
+    /// graders API takes it, run as an evaluator.
+    #[arg(long = "grader", value_name = "NAME=FILE.json")]
+    graders: Vec<String>,
     /// Samples: a JSONL file (rows with messages, or prompt and completion), a Parquet
     /// or Arrow table, a trainer's or eval tool's log (TRL completions, veRL dumps,
     /// verifiers, Inspect, ...), a folder of step files or a quoted glob; repeatable.
@@ -264,6 +268,7 @@ impl Shared {
         Overrides {
             metrics_folders: self.metrics_folders.clone(),
             functions: self.functions.clone(),
+            graders: self.graders.clone(),
             samples: self.samples.clone(),
             python: self.python.clone(),
             timeout: self.timeout,

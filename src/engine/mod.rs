@@ -40,6 +40,10 @@ pub const PYTHON_FILES: &[(&str, &str)] = &[
         "rwb_py/imports.py",
         include_str!("python/rwb_py/imports.py"),
     ),
+    (
+        "rwb_py/graders.py",
+        include_str!("python/rwb_py/graders.py"),
+    ),
     ("rwb_py/load.py", include_str!("python/rwb_py/load.py")),
     ("rwb_py/output.py", include_str!("python/rwb_py/output.py")),
     ("rwb_py/paths.py", include_str!("python/rwb_py/paths.py")),

@@ -333,6 +333,18 @@ impl Engine {
             Some(_) => root.clone(),
             None => absolute(&spec.source.folder()),
         };
+        // a grader's object when a request holds it, and the `[graders]` settings
+        let (grader, grader_settings) = match &spec.source {
+            crate::model::Source::Grader {
+                inline, settings, ..
+            } => (
+                inline
+                    .as_deref()
+                    .and_then(|t| serde_json::from_str::<serde_json::Value>(t).ok()),
+                serde_json::from_str(settings).unwrap_or_default(),
+            ),
+            _ => (None, serde_json::Value::Null),
+        };
         json!({
             "op": "fork",
             "token": token,
@@ -350,6 +362,8 @@ impl Engine {
                 "kwargs": spec.kwargs,
                 "call": spec.call.as_ref().map(|c| c.to_json()),
                 "trainer_args": spec.trainer_args,
+                "grader": grader,
+                "grader_settings": grader_settings,
                 "timeout": spec.timeout,
                 "flush_ms": self.shared.flush_us.load(Ordering::Relaxed) as f64 / 1000.0,
             }

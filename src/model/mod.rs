@@ -12,6 +12,7 @@ use std::path::PathBuf;
 mod call;
 mod facts;
 mod forms;
+pub mod grader;
 mod logged;
 mod placement;
 mod trainer;
@@ -72,6 +73,8 @@ pub enum Style {
     Call,
     /// `call = { ..., per = "batch" }` in rwb.toml, one call per batch.
     CallBatch,
+    /// An OpenAI grader object (`grader = "FILE.json"`, SPEC §17), scored by rwb.
+    Grader,
 }
 
 impl Style {
@@ -95,6 +98,7 @@ impl Style {
             Style::VerifiersTask => "verifiers-task",
             Style::Call => "call",
             Style::CallBatch => "call-batch",
+            Style::Grader => "grader",
         }
     }
 
@@ -122,6 +126,7 @@ impl Style {
             "verifiers-task" => Style::VerifiersTask,
             "call" => Style::Call,
             "call-batch" => Style::CallBatch,
+            "grader" => Style::Grader,
             _ => return None,
         })
     }
@@ -243,6 +248,19 @@ pub enum Source {
     },
     /// An evaluator deployed to Fireworks (`fireworks = "ID"` in `rwb.toml`).
     Fireworks { id: String },
+    /// An OpenAI grader object (SPEC §17): `grader = "FILE.json"` in rwb.toml or
+    /// `--grader NAME=FILE.json` (the worker reads the file at each load, and reports
+    /// it as the evaluator's code), or one a graders API request holds (`inline`).
+    Grader {
+        file: PathBuf,
+        inline: Option<String>,
+        /// `[graders]` of rwb.toml as JSON (endpoints, models, the key's variable
+        /// name: never a key).
+        settings: String,
+        /// `grader:` and a digest of `inline` and `settings`: the "function" the
+        /// cache keys hold, so that what is not in a file is in the key.
+        digest: String,
+    },
 }
 
 /// Where a remote evaluator's key comes from.
@@ -271,7 +289,9 @@ impl Source {
     pub fn file(&self) -> PathBuf {
         match self {
             Source::Folder(dir) => dir.join("main.py"),
-            Source::Function { file, .. } | Source::Module { file, .. } => file.clone(),
+            Source::Function { file, .. }
+            | Source::Module { file, .. }
+            | Source::Grader { file, .. } => file.clone(),
             Source::Remote { .. } | Source::Fireworks { .. } => PathBuf::new(),
         }
     }
@@ -279,7 +299,9 @@ impl Source {
     pub fn folder(&self) -> PathBuf {
         match self {
             Source::Folder(dir) => dir.clone(),
-            Source::Function { file, .. } | Source::Module { file, .. } => file
+            Source::Function { file, .. }
+            | Source::Module { file, .. }
+            | Source::Grader { file, .. } => file
                 .parent()
                 .map(|p| p.to_path_buf())
                 .unwrap_or_else(|| PathBuf::from(".")),
@@ -291,6 +313,7 @@ impl Source {
         match self {
             Source::Folder(_) | Source::Remote { .. } | Source::Fireworks { .. } => "evaluate",
             Source::Function { function, .. } | Source::Module { function, .. } => function,
+            Source::Grader { digest, .. } => digest,
         }
     }
 
@@ -307,6 +330,22 @@ impl Source {
             Source::Remote { url, .. } => url.clone(),
             Source::Fireworks { id } => format!("fireworks:{id}"),
             _ => self.file().display().to_string(),
+        }
+    }
+
+    /// A grader source: `file` (for messages), the grader object when it is held
+    /// inline, and the `[graders]` settings as JSON. `settings` must not hold a key.
+    pub fn grader(file: PathBuf, inline: Option<String>, settings: String) -> Source {
+        let mut h = blake3::Hasher::new();
+        h.update(inline.as_deref().unwrap_or("").as_bytes());
+        h.update(&[0]);
+        h.update(settings.as_bytes());
+        let digest = format!("grader:{}", &h.finalize().to_hex()[..32]);
+        Source::Grader {
+            file,
+            inline,
+            settings,
+            digest,
         }
     }
 
@@ -701,11 +740,12 @@ mod tests {
             Style::VerifiersTask,
             Style::Call,
             Style::CallBatch,
+            Style::Grader,
         ] {
             assert_eq!(Style::parse(s.as_str()), Some(s));
             let json = serde_json::to_string(&s).unwrap();
             assert_eq!(serde_json::from_str::<Style>(&json).unwrap(), s);
-            if !matches!(s, Style::Call | Style::CallBatch) {
+            if !matches!(s, Style::Call | Style::CallBatch | Style::Grader) {
                 assert!(Style::NAMES.contains(s.as_str()), "{s}");
             }
         }

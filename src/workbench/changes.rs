@@ -116,17 +116,19 @@ impl Live {
                 // a remote evaluator has no files here: a save never reruns it
                 !spec.source.is_remote()
                     && paths.iter().any(|p| {
-                        p.extension().is_some_and(|e| e == "py")
-                            && (files.iter().any(|f| is(p, f))
-                                || p.starts_with(spec.source.folder())
-                                || is(p, &spec.source.file()))
+                        // its own file (a .py, or an OpenAI grader's .json)
+                        is(p, &spec.source.file())
+                            || (p.extension().is_some_and(|e| e == "py")
+                                && (files.iter().any(|f| is(p, f))
+                                    || p.starts_with(spec.source.folder())))
                     })
             })
             .map(|(i, _)| i)
             .collect();
-        let any_py = paths
-            .iter()
-            .any(|p| p.extension().is_some_and(|e| e == "py"));
+        let any_py = !stale.is_empty()
+            || paths
+                .iter()
+                .any(|p| p.extension().is_some_and(|e| e == "py"));
         self.source_stale |= any_py;
         if samples_changed || config_changed {
             self.reload_samples(stale);

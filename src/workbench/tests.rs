@@ -130,6 +130,42 @@ fn assert_every_row_scored(live: &Live, total: usize, bump: f64) {
     }
 }
 
+/// An OpenAI grader file saved while the workbench is open is scored again: its
+/// `.json` is the evaluator's code (SPEC §17).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_grader_file_reruns_its_evaluator() {
+    let dir = tempfile::tempdir().unwrap();
+    let grader = |reference: &str| {
+        serde_json::json!({"type": "string_check", "operation": "eq",
+            "input": "{{ sample.output_text }}", "reference": reference})
+        .to_string()
+    };
+    let file = dir.path().join("answer.json");
+    std::fs::write(&file, grader("1")).unwrap();
+    std::fs::write(
+        dir.path().join("rwb.toml"),
+        "[evaluators.answer]\ngrader = \"answer.json\"\n",
+    )
+    .unwrap();
+    let text: String = (1..=2).map(sample_line).collect();
+    std::fs::write(dir.path().join("samples.jsonl"), text).unwrap();
+    let mut live = open(dir.path());
+    settle(&mut live, |_| {}).await;
+    let scores = |live: &Live| -> Vec<Option<f64>> {
+        live.app
+            .samples
+            .iter()
+            .map(|s| s.cells[0].score())
+            .collect()
+    };
+    assert_eq!(scores(&live), [Some(1.0), Some(0.0)]);
+    std::fs::write(&file, grader("2")).unwrap();
+    assert!(crate::workspace::relevant(&file));
+    live.on_change(vec![file]);
+    assert_eq!(settle(&mut live, |_| {}).await, 2);
+    assert_eq!(scores(&live), [Some(0.0), Some(1.0)]);
+}
+
 const TOTAL: usize = 20_000;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

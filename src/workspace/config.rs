@@ -45,6 +45,22 @@ pub struct Config {
     pub training: Option<TrainingConfig>,
     #[serde(default)]
     pub generate: Option<GenerateConfig>,
+    /// `[graders]`: the OpenAI-compatible endpoints OpenAI graders call (SPEC §17).
+    #[serde(default)]
+    pub graders: Option<GradersConfig>,
+}
+
+/// `[graders]`: where score_model and label_model ask (`endpoint`, with the key in
+/// `api_key_env`, default `OPENAI_API_KEY`) and where `cosine` embeds.
+#[derive(Clone, Debug, Default, Deserialize, serde::Serialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct GradersConfig {
+    pub endpoint: Option<String>,
+    pub api_key_env: Option<String>,
+    pub embeddings_endpoint: Option<String>,
+    pub embeddings_model: Option<String>,
+    /// Seconds one request may take.
+    pub timeout: Option<f64>,
 }
 
 /// `[training]`: how the user's trainer turns rewards into advantages (SPEC §14).
@@ -139,6 +155,8 @@ pub struct EvaluatorConfig {
     pub call: Option<Map<String, Value>>,
     /// The trainer's own arguments a reward reads, over the top-level table's.
     pub trainer_args: Option<Map<String, Value>>,
+    /// An OpenAI grader file (SPEC §17), relative to the workspace.
+    pub grader: Option<String>,
 }
 
 /// `[insight]`: how baselines and rollout groups are read.

@@ -7,6 +7,7 @@
 mod config;
 mod config_errors;
 mod discovery;
+mod graders;
 mod index;
 mod line_memo;
 mod remote;
@@ -16,6 +17,7 @@ pub mod template;
 mod watcher;
 
 pub use config::{Config, EvaluatorConfig, GenerateConfig, TrainingConfig};
+pub use graders::inline_spec as grader_spec;
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
 pub use rows::{Foreign, Reader};
@@ -58,6 +60,8 @@ pub struct Overrides {
     pub metrics_folders: Vec<String>,
     /// `--function NAME=FILE.py::FUNC`, as given.
     pub functions: Vec<String>,
+    /// `--grader NAME=FILE.json`, as given.
+    pub graders: Vec<String>,
     /// `-s FILE`, as given.
     pub samples: Vec<String>,
     pub python: Option<PathBuf>,
@@ -248,6 +252,8 @@ fn split_pair<'a>(
             "{flag} takes NAME={what}, got '{value}' (for example {flag} relevance={})",
             if what == "PATH" {
                 "./metrics/relevance"
+            } else if what == "FILE.json" {
+                "graders/answer.json"
             } else {
                 "rewards.py::my_reward"
             }
@@ -335,7 +341,7 @@ fn module_file(root: &Path, module: &str) -> Option<PathBuf> {
     [package, plain].into_iter().find(|p| p.is_file())
 }
 
-fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
+pub(crate) fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
     EvaluatorSpec {
         name: name.to_string(),
         source,
@@ -357,9 +363,11 @@ fn resolve_evaluators(
     config: &Config,
     overrides: &Overrides,
 ) -> Result<Vec<EvaluatorSpec>, WorkspaceError> {
-    let from_flags = !overrides.metrics_folders.is_empty() || !overrides.functions.is_empty();
+    let from_flags = !overrides.metrics_folders.is_empty()
+        || !overrides.functions.is_empty()
+        || !overrides.graders.is_empty();
     let mut specs = if from_flags {
-        specs_from_flags(root, overrides)?
+        specs_from_flags(root, config, overrides)?
     } else {
         specs_from_workspace(root, config)?
     };
@@ -418,6 +426,7 @@ fn resolve_evaluators(
 /// The evaluators `-m` and `--function` name, in that order.
 fn specs_from_flags(
     root: &Path,
+    config: &Config,
     overrides: &Overrides,
 ) -> Result<Vec<EvaluatorSpec>, WorkspaceError> {
     let mut specs = Vec::new();
@@ -429,6 +438,10 @@ fn specs_from_flags(
     for value in &overrides.functions {
         let (name, target) = split_pair("--function", value, "FILE.py::FUNC")?;
         specs.push(function_spec(name, target, &cwd, root)?);
+    }
+    for value in &overrides.graders {
+        let (name, file) = split_pair("--grader", value, "FILE.json")?;
+        specs.push(graders::spec(name, cwd.join(file), config)?);
     }
     Ok(specs)
 }
@@ -446,6 +459,16 @@ fn specs_from_workspace(
             specs.push(base_spec(name, source));
             continue;
         }
+        if let Some(file) = &entry.grader {
+            if entry.path.is_some() || entry.function.is_some() {
+                return err(format!(
+                    "rwb.toml: [evaluators.{name}] needs exactly one of `path`, `function` or `grader`"
+                ));
+            }
+            specs.retain(|s| &s.name != name);
+            specs.push(graders::spec(name, root.join(file), config)?);
+            continue;
+        }
         let spec = match (&entry.path, &entry.function) {
             (Some(path), None) => {
                 let shown = format!("{path} (in rwb.toml)");
@@ -455,7 +478,7 @@ fn specs_from_workspace(
             (None, None) if specs.iter().any(|s| &s.name == name) => continue,
             _ => {
                 return err(format!(
-                    "rwb.toml: [evaluators.{name}] needs exactly one of `path` (a metric folder), `function` (FILE.py::FUNC or package.module:FUNC), `url` (an endpoint) or `fireworks` (a deployed evaluator id)"
+                    "rwb.toml: [evaluators.{name}] needs exactly one of `path` (a metric folder), `function` (FILE.py::FUNC or package.module:FUNC), `url` (an endpoint), `fireworks` (a deployed evaluator id) or `grader` (an OpenAI grader file)"
                 ))
             }
         };

@@ -15,7 +15,7 @@ pub(super) fn check(config: &Config, text: &str) -> Result<(), String> {
                 .unwrap_or_default();
             Err(format!("{line}[evaluators.{name}] {key}: {message}"))
         };
-        let local = entry.path.is_some() || entry.function.is_some();
+        let local = entry.path.is_some() || entry.function.is_some() || entry.grader.is_some();
         match (&entry.url, &entry.fireworks) {
             (Some(_), Some(_)) => {
                 return at(

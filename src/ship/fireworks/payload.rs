@@ -148,6 +148,10 @@ fn criterion_for(
         Source::Function { file, function } => {
             function_criterion(&spec.name, file, function, python, budget)
         }
+        Source::Grader { .. } => Err(FireworksError::Local(format!(
+            "'{}' is an OpenAI grader: rwb runs it, Fireworks does not; serve it with `rwb serve` and register the endpoint with --remote-url URL",
+            spec.name
+        ))),
     }
 }
 

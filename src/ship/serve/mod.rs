@@ -11,6 +11,7 @@
 //! `log` (counts and latencies of served requests).
 
 mod evaluate;
+mod graders;
 mod limits;
 mod log;
 mod openrlhf;
@@ -72,6 +73,8 @@ struct Shared {
     notes: Option<Notes>,
     /// Errors already sent to `notes` (a broken evaluator fails every request alike).
     noted: Mutex<std::collections::HashSet<blake3::Hash>>,
+    /// What the graders API routes run graders with (SPEC §17).
+    graders: Option<graders::Graders>,
 }
 
 /// How to start a server.
@@ -249,6 +252,10 @@ pub async fn start_with(
         log: log.clone(),
         notes: options.notes,
         noted: Mutex::default(),
+        graders: Some(graders::Graders::new(
+            runner.clone(),
+            workspace.config.clone(),
+        )),
     });
     let stop = CancellationToken::new();
     let task = tokio::spawn(listen::run(

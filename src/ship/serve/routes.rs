@@ -26,6 +26,14 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route("/evaluate/{name}", post(evaluate_named))
         .route("/batch/{name}", post(batch))
         .route("/slime/{name}", post(super::slime::reward))
+        .route(
+            "/v1/fine_tuning/alpha/graders/run",
+            post(super::graders::run),
+        )
+        .route(
+            "/v1/fine_tuning/alpha/graders/validate",
+            post(super::graders::validate),
+        )
         .route_layer(axum::middleware::from_fn_with_state(
             shared.clone(),
             authorize,

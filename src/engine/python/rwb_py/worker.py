@@ -10,7 +10,7 @@ import struct
 import sys
 import time
 
-from . import checks
+from . import checks, graders
 from .asyncs import _awaited, _is_async
 from .concurrent import Concurrent
 from .errors import _error_info, missing_module_hint
@@ -67,6 +67,8 @@ class Worker:
         path = os.path.realpath(self.spec["file"])
         name = self.spec.get("module") or os.path.splitext(os.path.basename(path))[0]
         try:
+            if self.spec.get("style") == graders.Caller.style:
+                return self.load_grader()
             fn = evaluator_function(self.spec, name, path)
             if self.spec.get("style"):
                 style = self.spec["style"]
@@ -118,6 +120,33 @@ class Worker:
                 "files": self.project_files,
                 "third_party": third_party,
                 "packages": _packages(third),
+                "output": self.capture.take(),
+            }
+        )
+        return fn
+
+    def load_grader(self):
+        """An OpenAI grader object (graders.py): no module of the user's to import;
+        its file is what the evaluator's code is (its content in the cache key, an
+        edit reruns it)."""
+        fn = graders.evaluator(self.spec)
+        self.style = graders.Caller.style
+        self.caller = graders.Caller(fn, {}, self.spec)
+        self.caller.async_fn = None
+        self.inventory.scan()
+        self.project_files = self.inventory.project_files()
+        if self.spec.get("grader") is None:
+            self.project_files = self.project_files + [os.path.realpath(self.spec["file"])]
+        self.send(
+            {
+                "ready": True,
+                "style": self.style,
+                "style_reason": "a %s grader" % (self.spec.get("grader_type") or "OpenAI"),
+                "call": None,
+                "decorated": False,
+                "files": self.project_files,
+                "third_party": [],
+                "packages": _packages([]),
                 "output": self.capture.take(),
             }
         )

@@ -1,0 +1,583 @@
+"""OpenAI grader objects run as evaluators (SPEC §17): `string_check`,
+`text_similarity`, `score_model`, `label_model`, `python` and `multi`, scored on each
+sample as the graders guide defines them.
+
+rwb checks a grader file before it starts (src/model/grader.rs: unknown types,
+operations, metrics, formula names, a python source without `grade`); this module
+checks the same again when it loads one (a file edited while the workbench runs),
+then scores. text_similarity calls the reference libraries of the user's
+interpreter (rapidfuzz, NLTK, rouge-score); the model graders post to the
+OpenAI-compatible endpoint of `[graders]` in rwb.toml from this worker, so that a
+multi grader's sub-graders all run in one place and the result cache and the
+evaluator's `concurrency` apply to them as to any evaluator that calls a judge.
+"""
+
+import ast
+import json
+import math
+import os
+import re
+import time
+import urllib.error
+import urllib.request
+import warnings
+
+from .results import InvalidResult
+from .styles.calling import Pointwise
+from .styles.samples import as_text, parts
+
+TYPES = ("string_check", "text_similarity", "score_model", "label_model", "python", "multi")
+OPERATIONS = ("eq", "ne", "like", "ilike")
+METRICS = (
+    "fuzzy_match",
+    "bleu",
+    "gleu",
+    "meteor",
+    "cosine",
+    "rouge_1",
+    "rouge_2",
+    "rouge_3",
+    "rouge_4",
+    "rouge_5",
+    "rouge_l",
+)
+FUNCTIONS = {
+    "min": min,
+    "max": max,
+    "abs": abs,
+    "floor": math.floor,
+    "ceil": math.ceil,
+    "exp": math.exp,
+    "sqrt": math.sqrt,
+    "log": math.log,
+}
+# HTTP statuses tried again (with backoff), as `rwb generate` does
+RETRIED = (429, 500, 502, 503, 504)
+TRIES = 5
+
+
+class TemplateError(Exception):
+    """A `{{ ... }}` names something the sample lacks."""
+
+
+class GraderError(ValueError):
+    """A grader object that cannot run: `$.path: message`."""
+
+
+class MissingPackage(ImportError):
+    """A reference library (or its data) the user's interpreter lacks."""
+
+
+# -- templates ----------------------------------------------------------------------
+
+_TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
+_STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[\s*(\d+)\s*\]|\[\s*[\"']([^\"']*)[\"']\s*\]")
+_ABSENT = object()
+
+
+def _lookup(variable, scope):
+    """The value `variable` (`item.a.b[0]`, `sample.output_text`) names, or raise
+    TemplateError naming it."""
+    head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", variable)
+    if head is None or head.group(0) not in scope:
+        raise TemplateError("the template variable {{ %s }} is not item.* or sample.*" % variable)
+    value = scope[head.group(0)]
+    at = head.end()
+    while at < len(variable):
+        step = _STEP.match(variable, at)
+        if step is None:
+            raise TemplateError("cannot read the template variable {{ %s }}" % variable)
+        key, index, quoted = step.groups()
+        if index is not None:
+            ok = isinstance(value, list) and int(index) < len(value)
+            value = value[int(index)] if ok else _ABSENT
+        else:
+            name = key if key is not None else quoted
+            value = value.get(name, _ABSENT) if isinstance(value, dict) else _ABSENT
+        if value is _ABSENT:
+            raise TemplateError("the sample has no %s (from the template variable {{ %s }})" % (variable[: step.end()], variable))
+        at = step.end()
+    return value
+
+
+def render(text, scope):
+    """`text` with each `{{ variable }}` replaced: a string as it is, anything else
+    as compact JSON."""
+    if not isinstance(text, str) or "{{" not in text:
+        return text
+
+    def one(match):
+        value = _lookup(match.group(1), scope)
+        if isinstance(value, str):
+            return value
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+    return _TEMPLATE.sub(one, text)
+
+
+def scope_of(sample):
+    """(item, the grader's `sample`) of an rwb sample: `item` is every column but
+    `messages`; `sample` holds output_text, output_json and output_tools (when there
+    are some) and choices."""
+    conv = parts(sample)
+    item = {k: v for k, v in sample.items() if k != "messages" and not k.startswith("\x00")}
+    text = as_text(conv.completion, "assistant")
+    turn = None
+    if isinstance(conv.completion, list):
+        for message in reversed(conv.completion):
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                turn = message
+                break
+    message = {"role": "assistant", "content": text}
+    tools = turn.get("tool_calls") if turn else None
+    if tools:
+        message["tool_calls"] = tools
+    finish = sample.get("finish_reason") or ("tool_calls" if tools else "stop")
+    out = {"output_text": text, "choices": [{"index": 0, "message": message, "finish_reason": finish}]}
+    try:
+        out["output_json"] = json.loads(text)
+    except (TypeError, ValueError):
+        pass
+    if tools:
+        out["output_tools"] = tools
+    return item, out
+
+
+# -- building -----------------------------------------------------------------------
+
+
+def build(grader, settings, path="$"):
+    """The scoring function of a grader object: scope -> (score, reason, metrics,
+    usage). Raises GraderError for what cannot run."""
+    if not isinstance(grader, dict):
+        raise GraderError("%s: a grader is a JSON object" % path)
+    kind = grader.get("type")
+    if kind not in TYPES:
+        raise GraderError('%s.type: unknown type %s (one of %s)' % (path, json.dumps(kind), ", ".join(TYPES)))
+    return globals()["_" + kind](grader, settings or {}, path)
+
+
+def _string_check(grader, settings, path):
+    op = grader.get("operation")
+    if op not in OPERATIONS:
+        raise GraderError('%s.operation: unknown operation %s (one of %s)' % (path, json.dumps(op), ", ".join(OPERATIONS)))
+
+    def score(scope):
+        given = render(grader.get("input", ""), scope)
+        reference = render(grader.get("reference", ""), scope)
+        if op == "eq":
+            ok = given == reference
+        elif op == "ne":
+            ok = given != reference
+        elif op == "like":
+            ok = reference in given
+        else:
+            ok = reference.lower() in given.lower()
+        return (1.0 if ok else 0.0), None, {}, None
+
+    return score
+
+
+def _text_similarity(grader, settings, path):
+    metric = grader.get("evaluation_metric")
+    if metric not in METRICS:
+        raise GraderError(
+            '%s.evaluation_metric: unknown evaluation_metric %s (one of %s)' % (path, json.dumps(metric), ", ".join(METRICS))
+        )
+    compute = _similarity(metric, settings)
+    threshold = grader.get("pass_threshold")
+
+    def score(scope):
+        given = render(grader.get("input", ""), scope)
+        reference = render(grader.get("reference", ""), scope)
+        value, usage = compute(given, reference)
+        metrics = {}
+        if threshold is not None and path == "$":
+            metrics["passed"] = {"score": 1.0 if value >= threshold else 0.0, "is_score_valid": True, "reason": None}
+        return value, None, metrics, usage
+
+    return score
+
+
+def _need(module, package, metric):
+    import importlib
+    import sys
+
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingPackage(
+            "text_similarity %s needs %s, which %s cannot import: %s -m pip install %s"
+            % (metric, package, sys.executable, sys.executable, package)
+        ) from None
+
+
+def _similarity(metric, settings):
+    """metric -> f(input, reference) -> (score, token usage or None)."""
+    if metric == "fuzzy_match":
+
+        def fuzzy(given, reference):
+            fuzz = _need("rapidfuzz.fuzz", "rapidfuzz", metric)
+            return fuzz.ratio(given, reference) / 100.0, None
+
+        return fuzzy
+    if metric == "bleu":
+
+        def bleu(given, reference):
+            module = _need("nltk.translate.bleu_score", "nltk", metric)
+            with warnings.catch_warnings():
+                # NLTK warns of each missing n-gram order; the score is what it says
+                warnings.simplefilter("ignore")
+                return float(module.sentence_bleu([reference.split()], given.split())), None
+
+        return bleu
+    if metric == "gleu":
+
+        def gleu(given, reference):
+            module = _need("nltk.translate.gleu_score", "nltk", metric)
+            return float(module.sentence_gleu([reference.split()], given.split(), min_len=1, max_len=4)), None
+
+        return gleu
+    if metric == "meteor":
+
+        def meteor(given, reference):
+            module = _need("nltk.translate.meteor_score", "nltk", metric)
+            try:
+                value = module.meteor_score([reference.split()], given.split(), alpha=0.9, beta=3, gamma=0.5)
+            except LookupError:
+                import sys
+
+                raise MissingPackage(
+                    "text_similarity meteor needs NLTK's WordNet data, which %s cannot find: "
+                    "%s -m nltk.downloader wordnet omw-1.4" % (sys.executable, sys.executable)
+                ) from None
+            return float(value), None
+
+        return meteor
+    if metric == "cosine":
+        return lambda given, reference: _cosine(given, reference, settings)
+    kind = "rougeL" if metric == "rouge_l" else "rouge" + metric[-1]
+    scorers = {}
+
+    def rouge(given, reference):
+        scorer = scorers.get(kind)
+        if scorer is None:
+            module = _need("rouge_score.rouge_scorer", "rouge-score", metric)
+            scorer = scorers[kind] = module.RougeScorer([kind], use_stemmer=False)
+        return float(scorer.score(reference, given)[kind].fmeasure), None
+
+    return rouge
+
+
+def _score_model(grader, settings, path):
+    low, high = _range(grader, path)
+
+    def score(scope):
+        answer, usage, model = _ask_judge(grader, settings, scope)
+        value = _result_of(answer)
+        if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+            raise InvalidResult("the model's answer has no numeric `result`: %s" % answer)
+        try:
+            number = float(value)
+        except ValueError:
+            raise InvalidResult("the model's answer has no numeric `result`: %s" % answer) from None
+        if number != number:
+            raise InvalidResult("the model's `result` is NaN: %s" % answer)
+        return min(max(number, low), high), answer, {}, {"model": model, "usage": usage}
+
+    return score
+
+
+def _range(grader, path):
+    given = grader.get("range")
+    if given is None:
+        return 0.0, 1.0
+    if not (isinstance(given, list) and len(given) == 2 and all(isinstance(x, (int, float)) for x in given)):
+        raise GraderError("%s.range: give [low, high], two numbers" % path)
+    return float(given[0]), float(given[1])
+
+
+def _label_model(grader, settings, path):
+    labels = grader.get("labels") or []
+    passing = grader.get("passing_labels") or []
+
+    def score(scope):
+        answer, usage, model = _ask_judge(grader, settings, scope)
+        label = _result_of(answer)
+        if not isinstance(label, str) or label not in labels:
+            raise InvalidResult(
+                "the model's answer %s has no `result` among the labels %s" % (answer, json.dumps(labels))
+            )
+        return (1.0 if label in passing else 0.0), answer, {}, {"model": model, "usage": usage}
+
+    return score
+
+
+def _python(grader, settings, path):
+    source = grader.get("source")
+    if not isinstance(source, str):
+        raise GraderError("%s.source: a python grader needs `source`, Python text defining grade(sample, item)" % path)
+    namespace = {"__name__": "rwb_python_grader"}
+    exec(compile(source, "<grader %s.source>" % path, "exec"), namespace)
+    grade = namespace.get("grade")
+    if not callable(grade):
+        raise GraderError("%s.source: defines no function grade(sample, item)" % path)
+
+    def score(scope):
+        sample = dict(scope["sample"])
+        sample.setdefault("output_json", None)
+        sample.setdefault("output_tools", None)
+        value = grade(sample, scope["item"])
+        if isinstance(value, bool):
+            value = 1.0 if value else 0.0
+        if isinstance(value, int):
+            value = float(value)
+        if not isinstance(value, float) or value != value or value in (math.inf, -math.inf):
+            raise InvalidResult("grade() returned %r; a python grader returns a finite number" % (value,))
+        return value, None, {}, None
+
+    return score
+
+
+def _multi(grader, settings, path):
+    subs = grader.get("graders")
+    if not isinstance(subs, dict) or not subs:
+        raise GraderError("%s.graders: a multi grader needs `graders`, an object of name -> grader" % path)
+    built = {name: build(sub, settings, "%s.graders.%s" % (path, name)) for name, sub in subs.items()}
+    formula = grader.get("calculate_output")
+    if not isinstance(formula, str):
+        raise GraderError("%s.calculate_output: give a formula over the graders' names" % path)
+    tree = parse_formula(formula, set(subs), path + ".calculate_output")
+
+    def score(scope):
+        values, metrics, usage = {}, {}, None
+        for name, run in built.items():
+            value, reason, _, used = run(scope)
+            values[name] = value
+            metrics[name] = {"score": value, "is_score_valid": True, "reason": reason}
+            usage = usage or used
+        return float(_evaluate(tree, values)), None, metrics, usage
+
+    return score
+
+
+# -- calculate_output -----------------------------------------------------------------
+
+_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b, ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b}
+
+
+def parse_formula(formula, names, path):
+    """The formula's syntax tree, read by Python's own parser (`^` is the power, as
+    `**`: right-associative, above `*`) and checked to hold only numbers, the
+    graders' names, `+ - * / ^`, parentheses and the guide's functions."""
+    try:
+        tree = ast.parse(formula.replace("^", "**"), mode="eval").body
+    except SyntaxError as exc:
+        raise GraderError("%s: cannot read the formula %s: %s" % (path, json.dumps(formula), exc.msg)) from None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            if node.id not in names and node.id not in FUNCTIONS:
+                raise GraderError(
+                    "%s: the formula names %s, which is not a grader (graders: %s)"
+                    % (path, json.dumps(node.id), ", ".join(sorted(names)))
+                )
+        elif isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in FUNCTIONS or node.keywords:
+                raise GraderError("%s: only %s may be called in a formula" % (path, ", ".join(FUNCTIONS)))
+        elif isinstance(node, ast.Constant):
+            if isinstance(node.value, bool) or not isinstance(node.value, (int, float)):
+                raise GraderError("%s: %r is not a number" % (path, node.value))
+        elif isinstance(node, ast.BinOp):
+            if type(node.op) not in _OPS:
+                raise GraderError("%s: only + - * / ^ are operators in a formula" % path)
+        elif isinstance(node, ast.UnaryOp):
+            if not isinstance(node.op, (ast.USub, ast.UAdd)):
+                raise GraderError("%s: only + - * / ^ are operators in a formula" % path)
+        elif not isinstance(node, (ast.Load, ast.operator, ast.unaryop)):
+            raise GraderError("%s: %s is not allowed in a formula" % (path, type(node).__name__))
+    return tree
+
+
+def _evaluate(node, values):
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name):
+        return values[node.id]
+    if isinstance(node, ast.UnaryOp):
+        inner = _evaluate(node.operand, values)
+        return -inner if isinstance(node.op, ast.USub) else inner
+    if isinstance(node, ast.BinOp):
+        return _OPS[type(node.op)](_evaluate(node.left, values), _evaluate(node.right, values))
+    return FUNCTIONS[node.func.id](*[_evaluate(a, values) for a in node.args])
+
+
+# -- the OpenAI-compatible endpoint ---------------------------------------------------
+
+
+def _post(root, route, body, settings):
+    """POST JSON to root + route, tried again on 429 and 5xx (Retry-After honoured)."""
+    if not root:
+        raise GraderError(
+            "a model grader needs an OpenAI-compatible server: set endpoint under [graders] in rwb.toml (for example endpoint = \"http://127.0.0.1:8000\")"
+        )
+    headers = {"Content-Type": "application/json"}
+    key = os.environ.get(settings.get("api_key_env") or "OPENAI_API_KEY")
+    if key:
+        headers["Authorization"] = "Bearer " + key
+    data = json.dumps(body).encode()
+    url = root + route
+    for attempt in range(TRIES):
+        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        try:
+            with urllib.request.urlopen(request, timeout=settings.get("timeout") or 120) as answer:
+                return json.loads(answer.read())
+        except urllib.error.HTTPError as exc:
+            text = exc.read().decode("utf-8", "replace")
+            if exc.code in RETRIED and attempt + 1 < TRIES:
+                time.sleep(_wait(exc.headers.get("Retry-After"), attempt))
+                continue
+            raise ConnectionError("POST %s answered %d: %s" % (url, exc.code, _message(text))) from None
+        except urllib.error.URLError as exc:
+            raise ConnectionError("cannot reach %s: %s" % (url, exc.reason)) from None
+
+
+def _wait(retry_after, attempt):
+    try:
+        return min(float(retry_after), 60.0)
+    except (TypeError, ValueError):
+        return min(0.25 * 2**attempt, 8.0)
+
+
+def _message(text):
+    try:
+        body = json.loads(text)
+    except ValueError:
+        return text[:500]
+    if isinstance(body, dict):
+        error = body.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if body.get("message"):
+            return str(body["message"])
+        if isinstance(error, str):
+            return error
+    return text[:500]
+
+
+def _content(content, scope):
+    """A message's content templated: text, or a list of parts (the Responses API's
+    `input_text` parts become chat `text` parts)."""
+    if isinstance(content, str):
+        return render(content, scope)
+    if isinstance(content, dict):
+        text = content.get("text")
+        return render(text, scope) if isinstance(text, str) else content
+    if isinstance(content, list):
+        return [_part(part, scope) for part in content]
+    return content
+
+
+def _part(part, scope):
+    if isinstance(part, dict) and isinstance(part.get("text"), str):
+        return {"type": "text", "text": render(part["text"], scope)}
+    return render(part, scope) if isinstance(part, str) else part
+
+
+def _ask_judge(grader, settings, scope):
+    """(the model's answer text, usage, model) for a score_model or label_model."""
+    messages = []
+    for message in grader.get("input") or []:
+        messages.append({"role": message.get("role", "user"), "content": _content(message.get("content", ""), scope)})
+    body = {"model": grader.get("model"), "messages": messages}
+    for key, value in (grader.get("sampling_params") or {}).items():
+        body["max_completion_tokens" if key == "max_completions_tokens" else key] = value
+    answer = _post(settings.get("endpoint"), "/v1/chat/completions", body, settings)
+    try:
+        text = answer["choices"][0]["message"]["content"] or ""
+    except (KeyError, IndexError, TypeError):
+        raise InvalidResult("the chat endpoint's answer has no choices[0].message.content: %s" % json.dumps(answer)[:500]) from None
+    return text, answer.get("usage"), answer.get("model") or grader.get("model")
+
+
+def _result_of(answer):
+    text = answer.strip()
+    fenced = re.match(r"^```(?:json)?\s*(.*?)\s*```$", text, re.S)
+    if fenced:
+        text = fenced.group(1)
+    try:
+        parsed = json.loads(text)
+    except ValueError:
+        return None
+    return parsed.get("result") if isinstance(parsed, dict) else None
+
+
+def _cosine(given, reference, settings):
+    root = settings.get("embeddings_endpoint") or settings.get("endpoint")
+    model = settings.get("embeddings_model")
+    if not model:
+        raise GraderError("text_similarity cosine needs embeddings_model under [graders] in rwb.toml")
+    answer = _post(root, "/v1/embeddings", {"model": model, "input": [given, reference]}, settings)
+    try:
+        data = sorted(answer["data"], key=lambda d: d.get("index", 0))
+        a, b = data[0]["embedding"], data[1]["embedding"]
+    except (KeyError, IndexError, TypeError):
+        raise InvalidResult("the embeddings endpoint's answer has no two embeddings: %s" % json.dumps(answer)[:500]) from None
+    dot = sum(x * y for x, y in zip(a, b))
+    norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    value = dot / norm if norm else 0.0
+    return max(value, 0.0), answer.get("usage")
+
+
+# -- the evaluator ------------------------------------------------------------------
+
+
+def load(spec):
+    """The grader object of an evaluator: inline in the spec (the graders API), else
+    read from its file (read at every load, so an edit is what runs)."""
+    grader = spec.get("grader")
+    if grader is None:
+        with open(spec["file"], encoding="utf-8") as f:
+            text = f.read()
+        try:
+            grader = json.loads(text)
+        except ValueError as exc:
+            raise GraderError("%s is not JSON: %s" % (spec["file"], exc)) from None
+    return grader
+
+
+def score_sample(run, sample):
+    """One sample's result dict."""
+    item, grader_sample = scope_of(sample)
+    value, reason, metrics, usage = run({"item": item, "sample": grader_sample})
+    if value != value or value in (math.inf, -math.inf):
+        raise InvalidResult("the grader's score is %r" % value)
+    steps = None
+    if usage is not None:
+        steps = [{"step_index": "judge", "base_reward": value, "metrics": usage, "reason": None}]
+    return {"score": float(value), "is_score_valid": True, "reason": reason, "metrics": metrics, "step_outputs": steps}
+
+
+class Caller(Pointwise):
+    """A grader as an evaluator: one call per sample, the sample itself its argument."""
+
+    style = "grader"
+    direct = False
+
+    def __init__(self, fn, extra_kwargs, spec):
+        self.fn = fn
+        self.extra = extra_kwargs
+        self.accepted = (set(), True)
+
+    def arguments(self, sample):
+        return {"sample": sample}
+
+
+def evaluator(spec):
+    """The function a grader evaluator calls per sample: sample -> result dict."""
+    grader = load(spec)
+    run = build(grader, spec.get("grader_settings") or {})
+
+    def grade_sample(sample):
+        return score_sample(run, sample)
+
+    return grade_sample
