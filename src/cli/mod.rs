@@ -129,6 +129,10 @@ struct RunArgs {
     /// a local cluster); overrides rwb.toml's `[engine] ray`.
     #[arg(long, value_name = "ADDRESS", value_parser = parse_ray_address)]
     ray: Option<String>,
+    /// Score every sample K times with K separate calls; the score is their mean
+    /// (overrides rwb.toml's `repeat`).
+    #[arg(long, value_name = "K", value_parser = parse_repeat, allow_negative_numbers = true)]
+    repeat: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -293,6 +297,17 @@ fn parse_ray_address(text: &str) -> Result<String, String> {
     }
 }
 
+/// `--repeat K`: a whole number from 1 to 1000.
+fn parse_repeat(text: &str) -> Result<usize, String> {
+    let max = crate::workspace::MAX_REPEAT;
+    match text.trim().parse::<i64>() {
+        Ok(k) if (1..=max).contains(&k) => Ok(k as usize),
+        _ => Err(format!(
+            "give the number of calls per sample, a whole number from 1 to {max} (1: once)"
+        )),
+    }
+}
+
 /// `--concurrency N`: a whole number from 1 to 256.
 fn parse_concurrency(text: &str) -> Result<usize, String> {
     let n: i64 = text
@@ -340,6 +355,7 @@ pub fn main() -> ExitCode {
                     baseline: None,
                     max_regressions: None,
                     ray: cli.ray,
+                    repeat: None,
                 };
                 block_on(run::run(args))
             }

@@ -5,6 +5,7 @@ use super::Format;
 use crate::insight::{attribute_compact, component_scores, EPSILON};
 use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
 use crate::runner::{Event, RunStats};
+use crate::trust::{self, RepeatBuilder, SecondsBuilder};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -162,6 +163,10 @@ pub struct Printer {
     pub training: Option<RewardRows>,
     /// Scores compared with those the samples' source logged.
     pub logged: crate::model::LoggedCmp,
+    /// Per evaluator: its evaluation times (SPEC §16's slow samples).
+    seconds: Vec<SecondsBuilder>,
+    /// Per evaluator: with `repeat = K`, the spread of its K scores.
+    pub repeats: Vec<Option<RepeatBuilder>>,
 }
 
 impl Printer {
@@ -193,6 +198,8 @@ impl Printer {
             placements: Vec::new(),
             training: None,
             logged: crate::model::LoggedCmp::new(&names_for_logged, &[]),
+            seconds: vec![SecondsBuilder::default(); n],
+            repeats: vec![None; n],
         }
     }
 
@@ -205,6 +212,10 @@ impl Printer {
             ..
         } = event;
         self.summaries[evaluator].add(&outcome);
+        self.seconds[evaluator].add(&at, &outcome);
+        if let Some(r) = self.repeats[evaluator].as_mut() {
+            r.add(&outcome);
+        }
         if outcome.is_error() {
             self.errors += 1;
         }
@@ -327,6 +338,39 @@ impl Printer {
         lines
     }
 
+    /// Evaluator `i`'s `seconds` and, when repeated, `repeat` summary entries.
+    fn trust_summary(
+        &self,
+        i: usize,
+        rewards: Option<&Rewards>,
+    ) -> Vec<(&'static str, serde_json::Value)> {
+        let mut out = vec![(
+            "seconds",
+            serde_json::to_value(self.seconds[i].finish()).expect("summaries serialize"),
+        )];
+        if let Some(r) = &self.repeats[i] {
+            let sign = rewards.and_then(|r| r.sign_change);
+            out.push((
+                "repeat",
+                serde_json::to_value(r.finish(sign)).expect("summaries serialize"),
+            ));
+        }
+        out
+    }
+
+    /// The table summary's lines of slow samples and repeats, per evaluator.
+    fn trust_lines(&self, rewards: Option<&Rewards>) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (i, name) in self.names.iter().enumerate() {
+            lines.push(trust::seconds::describe(name, &self.seconds[i].finish()));
+            if let Some(r) = &self.repeats[i] {
+                let sign = rewards.and_then(|r| r.sign_change);
+                lines.push(trust::repeat::describe(name, &r.finish(sign)));
+            }
+        }
+        lines
+    }
+
     pub fn summaries(&self) -> Vec<Summary> {
         self.summaries.iter().map(|s| s.finish()).collect()
     }
@@ -373,6 +417,11 @@ impl Printer {
                         {
                             m.insert("logged".into(), logged);
                         }
+                        if let Some(m) = value.as_object_mut() {
+                            for (key, part) in self.trust_summary(i, rewards.as_ref()) {
+                                m.insert(key.into(), part);
+                            }
+                        }
                         (n.clone(), value)
                     })
                     .collect();
@@ -402,6 +451,9 @@ impl Printer {
                 );
                 if let Some(r) = &rewards {
                     let _ = writeln!(self.out, "{}", r.summary_line());
+                }
+                for line in self.trust_lines(rewards.as_ref()) {
+                    let _ = writeln!(self.out, "{line}");
                 }
                 let _ = self.write_error_list();
                 let _ = self.out.flush();

@@ -28,7 +28,12 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     if let Some(cluster) = session.join_ray(args.shared.jobs).await? {
         eprintln!("rwb: {}", cluster.describe());
     }
-    let prepared = session.prepare_all().await?;
+    let mut prepared = session.prepare_all().await?;
+    if let Some(k) = args.repeat {
+        for p in &mut prepared {
+            std::sync::Arc::make_mut(&mut p.spec).repeat = k;
+        }
+    }
     let names: Vec<String> = prepared.iter().map(|p| p.spec.name.clone()).collect();
     let labels: Vec<String> = session
         .workspace
@@ -71,18 +76,30 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         let threshold = session.workspace.config.threshold();
         printer.baseline = Some(load_baseline(store, name, &names, threshold)?);
     }
+    let threshold = session.workspace.config.threshold();
+    let repeats = Repeats::new(&prepared, threshold);
+    let (runs, of) = session.runner.expand_repeats(&prepared);
+    for (e, p) in prepared.iter().enumerate() {
+        if p.spec.repeat > 1 {
+            printer.repeats[e] = Some(crate::trust::RepeatBuilder::new(p.spec.repeat));
+        }
+    }
+    if let (Some(t), Some(k)) = (printer.training.as_mut(), repeats.as_ref().map(|r| r.most)) {
+        t.repeats = vec![Vec::new(); k];
+    }
+    let repeats = repeats.map(|r| r.with(of));
     let keep = args.save_baseline.is_some();
     let progress = Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
     let (tx, rx) = mpsc::unbounded_channel();
     let work = session.runner.run(
-        &prepared,
+        &runs,
         &session.workspace.samples,
         args.max_samples,
         session.use_cache,
         args.baseline.is_some() || keep, // compared or saved by content hash
         tx,
     );
-    let (batches, printing) = spawn_printing(printer, progress, keep)?;
+    let (batches, printing) = spawn_printing(printer, progress, keep, repeats)?;
     // The run yields every few hundred lines; the forwarder then takes everything
     // queued (no task budget), so a fully cached run never queues all its outcomes.
     let (stats, ()) = tokio::join!(work, tokio::task::unconstrained(forward(rx, batches)));
@@ -100,6 +117,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         Ok(stats) => (stats, None),
         Err(e) => (e.stats, Some(e.error.to_string())),
     };
+    let stats = fold_repeats(stats, &runs, &prepared);
     let errors = printer.errors;
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);
     let summaries = printer.finish(&stats, started.elapsed().as_secs_f64());
@@ -107,7 +125,9 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .iter()
         .map(|s| (s.count - s.errors, s.mean))
         .collect();
-    session.runner.record_versions(&prepared, &scored);
+    if runs.len() == prepared.len() {
+        session.runner.record_versions(&prepared, &scored);
+    }
     if let (Some(name), Some(store)) = (&args.save_baseline, &store) {
         save_baseline(store, name, &session, &names, &kept)?;
     }
@@ -147,6 +167,7 @@ fn spawn_printing(
     mut printer: Printer,
     mut progress: Progress,
     keep: bool,
+    mut repeats: Option<Repeats>,
 ) -> Result<(SyncSender<Vec<Event>>, JoinHandle<Printed>), Fail> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(PRINT_AHEAD);
     let thread = std::thread::Builder::new().name("rwb-print".into());
@@ -154,6 +175,13 @@ fn spawn_printing(
         .spawn(move || {
             let mut kept = Vec::new();
             for event in rx.into_iter().flatten() {
+                let event = match repeats.as_mut() {
+                    Some(r) => match r.add(event) {
+                        Some(event) => event,
+                        None => continue,
+                    },
+                    None => event,
+                };
                 let Event::Result {
                     evaluator,
                     hash,
@@ -357,4 +385,103 @@ mod tests {
             }
         }
     }
+}
+
+/// Puts the K outcomes of each repeated evaluator's sample back together as one
+/// (SPEC §16), as they arrive from the run's K copies of it.
+struct Repeats {
+    /// Per run evaluator: (the evaluator it repeats, its repeat index).
+    of: Vec<(usize, usize)>,
+    /// Per evaluator: K.
+    k: Vec<usize>,
+    /// The largest K.
+    most: usize,
+    threshold: f64,
+    /// (evaluator, sample index) -> the repeats that arrived.
+    waiting: std::collections::HashMap<(usize, usize), Vec<Option<crate::model::Outcome>>>,
+}
+
+impl Repeats {
+    /// `None` when no evaluator is repeated.
+    fn new(prepared: &[crate::runner::Prepared], threshold: f64) -> Option<Repeats> {
+        let k: Vec<usize> = prepared.iter().map(|p| p.spec.repeat.max(1)).collect();
+        let most = k.iter().copied().max().unwrap_or(1);
+        (most > 1).then(|| Repeats {
+            of: Vec::new(),
+            k,
+            most,
+            threshold,
+            waiting: Default::default(),
+        })
+    }
+
+    fn with(mut self, of: Vec<(usize, usize)>) -> Repeats {
+        self.of = of;
+        self
+    }
+
+    /// The event for the evaluator once all its repeats of the sample arrived.
+    fn add(&mut self, event: Event) -> Option<Event> {
+        let Event::Result {
+            evaluator,
+            at,
+            hash,
+            outcome,
+            cached,
+        } = event;
+        let (e, r) = self.of[evaluator];
+        let k = self.k[e];
+        if k == 1 {
+            return Some(Event::Result {
+                evaluator: e,
+                at,
+                hash,
+                outcome,
+                cached,
+            });
+        }
+        let parts = self
+            .waiting
+            .entry((e, at.index))
+            .or_insert_with(|| vec![None; k]);
+        parts[r] = Some(outcome);
+        if parts.iter().any(Option::is_none) {
+            return None;
+        }
+        let parts = self.waiting.remove(&(e, at.index)).unwrap_or_default();
+        let outcome = crate::trust::merge(parts.into_iter().flatten().collect(), self.threshold);
+        Some(Event::Result {
+            evaluator: e,
+            at,
+            hash,
+            outcome,
+            cached,
+        })
+    }
+}
+
+/// The run's counts per evaluator of the run (K copies of a repeated one) as counts
+/// per evaluator: its calls, evaluated and cached, summed.
+fn fold_repeats(
+    stats: crate::runner::RunStats,
+    runs: &[crate::runner::Prepared],
+    prepared: &[crate::runner::Prepared],
+) -> crate::runner::RunStats {
+    if runs.len() == prepared.len() {
+        return stats;
+    }
+    let mut folded = crate::runner::RunStats {
+        samples: stats.samples,
+        evaluated: vec![0; prepared.len()],
+        cached: vec![0; prepared.len()],
+    };
+    let mut i = 0;
+    for (e, p) in prepared.iter().enumerate() {
+        for _ in 0..p.spec.repeat.max(1) {
+            folded.evaluated[e] += stats.evaluated.get(i).copied().unwrap_or(0);
+            folded.cached[e] += stats.cached.get(i).copied().unwrap_or(0);
+            i += 1;
+        }
+    }
+    folded
 }

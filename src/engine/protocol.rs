@@ -221,6 +221,7 @@ impl BatchLine {
                 result_error: r.error,
                 duration_ms: 0.0,
                 output: None,
+                repeat: None,
             },
             (None, Some(e)) => Outcome::failed(e),
             (None, None) => Outcome::failed(EvalError::new(

@@ -420,6 +420,36 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// The evaluators of a run with each `repeat = K` evaluator made K (SPEC §16): the
+    /// r-th copy calls the same code with `repeat_index` r, so its results are cached
+    /// under a key of their own (the first under the evaluator's usual key), and
+    /// copies after the first are named `NAME#r` (1-based) for the pool's warm
+    /// workers and their messages. Also says, per returned evaluator, (the index of
+    /// the evaluator it repeats, its repeat index).
+    pub fn expand_repeats(&self, evaluators: &[Prepared]) -> (Vec<Prepared>, Vec<(usize, usize)>) {
+        let mut out = Vec::new();
+        let mut of = Vec::new();
+        for (e, p) in evaluators.iter().enumerate() {
+            for r in 0..p.spec.repeat.max(1) {
+                let mut copy = p.clone();
+                if r > 0 {
+                    let mut spec = (*p.spec).clone();
+                    spec.repeat_index = r;
+                    spec.name = format!("{}#{}", p.spec.name, r + 1);
+                    if let Some(memo) = &p.memo {
+                        copy.key = code_key(&self.identity, &spec, memo);
+                    }
+                    copy.spec = Arc::new(spec);
+                }
+                out.push(copy);
+                of.push((e, r));
+            }
+        }
+        (out, of)
+    }
+}
+
 /// Contract breaks of one evaluator on one sample.
 #[derive(Clone, Debug)]
 pub struct Breaks {
@@ -632,6 +662,11 @@ fn code_key(identity: &str, spec: &EvaluatorSpec, memo: &ImportMemo) -> CodeKey 
         h.update(text.as_bytes());
         h.update(&[0]);
     };
+    // each repeat from the second on is cached apart (SPEC §16); the first shares
+    // the key of a run without `repeat`, so adding `repeat` reuses what is cached
+    if spec.repeat_index > 0 {
+        part(&mut h, &format!("repeat {}", spec.repeat_index));
+    }
     for text in [
         CACHE_VERSION,
         identity,

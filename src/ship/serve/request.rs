@@ -8,6 +8,7 @@ use axum::Json;
 use serde_json::{json, Map, Value};
 
 /// A refused request: its status and JSON body, made into a response at the end.
+#[derive(Debug)]
 pub(super) struct Reject(pub(super) StatusCode, pub(super) Value);
 
 impl IntoResponse for Reject {
