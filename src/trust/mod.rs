@@ -9,4 +9,4 @@ pub mod repeat;
 pub mod seconds;
 
 pub use repeat::{merge, RepeatBuilder, RepeatSummary};
-pub use seconds::{nearest_rank, SecondsBuilder, SecondsSummary, Slow};
+pub use seconds::{nearest_rank, seconds_of, SecondsBuilder, SecondsSummary, Slow};

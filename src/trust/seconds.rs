@@ -38,15 +38,15 @@ impl SecondsBuilder {
     /// Takes one outcome: a timeout is counted apart; a sample that was never
     /// evaluated (a `BadSample` line) has no time.
     pub fn add(&mut self, at: &SampleRef, outcome: &Outcome) {
-        match outcome.error.as_ref().map(|e| e.kind.as_str()) {
-            Some(kinds::TIMEOUT) => {
-                self.timeouts += 1;
-                return;
-            }
-            Some(kinds::BAD_SAMPLE) => return,
-            _ => {}
+        self.add_seconds(at, seconds_of(outcome));
+    }
+
+    /// Takes one sample's time as [`seconds_of`] gives it.
+    pub fn add_seconds(&mut self, at: &SampleRef, seconds: f64) {
+        if seconds == f64::INFINITY {
+            self.timeouts += 1;
+            return;
         }
-        let seconds = outcome.duration_ms / 1000.0;
         if !seconds.is_finite() {
             return;
         }
@@ -77,6 +77,17 @@ impl SecondsBuilder {
             slowest: self.slowest.clone(),
             timeouts: self.timeouts,
         }
+    }
+}
+
+/// An outcome's evaluation time in seconds: infinite for a timeout (it sorts
+/// slowest, and summaries count it apart), NaN for a sample that was never evaluated
+/// (a `BadSample` line).
+pub fn seconds_of(outcome: &Outcome) -> f64 {
+    match outcome.error.as_ref().map(|e| e.kind.as_str()) {
+        Some(kinds::TIMEOUT) => f64::INFINITY,
+        Some(kinds::BAD_SAMPLE) => f64::NAN,
+        _ => outcome.duration_ms / 1000.0,
     }
 }
 

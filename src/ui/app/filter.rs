@@ -203,7 +203,10 @@ impl App {
                 |i: usize| match (SignalColumn::from_sort_index(e), logged_sort_evaluator(e)) {
                     (Some(column), _) => self.signal_value(i, column),
                     (None, Some(logged)) => self.logged_sort_value(i, logged),
-                    (None, None) => self.samples[i].cells.get(e).and_then(|c| c.score()),
+                    (None, None) => match super::time_sort_evaluator(e) {
+                        Some(timed) => self.time_sort_value(i, timed),
+                        None => self.samples[i].cells.get(e).and_then(|c| c.score()),
+                    },
                 };
             view.sort_by(|&a, &b| {
                 let (sa, sb) = (value(a), value(b));

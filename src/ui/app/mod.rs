@@ -17,6 +17,7 @@ mod samples;
 mod screen;
 mod ship;
 mod signal;
+mod slow;
 mod stats;
 mod text_match;
 
@@ -32,6 +33,7 @@ pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sampl
 pub use screen::{content_text, ScrollLimits, Shown, Source};
 pub use ship::{Ship, ShipMsg, TunnelKey};
 pub use signal::{Member, SignalColumn, TrainingView};
+pub use slow::{time_sort_evaluator, time_sort_index};
 pub use stats::{EvaluatorStats, HISTOGRAM_BINS};
 
 use super::keymap::{Action, Keymap};

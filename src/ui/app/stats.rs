@@ -33,6 +33,8 @@ pub struct EvaluatorStats {
     pub zero_std: Option<f64>,
     /// Each component's share of the score's variation.
     pub shares: Vec<(String, f64)>,
+    /// Evaluation times: p50, p95, max, the five slowest, timeouts (SPEC §16).
+    pub seconds: crate::trust::SecondsSummary,
 }
 
 impl App {
@@ -76,6 +78,7 @@ impl App {
             all_zero,
             all_one,
             constant: self.constant_metrics(evaluator),
+            seconds: self.seconds_summary(evaluator),
             groups: self.group_summary(evaluator),
             zero_std: self
                 .evaluator_signal(evaluator)
