@@ -49,7 +49,7 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
         ),
     ]));
     lines.push(histogram(&stats.bins, ctx));
-    if let Some(line) = seconds_line(&stats.seconds) {
+    for line in seconds_lines(&stats.seconds) {
         lines.push(Line::styled(line, Style::default().fg(p.muted)));
     }
     let mut warnings = Vec::new();
@@ -100,27 +100,30 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
     lines.push(Line::raw(""));
 }
 
-/// "  seconds p50 0.101  p95 0.240  max 0.300 · slowest #5 0.300, #2 0.120 · 1 timeout"
-/// (none before anything was evaluated).
-fn seconds_line(s: &crate::trust::SecondsSummary) -> Option<String> {
+/// "  seconds p50 0.101  p95 0.240  max 0.300 · 1 timeout", then "  slowest: #5
+/// 0.300 · #2 0.120 …" (nothing before anything was evaluated).
+fn seconds_lines(s: &crate::trust::SecondsSummary) -> Vec<String> {
     if s.max.is_none() && s.timeouts == 0 {
-        return None;
+        return Vec::new();
     }
     let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-    let slowest: Vec<String> = s
-        .slowest
-        .iter()
-        .map(|x| format!("#{} {:.3}", x.sample, x.seconds))
-        .collect();
-    Some(format!(
-        "  seconds p50 {}  p95 {}  max {} · slowest {} · {} timeout{}",
+    let mut lines = vec![format!(
+        "  seconds p50 {}  p95 {}  max {} · {} timeout{}",
         f(s.p50),
         f(s.p95),
         f(s.max),
-        slowest.join(", "),
         s.timeouts,
         if s.timeouts == 1 { "" } else { "s" }
-    ))
+    )];
+    if !s.slowest.is_empty() {
+        let slowest: Vec<String> = s
+            .slowest
+            .iter()
+            .map(|x| format!("#{} {:.3}", x.sample, x.seconds))
+            .collect();
+        lines.push(format!("  slowest: {}", slowest.join(" · ")));
+    }
+    lines
 }
 
 /// With `[training]`: the combined reward's learning signal, as the trainer sees it.
