@@ -3,6 +3,7 @@
 
 mod check;
 mod check_calls;
+mod check_trust;
 mod deploy;
 mod deploy_targets;
 mod generate;

@@ -458,6 +458,9 @@ pub struct Breaks {
     pub issues: Vec<String>,
     /// The call the evaluator was given for this sample, when the worker showed it.
     pub call: Option<Vec<crate::engine::CallArg>>,
+    /// What the checked call scored, reached and swallowed (SPEC §16), and the score
+    /// a second worker process gave the same sample (`again`).
+    pub trust: Option<serde_json::Value>,
 }
 
 /// One evaluator's check: how many samples were checked, and each kind of break with
@@ -555,7 +558,11 @@ impl Runner {
                 continue; // its contract is checked where it runs
             }
             match self.pool.checkout(&p.spec, p.key).await {
-                Ok(worker) => self.check_with(e, p, worker, &samples, &mut out).await,
+                Ok(worker) => {
+                    let from = out.len();
+                    self.check_with(e, p, worker, &samples, &mut out).await;
+                    self.score_again(p, &samples, &mut out[from..]).await;
+                }
                 Err(err) => {
                     let error = crate::engine::spawn_error(&p.spec, err);
                     out.extend(every_sample_breaks(e, &samples, &error.message));
@@ -591,6 +598,55 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// Scores the checked samples again in a worker process of their own (never the
+    /// pool's: state one process kept must not carry over) and puts each score in its
+    /// break's `trust` as `again` (SPEC §16's "same input, same score?"). Batched
+    /// styles are left alone; a worker that cannot start leaves `again` out.
+    async fn score_again(&self, p: &Prepared, samples: &[SampleLine], checked: &mut [Breaks]) {
+        if p.style.is_some_and(|s| s.is_batched()) || checked.is_empty() {
+            return;
+        }
+        let Ok(mut worker) = self.engine().spawn_worker(&p.spec).await else {
+            return;
+        };
+        if worker.loaded.style.is_batched() {
+            return;
+        }
+        let mut scores: HashMap<u64, Option<f64>> = HashMap::new();
+        for chunk in samples.chunks(16) {
+            let jobs: Vec<(u64, &str)> =
+                chunk.iter().map(|s| (s.at.index as u64, &*s.raw)).collect();
+            if worker.send(&jobs, 1).await.is_err() {
+                return;
+            }
+            loop {
+                let deadline = tokio::time::Instant::now() + worker.patience() * 2;
+                match worker.next_message(deadline).await {
+                    crate::engine::Next::Result(id, outcome) => {
+                        scores.insert(id, outcome.score.filter(|_| !outcome.is_error()));
+                    }
+                    crate::engine::Next::Done { .. } => {
+                        worker.idle();
+                        break;
+                    }
+                    crate::engine::Next::Checked(..) => {}
+                    crate::engine::Next::Retired | crate::engine::Next::Dead(_) => return,
+                }
+            }
+        }
+        for b in checked {
+            let (Some(trust), Some(again)) = (
+                b.trust.as_mut().and_then(|t| t.as_object_mut()),
+                scores.get(&(b.at.index as u64)),
+            ) else {
+                continue;
+            };
+            trust.insert("again".into(), serde_json::json!(again));
+        }
+    }
+}
+
 /// The same issue for every sample (an evaluator that cannot be called at all).
 fn every_sample_breaks(e: usize, samples: &[SampleLine], issue: &str) -> Vec<Breaks> {
     samples
@@ -600,6 +656,7 @@ fn every_sample_breaks(e: usize, samples: &[SampleLine], issue: &str) -> Vec<Bre
             at: s.at.clone(),
             issues: vec![issue.to_string()],
             call: None,
+            trust: None,
         })
         .collect()
 }
@@ -619,7 +676,7 @@ async fn check_chunk(
     loop {
         let deadline = tokio::time::Instant::now() + worker.patience() * 2;
         match worker.next_message(deadline).await {
-            crate::engine::Next::Checked(id, issues, call) => {
+            crate::engine::Next::Checked(id, issues, call, trust) => {
                 answered += 1;
                 if let Some(s) = by_id.get(&id) {
                     out.push(Breaks {
@@ -627,6 +684,7 @@ async fn check_chunk(
                         at: s.at.clone(),
                         issues,
                         call,
+                        trust,
                     });
                 }
             }
