@@ -310,3 +310,233 @@ fn repeat_must_be_a_whole_number_of_calls() {
         run.stderr
     );
 }
+
+const RANDOM: &str = r#"
+import random
+
+def evaluate(messages, **kwargs):
+    return random.random()
+"#;
+
+const WRITER: &str = r#"
+import json, os
+
+def evaluate(messages, out_dir, **kwargs):
+    with open(os.path.join(out_dir, "judged.json"), "a") as f:
+        json.dump(messages, f)
+    with open(os.path.join(out_dir, "read-only.txt")) as f:
+        f.read()
+    return 1.0
+"#;
+
+/// Swallows the ValueError of an answer that is not a number: those samples score 0.
+const SWALLOW: &str = r#"
+def parse(text):
+    return float(text)
+
+def evaluate(messages, **kwargs):
+    text = messages[-1]["content"]
+    try:
+        value = parse(text)
+    except ValueError:
+        return 0.0
+    try:
+        return {"a": 1.0}[text]
+    except KeyError:
+        pass
+    return 1.0 if value > 0 else 0.5
+"#;
+
+/// Calls the stand-in judge (and a subprocess) on every sample.
+const NETWORK: &str = r#"
+import json, subprocess, sys, urllib.request
+
+def evaluate(messages, judge_url, **kwargs):
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    request = urllib.request.Request(judge_url, data=json.dumps({"sample": "s0"}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            return json.load(answer)["score"]
+    except urllib.error.HTTPError:
+        return 0.5
+"#;
+
+/// `rwb check --format json` on evaluators that are random, write a file, swallow
+/// ValueErrors on known samples and call the network, with `python`.
+fn check_findings(python: &str) {
+    let (server, _) = judge();
+    let out = tempfile::tempdir().unwrap();
+    let out_dir = out.path().to_str().unwrap();
+    std::fs::write(out.path().join("read-only.txt"), "x").unwrap();
+    let answers = ["1", "x", "2", "y", "-1", "a"];
+    let samples: String = answers
+        .iter()
+        .map(|a| {
+            format!(
+                "{}\n",
+                json!({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": a}]})
+            )
+        })
+        .collect();
+    let ws = Ws::new(&[
+        ("metrics/random/main.py", RANDOM),
+        ("metrics/writer/main.py", WRITER),
+        ("metrics/swallow/main.py", SWALLOW),
+        ("metrics/network/main.py", NETWORK),
+        ("samples.jsonl", &samples),
+        (
+            "rwb.toml",
+            &format!(
+                "[evaluators.writer]\nkwargs = {{ out_dir = \"{out_dir}\" }}\n\
+                 [evaluators.network]\nkwargs = {{ judge_url = \"{}/judge\" }}\n",
+                server.base()
+            ),
+        ),
+    ]);
+    let run = rwb(
+        &[
+            "check",
+            ws.path().to_str().unwrap(),
+            "--format",
+            "json",
+            "--python",
+            python,
+        ],
+        ws.path(),
+    );
+    assert_eq!(run.code, 1, "the random evaluator breaks\n{}", run.stderr);
+    let doc: Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stdout));
+    let of = |name: &str| -> Value {
+        doc["evaluators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["evaluator"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {doc}"))
+            .clone()
+    };
+    // same input, same score? the random one differs on every sample, in another worker
+    let random = of("random");
+    let differs = random["differs"].as_array().unwrap();
+    let at: Vec<&str> = differs
+        .iter()
+        .map(|d| d["sample"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        at,
+        (1..=6)
+            .map(|l| format!("samples.jsonl:{l}"))
+            .collect::<Vec<_>>()
+    );
+    for d in differs {
+        assert_ne!(d["first"], d["second"]);
+        assert!(
+            d["first"].as_f64().is_some() && d["second"].as_f64().is_some(),
+            "{d}"
+        );
+    }
+    for name in ["writer", "swallow", "network"] {
+        assert_eq!(of(name)["differs"], json!([]), "{name}");
+    }
+    // what each reaches
+    let writer = of("writer");
+    let judged = format!("writes {}", out.path().join("judged.json").display());
+    assert_eq!(
+        writer["reaches"],
+        json!([{"what": judged, "samples": (1..=6).map(|l| format!("samples.jsonl:{l}")).collect::<Vec<_>>()}]),
+        "reading is not reaching"
+    );
+    let network = of("network");
+    let reached: Vec<&str> = network["reaches"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["what"].as_str().unwrap())
+        .collect();
+    let python_path = reached
+        .iter()
+        .find(|r| r.starts_with("runs a subprocess: "))
+        .copied();
+    assert!(
+        python_path.is_some_and(|r| r.ends_with(" -c pass")),
+        "{reached:?}"
+    );
+    assert!(
+        reached.contains(&format!("calls the network: {}", server.addr).as_str()),
+        "{reached:?}"
+    );
+    assert_eq!(of("random")["reaches"], json!([]));
+    assert_eq!(of("swallow")["reaches"], json!([]));
+    // swallowed: x, y and a (no numbers) scored 0.0 after the ValueError caught on
+    // the line calling parse (line 8); the KeyError of 1, 2 and -1 on line 12
+    let swallow = of("swallow");
+    assert_eq!(
+        swallow["swallowed"],
+        json!([
+            {"type": "ValueError", "at": "metrics/swallow/main.py:8", "score": 0.0, "count": 3,
+             "samples": ["samples.jsonl:2", "samples.jsonl:4", "samples.jsonl:6"]},
+            {"type": "KeyError", "at": "metrics/swallow/main.py:12", "score": 1.0, "count": 2,
+             "samples": ["samples.jsonl:1", "samples.jsonl:3"]},
+            {"type": "KeyError", "at": "metrics/swallow/main.py:12", "score": 0.5, "count": 1,
+             "samples": ["samples.jsonl:5"]},
+        ])
+    );
+    for name in ["random", "writer"] {
+        assert_eq!(
+            of(name)["swallowed"],
+            json!([]),
+            "{name}: nothing of the libraries it calls"
+        );
+    }
+    // the text report says the same
+    let text = rwb(
+        &["check", ws.path().to_str().unwrap(), "--python", python],
+        ws.path(),
+    );
+    assert!(
+        text.stdout.contains("  ⚠ 3 samples scored 0.0 after a ValueError caught at metrics/swallow/main.py:8 — samples.jsonl:2, samples.jsonl:4, samples.jsonl:6"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains(&format!("    {judged} — samples.jsonl:1, ")),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn check_names_differing_scores_what_a_reward_reaches_and_what_it_swallows_on_python3() {
+    check_findings("python3");
+}
+
+/// The same on Python 3.12 or later (`sys.monitoring`), from pyenv when it has one.
+#[test]
+fn check_finds_the_same_with_sys_monitoring_on_python_3_12() {
+    let root = std::process::Command::new("pyenv").arg("root").output();
+    let found = root.ok().and_then(|o| {
+        let root = String::from_utf8_lossy(&o.stdout).trim().to_string();
+        let mut versions: Vec<_> = std::fs::read_dir(format!("{root}/versions"))
+            .ok()?
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| {
+                let name = p.file_name().unwrap().to_string_lossy().to_string();
+                let minor = name
+                    .strip_prefix("3.")
+                    .and_then(|r| r.split('.').next()?.parse::<u32>().ok());
+                minor.is_some_and(|m| m >= 12) && p.join("bin/python").exists()
+            })
+            .collect();
+        versions.sort();
+        versions.first().map(|p| p.join("bin/python"))
+    });
+    let Some(python) = found else {
+        eprintln!("skipped: no Python 3.12+ under `pyenv root`/versions (sys.monitoring is checked there)");
+        return;
+    };
+    check_findings(python.to_str().unwrap());
+}
