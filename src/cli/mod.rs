@@ -7,6 +7,7 @@ mod check_trust;
 mod deploy;
 mod deploy_targets;
 mod generate;
+mod human;
 mod init;
 mod output;
 mod preview;
@@ -130,6 +131,10 @@ struct RunArgs {
     /// a local cluster); overrides rwb.toml's `[engine] ray`.
     #[arg(long, value_name = "ADDRESS", value_parser = parse_ray_address)]
     ray: Option<String>,
+    /// Exit 1 when an evaluator's agreement with the human labels (Cohen's kappa, or
+    /// Spearman for numeric labels) is below K.
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
+    min_agreement: Option<f64>,
     /// Score every sample K times with K separate calls; the score is their mean
     /// (overrides rwb.toml's `repeat`).
     #[arg(long, value_name = "K", value_parser = parse_repeat, allow_negative_numbers = true)]
@@ -357,6 +362,7 @@ pub fn main() -> ExitCode {
                     max_regressions: None,
                     ray: cli.ray,
                     repeat: None,
+                    min_agreement: None,
                 };
                 block_on(run::run(args))
             }

@@ -81,6 +81,10 @@ struct Row<'a> {
     epoch: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     split: Option<&'a str>,
+    /// With human labels: the score and the label fall on either side of the
+    /// threshold (SPEC §16).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disagrees: Option<bool>,
 }
 
 type Pending = (SampleRef, [u8; 16], Vec<Option<Outcome>>, usize);
@@ -167,6 +171,8 @@ pub struct Printer {
     seconds: Vec<SecondsBuilder>,
     /// Per evaluator: with `repeat = K`, the spread of its K scores.
     pub repeats: Vec<Option<RepeatBuilder>>,
+    /// Human labels, when the workspace has some: agreement and `disagrees`.
+    pub human: Option<super::human::HumanLabels>,
 }
 
 impl Printer {
@@ -200,6 +206,7 @@ impl Printer {
             logged: crate::model::LoggedCmp::new(&names_for_logged, &[]),
             seconds: vec![SecondsBuilder::default(); n],
             repeats: vec![None; n],
+            human: None,
         }
     }
 
@@ -222,6 +229,9 @@ impl Printer {
         let mut ready = std::mem::take(&mut self.ready);
         self.reorder.add(evaluator, at, hash, outcome, &mut ready);
         for sample in ready.drain(..) {
+            if let Some(h) = self.human.as_mut() {
+                h.add(sample.at.index, &sample.hash, &sample.outcomes);
+            }
             self.compare(&sample);
             if let Some(t) = self.training.as_mut() {
                 t.add(&sample);
@@ -295,6 +305,14 @@ impl Printer {
             step: facts.and_then(|f| f.step),
             epoch: facts.and_then(|f| f.epoch),
             split: facts.and_then(|f| f.split.as_deref()),
+            disagrees: self.human.as_ref().and_then(|h| {
+                let o = &sample.outcomes[i];
+                h.disagrees(
+                    sample.at.index,
+                    &sample.hash,
+                    o.score.filter(|_| !o.is_error()),
+                )
+            }),
         }
     }
 
@@ -306,7 +324,8 @@ impl Printer {
         text.clear();
         for i in 0..sample.outcomes.len() {
             let row = self.row(sample, i);
-            let _ = if self.baseline.is_some() || sample.at.facts.is_some() {
+            let _ = if self.baseline.is_some() || sample.at.facts.is_some() || self.human.is_some()
+            {
                 serde_json::to_writer(&mut text, &row)
             } else {
                 serde_json::to_writer(&mut text, &row.row)
@@ -355,6 +374,12 @@ impl Printer {
                 serde_json::to_value(r.finish(sign)).expect("summaries serialize"),
             ));
         }
+        if let Some(Some(a)) = self.agreements().get(i) {
+            out.push((
+                "agreement",
+                serde_json::to_value(a).expect("summaries serialize"),
+            ));
+        }
         out
     }
 
@@ -367,8 +392,19 @@ impl Printer {
                 let sign = rewards.and_then(|r| r.sign_change);
                 lines.push(trust::repeat::describe(name, &r.finish(sign)));
             }
+            if let Some(Some(a)) = self.agreements().get(i) {
+                lines.push(format!("{name} {}", a.describe()));
+            }
         }
         lines
+    }
+
+    /// Each evaluator's agreement with the human labels (none without labels).
+    pub fn agreements(&self) -> Vec<Option<trust::agreement::Agreement>> {
+        match &self.human {
+            Some(h) => h.agreements(),
+            None => vec![None; self.names.len()],
+        }
     }
 
     pub fn summaries(&self) -> Vec<Summary> {

@@ -88,6 +88,14 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         t.repeats = vec![Vec::new(); k];
     }
     let repeats = repeats.map(|r| r.with(of));
+    printer.human = super::human::HumanLabels::start(
+        &session.workspace.root,
+        &session.workspace.samples,
+        args.max_samples,
+        prepared.len(),
+        threshold,
+    );
+    let labelled = printer.human.is_some();
     let keep = args.save_baseline.is_some();
     let progress = Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
     let (tx, rx) = mpsc::unbounded_channel();
@@ -96,7 +104,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         &session.workspace.samples,
         args.max_samples,
         session.use_cache,
-        args.baseline.is_some() || keep, // compared or saved by content hash
+        args.baseline.is_some() || keep || labelled, // compared, saved or labelled by content
         tx,
     );
     let (batches, printing) = spawn_printing(printer, progress, keep, repeats)?;
@@ -119,6 +127,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     };
     let stats = fold_repeats(stats, &runs, &prepared);
     let errors = printer.errors;
+    let agreements = printer.agreements();
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);
     let summaries = printer.finish(&stats, started.elapsed().as_secs_f64());
     let scored: Vec<(usize, Option<f64>)> = summaries
@@ -135,7 +144,8 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         eprintln!("rwb: {e}");
         return Ok(ExitCode::from(2));
     }
-    let checks_failed = failed_checks(&args, &names, &summaries, regressions);
+    let checks_failed = failed_checks(&args, &names, &summaries, regressions)
+        | failed_agreement(args.min_agreement, &names, &agreements);
     let failed = errors > 0 || checks_failed;
     Ok(if failed {
         ExitCode::from(1)
@@ -281,6 +291,35 @@ fn save_baseline(
         store.path().display()
     );
     Ok(())
+}
+
+/// `--min-agreement K`: whether an evaluator's kappa (Spearman for numeric labels)
+/// is below K, or cannot be computed (said on stderr).
+fn failed_agreement(
+    min: Option<f64>,
+    names: &[String],
+    agreements: &[Option<crate::trust::agreement::Agreement>],
+) -> bool {
+    let Some(min) = min else { return false };
+    let mut failed = false;
+    for (name, a) in names.iter().zip(agreements) {
+        let what = match a {
+            Some(crate::trust::agreement::Agreement::Numeric { .. }) => "Spearman",
+            _ => "kappa",
+        };
+        match a.as_ref().and_then(|a| a.headline()) {
+            Some(x) if x >= min => {}
+            Some(x) => {
+                eprintln!("rwb: {name}: agreement with the human labels ({what} {x:.4}) is under --min-agreement {min}");
+                failed = true;
+            }
+            None => {
+                eprintln!("rwb: {name}: no agreement with human labels to compare with --min-agreement {min} (label samples with + and - in the workbench, or human = \"COLUMN\" in [samples.NAME])");
+                failed = true;
+            }
+        }
+    }
+    failed
 }
 
 /// `--fail-under` and `--max-regressions`: whether the run fails them (each failure

@@ -2,9 +2,14 @@
 //! slow an evaluator is on which samples ([`seconds`]) and how much its score moves
 //! when the same sample is scored again ([`repeat`]).
 //!
-//! Owns the arithmetic and the summary shapes (`seconds: {...}`, `repeat: {...}`);
-//! must not touch files, processes or the screen: the CLI and the workbench feed it.
+//! and how it agrees with human labels ([`agreement`], kept in [`labels`]).
+//!
+//! Owns the arithmetic and the summary shapes (`seconds`, `repeat`, `agreement`);
+//! must not spawn processes or draw: the CLI and the workbench feed it. Its one
+//! file is `labels.jsonl` ([`labels`]).
 
+pub mod agreement;
+pub mod labels;
 pub mod repeat;
 pub mod seconds;
 
