@@ -40,6 +40,9 @@ pub enum Cond {
         op: Op,
         value: f64,
     },
+    /// `disagree`: some evaluator and the human label fall on either side of the
+    /// threshold (SPEC §16).
+    Disagree,
     /// Any evaluator failed on the sample.
     Error,
     /// A score differs from the baseline (or, without one, is stale).
@@ -66,6 +69,10 @@ pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond
         }
         if lower == "remote" {
             out.push(Cond::Remote);
+            continue;
+        }
+        if lower == "disagree" {
+            out.push(Cond::Disagree);
             continue;
         }
         if lower == "logged" {
@@ -172,6 +179,7 @@ impl App {
                 (0..self.evaluators.len()).any(|e| self.remote_differs(sample, e) == Some(true))
             }
             Cond::Logged { evaluator } => self.moved_from_log(index, *evaluator),
+            Cond::Disagree => self.disagrees(index),
             Cond::Signal { column, op, value } => self
                 .signal_value(index, *column)
                 .is_some_and(|s| op.test(s, *value)),

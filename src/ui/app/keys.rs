@@ -174,6 +174,9 @@ impl App {
             | Action::DropColumn
             | Action::CopyUrl => return self.ship_action(action),
             Action::Generate => return self.generate(),
+            Action::LabelPass => return self.label_selected(Some(true)),
+            Action::LabelFail => return self.label_selected(Some(false)),
+            Action::LabelClear => return self.label_selected(None),
             Action::Back => self.back(),
         }
         Vec::new()

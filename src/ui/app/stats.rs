@@ -35,6 +35,8 @@ pub struct EvaluatorStats {
     pub shares: Vec<(String, f64)>,
     /// Evaluation times: p50, p95, max, the five slowest, timeouts (SPEC §16).
     pub seconds: crate::trust::SecondsSummary,
+    /// Agreement with the human labels, when some sample has one.
+    pub agreement: Option<crate::trust::agreement::Agreement>,
 }
 
 impl App {
@@ -79,6 +81,7 @@ impl App {
             all_one,
             constant: self.constant_metrics(evaluator),
             seconds: self.seconds_summary(evaluator),
+            agreement: self.agreement(evaluator),
             groups: self.group_summary(evaluator),
             zero_std: self
                 .evaluator_signal(evaluator)

@@ -52,6 +52,12 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
     for line in seconds_lines(&stats.seconds) {
         lines.push(Line::styled(line, Style::default().fg(p.muted)));
     }
+    if let Some(a) = &stats.agreement {
+        lines.push(Line::styled(
+            format!("  {}", a.describe()),
+            Style::default().fg(p.fg),
+        ));
+    }
     let mut warnings = Vec::new();
     if stats.scored > 0 {
         if stats.all_zero {
