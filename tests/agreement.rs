@@ -127,7 +127,9 @@ fn pass_fail_labels_give_the_confusion_matrix_f1_and_kappa_of_scikit_learn() {
     let row_text = std::fs::read_dir(ws.file(".rwb/rows"))
         .unwrap()
         .flatten()
-        .map(|e| std::fs::read_to_string(e.path()).unwrap())
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+        .map(|p| std::fs::read_to_string(p).unwrap())
         .next()
         .expect("a row file for the mapped samples");
     let third = row_text.lines().nth(2).unwrap();

@@ -142,9 +142,9 @@ impl Action {
             Action::PrevEvaluator => "previous evaluator",
             Action::Detail => "detail view of the sample",
             Action::Filter => {
-                "filter: text, score<0.5, name>=0.8, error, changed, remote, adv<0, logged"
+                "filter: text, score<0.5, name>=0.8, error, changed, remote, adv<0, logged, disagree"
             }
-            Action::Sort => "sort: the evaluator (desc, asc), its |Δ| vs the log, adv, reward, off",
+            Action::Sort => "sort: the evaluator (desc, asc), its |Δ| vs the log, adv, reward, time, off",
             Action::Rerun => "rerun the evaluator (ignores the cache)",
             Action::RerunAll => "rerun every evaluator (ignores the cache)",
             Action::Baseline => "pin the current scores as baseline (Δ column)",
