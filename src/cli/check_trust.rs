@@ -6,6 +6,9 @@
 use crate::runner::Breaks;
 use serde_json::{json, Value};
 
+/// An exception type, where it was caught (`file:line`) and the score the sample got.
+pub type Swallowed = (String, String, Option<f64>);
+
 /// One evaluator's findings, gathered from the workers' check answers.
 #[derive(Debug, Default)]
 pub struct TrustReport {
@@ -14,7 +17,7 @@ pub struct TrustReport {
     /// What was reached, in the order first seen, with the samples that reached it.
     pub reaches: Vec<(String, Vec<String>)>,
     /// (exception type, `file:line`, the score the sample got) and its samples.
-    pub swallowed: Vec<((String, String, Option<f64>), Vec<String>)>,
+    pub swallowed: Vec<(Swallowed, Vec<String>)>,
 }
 
 impl TrustReport {
@@ -54,7 +57,9 @@ impl TrustReport {
                 }
             }
         }
-        report.swallowed.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+        report
+            .swallowed
+            .sort_by_key(|s| std::cmp::Reverse(s.1.len()));
         report
     }
 

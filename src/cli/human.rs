@@ -114,7 +114,7 @@ fn read_column(files: &[SamplesFile], named: &[Option<String>], limit: Option<us
         };
         let column = named.get(line.at.file).and_then(Option::as_deref);
         let label = column.and_then(|c| {
-            let row: serde_json::Value = serde_json::from_str(&line.raw).ok()?;
+            let row: serde_json::Value = serde_json::from_str(line.raw).ok()?;
             let value = row.get(c)?;
             if value.is_null() {
                 return None;

@@ -13,6 +13,7 @@ mod output;
 mod preview;
 mod probe;
 mod progress;
+mod repeats;
 mod reward_rows;
 mod run;
 mod serve;

@@ -160,7 +160,7 @@ mod tests {
         let flat = r#"{"messages": [{"role": "user", "content": "hi"}], "ground_truth": "4", "solution": "x", "n": 2, "kwargs": {"n": 3}}"#;
         assert_eq!(sample_line_fast(flat.as_bytes()), None, "the checked way");
         let line: Value =
-            serde_json::from_str(&sample_line(flat.as_bytes()).ok().expect("valid")).unwrap();
+            serde_json::from_str(&sample_line(flat.as_bytes()).expect("valid")).unwrap();
         assert_eq!(
             line,
             json!({"messages": [{"role": "user", "content": "hi"}], "ground_truth": "4", "solution": "x", "n": 3})
@@ -178,7 +178,7 @@ mod tests {
         ];
         for body in bodies {
             let fast = sample_line_fast(body.as_bytes()).expect("the fast path takes it");
-            let checked = sample_line_checked(body.as_bytes()).ok().expect("valid");
+            let checked = sample_line_checked(body.as_bytes()).expect("valid");
             let (a, b): (Value, Value) = (
                 serde_json::from_str(&fast).unwrap(),
                 serde_json::from_str(&checked).unwrap(),
