@@ -37,6 +37,9 @@ What it does:
        W  an evaluator that waits 100 ms (sleeps, as an LLM judge waits on the network),
           1,000 samples: rwb run --no-cache --concurrency 32 vs --concurrency 1 in the
           same invocation, rows identical                    (target <= 5 s, ~50 s at 1)
+       R  repeat = 5 (SPEC §16): the 100 ms waiting evaluator, 1,000 samples, rwb run
+          --no-cache --repeat 5 --concurrency 32 vs 5,000 single calls (the same samples
+          five times) at --concurrency 32                          (target <= 1.2)
        I  the slow evaluator made ~1.5 ms per call, N samples: rwb run --no-cache vs loop
                                                          (target <= 0.55)
        M  rwb run on 100*N samples (1,000,000) of which 61.8% are cached: the cache is
@@ -1091,6 +1094,38 @@ def scenario_waiting(bench, n):
             "note": "; ".join(x for x in notes if x)}
 
 
+REPEAT_K = 5
+
+
+def scenario_repeat(bench, n):
+    """R: K separate calls per sample cost K calls and no more: --repeat K over n samples
+    against n*K single calls, both at concurrency 32; every row has K scores."""
+    bench.log("\n[R] waiting evaluator (100 ms/call), %d samples --repeat %d vs %d single calls, "
+              "--concurrency %d --jobs %d" % (n, REPEAT_K, n * REPEAT_K, WAITING_CONCURRENCY, bench.jobs))
+    root = bench.workspace("ws_r_repeat_%d" % n, ["waiting"], n)
+    single = bench.tmp / ("ws_r_single_%d" % n)
+    (single / "metrics" / "waiting").mkdir(parents=True)
+    (single / "metrics" / "waiting" / "main.py").write_text(WAITING_EVALUATOR)
+    write_copies(bench.samples[n], single / "samples.jsonl", n * REPEAT_K)
+    concurrency = ("--concurrency", str(WAITING_CONCURRENCY))
+    many_s, _, many_rows, _, _ = bench.rwb_run(single, ["waiting"], n * REPEAT_K,
+                                               label="%d single calls" % (n * REPEAT_K), extra=concurrency)
+    rep_s, _, rep_rows, _, _ = bench.rwb_run(root, ["waiting"], n, label="--repeat %d" % REPEAT_K,
+                                             extra=concurrency + ("--repeat", str(REPEAT_K)))
+    problems = []
+    if any(len(r.get("scores") or []) != REPEAT_K or None in r["scores"] for r in rep_rows):
+        problems.append("a row without %d scores" % REPEAT_K)
+    ratio = rep_s / many_s
+    bench.log("  --repeat %d %.3f s, %d single calls %.3f s -> %.3f (target <= 1.2)"
+              % (REPEAT_K, rep_s, n * REPEAT_K, many_s, ratio))
+    for p in problems:
+        bench.log("  ! " + p)
+    notes = ["baseline = %d single calls in one run" % (n * REPEAT_K)] + problems + [_disturbed(bench)]
+    return {"scenario": "R repeat %d x %d, waiting 100 ms, concurrency %d" % (REPEAT_K, n, WAITING_CONCURRENCY),
+            "rwb": rep_s, "base": many_s, "ratio": "%.3f" % ratio, "target": "<= 1.2",
+            "ok": ratio <= 1.2 and not problems, "note": "; ".join(x for x in notes if x)}
+
+
 def scenario_i(bench, n):
     bench.log("\n[I] slow evaluator at ~%.2f ms/call, %d samples: rwb run --no-cache --jobs %d vs python loop"
               % (bench.slow_call * 1.5e3, n, bench.jobs))
@@ -1426,8 +1461,8 @@ def main():
     parser.add_argument("--text-form", action="store_true",
                         help="P: TRL's own prompt/completion text columns (needs prompt/completion samples "
                              "evaluated); without it the same texts as chat messages")
-    parser.add_argument("--only", default="ABCDEIMW",
-                        help="scenarios to run, e.g. AC (default ABCDEIMW; E runs E-H, the undecorated evaluator; "
+    parser.add_argument("--only", default="ABCDEIMWR",
+                        help="scenarios to run, e.g. AC (default ABCDEIMWR; E runs E-H, the undecorated evaluator; "
                              "M generates 1,000,000 samples, about 1 GB; P, not in the default, a 1,000,000-row "
                              "Parquet file and the same rows as JSONL; S, not in the default, a folder of 100 step "
                              "files against one JSONL)")
@@ -1449,6 +1484,7 @@ def main():
         scenarios = {"A": (scenario_a, small), "B": (scenario_b, large),
                      "C": (scenario_c, small), "D": (scenario_d, small), "E": (scenario_plain, large),
                      "W": (scenario_waiting, WAITING_SAMPLES),
+                     "R": (scenario_repeat, WAITING_SAMPLES),
                      "I": (scenario_i, small), "M": (scenario_m, 10 * large),
                      "P": (scenario_p, 10 * large), "S": (scenario_s, 10 * large)}
         for key in args.only.upper():

@@ -19,6 +19,7 @@ pub mod ship;
 pub mod sources;
 pub mod store;
 pub mod training;
+pub mod trust;
 pub mod ui;
 pub mod workbench;
 pub mod workspace;

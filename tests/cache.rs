@@ -84,6 +84,7 @@ fn rows_without_timings(run: &Run) -> Vec<serde_json::Value> {
         .into_iter()
         .map(|mut v| {
             v.as_object_mut().unwrap().remove("duration_ms");
+            v.as_object_mut().unwrap().remove("seconds");
             v
         })
         .collect()

@@ -139,6 +139,7 @@ fn comparable(run: &Run) -> Vec<Value> {
         .into_iter()
         .map(|mut r| {
             r.as_object_mut().unwrap().remove("duration_ms");
+            r.as_object_mut().unwrap().remove("seconds");
             if let Some(e) = r["error"].as_object_mut() {
                 e.remove("traceback");
             }

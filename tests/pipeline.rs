@@ -80,6 +80,7 @@ fn rows(ws: &Ws, args: &[&str]) -> Vec<Value> {
         .into_iter()
         .map(|mut r| {
             r.as_object_mut().unwrap().remove("duration_ms");
+            r.as_object_mut().unwrap().remove("seconds");
             r
         })
         .collect()

@@ -34,12 +34,23 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
     )
     .await;
     let first = check_calls::first_sample(&session.workspace.samples);
-    let total: usize = grouped
+    let mut total: usize = grouped
         .iter()
         .flat_map(|r| &r.breaks)
         .map(|(_, at)| at.len())
         .sum();
     let mut report = evaluator_reports(&session, &prepared, &grouped, &reasons);
+    let labels: Vec<&str> = session
+        .workspace
+        .samples
+        .iter()
+        .map(|f| f.label.as_str())
+        .collect();
+    for (e, r) in report.iter_mut().enumerate() {
+        let trust = super::check_trust::TrustReport::gather(&breaks, e, &labels);
+        total += trust.differs.len();
+        trust.into_json(r);
+    }
     // the call each evaluator made for the first sample it was checked on
     for (e, r) in report.iter_mut().enumerate() {
         let first = breaks
@@ -216,6 +227,7 @@ fn print_evaluator_report(r: &Value) {
     if let Some(warning) = r["warning"].as_str() {
         println!("  ⚠ {warning}");
     }
+    super::check_trust::print(r);
     for b in r["breaks"].as_array().into_iter().flatten() {
         let at: Vec<&str> = b["samples"]
             .as_array()

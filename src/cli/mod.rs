@@ -3,14 +3,17 @@
 
 mod check;
 mod check_calls;
+mod check_trust;
 mod deploy;
 mod deploy_targets;
 mod generate;
+mod human;
 mod init;
 mod output;
 mod preview;
 mod probe;
 mod progress;
+mod repeats;
 mod reward_rows;
 mod run;
 mod serve;
@@ -141,6 +144,14 @@ struct RunArgs {
     /// a local cluster); overrides rwb.toml's `[engine] ray`.
     #[arg(long, value_name = "ADDRESS", value_parser = parse_ray_address)]
     ray: Option<String>,
+    /// Exit 1 when an evaluator's agreement with the human labels (Cohen's kappa, or
+    /// Spearman for numeric labels) is below K.
+    #[arg(long, value_name = "K", allow_negative_numbers = true)]
+    min_agreement: Option<f64>,
+    /// Score every sample K times with K separate calls; the score is their mean
+    /// (overrides rwb.toml's `repeat`).
+    #[arg(long, value_name = "K", value_parser = parse_repeat, allow_negative_numbers = true)]
+    repeat: Option<usize>,
 }
 
 #[derive(Args, Debug)]
@@ -306,6 +317,17 @@ fn parse_ray_address(text: &str) -> Result<String, String> {
     }
 }
 
+/// `--repeat K`: a whole number from 1 to 1000.
+fn parse_repeat(text: &str) -> Result<usize, String> {
+    let max = crate::workspace::MAX_REPEAT;
+    match text.trim().parse::<i64>() {
+        Ok(k) if (1..=max).contains(&k) => Ok(k as usize),
+        _ => Err(format!(
+            "give the number of calls per sample, a whole number from 1 to {max} (1: once)"
+        )),
+    }
+}
+
 /// `--concurrency N`: a whole number from 1 to 256.
 fn parse_concurrency(text: &str) -> Result<usize, String> {
     let n: i64 = text
@@ -356,6 +378,8 @@ pub fn main() -> ExitCode {
                     baseline: None,
                     max_regressions: None,
                     ray: cli.ray,
+                    repeat: None,
+                    min_agreement: None,
                 };
                 block_on(run::run(args))
             }

@@ -5,6 +5,7 @@ use super::Format;
 use crate::insight::{attribute_compact, component_scores, EPSILON};
 use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
 use crate::runner::{Event, RunStats};
+use crate::trust::{self, RepeatBuilder, SecondsBuilder};
 use serde_json::json;
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
@@ -80,6 +81,10 @@ struct Row<'a> {
     epoch: Option<i64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     split: Option<&'a str>,
+    /// With human labels: the score and the label fall on either side of the
+    /// threshold (SPEC §16).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    disagrees: Option<bool>,
 }
 
 type Pending = (SampleRef, [u8; 16], Vec<Option<Outcome>>, usize);
@@ -162,6 +167,12 @@ pub struct Printer {
     pub training: Option<RewardRows>,
     /// Scores compared with those the samples' source logged.
     pub logged: crate::model::LoggedCmp,
+    /// Per evaluator: its evaluation times (SPEC §16's slow samples).
+    seconds: Vec<SecondsBuilder>,
+    /// Per evaluator: with `repeat = K`, the spread of its K scores.
+    pub repeats: Vec<Option<RepeatBuilder>>,
+    /// Human labels, when the workspace has some: agreement and `disagrees`.
+    pub human: Option<super::human::HumanLabels>,
 }
 
 impl Printer {
@@ -193,6 +204,9 @@ impl Printer {
             placements: Vec::new(),
             training: None,
             logged: crate::model::LoggedCmp::new(&names_for_logged, &[]),
+            seconds: vec![SecondsBuilder::default(); n],
+            repeats: vec![None; n],
+            human: None,
         }
     }
 
@@ -205,12 +219,19 @@ impl Printer {
             ..
         } = event;
         self.summaries[evaluator].add(&outcome);
+        self.seconds[evaluator].add(&at, &outcome);
+        if let Some(r) = self.repeats[evaluator].as_mut() {
+            r.add(&outcome);
+        }
         if outcome.is_error() {
             self.errors += 1;
         }
         let mut ready = std::mem::take(&mut self.ready);
         self.reorder.add(evaluator, at, hash, outcome, &mut ready);
         for sample in ready.drain(..) {
+            if let Some(h) = self.human.as_mut() {
+                h.add(sample.at.index, &sample.hash, &sample.outcomes);
+            }
             self.compare(&sample);
             if let Some(t) = self.training.as_mut() {
                 t.add(&sample);
@@ -292,6 +313,14 @@ impl Printer {
             step: facts.and_then(|f| f.step),
             epoch: facts.and_then(|f| f.epoch),
             split: facts.and_then(|f| f.split.as_deref()),
+            disagrees: self.human.as_ref().and_then(|h| {
+                let o = &sample.outcomes[i];
+                h.disagrees(
+                    sample.at.index,
+                    &sample.hash,
+                    o.score.filter(|_| !o.is_error()),
+                )
+            }),
         }
     }
 
@@ -303,7 +332,8 @@ impl Printer {
         text.clear();
         for i in 0..sample.outcomes.len() {
             let row = self.row(sample, i);
-            let _ = if self.baseline.is_some() || sample.at.facts.is_some() {
+            let _ = if self.baseline.is_some() || sample.at.facts.is_some() || self.human.is_some()
+            {
                 serde_json::to_writer(&mut text, &row)
             } else {
                 serde_json::to_writer(&mut text, &row.row)
@@ -333,6 +363,56 @@ impl Printer {
             b.regressions, b.name
         ));
         lines
+    }
+
+    /// Evaluator `i`'s `seconds` and, when repeated, `repeat` summary entries.
+    fn trust_summary(
+        &self,
+        i: usize,
+        rewards: Option<&Rewards>,
+    ) -> Vec<(&'static str, serde_json::Value)> {
+        let mut out = vec![(
+            "seconds",
+            serde_json::to_value(self.seconds[i].finish()).expect("summaries serialize"),
+        )];
+        if let Some(r) = &self.repeats[i] {
+            let sign = rewards.and_then(|r| r.sign_change);
+            out.push((
+                "repeat",
+                serde_json::to_value(r.finish(sign)).expect("summaries serialize"),
+            ));
+        }
+        if let Some(Some(a)) = self.agreements().get(i) {
+            out.push((
+                "agreement",
+                serde_json::to_value(a).expect("summaries serialize"),
+            ));
+        }
+        out
+    }
+
+    /// The table summary's lines of slow samples and repeats, per evaluator.
+    fn trust_lines(&self, rewards: Option<&Rewards>) -> Vec<String> {
+        let mut lines = Vec::new();
+        for (i, name) in self.names.iter().enumerate() {
+            lines.push(trust::seconds::describe(name, &self.seconds[i].finish()));
+            if let Some(r) = &self.repeats[i] {
+                let sign = rewards.and_then(|r| r.sign_change);
+                lines.push(trust::repeat::describe(name, &r.finish(sign)));
+            }
+            if let Some(Some(a)) = self.agreements().get(i) {
+                lines.push(format!("{name} {}", a.describe()));
+            }
+        }
+        lines
+    }
+
+    /// Each evaluator's agreement with the human labels (none without labels).
+    pub fn agreements(&self) -> Vec<Option<trust::agreement::Agreement>> {
+        match &self.human {
+            Some(h) => h.agreements(),
+            None => vec![None; self.names.len()],
+        }
     }
 
     pub fn summaries(&self) -> Vec<Summary> {
@@ -385,6 +465,11 @@ impl Printer {
                                 m.insert("steps".into(), steps);
                             }
                         }
+                        if let Some(m) = value.as_object_mut() {
+                            for (key, part) in self.trust_summary(i, rewards.as_ref()) {
+                                m.insert(key.into(), part);
+                            }
+                        }
                         (n.clone(), value)
                     })
                     .collect();
@@ -414,6 +499,9 @@ impl Printer {
                 );
                 if let Some(r) = &rewards {
                     let _ = writeln!(self.out, "{}", r.summary_line());
+                }
+                for line in self.trust_lines(rewards.as_ref()) {
+                    let _ = writeln!(self.out, "{line}");
                 }
                 let _ = self.write_error_list();
                 let _ = self.out.flush();

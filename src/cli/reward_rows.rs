@@ -23,6 +23,9 @@ pub struct RewardRows {
     scores: Vec<f64>,
     at: Vec<SampleRef>,
     places: Option<JoinHandle<Vec<Place>>>,
+    /// With `repeat = K` on some evaluator (K the largest): the scores of each repeat
+    /// index, laid out as `scores`, so that advantages are computed once per repeat.
+    pub repeats: Vec<Vec<f64>>,
 }
 
 /// The run's reward rows, computed.
@@ -34,6 +37,8 @@ pub struct Rewards {
     pub summary: SignalSummary,
     /// A group of another size than `group_size`, named (for stderr).
     pub warning: Option<String>,
+    /// With repeats: the share of samples whose advantage changes sign between them.
+    pub sign_change: Option<f64>,
 }
 
 /// One reward row as `--format jsonl` prints it.
@@ -84,6 +89,7 @@ impl RewardRows {
             scores: Vec::new(),
             at: Vec::new(),
             places,
+            repeats: Vec::new(),
         }
     }
 
@@ -95,6 +101,21 @@ impl RewardRows {
         for o in &sample.outcomes {
             let score = if failed { None } else { o.score };
             self.scores.push(score.unwrap_or(f64::NAN));
+        }
+        for (r, scores) in self.repeats.iter_mut().enumerate() {
+            // a repeat that failed on some evaluator stops the trainer for that repeat
+            let of = |o: &crate::model::Outcome| match &o.repeat {
+                Some(rep) => rep.scores.get(r).copied().flatten(),
+                None => o.score.filter(|_| !o.is_error()),
+            };
+            let failed = sample.outcomes.iter().any(|o| match &o.repeat {
+                Some(rep) => rep.scores.get(r).is_some_and(Option::is_none),
+                None => o.is_error(),
+            });
+            for o in &sample.outcomes {
+                let score = if failed { None } else { of(o) };
+                scores.push(score.unwrap_or(f64::NAN));
+            }
         }
         self.at.push(sample.at.clone());
     }
@@ -112,6 +133,23 @@ impl RewardRows {
         };
         let signal = training::compute(&self.settings, &self.weights, scores, &grouping);
         let with_advantage = self.settings.algorithm != training::Algorithm::None;
+        let sign_change = (with_advantage && !self.repeats.is_empty())
+            .then(|| {
+                let advantages: Vec<Vec<f64>> = self
+                    .repeats
+                    .iter()
+                    .map(|values| {
+                        let scores = training::Scores {
+                            values,
+                            evaluators: self.evaluators,
+                        };
+                        training::compute(&self.settings, &self.weights, scores, &grouping)
+                            .advantage
+                    })
+                    .collect();
+                crate::trust::repeat::share_sign_change(&advantages)
+            })
+            .flatten();
         let summary = training::summarize(&signal, &grouping, with_advantage);
         let warning = self
             .settings
@@ -124,6 +162,7 @@ impl RewardRows {
             signal,
             summary,
             warning,
+            sign_change,
         }
     }
 }

@@ -2,6 +2,7 @@
 
 use super::output::{BaselineCmp, Printer};
 use super::progress::Progress;
+use super::repeats::{fold_repeats, Repeats};
 use super::reward_rows::RewardRows;
 use super::{Fail, RunArgs, Session};
 use crate::runner::Event;
@@ -28,7 +29,12 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     if let Some(cluster) = session.join_ray(args.shared.jobs).await? {
         eprintln!("rwb: {}", cluster.describe());
     }
-    let prepared = session.prepare_all().await?;
+    let mut prepared = session.prepare_all().await?;
+    if let Some(k) = args.repeat {
+        for p in &mut prepared {
+            std::sync::Arc::make_mut(&mut p.spec).repeat = k;
+        }
+    }
     let names: Vec<String> = prepared.iter().map(|p| p.spec.name.clone()).collect();
     let labels: Vec<String> = session
         .workspace
@@ -71,18 +77,38 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         let threshold = session.workspace.config.threshold();
         printer.baseline = Some(load_baseline(store, name, &names, threshold)?);
     }
+    let threshold = session.workspace.config.threshold();
+    let repeats = Repeats::new(&prepared, threshold);
+    let (runs, of) = session.runner.expand_repeats(&prepared);
+    for (e, p) in prepared.iter().enumerate() {
+        if p.spec.repeat > 1 {
+            printer.repeats[e] = Some(crate::trust::RepeatBuilder::new(p.spec.repeat));
+        }
+    }
+    if let (Some(t), Some(k)) = (printer.training.as_mut(), repeats.as_ref().map(|r| r.most)) {
+        t.repeats = vec![Vec::new(); k];
+    }
+    let repeats = repeats.map(|r| r.with(of));
+    printer.human = super::human::HumanLabels::start(
+        &session.workspace.root,
+        &session.workspace.samples,
+        args.max_samples,
+        prepared.len(),
+        threshold,
+    );
+    let labelled = printer.human.is_some();
     let keep = args.save_baseline.is_some();
     let progress = Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
     let (tx, rx) = mpsc::unbounded_channel();
     let work = session.runner.run(
-        &prepared,
+        &runs,
         &session.workspace.samples,
         args.max_samples,
         session.use_cache,
-        args.baseline.is_some() || keep, // compared or saved by content hash
+        args.baseline.is_some() || keep || labelled, // compared, saved or labelled by content
         tx,
     );
-    let (batches, printing) = spawn_printing(printer, progress, keep)?;
+    let (batches, printing) = spawn_printing(printer, progress, keep, repeats)?;
     // The run yields every few hundred lines; the forwarder then takes everything
     // queued (no task budget), so a fully cached run never queues all its outcomes.
     let (stats, ()) = tokio::join!(work, tokio::task::unconstrained(forward(rx, batches)));
@@ -100,7 +126,9 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         Ok(stats) => (stats, None),
         Err(e) => (e.stats, Some(e.error.to_string())),
     };
+    let stats = fold_repeats(stats, &runs, &prepared);
     let errors = printer.errors;
+    let agreements = printer.agreements();
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);
     let summaries = printer.finish(&stats, started.elapsed().as_secs_f64());
     let scored: Vec<crate::store::Scored> = summaries
@@ -111,7 +139,9 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
             errors: s.errors,
         })
         .collect();
-    session.runner.record_versions(&prepared, &scored);
+    if runs.len() == prepared.len() {
+        session.runner.record_versions(&prepared, &scored);
+    }
     if let (Some(name), Some(store)) = (&args.save_baseline, &store) {
         save_baseline(store, name, &session, &names, &kept)?;
     }
@@ -119,7 +149,8 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         eprintln!("rwb: {e}");
         return Ok(ExitCode::from(2));
     }
-    let checks_failed = failed_checks(&args, &names, &summaries, regressions);
+    let checks_failed = failed_checks(&args, &names, &summaries, regressions)
+        | failed_agreement(args.min_agreement, &names, &agreements);
     let failed = errors > 0 || checks_failed;
     Ok(if failed {
         ExitCode::from(1)
@@ -151,6 +182,7 @@ fn spawn_printing(
     mut printer: Printer,
     mut progress: Progress,
     keep: bool,
+    mut repeats: Option<Repeats>,
 ) -> Result<(SyncSender<Vec<Event>>, JoinHandle<Printed>), Fail> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Event>>(PRINT_AHEAD);
     let thread = std::thread::Builder::new().name("rwb-print".into());
@@ -158,6 +190,13 @@ fn spawn_printing(
         .spawn(move || {
             let mut kept = Vec::new();
             for event in rx.into_iter().flatten() {
+                let event = match repeats.as_mut() {
+                    Some(r) => match r.add(event) {
+                        Some(event) => event,
+                        None => continue,
+                    },
+                    None => event,
+                };
                 let Event::Result {
                     evaluator,
                     hash,
@@ -257,6 +296,35 @@ fn save_baseline(
         store.path().display()
     );
     Ok(())
+}
+
+/// `--min-agreement K`: whether an evaluator's kappa (Spearman for numeric labels)
+/// is below K, or cannot be computed (said on stderr).
+fn failed_agreement(
+    min: Option<f64>,
+    names: &[String],
+    agreements: &[Option<crate::trust::agreement::Agreement>],
+) -> bool {
+    let Some(min) = min else { return false };
+    let mut failed = false;
+    for (name, a) in names.iter().zip(agreements) {
+        let what = match a {
+            Some(crate::trust::agreement::Agreement::Numeric { .. }) => "Spearman",
+            _ => "kappa",
+        };
+        match a.as_ref().and_then(|a| a.headline()) {
+            Some(x) if x >= min => {}
+            Some(x) => {
+                eprintln!("rwb: {name}: agreement with the human labels ({what} {x:.4}) is under --min-agreement {min}");
+                failed = true;
+            }
+            None => {
+                eprintln!("rwb: {name}: no agreement with human labels to compare with --min-agreement {min} (label samples with + and - in the workbench, or human = \"COLUMN\" in [samples.NAME])");
+                failed = true;
+            }
+        }
+    }
+    failed
 }
 
 /// `--fail-under` and `--max-regressions`: whether the run fails them (each failure

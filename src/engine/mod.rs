@@ -31,6 +31,11 @@ pub const PYTHON_FILES: &[(&str, &str)] = &[
     ),
     ("rwb_py/asyncs.py", include_str!("python/rwb_py/asyncs.py")),
     ("rwb_py/checks.py", include_str!("python/rwb_py/checks.py")),
+    ("rwb_py/audit.py", include_str!("python/rwb_py/audit.py")),
+    (
+        "rwb_py/swallowed.py",
+        include_str!("python/rwb_py/swallowed.py"),
+    ),
     (
         "rwb_py/concurrent.py",
         include_str!("python/rwb_py/concurrent.py"),

@@ -118,6 +118,10 @@ pub struct BatchLine {
     /// The call made for sample `i` (check mode, the first sample of a batch).
     #[serde(default)]
     pub call: Option<Vec<CallArg>>,
+    /// What the checked call of sample `i` scored, reached and swallowed (check
+    /// mode, SPEC §16): `{"score", "reaches": [...], "swallowed": [[type, at]]}`.
+    #[serde(default)]
+    pub trust: Option<serde_json::Value>,
     /// The worker is leaving after an interrupted evaluation (why, e.g. "timeout").
     #[serde(default)]
     pub retire: Option<String>,
@@ -221,6 +225,7 @@ impl BatchLine {
                 result_error: r.error,
                 duration_ms: 0.0,
                 output: None,
+                repeat: None,
             },
             (None, Some(e)) => Outcome::failed(e),
             (None, None) => Outcome::failed(EvalError::new(

@@ -220,7 +220,7 @@ impl Worker {
             }
             if let Some(id) = parsed.i {
                 if let Some(issues) = parsed.issues {
-                    return Next::Checked(id, issues, parsed.call);
+                    return Next::Checked(id, issues, parsed.call, parsed.trust);
                 }
                 return Next::Result(id, Box::new(parsed.into_outcome()));
             }
@@ -288,7 +288,12 @@ pub(super) fn bounded_seconds(seconds: f64) -> Duration {
 pub enum Next {
     Result(u64, Box<Outcome>),
     /// Contract breaks found for a sample (check mode).
-    Checked(u64, Vec<String>, Option<Vec<super::protocol::CallArg>>),
+    Checked(
+        u64,
+        Vec<String>,
+        Option<Vec<super::protocol::CallArg>>,
+        Option<serde_json::Value>,
+    ),
     /// The oldest batch in flight is answered.
     Done {
         files: Option<Vec<PathBuf>>,

@@ -669,6 +669,8 @@ mod tests {
             chat_template: Default::default(),
             call: None,
             trainer_args: Default::default(),
+            repeat: 1,
+            repeat_index: 0,
         };
         let command: serde_json::Value =
             serde_json::from_str(&engine.fork_command(1, &spec)).unwrap();

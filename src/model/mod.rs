@@ -413,6 +413,11 @@ pub struct EvaluatorSpec {
     /// `trainer_args = { ... }`: the trainer's own arguments a reward reads (handed
     /// as a namespace to ms-swift's constructors and slime's rewards).
     pub trainer_args: Map<String, Value>,
+    /// `repeat = K` / `--repeat K`: separate calls per sample (SPEC §16; 1: once).
+    pub repeat: usize,
+    /// Which of the K calls this spec makes (0 for the first, and for a spec that is
+    /// not repeated): part of the code key from 1 on, so each repeat is cached apart.
+    pub repeat_index: usize,
 }
 
 /// The most evaluations one worker keeps in flight (the slots of its mark page).
@@ -504,6 +509,19 @@ pub struct Outcome {
     /// What the evaluator printed while scoring this sample.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
+    /// With `repeat = K`: the K calls' scores and what they say together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeat: Option<Box<Repeated>>,
+}
+
+/// The K scores of a repeated evaluation (SPEC §16): `null` for a repeat that failed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Repeated {
+    pub scores: Vec<Option<f64>>,
+    /// Population std of the repeats that succeeded.
+    pub score_std: Option<f64>,
+    /// The scores fall on both sides of the threshold.
+    pub flips: bool,
 }
 
 impl Outcome {
@@ -518,6 +536,7 @@ impl Outcome {
             result_error: None,
             duration_ms: 0.0,
             output: None,
+            repeat: None,
         }
     }
 
@@ -533,6 +552,7 @@ impl Outcome {
             result_error: None,
             duration_ms: 0.0,
             output: None,
+            repeat: None,
         }
     }
 
@@ -579,9 +599,19 @@ pub struct ResultRow<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_error: &'a Option<String>,
     pub duration_ms: f64,
+    /// The evaluation's time in seconds (SPEC §16).
+    pub seconds: f64,
     /// What the evaluator printed for this sample (only when it printed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: &'a Option<String>,
+    /// With `repeat = K`: the K scores, their population std and whether they flip
+    /// (plain fields, not a flattened struct: serde writes a flattened row slower).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub scores: Option<&'a [Option<f64>]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub score_std: Option<Option<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub flips: Option<bool>,
 }
 
 impl<'a> ResultRow<'a> {
@@ -599,7 +629,11 @@ impl<'a> ResultRow<'a> {
             error: &o.error,
             result_error: &o.result_error,
             duration_ms: o.duration_ms,
+            seconds: o.duration_ms / 1000.0,
             output: &o.output,
+            scores: o.repeat.as_ref().map(|r| &r.scores[..]),
+            score_std: o.repeat.as_ref().map(|r| r.score_std),
+            flips: o.repeat.as_ref().map(|r| r.flips),
         }
     }
 }

@@ -420,6 +420,36 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// The evaluators of a run with each `repeat = K` evaluator made K (SPEC §16): the
+    /// r-th copy calls the same code with `repeat_index` r, so its results are cached
+    /// under a key of their own (the first under the evaluator's usual key), and
+    /// copies after the first are named `NAME#r` (1-based) for the pool's warm
+    /// workers and their messages. Also says, per returned evaluator, (the index of
+    /// the evaluator it repeats, its repeat index).
+    pub fn expand_repeats(&self, evaluators: &[Prepared]) -> (Vec<Prepared>, Vec<(usize, usize)>) {
+        let mut out = Vec::new();
+        let mut of = Vec::new();
+        for (e, p) in evaluators.iter().enumerate() {
+            for r in 0..p.spec.repeat.max(1) {
+                let mut copy = p.clone();
+                if r > 0 {
+                    let mut spec = (*p.spec).clone();
+                    spec.repeat_index = r;
+                    spec.name = format!("{}#{}", p.spec.name, r + 1);
+                    if let Some(memo) = &p.memo {
+                        copy.key = code_key(&self.identity, &spec, memo);
+                    }
+                    copy.spec = Arc::new(spec);
+                }
+                out.push(copy);
+                of.push((e, r));
+            }
+        }
+        (out, of)
+    }
+}
+
 /// Contract breaks of one evaluator on one sample.
 #[derive(Clone, Debug)]
 pub struct Breaks {
@@ -428,6 +458,9 @@ pub struct Breaks {
     pub issues: Vec<String>,
     /// The call the evaluator was given for this sample, when the worker showed it.
     pub call: Option<Vec<crate::engine::CallArg>>,
+    /// What the checked call scored, reached and swallowed (SPEC §16), and the score
+    /// a second worker process gave the same sample (`again`).
+    pub trust: Option<serde_json::Value>,
 }
 
 /// One evaluator's check: how many samples were checked, and each kind of break with
@@ -525,7 +558,11 @@ impl Runner {
                 continue; // its contract is checked where it runs
             }
             match self.pool.checkout(&p.spec, p.key).await {
-                Ok(worker) => self.check_with(e, p, worker, &samples, &mut out).await,
+                Ok(worker) => {
+                    let from = out.len();
+                    self.check_with(e, p, worker, &samples, &mut out).await;
+                    self.score_again(p, &samples, &mut out[from..]).await;
+                }
                 Err(err) => {
                     let error = crate::engine::spawn_error(&p.spec, err);
                     out.extend(every_sample_breaks(e, &samples, &error.message));
@@ -561,6 +598,55 @@ impl Runner {
     }
 }
 
+impl Runner {
+    /// Scores the checked samples again in a worker process of their own (never the
+    /// pool's: state one process kept must not carry over) and puts each score in its
+    /// break's `trust` as `again` (SPEC §16's "same input, same score?"). Batched
+    /// styles are left alone; a worker that cannot start leaves `again` out.
+    async fn score_again(&self, p: &Prepared, samples: &[SampleLine], checked: &mut [Breaks]) {
+        if p.style.is_some_and(|s| s.is_batched()) || checked.is_empty() {
+            return;
+        }
+        let Ok(mut worker) = self.engine().spawn_worker(&p.spec).await else {
+            return;
+        };
+        if worker.loaded.style.is_batched() {
+            return;
+        }
+        let mut scores: HashMap<u64, Option<f64>> = HashMap::new();
+        for chunk in samples.chunks(16) {
+            let jobs: Vec<(u64, &str)> =
+                chunk.iter().map(|s| (s.at.index as u64, &*s.raw)).collect();
+            if worker.send(&jobs, 1).await.is_err() {
+                return;
+            }
+            loop {
+                let deadline = tokio::time::Instant::now() + worker.patience() * 2;
+                match worker.next_message(deadline).await {
+                    crate::engine::Next::Result(id, outcome) => {
+                        scores.insert(id, outcome.score.filter(|_| !outcome.is_error()));
+                    }
+                    crate::engine::Next::Done { .. } => {
+                        worker.idle();
+                        break;
+                    }
+                    crate::engine::Next::Checked(..) => {}
+                    crate::engine::Next::Retired | crate::engine::Next::Dead(_) => return,
+                }
+            }
+        }
+        for b in checked {
+            let (Some(trust), Some(again)) = (
+                b.trust.as_mut().and_then(|t| t.as_object_mut()),
+                scores.get(&(b.at.index as u64)),
+            ) else {
+                continue;
+            };
+            trust.insert("again".into(), serde_json::json!(again));
+        }
+    }
+}
+
 /// The same issue for every sample (an evaluator that cannot be called at all).
 fn every_sample_breaks(e: usize, samples: &[SampleLine], issue: &str) -> Vec<Breaks> {
     samples
@@ -570,6 +656,7 @@ fn every_sample_breaks(e: usize, samples: &[SampleLine], issue: &str) -> Vec<Bre
             at: s.at.clone(),
             issues: vec![issue.to_string()],
             call: None,
+            trust: None,
         })
         .collect()
 }
@@ -589,7 +676,7 @@ async fn check_chunk(
     loop {
         let deadline = tokio::time::Instant::now() + worker.patience() * 2;
         match worker.next_message(deadline).await {
-            crate::engine::Next::Checked(id, issues, call) => {
+            crate::engine::Next::Checked(id, issues, call, trust) => {
                 answered += 1;
                 if let Some(s) = by_id.get(&id) {
                     out.push(Breaks {
@@ -597,6 +684,7 @@ async fn check_chunk(
                         at: s.at.clone(),
                         issues,
                         call,
+                        trust,
                     });
                 }
             }
@@ -632,6 +720,11 @@ fn code_key(identity: &str, spec: &EvaluatorSpec, memo: &ImportMemo) -> CodeKey 
         h.update(text.as_bytes());
         h.update(&[0]);
     };
+    // each repeat from the second on is cached apart (SPEC §16); the first shares
+    // the key of a run without `repeat`, so adding `repeat` reuses what is cached
+    if spec.repeat_index > 0 {
+        part(&mut h, &format!("repeat {}", spec.repeat_index));
+    }
     for text in [
         CACHE_VERSION,
         identity,

@@ -28,6 +28,8 @@ pub struct Mapping {
     pub logged: Vec<String>,
     /// `"conversational"`: a text completion is handed on as one assistant message.
     pub form: Option<String>,
+    /// The column holding a human label (a bool or a number) per sample (SPEC §16).
+    pub human: Option<String>,
 }
 
 impl Mapping {

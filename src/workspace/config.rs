@@ -134,6 +134,8 @@ pub struct EvaluatorConfig {
     pub solution_str: Option<String>,
     /// Evaluations in flight per worker (1 to 256; default 1).
     pub concurrency: Option<i64>,
+    /// Separate calls per sample, their mean the score (SPEC §16; default 1).
+    pub repeat: Option<i64>,
     /// Weight in the combined reward.
     pub weight: Option<f64>,
     /// The evaluator `POST /evaluate` serves.
@@ -278,6 +280,7 @@ impl Config {
         super::remote::check(&config, text)?;
         check_training(&config, text)?;
         check_calls(&config, text)?;
+        check_repeats(&config, text)?;
         Ok(config)
     }
 }
@@ -299,6 +302,25 @@ fn line_of(text: &str, table: Option<&str>, key: &str) -> Option<usize> {
         Some(i) => Some(start + i + 1),
         None => table.map(|_| start),
     }
+}
+
+/// The most calls per sample `repeat` may ask for.
+pub const MAX_REPEAT: i64 = 1000;
+
+/// Each `repeat = K` is a whole number from 1 to [`MAX_REPEAT`]; the error names the line.
+fn check_repeats(config: &Config, text: &str) -> Result<(), String> {
+    for (name, entry) in &config.evaluators {
+        let Some(k) = entry.repeat else { continue };
+        if !(1..=MAX_REPEAT).contains(&k) {
+            let line = line_of(text, Some(&format!("evaluators.{name}")), "repeat")
+                .map(|n| format!("line {n}: "))
+                .unwrap_or_default();
+            return Err(format!(
+                "{line}[evaluators.{name}] repeat = {k}: give the number of calls per sample, a whole number from 1 to {MAX_REPEAT} (1: once)"
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Each evaluator's `call` table is a description rwb can follow; the error names

@@ -195,6 +195,9 @@ fn discover(root: &Path, options: &Options) -> Resolved {
             let hf = path.is_dir()
                 && (path.join("state.json").is_file() || path.join("dataset_dict.json").is_file());
             let jsonl = path.is_file() && ext == "jsonl";
+            if name == crate::trust::labels::LABELS_FILE {
+                continue; // the workbench's human labels, never samples (SPEC §16)
+            }
             if !(hf || jsonl || (path.is_file() && FOREIGN.contains(&ext.as_str()))) {
                 continue;
             }

@@ -16,7 +16,7 @@ mod samples;
 pub mod template;
 mod watcher;
 
-pub use config::{Config, EvaluatorConfig, GenerateConfig, TrainingConfig};
+pub use config::{Config, EvaluatorConfig, GenerateConfig, TrainingConfig, MAX_REPEAT};
 pub use graders::inline_spec as grader_spec;
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
@@ -355,6 +355,8 @@ pub(crate) fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
         chat_template: Default::default(),
         call: None,
         trainer_args: Map::new(),
+        repeat: 1,
+        repeat_index: 0,
     }
 }
 
@@ -550,6 +552,9 @@ fn apply_evaluator_config(
         if overrides.concurrency.is_none() {
             spec.concurrency = n;
         }
+    }
+    if let Some(k) = entry.repeat {
+        spec.repeat = k.max(1) as usize; // checked when rwb.toml was read
     }
     if let Some(mode) = &entry.solution_str {
         spec.solution_str = SolutionStr::parse(mode).ok_or_else(|| {

@@ -260,6 +260,8 @@ mod tests {
             chat_template: Default::default(),
             call: None,
             trainer_args: Default::default(),
+            repeat: 1,
+            repeat_index: 0,
         }
     }
 

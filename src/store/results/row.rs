@@ -136,6 +136,7 @@ pub(super) fn decode(
             result_error: rest.result_error,
             duration_ms: row.get(5)?,
             output: rest.output,
+            repeat: None,
         })
     });
     Ok((id, hash, outcome.transpose()?))

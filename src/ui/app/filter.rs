@@ -40,6 +40,9 @@ pub enum Cond {
         op: Op,
         value: f64,
     },
+    /// `disagree`: some evaluator and the human label fall on either side of the
+    /// threshold (SPEC §16).
+    Disagree,
     /// Any evaluator failed on the sample.
     Error,
     /// A score differs from the baseline (or, without one, is stale).
@@ -85,6 +88,10 @@ pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond
         }
         if lower == "remote" {
             out.push(Cond::Remote);
+            continue;
+        }
+        if lower == "disagree" {
+            out.push(Cond::Disagree);
             continue;
         }
         if lower == "logged" {
@@ -191,6 +198,7 @@ impl App {
                 (0..self.evaluators.len()).any(|e| self.remote_differs(sample, e) == Some(true))
             }
             Cond::Logged { evaluator } => self.moved_from_log(index, *evaluator),
+            Cond::Disagree => self.disagrees(index),
             Cond::Signal { column, op, value } => self
                 .signal_value(index, *column)
                 .is_some_and(|s| op.test(s, *value)),
@@ -222,7 +230,10 @@ impl App {
                 |i: usize| match (SignalColumn::from_sort_index(e), logged_sort_evaluator(e)) {
                     (Some(column), _) => self.signal_value(i, column),
                     (None, Some(logged)) => self.logged_sort_value(i, logged),
-                    (None, None) => self.samples[i].cells.get(e).and_then(|c| c.score()),
+                    (None, None) => match super::time_sort_evaluator(e) {
+                        Some(timed) => self.time_sort_value(i, timed),
+                        None => self.samples[i].cells.get(e).and_then(|c| c.score()),
+                    },
                 };
             view.sort_by(|&a, &b| {
                 let (sa, sb) = (value(a), value(b));

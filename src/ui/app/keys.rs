@@ -213,6 +213,9 @@ impl App {
             | Action::DropColumn
             | Action::CopyUrl => return self.ship_action(action),
             Action::Generate => return self.generate(),
+            Action::LabelPass => return self.label_selected(Some(true)),
+            Action::LabelFail => return self.label_selected(Some(false)),
+            Action::LabelClear => return self.label_selected(None),
             Action::Back => self.back(),
         }
         Vec::new()
@@ -221,7 +224,7 @@ impl App {
     /// `s`: sorts by the selected evaluator, descending, then ascending; when it has a
     /// logged counterpart, then by its |Δ| against the log, largest first; with
     /// `[training]`, then by the advantage and by the reward, descending and
-    /// ascending; then not.
+    /// ascending; then by its evaluation time, slowest first; then not.
     fn cycle_sort(&mut self) {
         let mut order = vec![(self.evaluator, true), (self.evaluator, false)];
         if self.logged_pair(self.evaluator).is_some() {
@@ -233,6 +236,8 @@ impl App {
                 order.push((column.sort_index(), false));
             }
         }
+        // slowest first: the input that hangs the reward (SPEC §16)
+        order.push((super::time_sort_index(self.evaluator), true));
         self.sort = match self
             .sort
             .and_then(|now| order.iter().position(|o| *o == now))

@@ -10,6 +10,7 @@ mod generation;
 #[cfg(test)]
 mod generation_tests;
 mod keys;
+mod labels;
 mod logged;
 mod message;
 mod overlays;
@@ -18,6 +19,7 @@ mod samples;
 mod screen;
 mod ship;
 mod signal;
+mod slow;
 mod stats;
 mod text_match;
 
@@ -34,6 +36,7 @@ pub use samples::{Cell, EvaluatorInfo, Kept, Lines, MemoryLines, RunState, Sampl
 pub use screen::{content_text, ScrollLimits, Shown, Source};
 pub use ship::{Ship, ShipMsg, TunnelKey};
 pub use signal::{Member, SignalColumn, TrainingView};
+pub use slow::{time_sort_evaluator, time_sort_index};
 pub use stats::{EvaluatorStats, HISTOGRAM_BINS};
 
 use super::keymap::{Action, Keymap};
@@ -93,6 +96,12 @@ pub enum Effect {
     },
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
+    /// Keep (or clear, `None`) the human label of the sample with this content key
+    /// in `labels.jsonl`.
+    SaveLabel {
+        key: [u8; 16],
+        label: Option<crate::trust::agreement::Label>,
+    },
     /// Ask the policy server (`[generate]`) for more completions of this sample's
     /// prompt: the sample's line, its samples file, and how many its rollout group
     /// holds (the new completions are indices past them). Answered by
@@ -156,6 +165,8 @@ pub enum Msg {
     /// `[training]` (at start and after `rwb.toml` changed): how the trainer turns
     /// rewards into advantages, or `None` without the section.
     Training(Option<crate::training::Settings>),
+    /// The workspace's human labels (`labels.jsonl`, SPEC §16), at start.
+    Labels(crate::trust::labels::Labels),
     /// Time to bring up to date what results streaming in left for later (see
     /// [`App::deferred`]): the live loop sends it at most a few times a second.
     Refresh,
@@ -263,6 +274,8 @@ pub struct App {
     /// The baseline or the samples changed since its advantages were computed.
     pinned_stale: bool,
     pub history: Option<History>,
+    /// Human labels by sample content key (`+`/`-`/`0`, `labels.jsonl`).
+    pub labels: crate::trust::labels::Labels,
     pub report: Option<(String, Vec<String>)>,
     /// Bumped whenever scores or the baseline change (what derived views key on).
     revision: u64,
@@ -375,6 +388,7 @@ impl App {
             signal_stale: true,
             pinned_stale: true,
             history: None,
+            labels: Default::default(),
             report: None,
             revision: 0,
             rank_memo: None,
@@ -557,6 +571,11 @@ impl App {
             Msg::Source(source) => self.source = Some(source),
             Msg::Generation(m) => self.on_generation(m),
             Msg::Training(settings) => self.set_training(settings),
+            Msg::Labels(labels) => {
+                self.labels = labels;
+                self.stats_stale = true;
+                self.view_stale = true;
+            }
         }
     }
 

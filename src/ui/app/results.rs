@@ -83,6 +83,7 @@ impl App {
             None => Box::default(),
         };
         let score = outcome.score;
+        let seconds = crate::trust::seconds_of(&outcome);
         let whole = self.keeps_whole(evaluator, &outcome);
         let selected = self.selected() == Some(sample) && self.evaluator == evaluator;
         let outcome = (whole || selected).then(|| self.share_error(evaluator, outcome));
@@ -105,6 +106,7 @@ impl App {
         cell.parts = parts;
         cell.outcome = Some(Kept {
             score,
+            seconds,
             full: outcome.filter(|_| whole),
         });
         cell.stale = false;

@@ -47,6 +47,8 @@ pub struct Cell {
 #[derive(Clone, Debug)]
 pub struct Kept {
     pub score: Option<f64>,
+    /// The evaluation's seconds ([`crate::trust::seconds_of`]: infinite for a timeout).
+    pub seconds: f64,
     pub full: Option<Arc<Outcome>>,
 }
 

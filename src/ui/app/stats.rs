@@ -36,6 +36,10 @@ pub struct EvaluatorStats {
     pub zero_std: Option<f64>,
     /// Each component's share of the score's variation.
     pub shares: Vec<(String, f64)>,
+    /// Evaluation times: p50, p95, max, the five slowest, timeouts (SPEC §16).
+    pub seconds: crate::trust::SecondsSummary,
+    /// Agreement with the human labels, when some sample has one.
+    pub agreement: Option<crate::trust::agreement::Agreement>,
 }
 
 impl App {
@@ -79,6 +83,8 @@ impl App {
             all_zero,
             all_one,
             constant: self.constant_metrics(evaluator),
+            seconds: self.seconds_summary(evaluator),
+            agreement: self.agreement(evaluator),
             groups: self.group_summary(evaluator),
             alone: self.samples_alone(),
             zero_std: self

@@ -63,7 +63,13 @@ fn list_title(app: &App, ctx: &Ctx) -> Line<'static> {
                 .evaluators
                 .get(e)
                 .map(|info| format!("{} |Δ log|", info.name)),
-            (None, None) => app.evaluators.get(e).map(|info| info.name.clone()),
+            (None, None) => match crate::ui::app::time_sort_evaluator(e) {
+                Some(timed) => app
+                    .evaluators
+                    .get(timed)
+                    .map(|info| format!("{} seconds", info.name)),
+                None => app.evaluators.get(e).map(|info| info.name.clone()),
+            },
         };
         if let Some(name) = name {
             title.push(Span::styled(

@@ -67,6 +67,15 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
         ),
     ]));
     lines.push(histogram(&stats.bins, ctx));
+    for line in seconds_lines(&stats.seconds) {
+        lines.push(Line::styled(line, Style::default().fg(p.muted)));
+    }
+    if let Some(a) = &stats.agreement {
+        lines.push(Line::styled(
+            format!("  {}", a.describe()),
+            Style::default().fg(p.fg),
+        ));
+    }
     let mut warnings = Vec::new();
     if stats.scored > 0 {
         if stats.all_zero {
@@ -157,6 +166,32 @@ fn thousands(n: usize) -> String {
         out.push(d);
     }
     out
+}
+
+/// "  seconds p50 0.101  p95 0.240  max 0.300 · 1 timeout", then "  slowest: #5
+/// 0.300 · #2 0.120 …" (nothing before anything was evaluated).
+fn seconds_lines(s: &crate::trust::SecondsSummary) -> Vec<String> {
+    if s.max.is_none() && s.timeouts == 0 {
+        return Vec::new();
+    }
+    let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+    let mut lines = vec![format!(
+        "  seconds p50 {}  p95 {}  max {} · {} timeout{}",
+        f(s.p50),
+        f(s.p95),
+        f(s.max),
+        s.timeouts,
+        if s.timeouts == 1 { "" } else { "s" }
+    )];
+    if !s.slowest.is_empty() {
+        let slowest: Vec<String> = s
+            .slowest
+            .iter()
+            .map(|x| format!("#{} {:.3}", x.sample, x.seconds))
+            .collect();
+        lines.push(format!("  slowest: {}", slowest.join(" · ")));
+    }
+    lines
 }
 
 /// With `[training]`: the combined reward's learning signal, as the trainer sees it.

@@ -6,6 +6,7 @@ identical call that returns something else).
 
 import json
 
+from .audit import Recording
 from .results import InvalidResult, _as_result, _describe
 from .timeouts import EvalTimeout
 
@@ -32,7 +33,8 @@ def run(worker, batch):
         else:
             for n, (ident, sample) in enumerate(samples):
                 preview = _preview(worker, sample, copy) if n == 0 else None
-                message = {"i": ident, "issues": _check_pointwise(worker, sample, copy)}
+                trust = {}
+                message = {"i": ident, "issues": _check_pointwise(worker, sample, copy, trust), "trust": trust}
                 if preview is not None:
                     message["call"] = preview
                 worker.send_result(message)
@@ -52,12 +54,37 @@ def _preview(worker, sample, copy):
         return None
 
 
-def _call_for_check(worker, kwargs):
+def _watched_call(worker, kwargs, trust):
+    """_call_for_check, recording what the call reached (audit hooks) and the
+    exceptions swallowed in the project's files, and the score it gave, in `trust`
+    (SPEC §16)."""
+    from .swallowed import Watch
+
+    watch = Watch(worker.roots)
+    raised = []
+    with Recording() as reached:
+        with watch:
+            value, error = _call_for_check(worker, kwargs, raised)
+    trust["reaches"] = reached
+    trust["swallowed"] = watch.result(raised[0] if raised else None)
+    score = None
+    if error is None:
+        try:
+            score = worker.caller.result(value)["score"]
+        except BaseException:
+            score = None
+    trust["score"] = score if isinstance(score, (int, float)) and score == score else None
+    return value, error
+
+
+def _call_for_check(worker, kwargs, raised=None):
     try:
         return worker.evaluation.call(worker.caller.fn, kwargs), None
     except EvalTimeout:
         return None, "did not return within %g s" % worker.evaluation.timeout
     except BaseException as exc:
+        if raised is not None:
+            raised.append(exc)
         return None, "raised %s: %s" % (type(exc).__name__, str(exc).splitlines()[0] if str(exc) else "")
 
 
@@ -86,10 +113,10 @@ def _check_value(caller, value):
     return issues
 
 
-def _check_pointwise(worker, sample, copy):
+def _check_pointwise(worker, sample, copy, trust):
     kwargs = worker.caller.arguments(copy.deepcopy(sample))
     before = copy.deepcopy(kwargs)
-    first, error = _call_for_check(worker, kwargs)
+    first, error = _watched_call(worker, kwargs, trust)
     if error:
         return [error]
     issues = []

@@ -72,7 +72,36 @@ fn sort_cycles_descending_ascending_off_and_keeps_the_selection() {
     app.update(key('s'));
     assert_eq!(app.view, vec![0, 1, 2, 3, 4]);
     app.update(key('s'));
+    assert_eq!(app.sort, Some((time_sort_index(0), true)), "then by time");
+    app.update(key('s'));
     assert_eq!(app.sort, None);
+}
+
+#[test]
+fn the_time_sort_puts_the_slowest_sample_and_a_timeout_first() {
+    let mut app = app();
+    let took = |ms: f64| {
+        let mut o = scored(0.5);
+        o.duration_ms = ms;
+        o
+    };
+    for (i, ms) in [(0, 5.0), (1, 300.0), (2, 1.0), (3, 40.0)] {
+        app.update(result(0, i, took(ms)));
+    }
+    let mut timeout = Outcome::failed(EvalError::new(crate::model::kinds::TIMEOUT, "30 s"));
+    timeout.duration_ms = 30000.0;
+    app.update(result(0, 4, Box::new(timeout)));
+    app.sort = Some((time_sort_index(0), true));
+    app.refresh_view();
+    assert_eq!(app.view, vec![4, 1, 3, 0, 2]);
+    let s = app.seconds_summary(0);
+    assert_eq!(s.timeouts, 1);
+    assert_eq!((s.p50, s.p95, s.max), (Some(0.005), Some(0.3), Some(0.3)));
+    let slowest: Vec<usize> = s.slowest.iter().map(|x| x.sample).collect();
+    assert_eq!(slowest, vec![1, 3, 0, 2]);
+    app.update(key('v'));
+    let stats = &app.stats_report.as_ref().expect("computed when v opens")[0];
+    assert_eq!(stats.seconds, s);
 }
 
 #[test]

@@ -142,17 +142,27 @@ fn the_sort_cycle_orders_by_the_distance_from_the_log() {
     assert_eq!(app.sort, Some((logged_sort_index(1), true)));
     assert_eq!(app.view, vec![3, 1, 5, 0, 2, 4]);
     app.update(key('s'));
+    assert_eq!(app.sort, Some((time_sort_index(1), true)), "then by time");
+    app.update(key('s'));
     assert_eq!(app.sort, None, "then off (no [training])");
     // an evaluator without a counterpart has no |Δ| step in the cycle
     app.update(Msg::Config(Settings::default()));
     app.evaluator = 0; // fmt
-    let order: Vec<_> = (0..3)
+    let order: Vec<_> = (0..4)
         .map(|_| {
             app.update(key('s'));
             app.sort
         })
         .collect();
-    assert_eq!(order, vec![Some((0, true)), Some((0, false)), None]);
+    assert_eq!(
+        order,
+        vec![
+            Some((0, true)),
+            Some((0, false)),
+            Some((time_sort_index(0), true)),
+            None
+        ]
+    );
 }
 
 #[test]

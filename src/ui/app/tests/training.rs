@@ -77,6 +77,8 @@ fn the_list_sorts_and_filters_by_advantage_and_reward() {
     app.update(key('s'));
     assert_eq!(app.sort, Some((SignalColumn::Reward.sort_index(), false)));
     app.update(key('s'));
+    assert_eq!(app.sort, Some((time_sort_index(0), true)), "then by time");
+    app.update(key('s'));
     assert_eq!(app.sort, None, "then unsorted");
     app.set_filter("adv<0".into());
     assert_eq!(app.view, vec![0]);

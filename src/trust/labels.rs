@@ -1,0 +1,142 @@
+//! `labels.jsonl` in the workspace: the labels a human gave in the workbench, one
+//! `{"key", "label", "time"}` line per sample content key (SPEC §16). A clear
+//! rewrites the file without the entry; a damaged line is named and skipped, the
+//! good ones kept. It is never read as a samples file.
+
+use super::agreement::Label;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The file's name in the workspace.
+pub const LABELS_FILE: &str = "labels.jsonl";
+
+/// Labels by sample content key.
+pub type Labels = HashMap<[u8; 16], Label>;
+
+/// A content key as `labels.jsonl` writes it (hex).
+pub fn key_text(key: &[u8; 16]) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn key_of(text: &str) -> Option<[u8; 16]> {
+    if text.len() != 32 || !text.is_ascii() {
+        return None;
+    }
+    let mut key = [0u8; 16];
+    for (i, k) in key.iter_mut().enumerate() {
+        *k = u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok()?;
+    }
+    Some(key)
+}
+
+/// Reads the labels of `text` (the file's content, `file` its name for messages):
+/// the later line for a key wins; each damaged line is a warning naming it.
+pub fn parse(text: &str, file: &str) -> (Labels, Vec<String>) {
+    let mut labels = Labels::new();
+    let mut warnings = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let parsed: Option<serde_json::Value> = serde_json::from_str(line).ok();
+        let key = parsed.as_ref().and_then(|v| key_of(v["key"].as_str()?));
+        let label = parsed.as_ref().map(|v| &v["label"]);
+        match (key, label.and_then(Label::from_json)) {
+            (Some(k), Some(l)) => {
+                labels.insert(k, l);
+            }
+            (Some(_), None) if label.is_some() => warnings.push(format!(
+                "{file}:{}: the label {} is neither a bool nor a number: line skipped",
+                i + 1,
+                label.map(|l| l.to_string()).unwrap_or_default()
+            )),
+            _ => warnings.push(format!(
+                "{file}:{}: not a {{\"key\", \"label\", \"time\"}} line: skipped (the other lines are kept)",
+                i + 1
+            )),
+        }
+    }
+    (labels, warnings)
+}
+
+/// The workspace's labels (none when the file does not exist).
+pub fn load(root: &Path) -> (Labels, Vec<String>) {
+    let path = root.join(LABELS_FILE);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => parse(&text, &path.display().to_string()),
+        Err(_) => (Labels::new(), Vec::new()),
+    }
+}
+
+/// Sets (`Some`) or clears (`None`) the label of `key`: a set appends a line, a
+/// clear rewrites the file without the key's lines (keeping every other line as it
+/// was, damaged ones too: nothing is lost).
+pub fn save(root: &Path, key: &[u8; 16], label: Option<Label>, time: f64) -> std::io::Result<()> {
+    use std::io::Write;
+    let path = root.join(LABELS_FILE);
+    let hex = key_text(key);
+    match label {
+        Some(label) => {
+            let line = serde_json::json!({"key": hex, "label": label, "time": time});
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)?;
+            writeln!(f, "{line}")
+        }
+        None => {
+            let text = match std::fs::read_to_string(&path) {
+                Ok(t) => t,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+                Err(e) => return Err(e),
+            };
+            let kept: String = text
+                .lines()
+                .filter(|l| {
+                    let v: Option<serde_json::Value> = serde_json::from_str(l).ok();
+                    v.as_ref().and_then(|v| v["key"].as_str()) != Some(hex.as_str())
+                })
+                .map(|l| format!("{l}\n"))
+                .collect();
+            let tmp = path.with_extension("jsonl.tmp");
+            std::fs::write(&tmp, kept)?;
+            std::fs::rename(tmp, path)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_damaged_line_is_named_and_the_good_ones_are_kept() {
+        let k = key_text(&[7; 16]);
+        let j = key_text(&[8; 16]);
+        let text = format!(
+            "{{\"key\":\"{k}\",\"label\":true,\"time\":1}}\nnot json\n{{\"key\":\"{j}\",\"label\":\"yes\",\"time\":2}}\n{{\"key\":\"{j}\",\"label\":0.25,\"time\":3}}\n"
+        );
+        let (labels, warnings) = parse(&text, "labels.jsonl");
+        assert_eq!(labels.get(&[7; 16]), Some(&Label::Pass(true)));
+        assert_eq!(labels.get(&[8; 16]), Some(&Label::Number(0.25)));
+        assert_eq!(
+            warnings,
+            [
+                "labels.jsonl:2: not a {\"key\", \"label\", \"time\"} line: skipped (the other lines are kept)",
+                "labels.jsonl:3: the label \"yes\" is neither a bool nor a number: line skipped"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_clear_rewrites_the_file_without_the_key() {
+        let dir = tempfile::tempdir().unwrap();
+        save(dir.path(), &[1; 16], Some(Label::Pass(true)), 1.0).unwrap();
+        save(dir.path(), &[2; 16], Some(Label::Pass(false)), 2.0).unwrap();
+        save(dir.path(), &[1; 16], None, 3.0).unwrap();
+        let (labels, warnings) = load(dir.path());
+        assert!(warnings.is_empty());
+        assert_eq!(labels.len(), 1);
+        assert_eq!(labels.get(&[2; 16]), Some(&Label::Pass(false)));
+    }
+}
