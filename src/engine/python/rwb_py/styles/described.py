@@ -484,6 +484,9 @@ def describe_value(value, width=48):
         kind = "dict{%s}" % ", ".join(map(str, list(value)[:6])) + ("…" if len(value) > 6 else "")
     if isinstance(value, str):
         text = value
+    elif callable(value) and not isinstance(value, type) and type(value).__repr__ is object.__repr__:
+        # a callback handed to the function (TRL's log_extra): its kind, not an address
+        text = "a callable %s" % kind
     else:
         try:
             text = repr(value)
