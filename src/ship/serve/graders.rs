@@ -68,28 +68,28 @@ fn openai_error(status: StatusCode, message: String, param: Option<String>) -> R
 
 /// The request's grader, checked: a 400 naming the JSON path (from the request's
 /// root: `grader.graders.sim.evaluation_metric`) otherwise.
-fn checked(body: &[u8]) -> Result<Value, Response> {
+fn checked(body: &[u8]) -> Result<Value, Box<Response>> {
     let parsed: Value = serde_json::from_slice(body).map_err(|e| {
-        openai_error(
+        Box::new(openai_error(
             StatusCode::BAD_REQUEST,
             format!("the body is not JSON: {e}"),
             None,
-        )
+        ))
     })?;
     let Some(g) = parsed.get("grader") else {
-        return Err(openai_error(
+        return Err(Box::new(openai_error(
             StatusCode::BAD_REQUEST,
             "Missing required parameter: 'grader'.".into(),
             Some("grader".into()),
-        ));
+        )));
     };
     if let Err(p) = grader::check(g) {
         let param = format!("grader{}", &p.path[1..]);
-        return Err(openai_error(
+        return Err(Box::new(openai_error(
             StatusCode::BAD_REQUEST,
             format!("Invalid grader: {param}: {}", p.message),
             Some(param),
-        ));
+        )));
     }
     Ok(parsed)
 }
@@ -97,7 +97,7 @@ fn checked(body: &[u8]) -> Result<Value, Response> {
 pub(super) async fn validate(body: axum::body::Bytes) -> Response {
     match checked(&body) {
         Ok(parsed) => Json(json!({"grader": parsed["grader"]})).into_response(),
-        Err(refused) => refused,
+        Err(refused) => *refused,
     }
 }
 
@@ -105,7 +105,7 @@ pub(super) async fn run(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -
     let started = Instant::now();
     let parsed = match checked(&body) {
         Ok(p) => p,
-        Err(refused) => return refused,
+        Err(refused) => return *refused,
     };
     let g = &parsed["grader"];
     let Some(model_sample) = parsed.get("model_sample").and_then(Value::as_str) else {
