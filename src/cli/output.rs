@@ -173,6 +173,10 @@ pub struct Printer {
     pub repeats: Vec<Option<RepeatBuilder>>,
     /// Human labels, when the workspace has some: agreement and `disagrees`.
     pub human: Option<super::human::HumanLabels>,
+    /// The last folder member's label as rows show it (its file's index, its name in
+    /// the facts, the label): a folder's rows come file after file, and are not
+    /// given a label of their own each.
+    member: Option<(usize, String, String)>,
 }
 
 impl Printer {
@@ -207,6 +211,7 @@ impl Printer {
             seconds: vec![SecondsBuilder::default(); n],
             repeats: vec![None; n],
             human: None,
+            member: None,
         }
     }
 
@@ -301,8 +306,14 @@ impl Printer {
         );
         if let Some(member) = facts.and_then(|f| f.file.as_deref()) {
             // a folder's or glob's row names its own file
-            row.file =
-                crate::sources::files::member_label(&self.labels[sample.at.file], member).into();
+            row.file = match &self.member {
+                Some((file, name, label)) if *file == sample.at.file && name == member => {
+                    label.as_str().into()
+                }
+                _ => {
+                    crate::sources::files::member_label(&self.labels[sample.at.file], member).into()
+                }
+            };
         }
         Row {
             row,
@@ -328,6 +339,7 @@ impl Printer {
     /// (without a baseline, the plain [`ResultRow`]: the bytes of [`Row`] without the
     /// cost of its flattening).
     fn write_jsonl(&mut self, sample: &SampleResults) {
+        self.note_member(sample);
         let mut text = std::mem::take(&mut self.line);
         text.clear();
         for i in 0..sample.outcomes.len() {
@@ -342,6 +354,19 @@ impl Printer {
         }
         let _ = self.out.write_all(&text);
         self.line = text;
+    }
+
+    /// Keeps the label of the folder member `sample` came from, when it is another
+    /// than the last one's.
+    fn note_member(&mut self, sample: &SampleResults) {
+        let Some(name) = sample.at.facts.as_deref().and_then(|f| f.file.as_deref()) else {
+            return;
+        };
+        let file = sample.at.file;
+        if !matches!(&self.member, Some((f, n, _)) if *f == file && n == name) {
+            let label = crate::sources::files::member_label(&self.labels[file], name);
+            self.member = Some((file, name.to_string(), label));
+        }
     }
 
     /// One line per evaluator: what changed against the baseline, and through what.
