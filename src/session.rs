@@ -110,7 +110,10 @@ impl Session {
             None
         } else {
             match Store::open(&workspace.root) {
-                Ok(s) => Some(Arc::new(s)),
+                Ok(s) => {
+                    rekey_store(&s, &workspace);
+                    Some(Arc::new(s))
+                }
                 Err(e) => {
                     eprintln!("rwb: {e}; continuing without the cache");
                     None
@@ -156,4 +159,58 @@ impl Session {
         }
         Ok(out)
     }
+}
+
+/// Brings a store an older rwb wrote to the current line keys (see
+/// [`crate::store::LINE_KEYS`]), once: every line of the workspace's samples is
+/// hashed both ways, and the cached results, baselines and `labels.jsonl` entries of
+/// those lines move to their new key. What no line re-keys is kept under its old
+/// key, and one line on stderr says what happened. A failure leaves the store as it
+/// was (the next run tries again): the run goes on, evaluating what it cannot find.
+pub fn rekey_store(store: &Store, workspace: &Workspace) {
+    if store.line_keys_current() {
+        return;
+    }
+    let mut keys = std::collections::HashMap::new();
+    for line in crate::workspace::SamplesReader::unhashed(&workspace.samples).flatten() {
+        if line.bad.is_none() {
+            keys.insert(
+                crate::workspace::legacy_hash_line(&line.raw),
+                crate::workspace::hash_line(&line.raw),
+            );
+        }
+    }
+    if keys.is_empty() {
+        return; // nothing to re-key from (no samples in hand): another run will
+    }
+    let done = match store.rekey_lines(&keys) {
+        Ok(done) => done,
+        Err(e) => {
+            eprintln!("rwb: {e}: the cache keeps its old line keys for now");
+            return;
+        }
+    };
+    let labels = crate::trust::labels::rekey(&workspace.root, &keys).unwrap_or_else(|e| {
+        eprintln!("rwb: labels.jsonl: {e}: its labels keep their old keys");
+        0
+    });
+    let mut note = format!(
+        "rwb: the cache moved to rwb's new line keys: {} results, {} baseline rows and {} labels re-keyed from the {} samples in hand",
+        done.results,
+        done.baseline_rows,
+        labels,
+        keys.len()
+    );
+    if done.results_left > 0 {
+        note += &format!(
+            "; {} results of other lines keep their old keys (those lines are evaluated again should they come back)",
+            done.results_left
+        );
+    }
+    for (name, left) in &done.baselines_left {
+        note += &format!(
+            "; baseline {name:?}: {left} rows of lines not in these samples keep their old keys (kept, matching no line now)"
+        );
+    }
+    eprintln!("{note}");
 }

@@ -711,3 +711,137 @@ fn a_line_rewritten_in_place_right_after_a_run_is_evaluated_again() {
     );
     assert_eq!(edited.row(1, "says_yes")["score"], 1.0);
 }
+
+/// Turns the workspace's store into what rwb wrote before the store's schema 8: every
+/// sample keyed by the first 16 bytes of its line's BLAKE3 hash, no `store_info`, no
+/// `old_keys`, schema 7, and the line memos of that format gone.
+fn make_legacy_store(ws: &Ws, lines: &[&str]) {
+    let by_new: std::collections::HashMap<[u8; 16], [u8; 16]> = lines
+        .iter()
+        .map(|l| {
+            let new = xxhash_rust::xxh3::xxh3_128(l.trim().as_bytes()).to_le_bytes();
+            let old: [u8; 16] = blake3::hash(l.trim().as_bytes()).as_bytes()[..16]
+                .try_into()
+                .unwrap();
+            (new, old)
+        })
+        .collect();
+    let db = rusqlite::Connection::open(Store::path_for(ws.path())).unwrap();
+    let mut rows: Vec<(i64, Vec<u8>)> = Vec::new();
+    {
+        let mut stmt = db.prepare("SELECT row, sample_hash FROM results").unwrap();
+        let found = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+        rows.extend(found.map(|r| r.unwrap()));
+    }
+    assert!(!rows.is_empty());
+    for (row, hash) in rows {
+        let old = by_new[&<[u8; 16]>::try_from(hash.as_slice()).unwrap()];
+        db.execute(
+            "UPDATE results SET sample_hash = ?2 WHERE row = ?1",
+            rusqlite::params![row, &old[..]],
+        )
+        .unwrap();
+    }
+    let mut base: Vec<(String, String, Vec<u8>)> = Vec::new();
+    {
+        let mut stmt = db
+            .prepare("SELECT name, evaluator, sample_hash FROM baselines")
+            .unwrap();
+        let found = stmt
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap();
+        base.extend(found.map(|r| r.unwrap()));
+    }
+    for (name, evaluator, hash) in base {
+        let old = by_new[&<[u8; 16]>::try_from(hash.as_slice()).unwrap()];
+        db.execute(
+            "UPDATE baselines SET sample_hash = ?4 WHERE name = ?1 AND evaluator = ?2 AND sample_hash = ?3",
+            rusqlite::params![name, evaluator, hash, &old[..]],
+        )
+        .unwrap();
+    }
+    db.execute_batch(
+        "DROP TABLE store_info; ALTER TABLE baseline_info DROP COLUMN old_keys; PRAGMA user_version = 7;",
+    )
+    .unwrap();
+    drop(db);
+    let _ = std::fs::remove_dir_all(ws.file(".rwb/lines"));
+}
+
+#[test]
+fn a_cache_an_older_rwb_keyed_is_re_keyed_from_the_lines_in_hand_and_nothing_else_is_lost() {
+    let text = samples(12);
+    let lines: Vec<&str> = text.lines().collect();
+    let ws = two_evaluators(12);
+    let first = ws.run(&["--save-baseline", "before"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    assert_eq!(first.evaluated("length"), 12);
+    // a label the workbench kept for line 3, under the old key
+    let legacy_key: String = blake3::hash(lines[3].trim().as_bytes()).as_bytes()[..16]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    ws.write(
+        "labels.jsonl",
+        &format!("{{\"key\":\"{legacy_key}\",\"label\":true,\"time\":1}}\nnot a label line\n"),
+    );
+    make_legacy_store(&ws, &lines);
+    // four lines leave the samples: their rows cannot be re-keyed
+    ws.write("samples.jsonl", &(lines[..8].join("\n") + "\n"));
+
+    let again = ws.run(&["--baseline", "before"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.evaluated("length"), 0, "{}", again.stderr);
+    assert_eq!(again.evaluated("helper_based"), 0, "{}", again.stderr);
+    let note = again
+        .stderr
+        .lines()
+        .find(|l| l.contains("new line keys"))
+        .unwrap_or_else(|| panic!("no re-key note in:\n{}", again.stderr));
+    assert!(
+        note.contains("16 results, 16 baseline rows and 1 labels re-keyed from the 8 samples"),
+        "{note}"
+    );
+    assert!(
+        note.contains("8 results of other lines keep their old keys"),
+        "{note}"
+    );
+    assert!(note.contains("baseline \"before\": 8 rows"), "{note}");
+    assert!(
+        again
+            .stderr
+            .contains("baseline 'before': 8 of its rows were saved by an older rwb"),
+        "{}",
+        again.stderr
+    );
+    // every remaining row compares with its baseline row: nothing moved
+    let rows: Vec<serde_json::Value> = again
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(rows.len(), 16);
+    assert!(
+        rows.iter().all(|r| r["baseline_score"] == r["score"]),
+        "{}",
+        again.stdout
+    );
+    // the label now has the line's new key; the damaged line is kept
+    let labels = std::fs::read_to_string(ws.file("labels.jsonl")).unwrap();
+    let new_key: String = xxhash_rust::xxh3::xxh3_128(lines[3].trim().as_bytes())
+        .to_le_bytes()
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert!(labels.contains(&new_key), "{labels}");
+    assert!(labels.contains("not a label line"), "{labels}");
+
+    // once re-keyed, a run says nothing more of it and finds everything
+    let third = ws.run(&[]);
+    assert!(!third.stderr.contains("new line keys"), "{}", third.stderr);
+    assert_eq!(third.evaluated("length"), 0);
+    // the lines that left come back: evaluated again, never matched to an old row
+    ws.write("samples.jsonl", &text);
+    let fourth = ws.run(&[]);
+    assert_eq!(fourth.evaluated("length"), 4, "{}", fourth.stderr);
+}

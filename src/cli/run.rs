@@ -69,7 +69,9 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         ));
     }
     let store = if args.baseline.is_some() || args.save_baseline.is_some() {
-        Some(Store::open(&session.workspace.root).map_err(|e| Fail::Usage(e.to_string()))?)
+        let store = Store::open(&session.workspace.root).map_err(|e| Fail::Usage(e.to_string()))?;
+        crate::session::rekey_store(&store, &session.workspace);
+        Some(store)
     } else {
         None
     };
@@ -259,6 +261,12 @@ fn load_baseline(
                 if known.is_empty() { "none".to_string() } else { known.join(", ") }
             ))
         })?;
+    let old = store.baseline_old_keys(name);
+    if old > 0 {
+        eprintln!(
+            "rwb: baseline '{name}': {old} of its rows were saved by an older rwb for lines not in these samples: they are kept, and match no line (save the baseline again to compare those lines)"
+        );
+    }
     Ok(BaselineCmp::new(
         name.to_string(),
         outcomes,

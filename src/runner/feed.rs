@@ -321,21 +321,19 @@ impl<'a> Feed<'a> {
 /// and the content hash of every member, so a result is found again only for the very
 /// batch that produced it.
 pub(super) fn batch_keys(hashes: &[SampleHash]) -> Vec<SampleHash> {
-    let mut h = blake3::Hasher::new();
-    h.update(b"rwb-batch\0");
-    h.update(&(hashes.len() as u64).to_le_bytes());
+    let mut batch = Vec::with_capacity(18 + 16 * hashes.len());
+    batch.extend_from_slice(b"rwb-batch\0");
+    batch.extend_from_slice(&(hashes.len() as u64).to_le_bytes());
     for member in hashes {
-        h.update(member);
+        batch.extend_from_slice(member);
     }
-    let batch = h.finalize();
+    let batch = xxhash_rust::xxh3::xxh3_128(&batch).to_le_bytes();
     (0..hashes.len() as u64)
         .map(|position| {
-            let mut h = blake3::Hasher::new();
-            h.update(batch.as_bytes());
-            h.update(&position.to_le_bytes());
-            let mut key = [0u8; 16];
-            key.copy_from_slice(&h.finalize().as_bytes()[..16]);
-            key
+            let mut key = [0u8; 24];
+            key[..16].copy_from_slice(&batch);
+            key[16..].copy_from_slice(&position.to_le_bytes());
+            xxhash_rust::xxh3::xxh3_128(&key).to_le_bytes()
         })
         .collect()
 }

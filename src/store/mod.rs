@@ -22,7 +22,14 @@ pub type SampleHash = [u8; 16];
 /// A stored baseline: outcomes by (evaluator name, sample hash).
 pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
-const SCHEMA_VERSION: i64 = 7;
+const SCHEMA_VERSION: i64 = 8;
+/// What a sample's content key is (`store_info.line_keys`): XXH3-128 of the trimmed
+/// line since schema 8. A store written before keyed lines by the first 16 bytes of
+/// their BLAKE3 hash ([`LEGACY_LINE_KEYS`]) until it is re-keyed (see
+/// [`Store::rekey_lines`]).
+pub const LINE_KEYS: &str = "xxh3-128";
+/// The line keys of stores written before schema 8.
+pub const LEGACY_LINE_KEYS: &str = "blake3-128";
 /// Writes per commit at most. A batch (and up to one more held for ordering) is in
 /// memory while it is committed (~300 bytes a row), so this bounds the writer's memory.
 /// Appending rows costs about the same per row in small commits as in large ones
@@ -355,6 +362,130 @@ impl Store {
         Ok(names)
     }
 
+    /// Whether the store's line keys are [`LINE_KEYS`] (else it was written by an
+    /// older rwb and waits for [`Store::rekey_lines`]).
+    pub fn line_keys_current(&self) -> bool {
+        let conn = self.conn.lock().unwrap();
+        let keys: Option<String> = conn
+            .query_row(
+                "SELECT value FROM store_info WHERE name = 'line_keys'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .ok()
+            .flatten();
+        keys.as_deref() == Some(LINE_KEYS)
+    }
+
+    /// Moves every cached result and baseline row stored under a line's old key
+    /// (`keys` maps each old key to the new one, from the lines in hand) to the new
+    /// key, in one transaction, and marks the store's keys current. Rows of lines not
+    /// in `keys` keep their old key: a baseline's count of them is kept with it
+    /// ([`Store::baseline_old_keys`]), so that a comparison can say why they match
+    /// nothing.
+    pub fn rekey_lines(
+        &self,
+        keys: &HashMap<SampleHash, SampleHash>,
+    ) -> Result<Rekeyed, StoreError> {
+        let mut conn = self.conn.lock().unwrap();
+        let tx = conn.transaction().map_err(|e| self.fail(e))?;
+        let mut done = Rekeyed::default();
+        {
+            let new_key = |old: Vec<u8>| {
+                <SampleHash>::try_from(old.as_slice())
+                    .ok()
+                    .and_then(|old| keys.get(&old).copied())
+            };
+            let mut moves = Vec::new();
+            let mut read = tx
+                .prepare("SELECT row, sample_hash FROM results")
+                .map_err(|e| self.fail(e))?;
+            let rows = read
+                .query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, Vec<u8>>(1)?)))
+                .map_err(|e| self.fail(e))?;
+            for row in rows {
+                let (id, old) = row.map_err(|e| self.fail(e))?;
+                match new_key(old) {
+                    Some(new) => moves.push((id, new)),
+                    None => done.results_left += 1,
+                }
+            }
+            let mut update = tx
+                .prepare("UPDATE results SET sample_hash = ?2 WHERE row = ?1")
+                .map_err(|e| self.fail(e))?;
+            for (id, new) in &moves {
+                update
+                    .execute(params![id, &new[..]])
+                    .map_err(|e| self.fail(e))?;
+            }
+            done.results = moves.len();
+
+            let mut read = tx
+                .prepare("SELECT name, evaluator, sample_hash FROM baselines")
+                .map_err(|e| self.fail(e))?;
+            let rows = read
+                .query_map([], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, Vec<u8>>(2)?,
+                    ))
+                })
+                .map_err(|e| self.fail(e))?;
+            let mut moves = Vec::new();
+            let mut left: std::collections::BTreeMap<String, usize> = Default::default();
+            for row in rows {
+                let (name, evaluator, old) = row.map_err(|e| self.fail(e))?;
+                match new_key(old.clone()) {
+                    Some(new) => moves.push((name, evaluator, old, new)),
+                    None => *left.entry(name).or_default() += 1,
+                }
+            }
+            let mut update = tx
+                .prepare(
+                    "UPDATE OR REPLACE baselines SET sample_hash = ?4
+                     WHERE name = ?1 AND evaluator = ?2 AND sample_hash = ?3",
+                )
+                .map_err(|e| self.fail(e))?;
+            for (name, evaluator, old, new) in &moves {
+                update
+                    .execute(params![name, evaluator, old, &new[..]])
+                    .map_err(|e| self.fail(e))?;
+            }
+            done.baseline_rows = moves.len();
+            for (name, count) in &left {
+                tx.execute(
+                    "UPDATE baseline_info SET old_keys = ?2 WHERE name = ?1",
+                    params![name, *count as i64],
+                )
+                .map_err(|e| self.fail(e))?;
+            }
+            done.baselines_left = left.into_iter().collect();
+            tx.execute(
+                "INSERT OR REPLACE INTO store_info (name, value) VALUES ('line_keys', ?1)",
+                params![LINE_KEYS],
+            )
+            .map_err(|e| self.fail(e))?;
+        }
+        tx.commit().map_err(|e| self.fail(e))?;
+        self.locators.lock().unwrap().clear();
+        Ok(done)
+    }
+
+    /// How many rows of baseline `name` are under a line key of an older rwb that no
+    /// line re-keyed (0 for a baseline saved since, or fully re-keyed).
+    pub fn baseline_old_keys(&self, name: &str) -> usize {
+        let conn = self.conn.lock().unwrap();
+        conn.query_row(
+            "SELECT old_keys FROM baseline_info WHERE name = ?1",
+            params![name],
+            |r| r.get::<_, i64>(0),
+        )
+        .map(|n| n as usize)
+        .unwrap_or(0)
+    }
+
     /// A background writer with its own connection, batching inserts into transactions.
     pub fn writer(&self) -> Result<StoreWriter, StoreError> {
         let conn = open_connection(&self.path).map_err(|e| self.fail(e))?;
@@ -463,7 +594,39 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
              COMMIT;",
         )?;
     }
+    if version < 8 {
+        // the line key changed (BLAKE3 to XXH3): a store that holds keyed rows keeps
+        // its old keys until the lines it is used with re-key it
+        let keyed: bool = version > 0
+            && conn.query_row(
+                "SELECT EXISTS (SELECT 1 FROM results) OR EXISTS (SELECT 1 FROM baselines)",
+                [],
+                |r| r.get(0),
+            )?;
+        let keys = if keyed { LEGACY_LINE_KEYS } else { LINE_KEYS };
+        conn.execute_batch(&format!(
+            "BEGIN;
+             CREATE TABLE IF NOT EXISTS store_info (name TEXT PRIMARY KEY, value TEXT NOT NULL);
+             INSERT OR REPLACE INTO store_info (name, value) VALUES ('line_keys', '{keys}');
+             ALTER TABLE baseline_info ADD COLUMN old_keys INTEGER NOT NULL DEFAULT 0;
+             PRAGMA user_version = 8;
+             COMMIT;"
+        ))?;
+    }
     Ok(conn)
+}
+
+/// What re-keying a store to [`LINE_KEYS`] did.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Rekeyed {
+    /// Cached results and baseline rows moved to their line's new key.
+    pub results: usize,
+    pub baseline_rows: usize,
+    /// Cached results of lines not among those given: kept under their old key
+    /// (they match no line now, and are evaluated again should the line come back).
+    pub results_left: usize,
+    /// Per baseline, its rows left under their old key.
+    pub baselines_left: Vec<(String, usize)>,
 }
 
 /// What a run of a code version scored: samples with a score, their mean, samples

@@ -105,6 +105,42 @@ pub fn save(root: &Path, key: &[u8; 16], label: Option<Label>, time: f64) -> std
     }
 }
 
+/// Moves each label kept under a line's old content key (`keys`: old to new, from
+/// the lines in hand) to the new one, rewriting the file in place of the old (the
+/// lines of other keys, damaged ones too, are kept as they were). How many moved.
+pub fn rekey(root: &Path, keys: &HashMap<[u8; 16], [u8; 16]>) -> std::io::Result<usize> {
+    let path = root.join(LABELS_FILE);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(e),
+    };
+    let mut moved = 0;
+    let mut out = String::with_capacity(text.len());
+    for line in text.lines() {
+        let parsed: Option<serde_json::Value> = serde_json::from_str(line).ok();
+        let new = parsed
+            .as_ref()
+            .and_then(|v| key_of(v["key"].as_str()?))
+            .and_then(|old| keys.get(&old));
+        match (parsed, new) {
+            (Some(mut v), Some(new)) => {
+                v["key"] = serde_json::Value::String(key_text(new));
+                out += &v.to_string();
+                moved += 1;
+            }
+            _ => out += line,
+        }
+        out.push('\n');
+    }
+    if moved > 0 {
+        let tmp = path.with_extension("jsonl.tmp");
+        std::fs::write(&tmp, out)?;
+        std::fs::rename(tmp, path)?;
+    }
+    Ok(moved)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

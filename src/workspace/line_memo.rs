@@ -24,7 +24,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const RACY_SLACK: Duration = Duration::from_secs(2);
 /// The first bytes of a memo file; the digit changes with the format or with what
 /// a line hash is.
-const MAGIC: &[u8; 8] = b"rwbline1";
+const MAGIC: &[u8; 8] = b"rwbline2";
 const HEADER: usize = 8 + 7 * 8 + 8;
 const RECORD: usize = 24;
 /// The bit of a record's offset that marks a bad line (its reason is found again by

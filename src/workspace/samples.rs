@@ -89,7 +89,16 @@ impl LineArena {
     }
 }
 
+/// A sample line's content key (the cache key's sample part, and what baselines and
+/// labels know a sample by): XXH3-128 of the trimmed line, a hash at memory speed
+/// (the store's [`crate::store::LINE_KEYS`]).
 pub fn hash_line(raw: &str) -> [u8; 16] {
+    xxhash_rust::xxh3::xxh3_128(raw.trim().as_bytes()).to_le_bytes()
+}
+
+/// The content key rwb gave a line before the store's schema 8 (the first 16 bytes
+/// of the trimmed line's BLAKE3 hash): only to re-key a store an older rwb wrote.
+pub fn legacy_hash_line(raw: &str) -> [u8; 16] {
     let digest = blake3::hash(raw.trim().as_bytes());
     let mut out = [0u8; 16];
     out.copy_from_slice(&digest.as_bytes()[..16]);
