@@ -164,3 +164,23 @@ class Unusual(TempImports):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class GradersAreImportedOnlyForAGrader(unittest.TestCase):
+    """graders.py brings urllib and the HTTP client: a worker (and the zygote every
+    worker is forked from) starts without it, and knows a grader's style all the same."""
+
+    def test_the_worker_starts_without_graders_and_names_its_style_alike(self):
+        import subprocess
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        python_dir = os.path.join(here, "..", "..", "src", "engine", "python")
+        code = (
+            "import sys; sys.path.insert(0, %r)\n"
+            "import rwb_py.zygote, rwb_py.worker\n"
+            "print('rwb_py.graders' in sys.modules, 'urllib.request' in sys.modules)\n"
+            "from rwb_py import graders\n"
+            "print(rwb_py.worker.GRADER_STYLE == graders.Caller.style)\n" % python_dir
+        )
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        self.assertEqual(out.stdout.split(), ["False", "False", "True"], out.stderr)

@@ -10,7 +10,7 @@ import struct
 import sys
 import time
 
-from . import checks, graders
+from . import checks
 from .asyncs import _awaited, _is_async
 from .concurrent import Concurrent
 from .errors import _error_info, missing_module_hint
@@ -24,6 +24,9 @@ from .styles.calling import is_decorated
 from .timeouts import EvalTimeout, Evaluation
 from .styles.samples import with_templated_prompt
 from .wire import FLUSH_COUNT, FLUSH_SECONDS, MARK_SLOTS, _MARK, _dumps, _plain_line, _result_line, _sample
+
+# graders.Caller.style, known without importing graders.py (see Worker.load_grader)
+GRADER_STYLE = "grader"
 
 
 class Worker:
@@ -67,7 +70,7 @@ class Worker:
         path = os.path.realpath(self.spec["file"])
         name = self.spec.get("module") or os.path.splitext(os.path.basename(path))[0]
         try:
-            if self.spec.get("style") == graders.Caller.style:
+            if self.spec.get("style") == GRADER_STYLE:
                 return self.load_grader()
             fn = evaluator_function(self.spec, name, path)
             if self.spec.get("style"):
@@ -128,7 +131,10 @@ class Worker:
     def load_grader(self):
         """An OpenAI grader object (graders.py): no module of the user's to import;
         its file is what the evaluator's code is (its content in the cache key, an
-        edit reruns it)."""
+        edit reruns it). graders.py is imported here, not with the worker: it brings
+        urllib and the HTTP client, which no other evaluator pays for at start-up."""
+        from . import graders
+
         fn = graders.evaluator(self.spec)
         self.style = graders.Caller.style
         self.caller = graders.Caller(fn, {}, self.spec)
