@@ -9,6 +9,7 @@
 //! sample lines and gives back [`Outcome`](crate::model::Outcome)s.
 
 pub mod chat_template;
+mod code_dir;
 mod pool;
 mod protocol;
 mod ray;
@@ -21,8 +22,8 @@ pub use ray::RayInfo;
 pub use worker::{Loaded, Next, Worker};
 pub use zygote::{Engine, EngineError, ZygoteInfo};
 
-/// The Python files embedded into the binary, written to a private runtime folder
-/// when the engine starts. Paths are relative to that folder.
+/// The Python files embedded into the binary, written to the folder workers read
+/// them from (see [`code_dir`]). Paths are relative to that folder.
 pub const PYTHON_FILES: &[(&str, &str)] = &[
     ("rwb_worker.py", include_str!("python/rwb_worker.py")),
     (

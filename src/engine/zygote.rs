@@ -83,6 +83,8 @@ struct Shared {
     python: PathBuf,
     root: PathBuf,
     runtime: tempfile::TempDir,
+    /// Where the embedded Python files are (see [`super::code_dir`]).
+    code: PathBuf,
     socket: PathBuf,
     /// The Ray address to run on (the driver replaces the fork-server), or `None`.
     ray: Option<String>,
@@ -160,11 +162,15 @@ impl Engine {
 
     fn build(python: PathBuf, root: PathBuf, ray: Option<String>) -> std::io::Result<Engine> {
         let runtime = tempfile::Builder::new().prefix("rwb-").tempdir()?;
-        for (rel, text) in super::PYTHON_FILES {
-            let path = runtime.path().join(rel);
-            std::fs::create_dir_all(path.parent().expect("embedded files have a folder"))?;
-            std::fs::write(&path, text)?;
-        }
+        // the Ray driver builds the package it ships beside its files: a private folder
+        let shared_code = ray.is_none().then(super::code_dir::shared).flatten();
+        let code = match shared_code {
+            Some(dir) => dir,
+            None => {
+                super::code_dir::write_files(runtime.path())?;
+                runtime.path().to_path_buf()
+            }
+        };
         let socket = runtime.path().join("workers.sock");
         let listener = UnixListener::bind(&socket)?;
         let pending: StdMutex<HashMap<u64, oneshot::Sender<Connection>>> = Default::default();
@@ -195,6 +201,7 @@ impl Engine {
                 python,
                 root,
                 runtime,
+                code,
                 socket,
                 ray,
                 cluster: StdMutex::default(),
@@ -464,12 +471,12 @@ impl Engine {
     /// environment and a process group of its own.
     fn zygote_command(&self) -> Command {
         let shared = &self.shared;
-        let script = shared.runtime.path().join("rwb_worker.py");
-        let compat = shared.runtime.path().join("compat");
+        let script = shared.code.join("rwb_worker.py");
+        let compat = shared.code.join("compat");
         let mut command = match &shared.ray {
             Some(address) => super::ray::driver_command(
                 &shared.python,
-                shared.runtime.path(),
+                &shared.code,
                 &shared.socket,
                 address,
                 &shared.root,

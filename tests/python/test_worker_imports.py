@@ -184,3 +184,51 @@ class GradersAreImportedOnlyForAGrader(unittest.TestCase):
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         self.assertEqual(out.stdout.split(), ["False", "False", "True"], out.stderr)
+
+
+class TheSharedCodeFolderIsCompiledOnce(unittest.TestCase):
+    """zygote._compile_once: rwb's own modules in the shared code folder (one with the
+    "whole" mark src/engine/code_dir.rs writes) are compiled by a child of the zygote,
+    which marks the folder for this interpreter; a private folder is left alone."""
+
+    def folder(self, whole):
+        tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(tmp.cleanup)
+        write(os.path.join(tmp.name, "rwb_py", "mod.py"), "VALUE = 1\n")
+        if whole:
+            write(os.path.join(tmp.name, "whole"), "")
+        return tmp.name
+
+    def compile_in(self, folder):
+        import subprocess
+
+        here = os.path.dirname(os.path.abspath(__file__))
+        python_dir = os.path.join(here, "..", "..", "src", "engine", "python")
+        code = "import sys; sys.path.insert(0, %r)\nfrom rwb_py import zygote\nzygote._compile_once(%r)\n" % (
+            python_dir,
+            folder,
+        )
+        env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")  # as rwb runs it
+        subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+    def test_a_shared_folder_gets_its_compiled_modules_and_the_mark(self):
+        import time
+
+        folder = self.folder(whole=True)
+        self.compile_in(folder)
+        mark = os.path.join(folder, "compiled-%s" % sys.implementation.cache_tag)
+        deadline = time.time() + 30
+        while not os.path.exists(mark) and time.time() < deadline:
+            time.sleep(0.05)  # the compiling child goes on after the zygote returned
+        self.assertTrue(os.path.exists(mark))
+        cached = os.listdir(os.path.join(folder, "rwb_py", "__pycache__"))
+        self.assertEqual(cached, ["mod.%s.pyc" % sys.implementation.cache_tag])
+
+    def test_a_private_folder_is_not_compiled(self):
+        import time
+
+        folder = self.folder(whole=False)
+        self.compile_in(folder)
+        time.sleep(0.3)
+        self.assertFalse(os.path.exists(os.path.join(folder, "rwb_py", "__pycache__")))
+        self.assertEqual(sorted(os.listdir(folder)), ["rwb_py"])

@@ -133,6 +133,34 @@ def _live_groups(pids):
     return live
 
 
+def _compile_once(code_dir):
+    """rwb's own modules compiled into code_dir's __pycache__, once per interpreter, so
+    that the next runs read them compiled (rwb runs Python with
+    PYTHONDONTWRITEBYTECODE, which stops importing from writing them, not reading them).
+    The compiling is done by a child, beside the first workers; it leaves a mark when
+    done. A private folder (no "whole" mark: see src/engine/code_dir.rs) is gone after
+    the run, and is not compiled."""
+    if not os.path.exists(os.path.join(code_dir, "whole")):
+        return
+    mark = os.path.join(code_dir, "compiled-%s" % sys.implementation.cache_tag)
+    if os.path.exists(mark):
+        return
+    if os.fork() != 0:
+        return  # reaped by the kernel (SIGCHLD is ignored); in the zygote's group,
+        # it goes with the run (a compile cut short leaves no mark, and is redone)
+    code = 0
+    try:
+        import compileall
+
+        ok = compileall.compile_dir(code_dir, quiet=2, force=False, legacy=False)
+        if ok:
+            with open(mark, "w"):
+                pass
+    except BaseException:
+        code = 1
+    os._exit(code)
+
+
 def main(argv):
     sock_path, compat_dir = argv[1], argv[2]
     control_out = sys.stdout
@@ -155,6 +183,7 @@ def main(argv):
             "reward_kit": info,
         }
     )
+    _compile_once(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     stdin = sys.stdin.buffer
     warmed = False
     forked = set()  # worker pids, each the id of its own process group
