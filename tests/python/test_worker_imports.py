@@ -167,8 +167,9 @@ if __name__ == "__main__":
 
 
 class GradersAreImportedOnlyForAGrader(unittest.TestCase):
-    """graders.py brings urllib and the HTTP client: a worker (and the zygote every
-    worker is forked from) starts without it, and knows a grader's style all the same."""
+    """graders.py and the bundled reward_kit's remote calls bring urllib and the HTTP
+    client: a worker (and the zygote every worker is forked from, reward_kit loaded)
+    starts without them, and knows a grader's style all the same."""
 
     def test_the_worker_starts_without_graders_and_names_its_style_alike(self):
         import subprocess
@@ -178,9 +179,10 @@ class GradersAreImportedOnlyForAGrader(unittest.TestCase):
         code = (
             "import sys; sys.path.insert(0, %r)\n"
             "import rwb_py.zygote, rwb_py.worker\n"
+            "from rwb_py.load import _load_reward_kit; _load_reward_kit(%r)\n"
             "print('rwb_py.graders' in sys.modules, 'urllib.request' in sys.modules)\n"
             "from rwb_py import graders\n"
-            "print(rwb_py.worker.GRADER_STYLE == graders.Caller.style)\n" % python_dir
+            "print(rwb_py.worker.GRADER_STYLE == graders.Caller.style)\n" % (python_dir, python_dir)
         )
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
         self.assertEqual(out.stdout.split(), ["False", "False", "True"], out.stderr)

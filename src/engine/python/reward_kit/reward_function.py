@@ -19,8 +19,6 @@ import importlib.util
 import json
 import logging
 import os
-import urllib.error
-import urllib.request
 import warnings
 
 from .models import EvaluateResult, MetricResult
@@ -208,7 +206,11 @@ def _metrics(result, valid_key):
 
 def _post_json(url, payload):
     """POST `payload` as JSON; the decoded JSON reply. An error status raises HTTPError
-    worded as requests' raise_for_status words it."""
+    worded as requests' raise_for_status words it. urllib is imported here: it costs
+    every worker's start-up ~20 ms, and only a remote reward function posts."""
+    import urllib.error
+    import urllib.request
+
     key = os.environ.get("FIREWORKS_API_KEY")
     request = urllib.request.Request(
         url,
