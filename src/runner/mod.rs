@@ -23,8 +23,10 @@ mod learn;
 mod priority;
 mod probes;
 mod remote;
+mod repeats;
 pub use priority::{batch_of, Priority};
 pub use probes::{probe_report, ProbeRow};
+pub use repeats::{fold_repeats, Repeats};
 
 /// Bump when a change to rwb changes what an evaluation returns.
 const CACHE_VERSION: &str = "rwb-cache-2";

@@ -76,6 +76,29 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
             Style::default().fg(p.fg),
         ));
     }
+    if let Some(r) = &stats.repeat {
+        // "judge repeat 3: mean std 0.120, unequal 0.500, …" without the name
+        let text = crate::trust::repeat::describe("", r);
+        lines.push(Line::styled(
+            format!("  {}", text.trim_start()),
+            Style::default().fg(p.fg),
+        ));
+    }
+    match stats.swallowed.as_deref() {
+        None => {}
+        Some([]) => lines.push(Line::styled(
+            "  no exception swallowed in its files (R)",
+            Style::default().fg(p.muted),
+        )),
+        Some(found) => {
+            for s in found {
+                lines.push(Line::styled(
+                    format!("  ⚠ {} (R)", crate::ui::app::swallowed_line(s)),
+                    Style::default().fg(p.bad),
+                ));
+            }
+        }
+    }
     let mut warnings = Vec::new();
     if stats.scored > 0 {
         if stats.all_zero {

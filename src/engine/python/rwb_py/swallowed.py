@@ -126,3 +126,43 @@ def per_sample(roots, call, samples):
     rest = [pair for pair in found if pair not in again]
     return [pairs + rest for pairs in alone]
 
+
+def run_watched(worker, batch):
+    """A batch rwb flagged `w` (the workbench's `R`, SPEC §16): scored as any batch,
+    one call at a time, each result carrying `swallowed` ([[type, "file:line"]]) when
+    exceptions were swallowed in the project's files while it was scored. Only such
+    batches are watched: a normal run pays nothing."""
+    send = worker.send_result
+    messages = []
+    worker.send_result = messages.append  # the calls below answer into `messages`
+    try:
+        if worker.caller.batched:
+
+            def call(part):
+                worker.run_batched(part)
+                return None
+
+            found = per_sample(worker.roots, call, batch)
+            answers = messages[: len(batch)]
+            for message, pairs in zip(answers, found):
+                if pairs:
+                    message["swallowed"] = pairs
+            out = answers
+        else:
+            out = []
+            for item in batch:
+                watch = Watch(worker.roots)
+                with watch:
+                    worker.run_pointwise([item], plain=False)
+                for message in messages:
+                    pairs = watch.result()
+                    if pairs:
+                        message["swallowed"] = pairs
+                out += messages
+                del messages[:]
+                if worker.retiring:
+                    break
+    finally:
+        del worker.send_result
+    for message in out:
+        send(message)
