@@ -294,3 +294,87 @@ fn after_shift_r_the_statistics_count_the_exceptions_a_reward_swallowed() {
     tmux.key("Escape");
     tmux.key("q");
 }
+
+/// Labels from a `human = "COLUMN"` column in the workbench (SPEC §16): counted in
+/// `v` with where they come from; a label given with `+`/`-` replaces the column's
+/// for its sample; a value neither bool nor number is named and left unlabelled.
+#[test]
+fn the_workbench_reads_the_human_column_and_labels_given_here_override_it() {
+    let rows = [
+        (0.9, json!(true)),
+        (0.1, json!(true)),
+        (0.8, json!(false)),
+        (0.2, Value::Null),
+        (0.7, json!("maybe")),
+    ];
+    let lines: Vec<String> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, (s, verdict))| {
+            let mut row = json!({"messages": [{"role": "user", "content": format!("question {i}")},
+                                              {"role": "assistant", "content": format!("answer {i}")}],
+                                 "s": s});
+            if !verdict.is_null() {
+                row["verdict"] = verdict.clone();
+            }
+            row.to_string()
+        })
+        .collect();
+    let ws = Ws::new(&[
+        ("metrics/judge/main.py", SCORED),
+        ("samples.jsonl", &(lines.join("\n") + "\n")),
+        (
+            "rwb.toml",
+            "[samples.main]\npath = \"samples.jsonl\"\nhuman = \"verdict\"\n",
+        ),
+    ]);
+    let tmux = Tmux::start(&ws, 200, 40, RWB);
+    tmux.wait_for("the scores and the bad label named", |s| {
+        s.contains("Samples 5/5")
+            && s.contains("0.700")
+            && s.contains("samples.jsonl:5: the human label verdict = \"maybe\" is neither a bool nor a number")
+    });
+    tmux.key("v");
+    // 0.9 true (tp), 0.1 true (fn), 0.8 false (fp); line 4 has none, line 5 a bad one
+    tmux.wait_for("the column's labels", |s| {
+        s.contains("human labels: 3 from column verdict · 0 given here (labels.jsonl)")
+            && s.contains("agreement with 3 human labels (2 unlabelled): tp 1 fp 1 fn 1 tn 0")
+    });
+    tmux.key("Escape");
+    tmux.key("j");
+    tmux.key("-"); // line 2 (0.1): fail here, true in the column: now a tn
+    tmux.key("j");
+    tmux.key("j");
+    tmux.key("+"); // line 4 (0.2): pass, no column label: a fn
+    tmux.wait_for("the second label", |s| s.contains("line 4 labelled pass"));
+    tmux.key("v");
+    tmux.wait_for("labels given here over the column", |s| {
+        s.contains("human labels: 2 from column verdict · 2 given here, 1 over the column's (labels.jsonl)")
+            && s.contains("agreement with 4 human labels (1 unlabelled): tp 1 fp 1 fn 1 tn 1")
+    });
+    tmux.key("Escape");
+    tmux.key("/");
+    tmux.keys(&["-l", "disagree"]);
+    tmux.key("Enter");
+    // line 3 (0.8, false in the column) and line 4 (0.2, pass given here)
+    let shown = tmux.wait_for("the disagreeing samples", |s| s.contains("Samples 2/5"));
+    assert!(
+        shown.contains("0.800") && shown.contains("0.200") && !shown.contains("0.100"),
+        "{shown}"
+    );
+    tmux.key("Escape");
+    tmux.key("q");
+    // rwb run gives the same labels the same precedence
+    let run = rwb(
+        &["run", ws.path().to_str().unwrap(), "--format", "json"],
+        ws.path(),
+    );
+    let doc: Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stderr));
+    let a = &doc["summary"]["judge"]["agreement"];
+    assert_eq!(
+        [&a["n"], &a["tp"], &a["fp"], &a["fn"], &a["tn"]],
+        [&json!(4), &json!(1), &json!(1), &json!(1), &json!(1)],
+        "{a}"
+    );
+}

@@ -169,6 +169,12 @@ pub enum Msg {
     Training(Option<crate::training::Settings>),
     /// The workspace's human labels (`labels.jsonl`, SPEC §16), at start.
     Labels(crate::trust::labels::Labels),
+    /// The labels of the samples files' `human` columns by content key, and the
+    /// columns' names (each time the samples are indexed).
+    HumanColumn {
+        labels: crate::trust::labels::Labels,
+        names: Vec<String>,
+    },
     /// The run just started watches these evaluators' calls for the exceptions they
     /// swallow (`R`, SPEC §16).
     Watched(Vec<usize>),
@@ -281,6 +287,13 @@ pub struct App {
     pub history: Option<History>,
     /// Human labels by sample content key (`+`/`-`/`0`, `labels.jsonl`).
     pub labels: crate::trust::labels::Labels,
+    /// Labels from the samples files' `human = "COLUMN"` columns by content key, and
+    /// the columns' names: under `labels` (a label given here wins).
+    pub column_labels: crate::trust::labels::Labels,
+    pub label_columns: Vec<String>,
+    /// Where the labels `v` counts come from (see [`App::labels_note`]), computed
+    /// with `stats_report`.
+    pub labels_report: Option<String>,
     /// Evaluators (by name) whose last `R` watched for swallowed exceptions, until
     /// their code changes or they are rerun alone (see `trust.rs`).
     pub watched: std::collections::BTreeSet<String>,
@@ -397,6 +410,9 @@ impl App {
             pinned_stale: true,
             history: None,
             labels: Default::default(),
+            column_labels: Default::default(),
+            label_columns: Vec::new(),
+            labels_report: None,
             watched: Default::default(),
             report: None,
             revision: 0,
@@ -586,6 +602,14 @@ impl App {
                 self.view_stale = true;
             }
             Msg::Watched(evaluators) => self.watching(&evaluators),
+            Msg::HumanColumn { labels, names } => {
+                if !(labels.is_empty() && self.column_labels.is_empty()) {
+                    self.stats_stale = true;
+                    self.view_stale = true;
+                }
+                self.column_labels = labels;
+                self.label_columns = names;
+            }
         }
     }
 

@@ -63,6 +63,7 @@ impl App {
             .map(|e| self.evaluator_stats(e))
             .collect();
         self.stats_report = Some(report);
+        self.labels_report = self.labels_note();
         self.logged_report = self.logged_report();
     }
 

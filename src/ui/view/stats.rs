@@ -12,6 +12,13 @@ pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) ->
     // the app computed the figures when the overlay opened or scores changed
     let report = app.stats_report.as_deref().unwrap_or(&[]);
     combined_lines(app, ctx, &mut lines);
+    if let Some(note) = &app.labels_report {
+        lines.push(Line::styled(
+            note.clone(),
+            Style::default().fg(ctx.theme.palette.fg),
+        ));
+        lines.push(Line::raw(""));
+    }
     if let Some(report) = &app.logged_report {
         logged_lines(app, report, ctx, &mut lines);
     } else {
