@@ -514,10 +514,10 @@ fn check_names_differing_scores_what_a_reward_reaches_and_what_it_swallows_on_py
 }
 
 /// The same on Python 3.12 or later (`sys.monitoring`), from pyenv when it has one.
-#[test]
-fn check_finds_the_same_with_sys_monitoring_on_python_3_12() {
+/// A Python 3.12 or later (`sys.monitoring`) from pyenv, when it has one.
+fn python_3_12() -> Option<std::path::PathBuf> {
     let root = std::process::Command::new("pyenv").arg("root").output();
-    let found = root.ok().and_then(|o| {
+    root.ok().and_then(|o| {
         let root = String::from_utf8_lossy(&o.stdout).trim().to_string();
         let mut versions: Vec<_> = std::fs::read_dir(format!("{root}/versions"))
             .ok()?
@@ -533,10 +533,165 @@ fn check_finds_the_same_with_sys_monitoring_on_python_3_12() {
             .collect();
         versions.sort();
         versions.first().map(|p| p.join("bin/python"))
-    });
-    let Some(python) = found else {
+    })
+}
+
+#[test]
+fn check_finds_the_same_with_sys_monitoring_on_python_3_12() {
+    let Some(python) = python_3_12() else {
         eprintln!("skipped: no Python 3.12+ under `pyenv root`/versions (sys.monitoring is checked there)");
         return;
     };
     check_findings(python.to_str().unwrap());
+}
+
+/// A TRL batch reward that gives every sample the same number, drawn when its module
+/// is imported: two calls in one worker agree, a second worker process draws anew.
+const SEEDED_BATCH: &str = r#"
+import random
+
+SEED = random.random()
+
+def reward(prompts, completions, **kwargs):
+    return [SEED for _ in completions]
+"#;
+
+/// A TRL batch reward that swallows the ValueError of an answer that is not a number
+/// (those samples score 0), and a KeyError only a batch of more than two raises.
+const SWALLOW_BATCH: &str = r#"
+def parse(text):
+    return float(text)
+
+def text_of(completion):
+    return completion if isinstance(completion, str) else completion[-1]["content"]
+
+def reward(prompts, completions, **kwargs):
+    out = []
+    for c in completions:
+        try:
+            out.append(1.0 if parse(text_of(c)) > 0 else 0.5)
+        except ValueError:
+            out.append(0.0)
+    try:
+        {False: 0}[len(completions) > 2]
+    except KeyError:
+        pass
+    return out
+"#;
+
+/// `rwb check` on batched styles (SPEC §16): a second worker's scores compared and
+/// the swallowed exceptions counted per sample, as for per-sample styles.
+fn check_batched_findings(python: &str) {
+    let answers = ["1", "x", "2", "y", "-1"];
+    let samples: String = answers
+        .iter()
+        .map(|a| {
+            format!(
+                "{}\n",
+                json!({"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": a}]})
+            )
+        })
+        .collect();
+    let ws = Ws::new(&[
+        ("metrics/seeded/main.py", SEEDED_BATCH),
+        ("metrics/swallow/main.py", SWALLOW_BATCH),
+        ("samples.jsonl", &samples),
+        (
+            "rwb.toml",
+            "[evaluators.seeded]\nfunction = \"metrics/seeded/main.py::reward\"\nbatch_size = 3\n\
+             [evaluators.swallow]\nfunction = \"metrics/swallow/main.py::reward\"\nbatch_size = 3\n",
+        ),
+    ]);
+    let run = rwb(
+        &[
+            "check",
+            ws.path().to_str().unwrap(),
+            "--format",
+            "json",
+            "--python",
+            python,
+        ],
+        ws.path(),
+    );
+    let doc: Value =
+        serde_json::from_str(&run.stdout).unwrap_or_else(|e| panic!("{e}: {}", run.stderr));
+    let of = |name: &str| -> Value {
+        doc["evaluators"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["evaluator"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {doc}"))
+            .clone()
+    };
+    let seeded = of("seeded");
+    assert_eq!(seeded["style"], "trl", "{seeded}");
+    assert_eq!(
+        seeded["breaks"],
+        json!([]),
+        "two calls in one worker agree: only the second worker differs"
+    );
+    let differs = seeded["differs"].as_array().unwrap();
+    let at: Vec<&str> = differs
+        .iter()
+        .map(|d| d["sample"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        at,
+        (1..=5)
+            .map(|l| format!("samples.jsonl:{l}"))
+            .collect::<Vec<_>>(),
+        "{seeded}"
+    );
+    let first = differs[0]["first"].as_f64().unwrap();
+    let second = differs[0]["second"].as_f64().unwrap();
+    assert_ne!(first, second);
+    for d in differs {
+        assert_eq!(
+            (d["first"].as_f64(), d["second"].as_f64()),
+            (Some(first), Some(second)),
+            "one draw per worker process: {d}"
+        );
+    }
+    assert_eq!(seeded["swallowed"], json!([]));
+    let swallow = of("swallow");
+    assert_eq!(swallow["differs"], json!([]), "{swallow}");
+    // batches of three (lines 1-3, 4-5): x (line 2) and y (line 4) raise the
+    // ValueError caught at line 12 when called alone too; the KeyError of line 16
+    // needs the whole first batch, so each of its samples carries it
+    assert_eq!(
+        swallow["swallowed"],
+        json!([
+            {"type": "KeyError", "at": "metrics/swallow/main.py:16", "score": 1.0, "count": 2,
+             "samples": ["samples.jsonl:1", "samples.jsonl:3"]},
+            {"type": "ValueError", "at": "metrics/swallow/main.py:12", "score": 0.0, "count": 2,
+             "samples": ["samples.jsonl:2", "samples.jsonl:4"]},
+            {"type": "KeyError", "at": "metrics/swallow/main.py:16", "score": 0.0, "count": 1,
+             "samples": ["samples.jsonl:2"]},
+        ]),
+        "{swallow}"
+    );
+    let text = rwb(
+        &["check", ws.path().to_str().unwrap(), "--python", python],
+        ws.path(),
+    );
+    assert!(
+        text.stdout.contains("  ⚠ 2 samples scored 0.0 after a ValueError caught at metrics/swallow/main.py:12 — samples.jsonl:2, samples.jsonl:4"),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn check_compares_a_second_worker_and_counts_swallowed_exceptions_for_batched_styles() {
+    check_batched_findings("python3");
+}
+
+#[test]
+fn check_of_batched_styles_finds_the_same_with_sys_monitoring_on_python_3_12() {
+    let Some(python) = python_3_12() else {
+        eprintln!("skipped: no Python 3.12+ under `pyenv root`/versions (sys.monitoring is checked there)");
+        return;
+    };
+    check_batched_findings(python.to_str().unwrap());
 }

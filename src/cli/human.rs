@@ -4,7 +4,7 @@
 
 use crate::trust::agreement::{disagrees, Agreement, AgreementBuilder, Label};
 use crate::trust::labels::{self, Labels};
-use crate::workspace::{Reader, SamplesFile, SamplesReader};
+use crate::workspace::{SamplesFile, SamplesReader};
 use std::path::Path;
 use std::thread::JoinHandle;
 
@@ -16,17 +16,6 @@ pub struct HumanLabels {
     column: Vec<Option<Label>>,
     builders: Vec<AgreementBuilder>,
     pub threshold: f64,
-}
-
-/// Each samples file's `human` column, if its `[samples.NAME]` names one.
-fn columns(files: &[SamplesFile]) -> Vec<Option<String>> {
-    files
-        .iter()
-        .map(|f| match f.foreign.as_ref().map(|f| &f.reader) {
-            Some(Reader::Mapped(m)) => m.human.clone(),
-            _ => None,
-        })
-        .collect()
 }
 
 impl HumanLabels {
@@ -43,7 +32,7 @@ impl HumanLabels {
         for w in warnings {
             eprintln!("rwb: warning: {w}");
         }
-        let named = columns(files);
+        let named = labels::human_columns(files);
         let exists = root.join(labels::LABELS_FILE).is_file();
         if !exists && named.iter().all(Option::is_none) {
             return None;
@@ -114,19 +103,8 @@ fn read_column(files: &[SamplesFile], named: &[Option<String>], limit: Option<us
         };
         let column = named.get(line.at.file).and_then(Option::as_deref);
         let label = column.and_then(|c| {
-            let row: serde_json::Value = serde_json::from_str(line.raw).ok()?;
-            let value = row.get(c)?;
-            if value.is_null() {
-                return None;
-            }
-            let label = Label::from_json(value);
-            if label.is_none() {
-                warnings.push(format!(
-                    "{}:{}: the human label {c} = {value} is neither a bool nor a number: the sample counts as unlabelled",
-                    files[line.at.file].label, line.at.line
-                ));
-            }
-            label
+            let place = || format!("{}:{}", files[line.at.file].label, line.at.line);
+            labels::column_label(line.raw, c, place, &mut warnings)
         });
         labels.push(label);
     }

@@ -13,7 +13,6 @@ mod output;
 mod preview;
 mod probe;
 mod progress;
-mod repeats;
 mod reward_rows;
 mod run;
 mod serve;

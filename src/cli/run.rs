@@ -2,10 +2,9 @@
 
 use super::output::{BaselineCmp, Printer};
 use super::progress::Progress;
-use super::repeats::{fold_repeats, Repeats};
 use super::reward_rows::RewardRows;
 use super::{Fail, RunArgs, Session};
-use crate::runner::Event;
+use crate::runner::{fold_repeats, Event, Repeats};
 use crate::session::RayChoice;
 use crate::store::Store;
 use std::path::PathBuf;

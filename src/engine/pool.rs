@@ -500,10 +500,17 @@ impl Lane<'_> {
                         .zip(&lines)
                         .map(|(j, l)| (j.id, &**l))
                         .collect();
-                    let _ = w.send(&jobs, concurrency).await;
+                    let _ = match self.spec.watch {
+                        true => w.send_watched(&jobs).await,
+                        false => w.send(&jobs, concurrency).await,
+                    };
                 }
                 None => {
-                    let _ = w.send(&pairs(&batch), concurrency).await;
+                    let jobs = pairs(&batch);
+                    let _ = match self.spec.watch {
+                        true => w.send_watched(&jobs).await,
+                        false => w.send(&jobs, concurrency).await,
+                    };
                 }
             }
             flight.push(batch);
@@ -540,7 +547,7 @@ impl Lane<'_> {
             return false;
         }
         let _ = w
-            .send_with_prompts(&pairs(&jobs), concurrency, &prompts)
+            .send_with_prompts(&pairs(&jobs), concurrency, &prompts, self.spec.watch)
             .await;
         flight.push(jobs);
         true

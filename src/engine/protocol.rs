@@ -122,6 +122,9 @@ pub struct BatchLine {
     /// mode, SPEC §16): `{"score", "reaches": [...], "swallowed": [[type, at]]}`.
     #[serde(default)]
     pub trust: Option<serde_json::Value>,
+    /// The exceptions the call swallowed in the project's files (a watched batch).
+    #[serde(default)]
+    pub swallowed: Option<Box<[crate::model::Caught]>>,
     /// The worker is leaving after an interrupted evaluation (why, e.g. "timeout").
     #[serde(default)]
     pub retire: Option<String>,
@@ -226,6 +229,7 @@ impl BatchLine {
                 duration_ms: 0.0,
                 output: None,
                 repeat: None,
+                swallowed: None,
             },
             (None, Some(e)) => Outcome::failed(e),
             (None, None) => Outcome::failed(EvalError::new(
@@ -235,6 +239,7 @@ impl BatchLine {
         };
         outcome.duration_ms = self.ms;
         outcome.output = self.out;
+        outcome.swallowed = self.swallowed;
         outcome
     }
 }

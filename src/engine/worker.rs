@@ -115,16 +115,29 @@ impl Worker {
         }
     }
 
+    /// [`Worker::send`], each call watched for the exceptions it swallows in the
+    /// project's files (one at a time; each result carries them): `B n 1 w`.
+    pub async fn send_watched(&mut self, jobs: &[(u64, &str)]) -> std::io::Result<()> {
+        self.send_op(&format!("B {} 1 w", jobs.len()), jobs).await
+    }
+
     /// [`Worker::send`] with each sample's prompt as the trainer templated it (one
-    /// JSON string, or `null`, on the line after the sample's): op `P`.
+    /// JSON string, or `null`, on the line after the sample's): op `P` (`P n 1 w`
+    /// when `watch`: see [`Worker::send_watched`]).
     pub async fn send_with_prompts(
         &mut self,
         jobs: &[(u64, &str)],
         concurrency: usize,
         prompts: &[Option<String>],
+        watch: bool,
     ) -> std::io::Result<()> {
         let mut message = Vec::with_capacity(jobs.iter().map(|(_, raw)| 2 * raw.len() + 24).sum());
-        message.extend_from_slice(format!("P {} {}\n", jobs.len(), concurrency.max(1)).as_bytes());
+        let header = if watch {
+            format!("P {} 1 w\n", jobs.len())
+        } else {
+            format!("P {} {}\n", jobs.len(), concurrency.max(1))
+        };
+        message.extend_from_slice(header.as_bytes());
         let mut digits = itoa::Buffer::new();
         for ((id, raw), prompt) in jobs.iter().zip(prompts) {
             message.extend_from_slice(digits.format(*id).as_bytes());

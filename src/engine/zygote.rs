@@ -678,6 +678,7 @@ mod tests {
             trainer_args: Default::default(),
             repeat: 1,
             repeat_index: 0,
+            watch: false,
         };
         let command: serde_json::Value =
             serde_json::from_str(&engine.fork_command(1, &spec)).unwrap();

@@ -418,7 +418,15 @@ pub struct EvaluatorSpec {
     /// Which of the K calls this spec makes (0 for the first, and for a spec that is
     /// not repeated): part of the code key from 1 on, so each repeat is cached apart.
     pub repeat_index: usize,
+    /// Each call watched for exceptions swallowed in the project's files (the
+    /// workbench's `R`, SPEC §16): the worker is sent `B n 1 w` batches. Never part
+    /// of the code key: the scores are the same.
+    pub watch: bool,
 }
+
+/// An exception raised and handled inside the evaluator's own files while a sample
+/// was scored (SPEC §16): its type and where it was caught (`file:line`).
+pub type Caught = (String, String);
 
 /// The most evaluations one worker keeps in flight (the slots of its mark page).
 pub const MAX_CONCURRENCY: usize = 256;
@@ -512,6 +520,9 @@ pub struct Outcome {
     /// With `repeat = K`: the K calls' scores and what they say together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repeat: Option<Box<Repeated>>,
+    /// In a watched run (the workbench's `R`): the exceptions the call swallowed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swallowed: Option<Box<[Caught]>>,
 }
 
 /// The K scores of a repeated evaluation (SPEC §16): `null` for a repeat that failed.
@@ -537,6 +548,7 @@ impl Outcome {
             duration_ms: 0.0,
             output: None,
             repeat: None,
+            swallowed: None,
         }
     }
 
@@ -553,6 +565,7 @@ impl Outcome {
             duration_ms: 0.0,
             output: None,
             repeat: None,
+            swallowed: None,
         }
     }
 

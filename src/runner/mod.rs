@@ -23,8 +23,10 @@ mod learn;
 mod priority;
 mod probes;
 mod remote;
+mod repeats;
 pub use priority::{batch_of, Priority};
 pub use probes::{probe_report, ProbeRow};
+pub use repeats::{fold_repeats, Repeats};
 
 /// Bump when a change to rwb changes what an evaluation returns.
 const CACHE_VERSION: &str = "rwb-cache-2";
@@ -601,20 +603,23 @@ impl Runner {
 impl Runner {
     /// Scores the checked samples again in a worker process of their own (never the
     /// pool's: state one process kept must not carry over) and puts each score in its
-    /// break's `trust` as `again` (SPEC §16's "same input, same score?"). Batched
-    /// styles are left alone; a worker that cannot start leaves `again` out.
+    /// break's `trust` as `again` (SPEC §16's "same input, same score?"). A batched
+    /// style is given the same batches as its check (`batch_size` samples a call);
+    /// a worker that cannot start leaves `again` out.
     async fn score_again(&self, p: &Prepared, samples: &[SampleLine], checked: &mut [Breaks]) {
-        if p.style.is_some_and(|s| s.is_batched()) || checked.is_empty() {
+        if checked.is_empty() {
             return;
         }
         let Ok(mut worker) = self.engine().spawn_worker(&p.spec).await else {
             return;
         };
-        if worker.loaded.style.is_batched() {
-            return;
-        }
+        let size = if worker.loaded.style.is_batched() {
+            p.spec.batch_size.max(1)
+        } else {
+            16
+        };
         let mut scores: HashMap<u64, Option<f64>> = HashMap::new();
-        for chunk in samples.chunks(16) {
+        for chunk in samples.chunks(size) {
             let jobs: Vec<(u64, &str)> =
                 chunk.iter().map(|s| (s.at.index as u64, &*s.raw)).collect();
             if worker.send(&jobs, 1).await.is_err() {

@@ -141,6 +141,41 @@ pub fn rekey(root: &Path, keys: &HashMap<[u8; 16], [u8; 16]>) -> std::io::Result
     Ok(moved)
 }
 
+/// Each samples file's `human` column (SPEC §16), when its `[samples.NAME]` names one.
+pub fn human_columns(files: &[crate::workspace::SamplesFile]) -> Vec<Option<String>> {
+    files
+        .iter()
+        .map(|f| match f.foreign.as_ref().map(|f| &f.reader) {
+            Some(crate::workspace::Reader::Mapped(m)) => m.human.clone(),
+            _ => None,
+        })
+        .collect()
+}
+
+/// The label in column `column` of the sample line `raw` (a JSON object): missing or
+/// null is no label; another value that is neither a bool nor a number is no label
+/// and a warning naming `place` (`FILE:LINE`), the column and the value.
+pub fn column_label(
+    raw: &str,
+    column: &str,
+    place: impl FnOnce() -> String,
+    warnings: &mut Vec<String>,
+) -> Option<Label> {
+    let row: serde_json::Value = serde_json::from_str(raw).ok()?;
+    let value = row.get(column)?;
+    if value.is_null() {
+        return None;
+    }
+    let label = Label::from_json(value);
+    if label.is_none() {
+        warnings.push(format!(
+            "{}: the human label {column} = {value} is neither a bool nor a number: the sample counts as unlabelled",
+            place()
+        ));
+    }
+    label
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

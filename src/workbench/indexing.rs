@@ -34,9 +34,19 @@ pub(super) const MORE_CHUNK: usize = 16_384;
 pub(super) enum Indexed {
     /// The next samples of a first load, in order: the list grows as they are read.
     More(Vec<Sample>),
-    /// Every sample (`None`: a first load gave them as `More`), the index and lines.
-    Done(Option<Vec<Sample>>, SampleIndex, LineFiles),
+    /// Every sample (`None`: a first load gave them as `More`), the index and lines,
+    /// and the human labels of the samples files' `human` columns.
+    Done(Option<Vec<Sample>>, SampleIndex, LineFiles, Box<Column>),
     Failed(String),
+}
+
+/// The labels read from the samples files' `human = "COLUMN"` columns (SPEC §16)
+/// by content key, the columns' names and what could not be read.
+#[derive(Default)]
+pub(super) struct Column {
+    pub(super) labels: crate::trust::labels::Labels,
+    pub(super) names: Vec<String>,
+    pub(super) warnings: Vec<String>,
 }
 
 /// A run waiting for the samples index.
@@ -161,7 +171,9 @@ impl Live {
                 first,
             });
             match index_samples(&files, memos, stream) {
-                Ok((samples, index, lines)) => send(Indexed::Done(samples, index, lines)),
+                Ok((samples, index, lines, column)) => {
+                    send(Indexed::Done(samples, index, lines, Box::new(column)))
+                }
                 Err(e) => send(Indexed::Failed(e.to_string())),
             }
         });
@@ -182,8 +194,21 @@ impl Live {
                 }
                 self.app.update(Msg::MoreSamples(samples));
             }
-            Indexed::Done(samples, index, lines) => {
+            Indexed::Done(samples, index, lines, column) => {
                 self.index = Arc::new(index);
+                if let Some(w) = column.warnings.first() {
+                    let more = column.warnings.len() - 1;
+                    let more = if more > 0 {
+                        format!(" (and {more} more)")
+                    } else {
+                        String::new()
+                    };
+                    self.app.update(Msg::Notice(format!("{w}{more}")));
+                }
+                self.app.update(Msg::HumanColumn {
+                    labels: column.labels,
+                    names: column.names,
+                });
                 self.app.update(Msg::Lines {
                     lines: Arc::new(lines),
                     labels: self.samples_labels(),
@@ -280,12 +305,20 @@ impl Live {
 /// first load hands its samples over in chunks as they are read (`stream`) and
 /// gives back no list; a reload gives back the whole list.
 /// With `memos`, an unchanged file's line hashes are taken from its memo (and a
-/// file read without one gets one).
+/// file read without one gets one). A file whose `[samples.NAME]` names a `human`
+/// column has each line's label read as it passes (no other line is parsed).
 fn index_samples<F: FnMut(Vec<Sample>)>(
     files: &[SamplesFile],
     memos: Option<LineMemos>,
     mut stream: Option<Stream<F>>,
-) -> std::io::Result<(Option<Vec<Sample>>, SampleIndex, LineFiles)> {
+) -> std::io::Result<(Option<Vec<Sample>>, SampleIndex, LineFiles, Column)> {
+    let named = crate::trust::labels::human_columns(files);
+    let mut column = Column::default();
+    for name in named.iter().flatten() {
+        if !column.names.contains(name) {
+            column.names.push(name.clone());
+        }
+    }
     let lines = LineFiles::open(files)?;
     let mut index = SampleIndex::start(files);
     let mut samples = Vec::new();
@@ -298,6 +331,14 @@ fn index_samples<F: FnMut(Vec<Sample>)>(
     while let Some(line) = reader.read_next() {
         let l = line?;
         index.push(&l);
+        if let Some(c) = named.get(l.at.file).and_then(Option::as_deref) {
+            let place = || format!("{}:{}", files[l.at.file].label, l.at.line);
+            if let Some(label) =
+                crate::trust::labels::column_label(l.raw, c, place, &mut column.warnings)
+            {
+                column.labels.insert(l.hash, label);
+            }
+        }
         let due = match stream.as_mut() {
             Some(stream) => stream.push(&l, &index),
             None => {
@@ -313,8 +354,8 @@ fn index_samples<F: FnMut(Vec<Sample>)>(
     index.shrink();
     if let Some(mut stream) = stream {
         stream.flush();
-        return Ok((None, index, lines));
+        return Ok((None, index, lines, column));
     }
     samples.shrink_to_fit();
-    Ok((Some(samples), index, lines))
+    Ok((Some(samples), index, lines, column))
 }

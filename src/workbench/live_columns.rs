@@ -120,6 +120,7 @@ fn column(name: String, source: Source, timeout: f64) -> EvaluatorSpec {
         trainer_args: Default::default(),
         repeat: 1,
         repeat_index: 0,
+        watch: false,
     }
 }
 

@@ -118,6 +118,9 @@ struct Live {
     running_fresh: Vec<usize>,
     /// The run in flight had a result for a line the index does not hold.
     mismatched: bool,
+    /// The next run watches the evaluators it runs fresh for swallowed exceptions
+    /// (`R` asked for it; see `Live::rerun`).
+    watch_next: bool,
     /// Indexes started in a row because a run found the files changed behind them.
     resyncs: u32,
     ship: ShipControl,
@@ -172,6 +175,7 @@ impl Live {
             pending_run: None,
             running_fresh: Vec::new(),
             mismatched: false,
+            watch_next: false,
             resyncs: 0,
             ship: ShipControl::new(ship_tx),
             ship_rx,

@@ -4,7 +4,7 @@
 use super::follow::FollowLines;
 use super::indexing::Indexed;
 use super::pacing::lands_on_screen;
-use super::runs::RunMsg;
+use super::runs::{How, RunMsg};
 use super::{first, Live};
 use crate::model::Outcome;
 use crate::runner::Event;
@@ -34,6 +34,10 @@ impl Live {
             evaluators: which.clone(),
             stale,
         });
+        let watch = std::mem::take(&mut self.watch_next);
+        if watch {
+            self.app.update(Msg::Watched(fresh.clone()));
+        }
         self.running_fresh = fresh.clone();
         self.mismatched = false;
         let priority = first::priority(
@@ -49,6 +53,10 @@ impl Live {
             fresh,
             priority,
             None,
+            How {
+                threshold: self.session.workspace.config.threshold(),
+                watch,
+            },
         );
     }
 
@@ -71,12 +79,19 @@ impl Live {
             Vec::new(),
             Priority::default(),
             Some(lines),
+            How {
+                threshold: self.session.workspace.config.threshold(),
+                watch: false,
+            },
         );
     }
 
-    /// `r`/`R`: evaluates one evaluator (or all) again without the cache. While the
-    /// samples are being indexed, the rerun waits for the index like any run.
+    /// `r`/`R`: evaluates one evaluator (or all) again without the cache; `R` (all)
+    /// watches each call for the exceptions it swallows (SPEC §16: `v` counts them
+    /// after `R`). While the samples are being indexed, the rerun waits for the
+    /// index like any run.
     pub(super) fn rerun(&mut self, evaluator: Option<usize>) {
+        self.watch_next |= evaluator.is_none();
         let all: Vec<usize> = (0..self.session.workspace.evaluators.len()).collect();
         let chosen = evaluator.map_or(all, |e| vec![e]);
         match self.pending_run.as_mut() {

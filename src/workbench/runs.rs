@@ -3,7 +3,7 @@
 
 use super::follow::FollowLines;
 use crate::model::EvaluatorSpec;
-use crate::runner::{Event, Prepared, Priority, Runner};
+use crate::runner::{Event, Prepared, Priority, Repeats, Runner};
 use crate::workspace::{SampleIndex, SampleLine};
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -52,18 +52,30 @@ impl Runs {
     /// samples of `priority` (the rows on screen) first; those in `fresh` are
     /// evaluated again without reading the cache. With `follow`, the lines come from
     /// the indexer as it reads them (`index` only names and stamps the files; every
-    /// evaluator reads the cache).
+    /// evaluator reads the cache). An evaluator with `repeat = K` makes K calls per
+    /// sample, each cached under its repeat index, and its results arrive merged
+    /// (the mean, the K scores, their spread: [`Repeats`]) as `rwb run`'s do, flips
+    /// counted against `how.threshold`; with `how.watch` the `fresh` ones are
+    /// watched for swallowed exceptions (the workbench's `R`).
     #[allow(clippy::too_many_arguments)]
     pub fn start(
         &mut self,
         runner: Arc<Runner>,
-        specs: Vec<EvaluatorSpec>,
+        mut specs: Vec<EvaluatorSpec>,
         index: Arc<SampleIndex>,
         which: Vec<usize>,
         fresh: Vec<usize>,
         priority: Priority,
         follow: Option<FollowLines>,
+        how: How,
     ) {
+        if how.watch {
+            for &e in &fresh {
+                if let Some(spec) = specs.get_mut(e) {
+                    spec.watch = true;
+                }
+            }
+        }
         if let Some(task) = self.task.take() {
             task.abort();
         }
@@ -98,7 +110,10 @@ impl Runs {
             let ended = match follow {
                 Some(lines) => {
                     cached.append(&mut uncached);
-                    run_group(&runner, &cached, &index, lines, true, &priority, &send).await
+                    run_group(
+                        &runner, &cached, &index, lines, true, &priority, &how, &send,
+                    )
+                    .await
                 }
                 None => {
                     let (a, b) = tokio::join!(
@@ -109,6 +124,7 @@ impl Runs {
                             index.lines(),
                             true,
                             &priority,
+                            &how,
                             &send
                         ),
                         run_group(
@@ -118,6 +134,7 @@ impl Runs {
                             index.lines(),
                             false,
                             &priority,
+                            &how,
                             &send
                         )
                     );
@@ -133,8 +150,19 @@ impl Runs {
     }
 }
 
+/// How a run goes beyond which evaluators it runs (see [`Runs::start`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct How {
+    /// The threshold a repeated evaluator's scores flip across.
+    pub threshold: f64,
+    /// The evaluators run fresh are watched for swallowed exceptions.
+    pub watch: bool,
+}
+
 /// Runs one group of prepared evaluators (numbered as in the workspace) through the
-/// runner and forwards each result, named by its workspace evaluator number.
+/// runner and forwards each result, named by its workspace evaluator number; a
+/// repeated evaluator runs as its K copies, their results merged as they complete.
+#[allow(clippy::too_many_arguments)]
 async fn run_group(
     runner: &Runner,
     group: &[(usize, Prepared)],
@@ -142,12 +170,23 @@ async fn run_group(
     lines: impl Iterator<Item = std::io::Result<SampleLine>> + Send,
     read_cache: bool,
     priority: &Priority,
+    how: &How,
     send: &impl Fn(RunMsg),
 ) -> std::io::Result<()> {
     if group.is_empty() {
         return Ok(());
     }
     let (numbers, ready): (Vec<usize>, Vec<Prepared>) = group.iter().cloned().unzip();
+    // `None` (no evaluator repeated): the run's evaluators are the group's, as before
+    let mut repeats = Repeats::new(&ready, how.threshold);
+    let ready = match repeats.take() {
+        Some(r) => {
+            let (copies, of) = runner.expand_repeats(&ready);
+            repeats = Some(r.with(of));
+            copies
+        }
+        None => ready,
+    };
     let (etx, mut erx) = mpsc::unbounded_channel();
     let forward = async {
         let renumber = |Event::Result {
@@ -167,7 +206,17 @@ async fn run_group(
         // message (see cli/run.rs `forward`)
         let mut taken = Vec::new();
         while erx.recv_many(&mut taken, FORWARD_MAX).await > 0 {
-            send(RunMsg::Results(taken.drain(..).map(renumber).collect()));
+            let events: Vec<Event> = match repeats.as_mut() {
+                Some(r) => taken
+                    .drain(..)
+                    .filter_map(|e| r.add(e))
+                    .map(renumber)
+                    .collect(),
+                None => taken.drain(..).map(renumber).collect(),
+            };
+            if !events.is_empty() {
+                send(RunMsg::Results(events));
+            }
         }
     };
     let run = runner.run_lines(

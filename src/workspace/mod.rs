@@ -357,6 +357,7 @@ pub(crate) fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
         trainer_args: Map::new(),
         repeat: 1,
         repeat_index: 0,
+        watch: false,
     }
 }
 

@@ -262,6 +262,7 @@ mod tests {
             trainer_args: Default::default(),
             repeat: 1,
             repeat_index: 0,
+            watch: false,
         }
     }
 

@@ -137,6 +137,7 @@ pub(super) fn decode(
             duration_ms: row.get(5)?,
             output: rest.output,
             repeat: None,
+            swallowed: None,
         })
     });
     Ok((id, hash, outcome.transpose()?))

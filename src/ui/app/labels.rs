@@ -34,7 +34,7 @@ impl App {
         let Some(sample) = self.samples.get(index) else {
             return false;
         };
-        let label = self.labels.get(&sample.hash).copied();
+        let label = self.label_of(&sample.hash);
         label.is_some()
             && sample.cells.iter().any(|c| {
                 disagrees(c.score().filter(|_| !c.is_error()), label, self.threshold) == Some(true)
@@ -43,7 +43,7 @@ impl App {
 
     /// Evaluator `e`'s agreement with the labels (none while no sample has one).
     pub fn agreement(&self, e: usize) -> Option<Agreement> {
-        if self.labels.is_empty() {
+        if self.labels.is_empty() && self.column_labels.is_empty() {
             return None;
         }
         let mut b = AgreementBuilder::default();
@@ -54,9 +54,48 @@ impl App {
             }
             b.add(
                 cell.score().filter(|_| !cell.is_error()),
-                self.labels.get(&s.hash).copied(),
+                self.label_of(&s.hash),
             );
         }
         b.finish(self.threshold)
+    }
+
+    /// A sample's human label: the one given here (`labels.jsonl`), else its
+    /// samples file's `human` column's.
+    pub fn label_of(&self, key: &[u8; 16]) -> Option<Label> {
+        self.labels
+            .get(key)
+            .or_else(|| self.column_labels.get(key))
+            .copied()
+    }
+
+    /// Where the samples' labels come from, for `v`: how many were given here (and
+    /// of them, how many replace the column's) and how many come from the column.
+    /// `None` while no samples file names a `human` column.
+    pub fn labels_note(&self) -> Option<String> {
+        if self.label_columns.is_empty() {
+            return None;
+        }
+        let (mut given, mut over, mut column) = (0, 0, 0);
+        for s in &self.samples {
+            match (
+                self.labels.contains_key(&s.hash),
+                self.column_labels.contains_key(&s.hash),
+            ) {
+                (true, true) => (given, over) = (given + 1, over + 1),
+                (true, false) => given += 1,
+                (false, true) => column += 1,
+                (false, false) => {}
+            }
+        }
+        let names = self.label_columns.join(", ");
+        let over = if over > 0 {
+            format!(", {over} over the column's")
+        } else {
+            String::new()
+        };
+        Some(format!(
+            "human labels: {column} from column {names} · {given} given here{over} (labels.jsonl)"
+        ))
     }
 }

@@ -22,6 +22,7 @@ mod signal;
 mod slow;
 mod stats;
 mod text_match;
+mod trust;
 
 pub use baseline::{Baseline, BaselineOf};
 pub use filter::{parse_filter, Cond, Op};
@@ -38,6 +39,7 @@ pub use ship::{Ship, ShipMsg, TunnelKey};
 pub use signal::{Member, SignalColumn, TrainingView};
 pub use slow::{time_sort_evaluator, time_sort_index};
 pub use stats::{EvaluatorStats, HISTOGRAM_BINS};
+pub use trust::{swallowed_line, SwallowedCount};
 
 use super::keymap::{Action, Keymap};
 use crate::model::{EvalError, Outcome};
@@ -167,6 +169,15 @@ pub enum Msg {
     Training(Option<crate::training::Settings>),
     /// The workspace's human labels (`labels.jsonl`, SPEC §16), at start.
     Labels(crate::trust::labels::Labels),
+    /// The labels of the samples files' `human` columns by content key, and the
+    /// columns' names (each time the samples are indexed).
+    HumanColumn {
+        labels: crate::trust::labels::Labels,
+        names: Vec<String>,
+    },
+    /// The run just started watches these evaluators' calls for the exceptions they
+    /// swallow (`R`, SPEC §16).
+    Watched(Vec<usize>),
     /// Time to bring up to date what results streaming in left for later (see
     /// [`App::deferred`]): the live loop sends it at most a few times a second.
     Refresh,
@@ -276,6 +287,16 @@ pub struct App {
     pub history: Option<History>,
     /// Human labels by sample content key (`+`/`-`/`0`, `labels.jsonl`).
     pub labels: crate::trust::labels::Labels,
+    /// Labels from the samples files' `human = "COLUMN"` columns by content key, and
+    /// the columns' names: under `labels` (a label given here wins).
+    pub column_labels: crate::trust::labels::Labels,
+    pub label_columns: Vec<String>,
+    /// Where the labels `v` counts come from (see [`App::labels_note`]), computed
+    /// with `stats_report`.
+    pub labels_report: Option<String>,
+    /// Evaluators (by name) whose last `R` watched for swallowed exceptions, until
+    /// their code changes or they are rerun alone (see `trust.rs`).
+    pub watched: std::collections::BTreeSet<String>,
     pub report: Option<(String, Vec<String>)>,
     /// Bumped whenever scores or the baseline change (what derived views key on).
     revision: u64,
@@ -389,6 +410,10 @@ impl App {
             pinned_stale: true,
             history: None,
             labels: Default::default(),
+            column_labels: Default::default(),
+            label_columns: Vec::new(),
+            labels_report: None,
+            watched: Default::default(),
             report: None,
             revision: 0,
             rank_memo: None,
@@ -575,6 +600,15 @@ impl App {
                 self.labels = labels;
                 self.stats_stale = true;
                 self.view_stale = true;
+            }
+            Msg::Watched(evaluators) => self.watching(&evaluators),
+            Msg::HumanColumn { labels, names } => {
+                if !(labels.is_empty() && self.column_labels.is_empty()) {
+                    self.stats_stale = true;
+                    self.view_stale = true;
+                }
+                self.column_labels = labels;
+                self.label_columns = names;
             }
         }
     }

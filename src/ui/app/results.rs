@@ -28,6 +28,9 @@ impl App {
             }
         }
         for &e in stale {
+            if let Some(info) = self.evaluators.get(e) {
+                self.watched.remove(&info.name); // changed or rerun alone: not watched now
+            }
             for s in &mut self.samples {
                 if let Some(c) = s.cells.get_mut(e) {
                     c.stale = c.outcome.is_some();
@@ -122,6 +125,7 @@ impl App {
     pub(super) fn keeps_whole(&self, evaluator: usize, outcome: &Outcome) -> bool {
         !self.store_details
             || outcome.is_error()
+            || App::keeps_for_trust(outcome)
             || self.evaluators.get(evaluator).is_none_or(|e| {
                 // a remote result is never stored: keep it whole
                 let remote = e.placement.as_ref().is_some_and(|p| p.is_remote());

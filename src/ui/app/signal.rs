@@ -105,7 +105,7 @@ fn sign(a: f64) -> i8 {
 
 impl App {
     /// The weight of each evaluator (1 where `rwb.toml` gives none).
-    fn training_weights(&self) -> Vec<f64> {
+    pub(super) fn training_weights(&self) -> Vec<f64> {
         (0..self.evaluators.len())
             .map(|e| {
                 self.weights

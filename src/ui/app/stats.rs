@@ -40,6 +40,10 @@ pub struct EvaluatorStats {
     pub seconds: crate::trust::SecondsSummary,
     /// Agreement with the human labels, when some sample has one.
     pub agreement: Option<crate::trust::agreement::Agreement>,
+    /// With `repeat = K`: the spread of the K calls (SPEC §16).
+    pub repeat: Option<crate::trust::RepeatSummary>,
+    /// After `R`: the exceptions swallowed in the project's files, most samples first.
+    pub swallowed: Option<Vec<super::SwallowedCount>>,
 }
 
 impl App {
@@ -59,6 +63,7 @@ impl App {
             .map(|e| self.evaluator_stats(e))
             .collect();
         self.stats_report = Some(report);
+        self.labels_report = self.labels_note();
         self.logged_report = self.logged_report();
     }
 
@@ -85,6 +90,8 @@ impl App {
             constant: self.constant_metrics(evaluator),
             seconds: self.seconds_summary(evaluator),
             agreement: self.agreement(evaluator),
+            repeat: self.repeat_summary(evaluator),
+            swallowed: self.swallowed_summary(evaluator),
             groups: self.group_summary(evaluator),
             alone: self.samples_alone(),
             zero_std: self

@@ -12,6 +12,13 @@ pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) ->
     // the app computed the figures when the overlay opened or scores changed
     let report = app.stats_report.as_deref().unwrap_or(&[]);
     combined_lines(app, ctx, &mut lines);
+    if let Some(note) = &app.labels_report {
+        lines.push(Line::styled(
+            note.clone(),
+            Style::default().fg(ctx.theme.palette.fg),
+        ));
+        lines.push(Line::raw(""));
+    }
     if let Some(report) = &app.logged_report {
         logged_lines(app, report, ctx, &mut lines);
     } else {
@@ -75,6 +82,29 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
             format!("  {}", a.describe()),
             Style::default().fg(p.fg),
         ));
+    }
+    if let Some(r) = &stats.repeat {
+        // "judge repeat 3: mean std 0.120, unequal 0.500, …" without the name
+        let text = crate::trust::repeat::describe("", r);
+        lines.push(Line::styled(
+            format!("  {}", text.trim_start()),
+            Style::default().fg(p.fg),
+        ));
+    }
+    match stats.swallowed.as_deref() {
+        None => {}
+        Some([]) => lines.push(Line::styled(
+            "  no exception swallowed in its files (R)",
+            Style::default().fg(p.muted),
+        )),
+        Some(found) => {
+            for s in found {
+                lines.push(Line::styled(
+                    format!("  ⚠ {} (R)", crate::ui::app::swallowed_line(s)),
+                    Style::default().fg(p.bad),
+                ));
+            }
+        }
     }
     let mut warnings = Vec::new();
     if stats.scored > 0 {

@@ -24,9 +24,10 @@ def run(worker, batch):
         if worker.caller.batched:
             batch = [s for _, s in samples]
             preview = _preview(worker, batch, copy) if batch else None
-            found = _check_batched(worker, batch, copy)
-            for n, ((ident, _), issues) in enumerate(zip(samples, found)):
-                message = {"i": ident, "issues": issues}
+            trusts = [{} for _ in batch]
+            found = _check_batched(worker, batch, copy, trusts)
+            for n, ((ident, _), issues, trust) in enumerate(zip(samples, found, trusts)):
+                message = {"i": ident, "issues": issues, "trust": trust}
                 if n == 0 and preview is not None:
                     message["call"] = preview
                 worker.send_result(message)
@@ -132,11 +133,64 @@ def _check_pointwise(worker, sample, copy, trust):
     return issues
 
 
-def _check_batched(worker, samples, copy):
+def _watched_batch(worker, samples, copy, trusts):
+    """The batch's first call (as _call_for_check), recording what it reached (on
+    every sample of the batch: which one reached it cannot be told), the exceptions
+    swallowed in the project's files per sample (swallowed.per_sample: a sample
+    called alone again when the batch swallowed something) and each sample's score,
+    in `trusts` (SPEC §16). Returns the call's kwargs before and after the call, its
+    value and error."""
+    from .swallowed import per_sample
+
+    first = {}
+
+    def call(part):
+        raised = []
+        kwargs = worker.caller.arguments(copy.deepcopy(part))
+        before = None if first else copy.deepcopy(kwargs)
+        value, error = _call_for_check(worker, kwargs, raised)
+        if not first:
+            first.update(before=before, kwargs=kwargs, value=value, error=error)
+        return raised[0] if raised else None
+
+    with Recording() as reached:
+        # the whole batch's call is the first `call`: only it is recorded
+        swallowed = per_sample(worker.roots, _first_recorded(call, reached), samples)
+    value, error = first["value"], first["error"]
+    scores = [None] * len(samples)
+    if error is None:
+        try:
+            results = worker.caller.results(value, len(samples))
+            scores = [r["score"] if isinstance(r, dict) else None for r in results]
+        except BaseException:
+            pass
+    for trust, pairs, score in zip(trusts, swallowed, scores):
+        trust["reaches"] = list(reached)
+        trust["swallowed"] = pairs
+        trust["score"] = score if isinstance(score, (int, float)) and score == score else None
+    return first["before"], first["kwargs"], value, error
+
+
+def _first_recorded(call, reached):
+    """`call`, with what calls after the first reach left out of `reached`."""
+    calls = []
+
+    def recorded(part):
+        if calls:
+            keep = list(reached)
+            try:
+                return call(part)
+            finally:
+                reached[:] = keep
+        calls.append(part)
+        return call(part)
+
+    return recorded
+
+
+def _check_batched(worker, samples, copy, trusts):
     n = len(samples)
-    kwargs = worker.caller.arguments(copy.deepcopy(samples))
-    before = copy.deepcopy(kwargs)
-    first, error = _call_for_check(worker, kwargs)
+    before, kwargs, first, error = _watched_batch(worker, samples, copy, trusts)
     if error:
         return [[error] for _ in samples]
     shared = []

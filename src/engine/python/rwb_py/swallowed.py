@@ -98,3 +98,71 @@ class Watch:
     def result(self, raised=None):
         """What was swallowed, leaving out `raised` (what the call itself raised)."""
         return [(name, at) for key, (exc, name, at) in self.caught.items() if exc is not raised]
+
+
+def per_sample(roots, call, samples):
+    """The exceptions swallowed in the project's files while a batched evaluator
+    scores `samples`, one list per sample: `call(batch)` makes one call of the
+    evaluator on `batch` and returns what the call itself raised (or None).
+
+    The batch is called once, watched. When that call swallowed something and the
+    batch holds more than one sample, each sample is called again alone (a batch of
+    one, watched) so that each exception is tied to the sample that raised it; what
+    no lone call swallowed again (it needs the whole batch) is put on every sample.
+    """
+    watch = Watch(roots)
+    with watch:
+        raised = call(samples)
+    found = watch.result(raised)
+    if not found or len(samples) == 1:
+        return [list(found) for _ in samples]
+    alone = []
+    for sample in samples:
+        lone = Watch(roots)
+        with lone:
+            raised = call([sample])
+        alone.append(lone.result(raised))
+    again = {pair for pairs in alone for pair in pairs}
+    rest = [pair for pair in found if pair not in again]
+    return [pairs + rest for pairs in alone]
+
+
+def run_watched(worker, batch):
+    """A batch rwb flagged `w` (the workbench's `R`, SPEC §16): scored as any batch,
+    one call at a time, each result carrying `swallowed` ([[type, "file:line"]]) when
+    exceptions were swallowed in the project's files while it was scored. Only such
+    batches are watched: a normal run pays nothing."""
+    send = worker.send_result
+    messages = []
+    worker.send_result = messages.append  # the calls below answer into `messages`
+    try:
+        if worker.caller.batched:
+
+            def call(part):
+                worker.run_batched(part)
+                return None
+
+            found = per_sample(worker.roots, call, batch)
+            answers = messages[: len(batch)]
+            for message, pairs in zip(answers, found):
+                if pairs:
+                    message["swallowed"] = pairs
+            out = answers
+        else:
+            out = []
+            for item in batch:
+                watch = Watch(worker.roots)
+                with watch:
+                    worker.run_pointwise([item], plain=False)
+                for message in messages:
+                    pairs = watch.result()
+                    if pairs:
+                        message["swallowed"] = pairs
+                out += messages
+                del messages[:]
+                if worker.retiring:
+                    break
+    finally:
+        del worker.send_result
+    for message in out:
+        send(message)

@@ -181,6 +181,8 @@ class Worker:
             fields = header.split()
             count = int(fields[1])
             limit = int(fields[2]) if len(fields) > 2 else 1
+            # "B n 1 w": watched for swallowed exceptions (the workbench's R)
+            watching = len(fields) > 3 and fields[3] == b"w"
             batch = []
             for _ in range(count):
                 line = self.rfile.readline()
@@ -192,6 +194,10 @@ class Worker:
                 batch.append((int(ident), raw))
             if checking:
                 self.run_checks(batch)
+            elif watching:
+                from .swallowed import run_watched  # imported by a watched batch only
+
+                run_watched(self, batch)
             elif self.caller.batched:
                 self.run_batched(batch)
             elif limit > 1:
@@ -219,13 +225,14 @@ class Worker:
             sys.stdout = sys.stderr = RoutedOutput(self.capture)
         return self._concurrent
 
-    def run_pointwise(self, batch):
+    def run_pointwise(self, batch, plain=True):
         """One evaluation at a time. A plain dict result that printed nothing is
         written straight as its protocol line (_plain_line); anything else is read and
-        written by the general path."""
+        written by the general path (every result, with `plain` False: run_watched
+        adds to its messages)."""
         caller, evaluation, capture = self.caller, self.evaluation, self.capture
         arguments, fn, call = caller.arguments, caller.fn, evaluation.call
-        direct = caller.direct  # veRL reads a dict's other keys as metrics, a described call its path
+        direct = caller.direct and plain  # veRL reads a dict's other keys as metrics, a described call its path
         clock, mark, pending, interval = time.perf_counter, self.mark, self.pending, self.flush_seconds
         for ident, raw in batch:
             _MARK.pack_into(mark, 0, ident)

@@ -1,16 +1,18 @@
-//! `rwb run`'s `repeat = K` (SPEC §16): the run's K copies of a repeated evaluator
-//! put back together as one row per sample, and their counts as one.
+//! `repeat = K` (SPEC §16): a run's K copies of a repeated evaluator (see
+//! [`Runner::expand_repeats`](super::Runner::expand_repeats)) put back together as
+//! one outcome per sample, and their counts as one; `rwb run` and the workbench both
+//! merge their runs' events here.
 
 use crate::runner::Event;
 /// Puts the K outcomes of each repeated evaluator's sample back together as one
 /// (SPEC §16), as they arrive from the run's K copies of it.
-pub(super) struct Repeats {
+pub struct Repeats {
     /// Per run evaluator: (the evaluator it repeats, its repeat index).
     of: Vec<(usize, usize)>,
     /// Per evaluator: K.
     k: Vec<usize>,
     /// The largest K.
-    pub(super) most: usize,
+    pub most: usize,
     threshold: f64,
     /// (evaluator, sample index) -> the repeats that arrived.
     waiting: std::collections::HashMap<(usize, usize), Vec<Option<crate::model::Outcome>>>,
@@ -18,7 +20,7 @@ pub(super) struct Repeats {
 
 impl Repeats {
     /// `None` when no evaluator is repeated.
-    pub(super) fn new(prepared: &[crate::runner::Prepared], threshold: f64) -> Option<Repeats> {
+    pub fn new(prepared: &[crate::runner::Prepared], threshold: f64) -> Option<Repeats> {
         let k: Vec<usize> = prepared.iter().map(|p| p.spec.repeat.max(1)).collect();
         let most = k.iter().copied().max().unwrap_or(1);
         (most > 1).then(|| Repeats {
@@ -30,13 +32,13 @@ impl Repeats {
         })
     }
 
-    pub(super) fn with(mut self, of: Vec<(usize, usize)>) -> Repeats {
+    pub fn with(mut self, of: Vec<(usize, usize)>) -> Repeats {
         self.of = of;
         self
     }
 
     /// The event for the evaluator once all its repeats of the sample arrived.
-    pub(super) fn add(&mut self, event: Event) -> Option<Event> {
+    pub fn add(&mut self, event: Event) -> Option<Event> {
         let Event::Result {
             evaluator,
             at,
@@ -77,7 +79,7 @@ impl Repeats {
 
 /// The run's counts per evaluator of the run (K copies of a repeated one) as counts
 /// per evaluator: its calls, evaluated and cached, summed.
-pub(super) fn fold_repeats(
+pub fn fold_repeats(
     stats: crate::runner::RunStats,
     runs: &[crate::runner::Prepared],
     prepared: &[crate::runner::Prepared],
