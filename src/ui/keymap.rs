@@ -153,8 +153,10 @@ impl Action {
                 "filter: text, score<0.5, name>=0.8, error, changed, remote, adv<0, logged, disagree"
             }
             Action::Sort => "sort: the evaluator (desc, asc), its |Δ| vs the log, adv, reward, time, off",
-            Action::Rerun => "rerun the evaluator (ignores the cache)",
-            Action::RerunAll => "rerun every evaluator (ignores the cache)",
+            Action::Rerun => "rerun the evaluator (ignores the cache; a repeated judge is asked again)",
+            Action::RerunAll => {
+                "rerun every evaluator (ignores the cache), watching for swallowed exceptions (v)"
+            }
             Action::Baseline => "pin the current scores as baseline (Δ column)",
             Action::ChangedOnly => "show only samples that changed vs the baseline",
             Action::Stats => "statistics per evaluator",
