@@ -71,38 +71,15 @@ class MissingPackage(ImportError):
 # -- templates ----------------------------------------------------------------------
 #
 # A template is compiled once, when its grader is built: its text split around the
-# `{{ variable }}`s, each variable a function of the row. A row is read lazily (Row):
-# `sample.output_text` is the completion's text and `item.X` the column X, read
-# straight from the sample; the whole `item` and grader `sample` (output_json parsed,
-# choices, tools) are made only when a template or a python grader asks for them.
+# `{{ variable }}`s, each variable a function of the sample. `sample.output_text` (the
+# completion's text) and `item.X` (the column X) are read straight from the sample; the
+# whole `item` and grader `sample` (output_json parsed, choices, tools) are made only
+# when a template or a python grader asks for them (views, once per sample).
 
 _TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
 _HEAD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[\s*(\d+)\s*\]|\[\s*[\"']([^\"']*)[\"']\s*\]")
 _ABSENT = object()
-
-
-class Row:
-    """One sample as graders read it: `raw` (the sample; `item.X` is its column X),
-    `text()` (sample.output_text) and `views()` ((item, sample) as scope_of makes
-    them), each computed on first use."""
-
-    __slots__ = ("raw", "_text", "_views")
-
-    def __init__(self, raw):
-        self.raw = raw
-        self._text = None
-        self._views = None
-
-    def text(self):
-        if self._text is None:
-            self._text = output_text(self.raw)
-        return self._text
-
-    def views(self):
-        if self._views is None:
-            self._views = scope_of(self.raw, self.text())
-        return self._views
 
 
 def output_text(sample):
@@ -121,16 +98,40 @@ def output_text(sample):
     return "" if content is None else str(content)
 
 
+# The sample whose views were made last, and its views: a multi grader's sub-graders
+# and the templates of one row share them. One assignment swaps both (threads of a
+# concurrent evaluator may each be on another sample).
+_LAST_VIEWS = (None, None)
+
+
+def views(sample):
+    """(item, the grader's `sample`) of `sample`, as scope_of makes them, made once."""
+    global _LAST_VIEWS
+    last, made = _LAST_VIEWS
+    if last is not sample:
+        made = scope_of(sample, output_text(sample))
+        _LAST_VIEWS = (sample, made)
+    return made
+
+
 def _raiser(message):
-    def fail(row):
+    def fail(sample):
         raise TemplateError(message)
 
     return fail
 
 
-def variable(text):
-    """The function of a row that `{{ text }}` (`item.a.b[0]`, `sample.output_text`)
-    names: its value, or TemplateError naming what the sample lacks."""
+def _inserted(value):
+    """A template variable's value as text: a string as it is, else compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def variable(text, inserted=False):
+    """The function of a sample that `{{ text }}` (`item.a.b[0]`, `sample.output_text`)
+    names: its value (`inserted`: as the template inserts it), or TemplateError naming
+    what the sample lacks."""
     head = _HEAD.match(text)
     if head is None or head.group(0) not in ("item", "sample"):
         return _raiser("the template variable {{ %s }} is not item.* or sample.*" % text)
@@ -146,27 +147,26 @@ def variable(text):
         missing = "the sample has no %s (from the template variable {{ %s }})" % (text[: step.end()], text)
         steps.append((None if index is None else int(index), quoted if key is None else key, missing))
         at = step.end()
-    first = steps[0] if steps else None
-    if broken is None and len(steps) == 1 and first[0] is None:
-        # the common cases, one field: item.X and sample.output_text
-        name, missing = first[1], first[2]
-        if head.group(0) == "item" and name != "messages" and not name.startswith("\x00"):
+    if broken is None and len(steps) == 1 and steps[0][0] is None:
+        # the common cases, one field: item.X (a column) and sample.output_text
+        _, name, missing = steps[0]
+        if head.group(0) == "sample" and name == "output_text":
+            return output_text
+        if head.group(0) == "item" and (name == "messages" or name.startswith("\x00")):
+            return _raiser(missing)  # not a column
+        if head.group(0) == "item":
 
-            def column(row):
-                value = row.raw.get(name, _ABSENT)
+            def column(sample):
+                value = sample.get(name, _ABSENT)
                 if value is _ABSENT:
                     raise TemplateError(missing)
-                return value
+                return value if not inserted or type(value) is str else _inserted(value)
 
             return column
-        if head.group(0) == "item":
-            return _raiser(missing)
-        if name == "output_text":
-            return Row.text
     whole = head.group(0) == "item"
 
-    def walk(row):
-        value = row.views()[0 if whole else 1]
+    def walk(sample):
+        value = views(sample)[0 if whole else 1]
         for index, key, missing in steps:
             if index is not None:
                 value = value[index] if isinstance(value, list) and index < len(value) else _ABSENT
@@ -176,45 +176,30 @@ def variable(text):
                 raise TemplateError(missing)
         if broken is not None:
             raise TemplateError(broken)
-        return value
+        return _inserted(value) if inserted else value
 
     return walk
 
 
-def _inserted(value):
-    """A template variable's value as text: a string as it is, else compact JSON."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-
 def template(text):
-    """`text` compiled: a function of the row giving the text with each `{{ variable
+    """`text` compiled: a function of the sample giving the text with each `{{ variable
     }}` replaced (anything but a string with `{{` is given back as it is)."""
     if not isinstance(text, str) or "{{" not in text:
-        return lambda row: text
+        return lambda sample: text
     pieces = _TEMPLATE.split(text)
-    literals, variables = pieces[0::2], [variable(v) for v in pieces[1::2]]
-    if not variables:
-        return lambda row: text
-    if len(variables) == 1 and literals == ["", ""]:
-        only = variables[0]
-        if only is Row.text:  # always text
-            return only
-
-        def inserted(row):
-            value = only(row)
-            return value if type(value) is str else _inserted(value)
-
-        return inserted
+    literals, names = pieces[0::2], pieces[1::2]
+    if not names:
+        return lambda sample: text
+    if len(names) == 1 and literals == ["", ""]:
+        return variable(names[0], inserted=True)
     tail = literals[-1]
-    pairs = list(zip(literals, variables))
+    pairs = [(literal, variable(name, inserted=True)) for literal, name in zip(literals, names)]
 
-    def joined(row):
+    def joined(sample):
         out = []
         for literal, value in pairs:
             out.append(literal)
-            out.append(_inserted(value(row)))
+            out.append(value(sample))
         out.append(tail)
         return "".join(out)
 
@@ -224,9 +209,9 @@ def template(text):
 _COMPILED = {}
 
 
-def render(text, row):
-    """`text` with each `{{ variable }}` replaced for `row`, its template compiled on
-    first use (the model graders' message contents)."""
+def render(text, sample):
+    """`text` with each `{{ variable }}` replaced for `sample`, its template compiled
+    on first use (the model graders' message contents)."""
     if not isinstance(text, str) or "{{" not in text:
         return text
     compiled = _COMPILED.get(text)
@@ -234,7 +219,7 @@ def render(text, row):
         if len(_COMPILED) > 4096:
             _COMPILED.clear()
         compiled = _COMPILED[text] = template(text)
-    return compiled(row)
+    return compiled(sample)
 
 
 def scope_of(sample, text=None):
@@ -270,9 +255,9 @@ def scope_of(sample, text=None):
 
 
 def build(grader, settings, path="$"):
-    """The scoring function of a grader object: Row -> (score, reason, metrics or
-    None, usage or None), its templates compiled. Raises GraderError for what cannot
-    run."""
+    """The scoring function of a grader object: sample -> (score, reason, metrics or
+    None, usage or None), its templates compiled. A grader that gives nothing but a
+    score has `plain` too: sample -> score. Raises GraderError for what cannot run."""
     if not isinstance(grader, dict):
         raise GraderError("%s: a grader is a JSON object" % path)
     kind = grader.get("type")
@@ -286,23 +271,40 @@ def _string_check(grader, settings, path):
     if op not in OPERATIONS:
         raise GraderError('%s.operation: unknown operation %s (one of %s)' % (path, json.dumps(op), ", ".join(OPERATIONS)))
 
-    given = template(grader.get("input", ""))
-    reference = template(grader.get("reference", ""))
-    test = _CHECKS[op]
+    return _scored(_check(op, template(grader.get("input", "")), template(grader.get("reference", ""))))
 
-    def score(row):
-        return (1.0 if test(given(row), reference(row)) else 0.0), None, None, None
 
+def _check(op, given, reference):
+    """string_check's operation on the templated input and reference: sample -> 1.0 or
+    0.0."""
+    if op == "eq":
+        return lambda sample: 1.0 if given(sample) == reference(sample) else 0.0
+    if op == "ne":
+        return lambda sample: 1.0 if given(sample) != reference(sample) else 0.0
+    # the input templated first: its error is the one a row shows
+    if op == "like":
+
+        def like(sample):
+            text = given(sample)
+            return 1.0 if reference(sample) in text else 0.0
+
+        return like
+
+    def ilike(sample):
+        text = given(sample).lower()
+        return 1.0 if reference(sample).lower() in text else 0.0
+
+    return ilike
+
+
+def _scored(plain):
+    """The scoring function of a grader that gives only a score, `plain` on it."""
+
+    def score(sample):
+        return plain(sample), None, None, None
+
+    score.plain = plain
     return score
-
-
-# string_check's operations: (input, reference) -> bool
-_CHECKS = {
-    "eq": lambda given, reference: given == reference,
-    "ne": lambda given, reference: given != reference,
-    "like": lambda given, reference: reference in given,
-    "ilike": lambda given, reference: reference.lower() in given.lower(),
-}
 
 
 def _text_similarity(grader, settings, path):
@@ -311,24 +313,34 @@ def _text_similarity(grader, settings, path):
         raise GraderError(
             '%s.evaluation_metric: unknown evaluation_metric %s (one of %s)' % (path, json.dumps(metric), ", ".join(METRICS))
         )
-    compute = _similarity(metric, settings)
     threshold = grader.get("pass_threshold") if path == "$" else None
     given = template(grader.get("input", ""))
     reference = template(grader.get("reference", ""))
-    if threshold is None:
+    if metric == "cosine":
 
-        def score(row):
-            value, usage = compute(given(row), reference(row))
+        def measure(sample):
+            return _cosine(given(sample), reference(sample), settings)
+
+    else:
+        compute = _similarity(metric)
+
+        def computed(sample):
+            return compute(given(sample), reference(sample))
+
+        if threshold is None:
+            return _scored(computed)
+
+        def measure(sample):
+            return computed(sample), None
+
+    def score(sample):
+        value, usage = measure(sample)
+        if threshold is None:
             return value, None, None, usage
-
-        return score
-
-    def passing(row):
-        value, usage = compute(given(row), reference(row))
         passed = {"score": 1.0 if value >= threshold else 0.0, "is_score_valid": True, "reason": None}
         return value, None, {"passed": passed}, usage
 
-    return passing
+    return score
 
 
 _MODULES = {}
@@ -353,12 +365,16 @@ def _need(module, package, metric):
         ) from None
 
 
-def _similarity(metric, settings):
-    """metric -> f(input, reference) -> (score, [{model, usage}] of the calls it made, or None)."""
+def _similarity(metric):
+    """A metric computed in this interpreter: f(input, reference) -> score."""
     if metric == "fuzzy_match":
+        ratio = None
 
         def fuzzy(given, reference):
-            return _need("rapidfuzz.fuzz", "rapidfuzz", metric).ratio(given, reference) / 100.0, None
+            nonlocal ratio
+            if ratio is None:
+                ratio = _need("rapidfuzz.fuzz", "rapidfuzz", metric).ratio
+            return ratio(given, reference) / 100.0
 
         return fuzzy
     if metric == "bleu":
@@ -368,14 +384,14 @@ def _similarity(metric, settings):
             with warnings.catch_warnings():
                 # NLTK warns of each missing n-gram order; the score is what it says
                 warnings.simplefilter("ignore")
-                return float(module.sentence_bleu([reference.split()], given.split())), None
+                return float(module.sentence_bleu([reference.split()], given.split()))
 
         return bleu
     if metric == "gleu":
 
         def gleu(given, reference):
             module = _need("nltk.translate.gleu_score", "nltk", metric)
-            return float(module.sentence_gleu([reference.split()], given.split(), min_len=1, max_len=4)), None
+            return float(module.sentence_gleu([reference.split()], given.split(), min_len=1, max_len=4))
 
         return gleu
     if metric == "meteor":
@@ -391,11 +407,9 @@ def _similarity(metric, settings):
                     "text_similarity meteor needs NLTK's WordNet data, which %s cannot find: "
                     "%s -m nltk.downloader wordnet omw-1.4" % (sys.executable, sys.executable)
                 ) from None
-            return float(value), None
+            return float(value)
 
         return meteor
-    if metric == "cosine":
-        return lambda given, reference: _cosine(given, reference, settings)
     kind = "rougeL" if metric == "rouge_l" else "rouge" + metric[-1]
     scorers = {}
 
@@ -404,7 +418,7 @@ def _similarity(metric, settings):
         if scorer is None:
             module = _need("rouge_score.rouge_scorer", "rouge-score", metric)
             scorer = scorers[kind] = module.RougeScorer([kind], use_stemmer=False)
-        return float(scorer.score(reference, given)[kind].fmeasure), None
+        return float(scorer.score(reference, given)[kind].fmeasure)
 
     return rouge
 
@@ -412,8 +426,8 @@ def _similarity(metric, settings):
 def _score_model(grader, settings, path):
     low, high = _range(grader, path)
 
-    def score(row):
-        answer, usage, model = _ask_judge(grader, settings, row)
+    def score(sample):
+        answer, usage, model = _ask_judge(grader, settings, sample)
         value = _result_of(answer)
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise InvalidResult("the model's answer has no numeric `result`: %s" % answer)
@@ -441,8 +455,8 @@ def _label_model(grader, settings, path):
     labels = grader.get("labels") or []
     passing = grader.get("passing_labels") or []
 
-    def score(row):
-        answer, usage, model = _ask_judge(grader, settings, row)
+    def score(sample):
+        answer, usage, model = _ask_judge(grader, settings, sample)
         label = _result_of(answer)
         if not isinstance(label, str) or label not in labels:
             raise InvalidResult(
@@ -463,9 +477,9 @@ def _python(grader, settings, path):
     if not callable(grade):
         raise GraderError("%s.source: defines no function grade(sample, item)" % path)
 
-    def score(row):
-        item, views = row.views()
-        sample = dict(views)
+    def score(given):
+        item, seen = views(given)
+        sample = dict(seen)
         sample.setdefault("output_json", None)
         sample.setdefault("output_tools", None)
         value = grade(sample, item)
@@ -490,10 +504,10 @@ def _multi(grader, settings, path):
         raise GraderError("%s.calculate_output: give a formula over the graders' names" % path)
     tree = parse_formula(formula, set(subs), path + ".calculate_output")
 
-    def score(row):
+    def score(sample):
         values, metrics, usage = {}, {}, None
         for name, run in built.items():
-            value, reason, _, used = run(row)
+            value, reason, _, used = run(sample)
             values[name] = value
             metrics[name] = {"score": value, "is_score_valid": True, "reason": reason}
             if used:
@@ -606,30 +620,30 @@ def _message(text):
     return text[:500]
 
 
-def _content(content, row):
+def _content(content, sample):
     """A message's content templated: text, or a list of parts (the Responses API's
     `input_text` parts become chat `text` parts)."""
     if isinstance(content, str):
-        return render(content, row)
+        return render(content, sample)
     if isinstance(content, dict):
         text = content.get("text")
-        return render(text, row) if isinstance(text, str) else content
+        return render(text, sample) if isinstance(text, str) else content
     if isinstance(content, list):
-        return [_part(part, row) for part in content]
+        return [_part(part, sample) for part in content]
     return content
 
 
-def _part(part, row):
+def _part(part, sample):
     if isinstance(part, dict) and isinstance(part.get("text"), str):
-        return {"type": "text", "text": render(part["text"], row)}
-    return render(part, row) if isinstance(part, str) else part
+        return {"type": "text", "text": render(part["text"], sample)}
+    return render(part, sample) if isinstance(part, str) else part
 
 
-def _ask_judge(grader, settings, row):
+def _ask_judge(grader, settings, sample):
     """(the model's answer text, usage, model) for a score_model or label_model."""
     messages = []
     for message in grader.get("input") or []:
-        messages.append({"role": message.get("role", "user"), "content": _content(message.get("content", ""), row)})
+        messages.append({"role": message.get("role", "user"), "content": _content(message.get("content", ""), sample)})
     body = {"model": grader.get("model"), "messages": messages}
     for key, value in (grader.get("sampling_params") or {}).items():
         body["max_completion_tokens" if key == "max_completions_tokens" else key] = value
@@ -691,7 +705,7 @@ def score_sample(run, sample):
     """One sample's result: `{"score", "reason"}` when the grader gives nothing else
     (string_check, text_similarity: the worker writes it as a plain reward's result),
     else the whole result dict, a model's usage as a `judge` step per model call."""
-    value, reason, metrics, usage = run(Row(sample))
+    value, reason, metrics, usage = run(sample)
     value = float(value)
     if value - value != 0.0:  # NaN and +-inf
         raise InvalidResult("the grader's score is %r" % value)
@@ -723,6 +737,13 @@ def evaluator(spec):
     grader is built once, here."""
     grader = load(spec)
     run = build(grader, spec.get("grader_settings") or {})
+    plain = getattr(run, "plain", None)
+    if plain is not None:
+        # a score alone: written as a plain reward's (a NaN one is refused there)
+        def grade_plain(sample):
+            return {"score": plain(sample)}
+
+        return grade_plain
 
     def grade_sample(sample):
         return score_sample(run, sample)
