@@ -49,6 +49,15 @@ What it does:
           10,000 rows (`1.jsonl` ... `100.jsonl`) against the same rows in one JSONL file,
           the plain evaluator, rwb run --no-cache: time to the first result row (target
           ~1.0x) and in all (target <= 1.0x the one file)
+       K  (only with --only K) OpenAI graders (SPEC §17) on 10*N samples, each against the
+          same check written as an undecorated Python reward run by rwb, and the plain
+          loop (json.loads -> evaluate(**sample) -> json.dumps -> write) on that reward;
+          rwb run --no-cache, alternating grader, reward, loop, at least 5 times:
+            string_check  ilike of {{ item.ground_truth }} in {{ sample.output_text }}
+            fuzzy_match   text_similarity, rapidfuzz's ratio of the same two
+          (target: grader / reward <= 1.00, the median of the pairs' ratios). Needs
+          rapidfuzz in the interpreter: --python when it has it, else
+          RWB_GRADERS_PYTHON, else .ci/run's ${TMPDIR:-/tmp}/rwb-ci-graders.
        P  (only with --only P) a TRL-shaped log of 100*N rows in one Parquet file (one
           row group, as pandas writes TRL's) against the same rows as JSONL, the plain
           evaluator: rwb run --no-cache time (target <= 1.0x JSONL) and peak RSS
@@ -266,6 +275,37 @@ def evaluate(messages, ground_truth=None, **kwargs):
     reply = messages[-1].get("content") or ""
     return {"score": min(1.0, len(reply) / 1000.0), "reason": "length", "metrics": {}}
 '''
+
+# K: the graders' checks written as undecorated Python rewards (the bench samples end
+# with the assistant's turn, so its content is sample.output_text, and always have a
+# string ground_truth)
+ILIKE_EVALUATOR = '''\
+"""Benchmark evaluator "ilike": string_check ilike as an undecorated Python reward."""
+
+
+def evaluate(messages, ground_truth=None, **kwargs):
+    reply = messages[-1].get("content") or ""
+    return {"score": 1.0 if ground_truth.lower() in reply.lower() else 0.0, "reason": None, "metrics": {}}
+'''
+
+FUZZY_EVALUATOR = '''\
+"""Benchmark evaluator "fuzzy": text_similarity fuzzy_match as an undecorated Python reward."""
+
+from rapidfuzz import fuzz
+
+
+def evaluate(messages, ground_truth=None, **kwargs):
+    reply = messages[-1].get("content") or ""
+    return {"score": fuzz.ratio(reply, ground_truth) / 100.0, "reason": None, "metrics": {}}
+'''
+
+GRADERS = (
+    ("ilike", "string_check ilike", {"type": "string_check", "name": "ilike", "operation": "ilike",
+                                     "input": "{{ sample.output_text }}", "reference": "{{ item.ground_truth }}"}),
+    ("fuzzy", "text_similarity fuzzy_match",
+     {"type": "text_similarity", "name": "fuzzy", "evaluation_metric": "fuzzy_match",
+      "input": "{{ sample.output_text }}", "reference": "{{ item.ground_truth }}"}),
+)
 
 WAITING_EVALUATOR = '''\
 """Benchmark evaluator "waiting": 100 ms of waiting per call, no CPU."""
@@ -718,7 +758,8 @@ class Bench:
             folder.mkdir(parents=True)
             code = {"slow": SLOW_EVALUATOR.replace("__ROUNDS__", str(self.rounds)),
                     "slow15": SLOW_EVALUATOR.replace("__ROUNDS__", str(int(round(self.rounds * 1.5)))),
-                    "plain": PLAIN_EVALUATOR, "waiting": WAITING_EVALUATOR}.get(evaluator, TRIVIAL_EVALUATOR)
+                    "plain": PLAIN_EVALUATOR, "waiting": WAITING_EVALUATOR, "ilike": ILIKE_EVALUATOR,
+                    "fuzzy": FUZZY_EVALUATOR}.get(evaluator, TRIVIAL_EVALUATOR)
             (folder / "main.py").write_text(code)
         target = root / "samples.jsonl"
         try:
@@ -1123,6 +1164,74 @@ def scenario_repeat(bench, n):
             "ok": ratio <= 1.2 and not problems, "note": "; ".join(x for x in notes if x)}
 
 
+def graders_python(bench):
+    """An interpreter with rapidfuzz: --python when it has it, else RWB_GRADERS_PYTHON,
+    else .ci/run's graders venv."""
+    candidates = [bench.python, os.environ.get("RWB_GRADERS_PYTHON"),
+                  str(Path(os.environ.get("TMPDIR", "/tmp")) / "rwb-ci-graders" / "bin" / "python")]
+    for python in candidates:
+        if python and subprocess.run([python, "-c", "import rapidfuzz"], capture_output=True).returncode == 0:
+            return python
+    raise BenchError("no interpreter with rapidfuzz (tried %s): set RWB_GRADERS_PYTHON or run .ci/run"
+                     % ", ".join(c for c in candidates if c))
+
+
+def _range(values):
+    return "%.3f-%.3f" % (min(values), max(values))
+
+
+def scenario_graders(bench, n):
+    """K: each grader against the same check as an undecorated reward, both run by rwb
+    --no-cache, and the plain loop on that reward, alternating; the scores must agree
+    row for row."""
+    python, bench.python = bench.python, graders_python(bench)
+    try:
+        return [_grader_versus_reward(bench, n, *g) for g in GRADERS]
+    finally:
+        bench.python = python
+
+
+def _grader_versus_reward(bench, n, name, what, grader):
+    bench.log("\n[K] %s grader, %d samples: rwb run --no-cache (--jobs %d) vs the same check as an "
+              "undecorated reward, and the python loop (%s)" % (what, n, bench.jobs, bench.python))
+    reward = bench.workspace("ws_k_%s_reward_%d" % (name, n), [name], n)
+    root = bench.tmp / ("ws_k_%s_grader_%d" % (name, n))
+    root.mkdir()
+    (root / "grader.json").write_text(json.dumps(grader))
+    (root / "rwb.toml").write_text('[evaluators.%s]\ngrader = "grader.json"\n' % name)
+    os.link(reward / "samples.jsonl", root / "samples.jsonl")
+    times = {"grader": [], "reward": [], "loop": []}
+    for turn in range(max(5, bench.args.repeat)):
+        seconds, _, rows, _, _ = bench.rwb_run(root, [name], n, label="grader")
+        times["grader"].append(seconds)
+        graded = {r["sample"]: r["score"] for r in rows}
+        seconds, _, rows, _, _ = bench.rwb_run(reward, [name], n, label="reward")
+        times["reward"].append(seconds)
+        if turn == 0:
+            differ = [r["sample"] for r in rows if graded[r["sample"]] != r["score"]]
+            if differ:
+                raise BenchError("%s: the grader and the reward score %d samples differently (first: %s)"
+                                 % (what, len(differ), differ[:5]))
+        times["loop"].append(bench.loop_run(reward, name, n)[0])
+    med = {k: statistics.median(v) for k, v in times.items()}
+    pairs = [g / r for g, r in zip(times["grader"], times["reward"])]
+    ratio = statistics.median(pairs)
+    bench.log("  medians of %d: grader %.3f s (%s), reward %.3f s (%s), loop %.3f s (%s)"
+              % (len(pairs), med["grader"], _range(times["grader"]), med["reward"], _range(times["reward"]),
+                 med["loop"], _range(times["loop"])))
+    bench.log("  grader / reward: %.3f (median of the %d pairs' ratios, %s; ratio of the medians %.3f); "
+              "grader / loop %.3f, reward / loop %.3f"
+              % (ratio, len(pairs), _range(pairs), med["grader"] / med["reward"], med["grader"] / med["loop"],
+                 med["reward"] / med["loop"]))
+    notes = ["pairs %s; loop %.3f s, grader/loop %.3f" % (_range(pairs), med["loop"], med["grader"] / med["loop"])]
+    disturbed = _disturbed(bench)
+    if disturbed:
+        notes.append(disturbed)
+    return {"scenario": "K %s %dk --no-cache vs reward" % (what, n // 1000), "rwb": med["grader"],
+            "base": med["reward"], "ratio": "%.3f" % ratio, "target": "<= 1.00", "ok": ratio <= 1.0,
+            "note": "; ".join(notes)}
+
+
 def scenario_i(bench, n):
     bench.log("\n[I] slow evaluator at ~%.2f ms/call, %d samples: rwb run --no-cache --jobs %d vs python loop"
               % (bench.slow_call * 1.5e3, n, bench.jobs))
@@ -1460,7 +1569,8 @@ def main():
                              "evaluated); without it the same texts as chat messages")
     parser.add_argument("--only", default="ABCDEIMWR",
                         help="scenarios to run, e.g. AC (default ABCDEIMWR; E runs E-H, the undecorated evaluator; "
-                             "M generates 1,000,000 samples, about 1 GB; P, not in the default, a 1,000,000-row "
+                             "M generates 1,000,000 samples, about 1 GB; K, not in the default, the graders "
+                             "against the same checks as rewards (needs rapidfuzz); P, not in the default, a 1,000,000-row "
                              "Parquet file and the same rows as JSONL; S, not in the default, a folder of 100 step "
                              "files against one JSONL)")
     args = parser.parse_args()
@@ -1483,7 +1593,8 @@ def main():
                      "W": (scenario_waiting, WAITING_SAMPLES),
                      "R": (scenario_repeat, WAITING_SAMPLES),
                      "I": (scenario_i, small), "M": (scenario_m, 10 * large),
-                     "P": (scenario_p, 10 * large), "S": (scenario_s, 10 * large)}
+                     "P": (scenario_p, 10 * large), "S": (scenario_s, 10 * large),
+                     "K": (scenario_graders, large)}
         for key in args.only.upper():
             if key not in scenarios:
                 parser.error("--only: unknown scenario %r" % key)

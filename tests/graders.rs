@@ -641,3 +641,131 @@ print(json.dumps(out))
     );
     assert_eq!(out["python"], 0.75);
 }
+
+#[test]
+fn rwb_serve_with_no_evaluator_serves_the_graders_api_alone() {
+    let Some(python) = graders_python() else {
+        return;
+    };
+    let judge = Judge::start();
+    // no evaluator and no samples: only [graders], for the model graders
+    let toml = format!(
+        "[graders]\nendpoint = \"{}\"\nembeddings_model = \"embed-1\"\n",
+        judge.url
+    );
+    let ws = Ws::new(&[("rwb.toml", &toml)]);
+    let served = serve(&ws, &python);
+    let script = r#"
+import json, sys, warnings
+warnings.simplefilter("ignore")
+import openai
+from rapidfuzz import fuzz
+client = openai.OpenAI(base_url=sys.argv[1] + "/v1", api_key="anything")
+out = {}
+def run(grader, sample, item):
+    r = client.fine_tuning.alpha.graders.run(grader=grader, model_sample=sample, item=item)
+    return json.loads(r.model_dump_json(by_alias=True))
+fuzzy = {"type": "text_similarity", "name": "f", "evaluation_metric": "fuzzy_match",
+         "input": "{{ sample.output_text }}", "reference": "{{ item.ref }}"}
+out["fuzzy"] = run(fuzzy, "the cat sat", {"ref": "a cat was sitting"})
+out["fuzz"] = fuzz.ratio("the cat sat", "a cat was sitting") / 100
+judge = {"type": "score_model", "name": "j", "model": "judge-1",
+         "input": [{"role": "user", "content": "{{ item.case }}: {{ sample.output_text }}"}]}
+out["score_model"] = run(judge, "the cat sat", {"case": "grade-high"})
+label = {"type": "label_model", "name": "l", "model": "judge-2", "labels": ["good", "bad"],
+         "passing_labels": ["good"], "input": [{"role": "user", "content": "{{ item.label }}"}]}
+multi = {"type": "multi", "name": "m", "calculate_output": "j * l + cos",
+         "graders": {"j": judge, "l": label,
+                     "cos": {"type": "text_similarity", "name": "cos", "evaluation_metric": "cosine",
+                             "input": "{{ sample.output_text }}", "reference": "{{ item.ref }}"}}}
+out["multi"] = run(multi, "the cat sat", {"case": "grade-high", "label": "label-good", "ref": "a cat was sitting"})
+out["validate"] = client.fine_tuning.alpha.graders.validate(grader=judge).grader.type
+# every local text_similarity metric, served, against its reference library
+from nltk.translate.bleu_score import sentence_bleu
+from nltk.translate.gleu_score import sentence_gleu
+from rouge_score import rouge_scorer
+given, ref = "the quick brown fox jumped over a lazy dog", "a quick brown fox jumps over the lazy dog"
+expected = {"bleu": sentence_bleu([ref.split()], given.split()),
+            "gleu": sentence_gleu([ref.split()], given.split(), min_len=1, max_len=4)}
+for n in ["1", "2", "3", "4", "5", "l"]:
+    t = "rougeL" if n == "l" else "rouge" + n
+    expected["rouge_" + n] = rouge_scorer.RougeScorer([t], use_stemmer=False).score(ref, given)[t].fmeasure
+out["similarity"] = {}
+for metric, want in expected.items():
+    g = {"type": "text_similarity", "name": metric, "evaluation_metric": metric,
+         "input": "{{ sample.output_text }}", "reference": "{{ item.ref }}"}
+    out["similarity"][metric] = [run(g, given, {"ref": ref})["reward"], want]
+print(json.dumps(out))
+"#;
+    let output = Command::new(&python)
+        .args(["-c", script, &served.url])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(out["fuzzy"]["reward"], out["fuzz"]);
+    assert_eq!(out["fuzzy"]["metadata"]["token_usage"], Value::Null);
+    assert_eq!(out["fuzzy"]["metadata"]["sampled_model_name"], Value::Null);
+    // a model grader: the judge's model and the usage it answered
+    let one = &out["score_model"];
+    assert_eq!(one["reward"], 0.75);
+    assert_eq!(one["metadata"]["sampled_model_name"], "judge-1");
+    assert_eq!(one["metadata"]["token_usage"], 25);
+    let judged = json!({"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25});
+    assert_eq!(
+        one["model_grader_token_usage_per_model"],
+        json!({ "judge-1": judged })
+    );
+    // a multi's model calls add up, per model
+    let vectors = [[0.1, 0.7, 0.2], [0.2, 0.6, 0.3]];
+    let dot: f64 = vectors[0].iter().zip(&vectors[1]).map(|(x, y)| x * y).sum();
+    let norm = |v: &[f64; 3]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
+    let cos = dot / (norm(&vectors[0]) * norm(&vectors[1]));
+    let multi = &out["multi"];
+    assert_eq!(multi["reward"].as_f64().unwrap(), 0.75 * 1.0 + cos);
+    assert_eq!(
+        multi["sub_rewards"],
+        json!({"j": 0.75, "l": 1.0, "cos": cos})
+    );
+    assert_eq!(multi["metadata"]["token_usage"], 25 + 25 + 6);
+    assert_eq!(multi["metadata"]["sampled_model_name"], "judge-1");
+    assert_eq!(
+        multi["model_grader_token_usage_per_model"],
+        json!({"judge-1": judged, "judge-2": judged,
+               "embed-1": {"prompt_tokens": 6, "total_tokens": 6}})
+    );
+    assert_eq!(out["validate"], "score_model");
+    let similarity = out["similarity"].as_object().unwrap();
+    assert_eq!(similarity.len(), 8);
+    for (metric, pair) in similarity {
+        assert_eq!(pair[0], pair[1], "{metric}: served, then the library's");
+    }
+    // GET / lists the graders routes and no evaluator
+    let request = format!(
+        "GET / HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        authority(&served.url)
+    );
+    let (status, body) = exchange(&served.url, &request);
+    assert_eq!(status, 200);
+    let root: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(root["evaluators"], json!([]));
+    assert!(root["routes"]["POST /v1/fine_tuning/alpha/graders/run"]
+        .as_str()
+        .unwrap()
+        .starts_with("OpenAI's graders API"));
+    // the reward-kit routes say there is nothing to evaluate
+    let request = format!(
+        "POST /evaluate HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}",
+        authority(&served.url)
+    );
+    let (status, body) = exchange(&served.url, &request);
+    assert_eq!(status, 404);
+    assert_eq!(
+        serde_json::from_str::<Value>(&body).unwrap(),
+        json!({"detail": "no evaluators are served"})
+    );
+}

@@ -283,6 +283,7 @@ impl Shared {
             python: self.python.clone(),
             timeout: self.timeout,
             concurrency: self.concurrency,
+            serving: false,
         }
     }
 

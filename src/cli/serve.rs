@@ -15,6 +15,8 @@ use tokio::sync::mpsc;
 pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from("."));
     let mut options = args.shared.open_options();
+    // no samples needed, and no evaluator: the graders API needs none
+    options.overrides.serving = true;
     options.ray = RayChoice::from_flag(args.ray.clone());
     let mut session = Session::open(dir, &options)?;
     if let Some(cluster) = session.join_ray(args.shared.jobs).await? {
@@ -55,20 +57,27 @@ fn routes_text(server: &Server) -> Vec<String> {
         .iter()
         .map(|(route, what)| format!("{route:<22} {what}"))
         .collect();
-    if let Some(default) = server.routes.first() {
-        lines.push(format!(
+    match server.routes.first() {
+        Some(default) => lines.push(format!(
             "evaluators: {} ({default} is the default)",
             server.routes.join(", ")
-        ));
+        )),
+        None => lines.push("evaluators: none (the graders API alone)".into()),
     }
     let key = if server.access.requires_key() {
         " -H \"X-Api-Key: $RK_ENDPOINT_API_KEY\""
     } else {
         ""
     };
+    let body = if server.routes.is_empty() {
+        "/v1/fine_tuning/alpha/graders/run -H 'Content-Type: application/json'{key} -d '{\"grader\": {\"type\": \"string_check\", \"name\": \"four\", \"operation\": \"eq\", \"input\": \"{{ sample.output_text }}\", \"reference\": \"4\"}, \"model_sample\": \"4\"}'"
+    } else {
+        "/evaluate -H 'Content-Type: application/json'{key} -d '{\"messages\": [{\"role\": \"user\", \"content\": \"2+2?\"}, {\"role\": \"assistant\", \"content\": \"4\"}]}'"
+    };
     lines.push(format!(
-        "try: curl -s {}/evaluate -H 'Content-Type: application/json'{key} -d '{{\"messages\": [{{\"role\": \"user\", \"content\": \"2+2?\"}}, {{\"role\": \"assistant\", \"content\": \"4\"}}]}}'",
-        server.url()
+        "try: curl -s {}{}",
+        server.url(),
+        body.replace("{key}", key)
     ));
     lines
 }

@@ -119,7 +119,7 @@ pub(super) fn resolve_samples(
         None => {}
     }
     let (files, warnings) = discover(root, &options);
-    if files.is_empty() {
+    if files.is_empty() && !overrides.serving {
         let skipped = if warnings.is_empty() {
             String::new()
         } else {

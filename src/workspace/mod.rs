@@ -68,6 +68,9 @@ pub struct Overrides {
     pub timeout: Option<f64>,
     /// `--concurrency N`: evaluations in flight per worker, for every evaluator.
     pub concurrency: Option<usize>,
+    /// The command answers requests (`rwb serve`): it reads no samples, and with no
+    /// evaluators still serves the graders API (SPEC §17), so neither is required.
+    pub serving: bool,
 }
 
 /// One samples file: where it is and how results name it.
@@ -417,7 +420,7 @@ fn resolve_evaluators(
             spec.chat_template = templates.load(chosen, &field)?;
         }
     }
-    if specs.is_empty() {
+    if specs.is_empty() && !overrides.serving {
         return err(format!(
             "no evaluators in {}: add metrics/NAME/main.py, give -m NAME=PATH or --function NAME=FILE.py::FUNC, or run `rwb init`",
             root.display()

@@ -144,6 +144,39 @@ pub(super) async fn run(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -
     Json(answer(g, &outcome, started.elapsed().as_secs_f64())).into_response()
 }
 
+/// What the model calls of an outcome used (its `judge` steps, one per call a score_model,
+/// label_model or cosine made; a multi's sub-graders' all): the first model asked,
+/// the total tokens (null when no model was asked) and each model's usage summed
+/// field by field.
+fn token_usage(o: &Outcome) -> (Value, Value, Map<String, Value>) {
+    let steps = o.step_outputs.as_ref().and_then(Value::as_array);
+    let calls = steps.into_iter().flatten().filter_map(|s| s.get("metrics"));
+    let (mut first, mut total, mut per_model) = (Value::Null, None, Map::new());
+    for call in calls {
+        let Some(model) = call.get("model").and_then(Value::as_str) else {
+            continue;
+        };
+        if first.is_null() {
+            first = json!(model);
+        }
+        let usage = call.get("usage").and_then(Value::as_object);
+        let tokens = usage
+            .and_then(|u| u.get("total_tokens"))
+            .and_then(Value::as_u64);
+        total = Some(total.unwrap_or(0) + tokens.unwrap_or(0));
+        let summed = per_model
+            .entry(model.to_string())
+            .or_insert_with(|| json!({}));
+        for (field, n) in usage.into_iter().flatten() {
+            if let (Some(n), Some(sum)) = (n.as_u64(), summed.as_object_mut()) {
+                let was = sum.get(field).and_then(Value::as_u64).unwrap_or(0);
+                sum.insert(field.clone(), json!(was + n));
+            }
+        }
+    }
+    (first, total.map_or(Value::Null, |t| json!(t)), per_model)
+}
+
 /// `{reward, metadata, sub_rewards, model_grader_token_usage_per_model}` of an
 /// outcome, as OpenAI answers it.
 fn answer(g: &Value, o: &Outcome, seconds: f64) -> Value {
@@ -197,25 +230,7 @@ fn answer(g: &Value, o: &Outcome, seconds: f64) -> Value {
         }
         scores.insert(name.to_string(), json!(o.score));
     }
-    let judge = o
-        .step_outputs
-        .as_ref()
-        .and_then(|s| s.get(0))
-        .and_then(|s| s.get("metrics"));
-    let model = judge
-        .and_then(|j| j.get("model"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let usage = judge
-        .and_then(|j| j.get("usage"))
-        .cloned()
-        .unwrap_or(Value::Null);
-    let mut per_model = Map::new();
-    if let Some(m) = model.as_str() {
-        if !usage.is_null() {
-            per_model.insert(m.to_string(), usage.clone());
-        }
-    }
+    let (model, usage, per_model) = token_usage(o);
     json!({
         "reward": o.score.filter(|_| o.error.is_none()).unwrap_or(0.0),
         "metadata": {
@@ -224,7 +239,7 @@ fn answer(g: &Value, o: &Outcome, seconds: f64) -> Value {
             "errors": errors,
             "execution_time": seconds,
             "scores": scores,
-            "token_usage": usage.get("total_tokens").cloned().unwrap_or(Value::Null),
+            "token_usage": usage,
             "sampled_model_name": model,
         },
         "sub_rewards": sub_rewards,

@@ -234,7 +234,9 @@ pub async fn start_with(
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     let log = Arc::new(RequestLog::default());
     let mut routes: Vec<String> = evaluators.iter().map(|e| e.spec.name.clone()).collect();
-    routes.swap(0, default);
+    if !routes.is_empty() {
+        routes.swap(0, default);
+    }
     let timing = Timing {
         header_timeout: limits.header_timeout,
         grace: SHUTDOWN_GRACE,

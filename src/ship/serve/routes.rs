@@ -161,7 +161,7 @@ fn closing(mut response: Response) -> Response {
 
 /// What the server answers, one line per route (what `GET /`, an unknown path and
 /// `rwb serve` on start say).
-pub const ROUTES: [(&str, &str); 5] = [
+pub const ROUTES: [(&str, &str); 7] = [
     (
         "POST /evaluate",
         "the default evaluator: {\"messages\": [...], \"ground_truth\": ..., \"kwargs\": {...}} -> an EvaluateResult (reward-kit's generic_server)",
@@ -170,6 +170,14 @@ pub const ROUTES: [(&str, &str); 5] = [
     (
         "POST /batch/{name}",
         "OpenRLHF's remote reward: {\"query\": [...], \"prompts\": [...], \"labels\": [...]} -> {\"rewards\", \"scores\", \"extra_logs\"}",
+    ),
+    (
+        "POST /v1/fine_tuning/alpha/graders/run",
+        "OpenAI's graders API: {\"grader\": {...}, \"model_sample\": \"...\", \"item\": {...}} -> {\"reward\", \"metadata\", \"sub_rewards\", ...}",
+    ),
+    (
+        "POST /v1/fine_tuning/alpha/graders/validate",
+        "{\"grader\": {...}} -> {\"grader\": {...}}, or 400 naming what is wrong",
     ),
     ("GET /health", "status, evaluators and import errors"),
     ("GET /", "this list"),

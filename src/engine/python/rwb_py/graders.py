@@ -69,59 +69,167 @@ class MissingPackage(ImportError):
 
 
 # -- templates ----------------------------------------------------------------------
+#
+# A template is compiled once, when its grader is built: its text split around the
+# `{{ variable }}`s, each variable a function of the sample. `sample.output_text` (the
+# completion's text) and `item.X` (the column X) are read straight from the sample; the
+# whole `item` and grader `sample` (output_json parsed, choices, tools) are made only
+# when a template or a python grader asks for them (views, once per sample).
 
 _TEMPLATE = re.compile(r"\{\{\s*(.*?)\s*\}\}")
+_HEAD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _STEP = re.compile(r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[\s*(\d+)\s*\]|\[\s*[\"']([^\"']*)[\"']\s*\]")
 _ABSENT = object()
 
 
-def _lookup(variable, scope):
-    """The value `variable` (`item.a.b[0]`, `sample.output_text`) names, or raise
-    TemplateError naming it."""
-    head = re.match(r"[A-Za-z_][A-Za-z0-9_]*", variable)
-    if head is None or head.group(0) not in scope:
-        raise TemplateError("the template variable {{ %s }} is not item.* or sample.*" % variable)
-    value = scope[head.group(0)]
+def output_text(sample):
+    """The completion's text (`sample.output_text`): for a chat sample the content of
+    its final assistant turn ("" when the last turn is not the assistant's), as
+    styles.samples reads the completion; any other form through `parts`."""
+    messages = sample.get("messages")
+    if type(messages) is not list:
+        return as_text(parts(sample).completion, "assistant")
+    last = messages[-1] if messages else None
+    if type(last) is not dict or last.get("role") != "assistant":
+        return ""
+    content = last.get("content")
+    if isinstance(content, str):
+        return content
+    return "" if content is None else str(content)
+
+
+# The sample whose views were made last, and its views: a multi grader's sub-graders
+# and the templates of one row share them. One assignment swaps both (threads of a
+# concurrent evaluator may each be on another sample).
+_LAST_VIEWS = (None, None)
+
+
+def views(sample):
+    """(item, the grader's `sample`) of `sample`, as scope_of makes them, made once."""
+    global _LAST_VIEWS
+    last, made = _LAST_VIEWS
+    if last is not sample:
+        made = scope_of(sample, output_text(sample))
+        _LAST_VIEWS = (sample, made)
+    return made
+
+
+def _raiser(message):
+    def fail(sample):
+        raise TemplateError(message)
+
+    return fail
+
+
+def _inserted(value):
+    """A template variable's value as text: a string as it is, else compact JSON."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def variable(text, inserted=False):
+    """The function of a sample that `{{ text }}` (`item.a.b[0]`, `sample.output_text`)
+    names: its value (`inserted`: as the template inserts it), or TemplateError naming
+    what the sample lacks."""
+    head = _HEAD.match(text)
+    if head is None or head.group(0) not in ("item", "sample"):
+        return _raiser("the template variable {{ %s }} is not item.* or sample.*" % text)
+    steps = []  # (list index or None, key, the error when absent)
+    broken = None
     at = head.end()
-    while at < len(variable):
-        step = _STEP.match(variable, at)
+    while at < len(text):
+        step = _STEP.match(text, at)
         if step is None:
-            raise TemplateError("cannot read the template variable {{ %s }}" % variable)
+            broken = "cannot read the template variable {{ %s }}" % text
+            break
         key, index, quoted = step.groups()
-        if index is not None:
-            ok = isinstance(value, list) and int(index) < len(value)
-            value = value[int(index)] if ok else _ABSENT
-        else:
-            name = key if key is not None else quoted
-            value = value.get(name, _ABSENT) if isinstance(value, dict) else _ABSENT
-        if value is _ABSENT:
-            raise TemplateError("the sample has no %s (from the template variable {{ %s }})" % (variable[: step.end()], variable))
+        missing = "the sample has no %s (from the template variable {{ %s }})" % (text[: step.end()], text)
+        steps.append((None if index is None else int(index), quoted if key is None else key, missing))
         at = step.end()
-    return value
+    if broken is None and len(steps) == 1 and steps[0][0] is None:
+        # the common cases, one field: item.X (a column) and sample.output_text
+        _, name, missing = steps[0]
+        if head.group(0) == "sample" and name == "output_text":
+            return output_text
+        if head.group(0) == "item" and (name == "messages" or name.startswith("\x00")):
+            return _raiser(missing)  # not a column
+        if head.group(0) == "item":
+
+            def column(sample):
+                value = sample.get(name, _ABSENT)
+                if value is _ABSENT:
+                    raise TemplateError(missing)
+                return value if not inserted or type(value) is str else _inserted(value)
+
+            return column
+    whole = head.group(0) == "item"
+
+    def walk(sample):
+        value = views(sample)[0 if whole else 1]
+        for index, key, missing in steps:
+            if index is not None:
+                value = value[index] if isinstance(value, list) and index < len(value) else _ABSENT
+            else:
+                value = value.get(key, _ABSENT) if isinstance(value, dict) else _ABSENT
+            if value is _ABSENT:
+                raise TemplateError(missing)
+        if broken is not None:
+            raise TemplateError(broken)
+        return _inserted(value) if inserted else value
+
+    return walk
 
 
-def render(text, scope):
-    """`text` with each `{{ variable }}` replaced: a string as it is, anything else
-    as compact JSON."""
+def template(text):
+    """`text` compiled: a function of the sample giving the text with each `{{ variable
+    }}` replaced (anything but a string with `{{` is given back as it is)."""
+    if not isinstance(text, str) or "{{" not in text:
+        return lambda sample: text
+    pieces = _TEMPLATE.split(text)
+    literals, names = pieces[0::2], pieces[1::2]
+    if not names:
+        return lambda sample: text
+    if len(names) == 1 and literals == ["", ""]:
+        return variable(names[0], inserted=True)
+    tail = literals[-1]
+    pairs = [(literal, variable(name, inserted=True)) for literal, name in zip(literals, names)]
+
+    def joined(sample):
+        out = []
+        for literal, value in pairs:
+            out.append(literal)
+            out.append(value(sample))
+        out.append(tail)
+        return "".join(out)
+
+    return joined
+
+
+_COMPILED = {}
+
+
+def render(text, sample):
+    """`text` with each `{{ variable }}` replaced for `sample`, its template compiled
+    on first use (the model graders' message contents)."""
     if not isinstance(text, str) or "{{" not in text:
         return text
-
-    def one(match):
-        value = _lookup(match.group(1), scope)
-        if isinstance(value, str):
-            return value
-        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
-
-    return _TEMPLATE.sub(one, text)
+    compiled = _COMPILED.get(text)
+    if compiled is None:
+        if len(_COMPILED) > 4096:
+            _COMPILED.clear()
+        compiled = _COMPILED[text] = template(text)
+    return compiled(sample)
 
 
-def scope_of(sample):
+def scope_of(sample, text=None):
     """(item, the grader's `sample`) of an rwb sample: `item` is every column but
     `messages`; `sample` holds output_text, output_json and output_tools (when there
     are some) and choices."""
     conv = parts(sample)
     item = {k: v for k, v in sample.items() if k != "messages" and not k.startswith("\x00")}
-    text = as_text(conv.completion, "assistant")
+    if text is None:
+        text = as_text(conv.completion, "assistant")
     turn = None
     if isinstance(conv.completion, list):
         for message in reversed(conv.completion):
@@ -147,8 +255,9 @@ def scope_of(sample):
 
 
 def build(grader, settings, path="$"):
-    """The scoring function of a grader object: scope -> (score, reason, metrics,
-    usage). Raises GraderError for what cannot run."""
+    """The scoring function of a grader object: sample -> (score, reason, metrics or
+    None, usage or None), its templates compiled. A grader that gives nothing but a
+    score has `plain` too: sample -> score. Raises GraderError for what cannot run."""
     if not isinstance(grader, dict):
         raise GraderError("%s: a grader is a JSON object" % path)
     kind = grader.get("type")
@@ -162,19 +271,39 @@ def _string_check(grader, settings, path):
     if op not in OPERATIONS:
         raise GraderError('%s.operation: unknown operation %s (one of %s)' % (path, json.dumps(op), ", ".join(OPERATIONS)))
 
-    def score(scope):
-        given = render(grader.get("input", ""), scope)
-        reference = render(grader.get("reference", ""), scope)
-        if op == "eq":
-            ok = given == reference
-        elif op == "ne":
-            ok = given != reference
-        elif op == "like":
-            ok = reference in given
-        else:
-            ok = reference.lower() in given.lower()
-        return (1.0 if ok else 0.0), None, {}, None
+    return _scored(_check(op, template(grader.get("input", "")), template(grader.get("reference", ""))))
 
+
+def _check(op, given, reference):
+    """string_check's operation on the templated input and reference: sample -> 1.0 or
+    0.0."""
+    if op == "eq":
+        return lambda sample: 1.0 if given(sample) == reference(sample) else 0.0
+    if op == "ne":
+        return lambda sample: 1.0 if given(sample) != reference(sample) else 0.0
+    # the input templated first: its error is the one a row shows
+    if op == "like":
+
+        def like(sample):
+            text = given(sample)
+            return 1.0 if reference(sample) in text else 0.0
+
+        return like
+
+    def ilike(sample):
+        text = given(sample).lower()
+        return 1.0 if reference(sample).lower() in text else 0.0
+
+    return ilike
+
+
+def _scored(plain):
+    """The scoring function of a grader that gives only a score, `plain` on it."""
+
+    def score(sample):
+        return plain(sample), None, None, None
+
+    score.plain = plain
     return score
 
 
@@ -184,27 +313,51 @@ def _text_similarity(grader, settings, path):
         raise GraderError(
             '%s.evaluation_metric: unknown evaluation_metric %s (one of %s)' % (path, json.dumps(metric), ", ".join(METRICS))
         )
-    compute = _similarity(metric, settings)
-    threshold = grader.get("pass_threshold")
+    threshold = grader.get("pass_threshold") if path == "$" else None
+    given = template(grader.get("input", ""))
+    reference = template(grader.get("reference", ""))
+    if metric == "cosine":
 
-    def score(scope):
-        given = render(grader.get("input", ""), scope)
-        reference = render(grader.get("reference", ""), scope)
-        value, usage = compute(given, reference)
-        metrics = {}
-        if threshold is not None and path == "$":
-            metrics["passed"] = {"score": 1.0 if value >= threshold else 0.0, "is_score_valid": True, "reason": None}
-        return value, None, metrics, usage
+        def measure(sample):
+            return _cosine(given(sample), reference(sample), settings)
+
+    else:
+        compute = _similarity(metric)
+
+        def computed(sample):
+            return compute(given(sample), reference(sample))
+
+        if threshold is None:
+            return _scored(computed)
+
+        def measure(sample):
+            return computed(sample), None
+
+    def score(sample):
+        value, usage = measure(sample)
+        if threshold is None:
+            return value, None, None, usage
+        passed = {"score": 1.0 if value >= threshold else 0.0, "is_score_valid": True, "reason": None}
+        return value, None, {"passed": passed}, usage
 
     return score
 
 
+_MODULES = {}
+
+
 def _need(module, package, metric):
+    """The reference library's module (imported once), or MissingPackage saying how
+    to install it: a row error, so that each row says it."""
+    found = _MODULES.get(module)
+    if found is not None:
+        return found
     import importlib
     import sys
 
     try:
-        return importlib.import_module(module)
+        found = _MODULES[module] = importlib.import_module(module)
+        return found
     except ImportError:
         raise MissingPackage(
             "text_similarity %s needs %s, which %s cannot import: %s -m pip install %s"
@@ -212,13 +365,16 @@ def _need(module, package, metric):
         ) from None
 
 
-def _similarity(metric, settings):
-    """metric -> f(input, reference) -> (score, token usage or None)."""
+def _similarity(metric):
+    """A metric computed in this interpreter: f(input, reference) -> score."""
     if metric == "fuzzy_match":
+        ratio = None
 
         def fuzzy(given, reference):
-            fuzz = _need("rapidfuzz.fuzz", "rapidfuzz", metric)
-            return fuzz.ratio(given, reference) / 100.0, None
+            nonlocal ratio
+            if ratio is None:
+                ratio = _need("rapidfuzz.fuzz", "rapidfuzz", metric).ratio
+            return ratio(given, reference) / 100.0
 
         return fuzzy
     if metric == "bleu":
@@ -228,14 +384,14 @@ def _similarity(metric, settings):
             with warnings.catch_warnings():
                 # NLTK warns of each missing n-gram order; the score is what it says
                 warnings.simplefilter("ignore")
-                return float(module.sentence_bleu([reference.split()], given.split())), None
+                return float(module.sentence_bleu([reference.split()], given.split()))
 
         return bleu
     if metric == "gleu":
 
         def gleu(given, reference):
             module = _need("nltk.translate.gleu_score", "nltk", metric)
-            return float(module.sentence_gleu([reference.split()], given.split(), min_len=1, max_len=4)), None
+            return float(module.sentence_gleu([reference.split()], given.split(), min_len=1, max_len=4))
 
         return gleu
     if metric == "meteor":
@@ -251,11 +407,9 @@ def _similarity(metric, settings):
                     "text_similarity meteor needs NLTK's WordNet data, which %s cannot find: "
                     "%s -m nltk.downloader wordnet omw-1.4" % (sys.executable, sys.executable)
                 ) from None
-            return float(value), None
+            return float(value)
 
         return meteor
-    if metric == "cosine":
-        return lambda given, reference: _cosine(given, reference, settings)
     kind = "rougeL" if metric == "rouge_l" else "rouge" + metric[-1]
     scorers = {}
 
@@ -264,7 +418,7 @@ def _similarity(metric, settings):
         if scorer is None:
             module = _need("rouge_score.rouge_scorer", "rouge-score", metric)
             scorer = scorers[kind] = module.RougeScorer([kind], use_stemmer=False)
-        return float(scorer.score(reference, given)[kind].fmeasure), None
+        return float(scorer.score(reference, given)[kind].fmeasure)
 
     return rouge
 
@@ -272,8 +426,8 @@ def _similarity(metric, settings):
 def _score_model(grader, settings, path):
     low, high = _range(grader, path)
 
-    def score(scope):
-        answer, usage, model = _ask_judge(grader, settings, scope)
+    def score(sample):
+        answer, usage, model = _ask_judge(grader, settings, sample)
         value = _result_of(answer)
         if isinstance(value, bool) or not isinstance(value, (int, float, str)):
             raise InvalidResult("the model's answer has no numeric `result`: %s" % answer)
@@ -283,7 +437,7 @@ def _score_model(grader, settings, path):
             raise InvalidResult("the model's answer has no numeric `result`: %s" % answer) from None
         if number != number:
             raise InvalidResult("the model's `result` is NaN: %s" % answer)
-        return min(max(number, low), high), answer, {}, {"model": model, "usage": usage}
+        return min(max(number, low), high), answer, None, [{"model": model, "usage": usage}]
 
     return score
 
@@ -301,14 +455,14 @@ def _label_model(grader, settings, path):
     labels = grader.get("labels") or []
     passing = grader.get("passing_labels") or []
 
-    def score(scope):
-        answer, usage, model = _ask_judge(grader, settings, scope)
+    def score(sample):
+        answer, usage, model = _ask_judge(grader, settings, sample)
         label = _result_of(answer)
         if not isinstance(label, str) or label not in labels:
             raise InvalidResult(
                 "the model's answer %s has no `result` among the labels %s" % (answer, json.dumps(labels))
             )
-        return (1.0 if label in passing else 0.0), answer, {}, {"model": model, "usage": usage}
+        return (1.0 if label in passing else 0.0), answer, None, [{"model": model, "usage": usage}]
 
     return score
 
@@ -323,18 +477,19 @@ def _python(grader, settings, path):
     if not callable(grade):
         raise GraderError("%s.source: defines no function grade(sample, item)" % path)
 
-    def score(scope):
-        sample = dict(scope["sample"])
+    def score(given):
+        item, seen = views(given)
+        sample = dict(seen)
         sample.setdefault("output_json", None)
         sample.setdefault("output_tools", None)
-        value = grade(sample, scope["item"])
+        value = grade(sample, item)
         if isinstance(value, bool):
             value = 1.0 if value else 0.0
         if isinstance(value, int):
             value = float(value)
         if not isinstance(value, float) or value != value or value in (math.inf, -math.inf):
             raise InvalidResult("grade() returned %r; a python grader returns a finite number" % (value,))
-        return value, None, {}, None
+        return value, None, None, None
 
     return score
 
@@ -349,13 +504,14 @@ def _multi(grader, settings, path):
         raise GraderError("%s.calculate_output: give a formula over the graders' names" % path)
     tree = parse_formula(formula, set(subs), path + ".calculate_output")
 
-    def score(scope):
+    def score(sample):
         values, metrics, usage = {}, {}, None
         for name, run in built.items():
-            value, reason, _, used = run(scope)
+            value, reason, _, used = run(sample)
             values[name] = value
             metrics[name] = {"score": value, "is_score_valid": True, "reason": reason}
-            usage = usage or used
+            if used:
+                usage = (usage or []) + used
         return float(_evaluate(tree, values)), None, metrics, usage
 
     return score
@@ -464,30 +620,30 @@ def _message(text):
     return text[:500]
 
 
-def _content(content, scope):
+def _content(content, sample):
     """A message's content templated: text, or a list of parts (the Responses API's
     `input_text` parts become chat `text` parts)."""
     if isinstance(content, str):
-        return render(content, scope)
+        return render(content, sample)
     if isinstance(content, dict):
         text = content.get("text")
-        return render(text, scope) if isinstance(text, str) else content
+        return render(text, sample) if isinstance(text, str) else content
     if isinstance(content, list):
-        return [_part(part, scope) for part in content]
+        return [_part(part, sample) for part in content]
     return content
 
 
-def _part(part, scope):
+def _part(part, sample):
     if isinstance(part, dict) and isinstance(part.get("text"), str):
-        return {"type": "text", "text": render(part["text"], scope)}
-    return render(part, scope) if isinstance(part, str) else part
+        return {"type": "text", "text": render(part["text"], sample)}
+    return render(part, sample) if isinstance(part, str) else part
 
 
-def _ask_judge(grader, settings, scope):
+def _ask_judge(grader, settings, sample):
     """(the model's answer text, usage, model) for a score_model or label_model."""
     messages = []
     for message in grader.get("input") or []:
-        messages.append({"role": message.get("role", "user"), "content": _content(message.get("content", ""), scope)})
+        messages.append({"role": message.get("role", "user"), "content": _content(message.get("content", ""), sample)})
     body = {"model": grader.get("model"), "messages": messages}
     for key, value in (grader.get("sampling_params") or {}).items():
         body["max_completion_tokens" if key == "max_completions_tokens" else key] = value
@@ -525,7 +681,7 @@ def _cosine(given, reference, settings):
     dot = sum(x * y for x, y in zip(a, b))
     norm = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
     value = dot / norm if norm else 0.0
-    return max(value, 0.0), answer.get("usage")
+    return max(value, 0.0), [{"model": answer.get("model") or model, "usage": answer.get("usage")}]
 
 
 # -- the evaluator ------------------------------------------------------------------
@@ -546,22 +702,26 @@ def load(spec):
 
 
 def score_sample(run, sample):
-    """One sample's result dict."""
-    item, grader_sample = scope_of(sample)
-    value, reason, metrics, usage = run({"item": item, "sample": grader_sample})
-    if value != value or value in (math.inf, -math.inf):
+    """One sample's result: `{"score", "reason"}` when the grader gives nothing else
+    (string_check, text_similarity: the worker writes it as a plain reward's result),
+    else the whole result dict, a model's usage as a `judge` step per model call."""
+    value, reason, metrics, usage = run(sample)
+    value = float(value)
+    if value - value != 0.0:  # NaN and +-inf
         raise InvalidResult("the grader's score is %r" % value)
+    if usage is None and not metrics:
+        return {"score": value, "reason": reason}
     steps = None
     if usage is not None:
-        steps = [{"step_index": "judge", "base_reward": value, "metrics": usage, "reason": None}]
-    return {"score": float(value), "is_score_valid": True, "reason": reason, "metrics": metrics, "step_outputs": steps}
+        steps = [{"step_index": "judge", "base_reward": value, "metrics": used, "reason": None} for used in usage]
+    return {"score": value, "is_score_valid": True, "reason": reason, "metrics": metrics or {}, "step_outputs": steps}
 
 
 class Caller(Pointwise):
-    """A grader as an evaluator: one call per sample, the sample itself its argument."""
+    """A grader as an evaluator: one call per sample, the sample itself its argument.
+    A plain result goes the direct way a plain reward's does (Worker.run_pointwise)."""
 
     style = "grader"
-    direct = False
 
     def __init__(self, fn, extra_kwargs, spec):
         self.fn = fn
@@ -573,9 +733,17 @@ class Caller(Pointwise):
 
 
 def evaluator(spec):
-    """The function a grader evaluator calls per sample: sample -> result dict."""
+    """The function a grader evaluator calls per sample: sample -> result dict. The
+    grader is built once, here."""
     grader = load(spec)
     run = build(grader, spec.get("grader_settings") or {})
+    plain = getattr(run, "plain", None)
+    if plain is not None:
+        # a score alone: written as a plain reward's (a NaN one is refused there)
+        def grade_plain(sample):
+            return {"score": plain(sample)}
+
+        return grade_plain
 
     def grade_sample(sample):
         return score_sample(run, sample)
