@@ -183,9 +183,10 @@ def diagnose(proc, err_file):
             )
             parts.append(f"=== py-spy: {pid} {cmd} ===\n{r.stdout}{r.stderr[-2000:]}")
         else:
-            # each worker's faulthandler writes its threads' stacks to stacks-PID.txt in
-            # its runtime folder (the folder of the rwb_worker.py on its command line)
-            script = next((a for a in cmd.split() if a.endswith(".py")), None)
+            # each worker's faulthandler writes its threads' stacks to stacks-PID.txt
+            # beside the workers' socket (the run's private folder, on its command line)
+            script = next((a for a in cmd.split() if a.endswith(".sock")), None) or \
+                next((a for a in cmd.split() if a.endswith(".py")), None)
             try:
                 os.kill(pid, signal.SIGUSR1)
             except OSError:

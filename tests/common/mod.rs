@@ -126,7 +126,7 @@ pub fn thread_stacks(pid: u32) -> String {
 
 /// The Python stacks of every process under `pid` (the fork-server and its workers):
 /// `py-spy dump` where py-spy is on PATH, else what each worker's faulthandler writes
-/// to `stacks-PID.txt` in its runtime folder when sent SIGUSR1.
+/// to `stacks-PID.txt` beside the workers' socket when sent SIGUSR1.
 pub fn python_stacks(pid: u32) -> String {
     let mut out = String::new();
     for child in descendants(pid) {
@@ -153,7 +153,10 @@ pub fn python_stacks(pid: u32) -> String {
                 continue;
             }
         }
-        let file = Path::new(script).with_file_name(format!("stacks-{child}.txt"));
+        // beside the worker socket, in the run's private folder (the script is in the
+        // shared code folder)
+        let folder = args.iter().find(|a| a.ends_with(".sock")).unwrap_or(script);
+        let file = Path::new(folder).with_file_name(format!("stacks-{child}.txt"));
         let _ = Command::new("kill")
             .args(["-USR1", &child.to_string()])
             .status();
