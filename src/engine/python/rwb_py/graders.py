@@ -18,8 +18,6 @@ import math
 import os
 import re
 import time
-import urllib.error
-import urllib.request
 import warnings
 
 from .results import InvalidResult
@@ -571,7 +569,11 @@ def _evaluate(node, values):
 
 
 def _post(root, route, body, settings):
-    """POST JSON to root + route, tried again on 429 and 5xx (Retry-After honoured)."""
+    """POST JSON to root + route, tried again on 429 and 5xx (Retry-After honoured).
+    urllib is imported here: only model graders post, and it costs ~20 ms of start-up."""
+    import urllib.error
+    import urllib.request
+
     if not root:
         raise GraderError(
             "a model grader needs an OpenAI-compatible server: set endpoint under [graders] in rwb.toml (for example endpoint = \"http://127.0.0.1:8000\")"

@@ -14,7 +14,7 @@ import traceback
 from .imports import _warm_dist_index
 from .load import _load_reward_kit
 from .wire import PROTOCOL_VERSION, _dumps
-from .worker import Worker
+from .worker import GRADER_STYLE, Worker
 
 
 def _set_parent_death_signal():
@@ -194,6 +194,10 @@ def main(argv):
         command = json.loads(line)
         op = command.get("op")
         if op == "fork":
+            if command["evaluator"].get("style") == GRADER_STYLE and "rwb_py.graders" not in sys.modules:
+                # imported here once, before the fork: every grader's worker shares it
+                # (a workspace without graders never imports it: see Worker.load_grader)
+                from . import graders  # noqa: F401
             sys.stderr.flush()
             forked = _live_groups(forked)
             pid = os.fork()
