@@ -189,6 +189,19 @@ where
     })))
 }
 
+/// [`map_lines`] for a reader whose conversion of a line can fail: a line it refuses
+/// is a bad row naming the file and the line.
+pub fn map_lines_or_bad<F>(path: &Path, to_row: F) -> Result<super::Rows, String>
+where
+    F: Fn(usize, Map<String, Value>) -> Result<super::Row, String> + Send + 'static,
+{
+    let shown = path.display().to_string();
+    map_lines(path, move |line, object| {
+        to_row(line, object)
+            .unwrap_or_else(|why| bad_row(line, &format!("{shown} line {line}: {why}")))
+    })
+}
+
 /// A logged value at a dotted path of `row`, added to `facts` under the path.
 pub fn add_logged_paths(row: &Value, paths: &[String], facts: &mut crate::model::Facts) {
     for path in paths {

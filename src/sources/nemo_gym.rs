@@ -34,13 +34,8 @@ impl Format for NemoGym {
     }
 
     fn open(&self, path: &Path, options: &Options) -> Result<Rows, String> {
-        let shown = path.display().to_string();
         let paths = options.logged_paths.clone();
-        json_rows::map_lines(path, move |line, object| {
-            row(line, object, &paths).unwrap_or_else(|why| {
-                json_rows::bad_row(line, &format!("{shown} line {line}: {why}"))
-            })
-        })
+        json_rows::map_lines_or_bad(path, move |line, object| row(line, object, &paths))
     }
 }
 

@@ -37,13 +37,8 @@ impl Format for NemoRl {
 
     fn open(&self, path: &Path, options: &Options) -> Result<Rows, String> {
         let step = super::files::step_in_name(Path::new(path.file_name().unwrap_or_default()));
-        let shown = path.display().to_string();
         let paths = options.logged_paths.clone();
-        json_rows::map_lines(path, move |line, object| {
-            row(line, object, step, &paths).unwrap_or_else(|why| {
-                json_rows::bad_row(line, &format!("{shown} line {line}: {why}"))
-            })
-        })
+        json_rows::map_lines_or_bad(path, move |line, object| row(line, object, step, &paths))
     }
 }
 

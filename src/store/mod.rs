@@ -392,8 +392,8 @@ impl Store {
         let tx = conn.transaction().map_err(|e| self.fail(e))?;
         let mut done = Rekeyed::default();
         {
-            let new_key = |old: Vec<u8>| {
-                <SampleHash>::try_from(old.as_slice())
+            let new_key = |old: &[u8]| {
+                <SampleHash>::try_from(old)
                     .ok()
                     .and_then(|old| keys.get(&old).copied())
             };
@@ -406,7 +406,7 @@ impl Store {
                 .map_err(|e| self.fail(e))?;
             for row in rows {
                 let (id, old) = row.map_err(|e| self.fail(e))?;
-                match new_key(old) {
+                match new_key(&old) {
                     Some(new) => moves.push((id, new)),
                     None => done.results_left += 1,
                 }
@@ -437,7 +437,7 @@ impl Store {
             let mut left: std::collections::BTreeMap<String, usize> = Default::default();
             for row in rows {
                 let (name, evaluator, old) = row.map_err(|e| self.fail(e))?;
-                match new_key(old.clone()) {
+                match new_key(&old) {
                     Some(new) => moves.push((name, evaluator, old, new)),
                     None => *left.entry(name).or_default() += 1,
                 }

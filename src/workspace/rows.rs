@@ -261,10 +261,10 @@ pub struct Converting {
     /// Where the next line starts in the row file, and the last row's number.
     pos: u64,
     line: usize,
-    /// The last row's facts, their text and the shared copy handed on: the rows of a
-    /// folder's file all have the same (its name and step), and are not encoded and
-    /// allocated again for each row.
-    last_facts: Option<(Facts, String, Arc<Facts>)>,
+    /// The last row's facts (the copy the rows are handed) and their text: the rows
+    /// of a folder's file all have the same (its name and step), and are not encoded
+    /// and allocated again for each row.
+    last_facts: Option<(Arc<Facts>, String)>,
 }
 
 /// One row as a samples reader takes it (its sample text is in the reader's buffer).
@@ -314,15 +314,14 @@ impl Converting {
         let offset = offset_after_gap(self.pos, self.line, row.line);
         let facts = match (&self.last_facts, row.facts.is_empty()) {
             (_, true) => None,
-            (Some((last, _, _)), false) if *last == row.facts => self.last_facts.as_ref(),
+            (Some((last, _)), false) if **last == row.facts => self.last_facts.as_ref(),
             (_, false) => {
                 let text = facts_text(&row.facts);
-                let shared = Arc::new(row.facts.clone());
-                self.last_facts = Some((row.facts, text, shared));
+                self.last_facts = Some((Arc::new(row.facts), text));
                 self.last_facts.as_ref()
             }
         };
-        let facts_text = facts.map_or("", |(_, text, _)| text.as_str());
+        let facts_text = facts.map_or("", |(_, text)| text.as_str());
         if let Some(writer) = &mut self.writer {
             writer.write(row.line, &row.sample, facts_text);
         }
@@ -334,7 +333,7 @@ impl Converting {
         self.pos = offset + (row.sample.len() + separated + 1) as u64;
         self.line = row.line;
         *text = row.sample; // the row's own text, not a copy of it
-        let facts = facts.map(|(_, _, shared)| Arc::clone(shared));
+        let facts = facts.map(|(shared, _)| Arc::clone(shared));
         Some(Ok(Converted {
             line: row.line,
             offset,
