@@ -699,6 +699,25 @@ fn a_line_rewritten_in_place_right_after_a_run_is_evaluated_again() {
     assert_eq!(first.evaluated("says_yes"), 2, "{}", first.stderr);
     let memos: Vec<_> = std::fs::read_dir(ws.file(".rwb/lines")).unwrap().collect();
     assert_eq!(memos.len(), 1, "one samples file, one memo");
+    // the memo vouches for the lines: the warm run reads no text, and says the same
+    let warm = ws.run(&[]);
+    assert_eq!(warm.evaluated("says_yes"), 0);
+    for i in 0..2 {
+        assert_eq!(warm.row(i, "says_yes"), first.row(i, "says_yes"), "row {i}");
+    }
+    // an edited evaluator misses every lookup: the lines' texts are read then
+    let says_no = "def evaluate(messages, **kwargs):\n    return {\"score\": float(messages[-1][\"content\"] == \"no!\"), \"reason\": \"\"}\n";
+    ws.write("metrics/says_yes/main.py", says_no);
+    let edited = ws.run(&[]);
+    assert_eq!(edited.evaluated("says_yes"), 2, "{}", edited.stderr);
+    let scores: Vec<_> = (0..2)
+        .map(|i| edited.row(i, "says_yes")["score"].clone())
+        .collect();
+    assert_eq!(scores, [1.0, 0.0], "{}", edited.stderr);
+    ws.write(
+        "metrics/says_yes/main.py",
+        "def evaluate(messages, **kwargs):\n    return {\"score\": float(messages[-1][\"content\"].lower() == \"yes\"), \"reason\": \"\"}\n",
+    );
     assert_eq!(ws.run(&[]).evaluated("says_yes"), 0);
 
     ws.write("samples.jsonl", &format!("{}{}", line("YES"), line("yes")));

@@ -87,6 +87,34 @@ struct Row<'a> {
     disagrees: Option<bool>,
 }
 
+impl Row<'_> {
+    /// Appends the row's JSON to `text`: the bytes serde writes for the flattened
+    /// row, made by writing the plain [`ResultRow`] and then each present extra field
+    /// before its closing brace (a flattened struct goes through serde's map path,
+    /// which costs a folder's rows more than a single file's).
+    fn write_to(&self, text: &mut Vec<u8>) {
+        let _ = serde_json::to_writer(&mut *text, &self.row);
+        fn field<T: serde::Serialize>(text: &mut Vec<u8>, name: &str, value: &Option<T>) {
+            if let Some(value) = value {
+                text.pop(); // the closing brace, put back after the field
+                text.extend_from_slice(b",\"");
+                text.extend_from_slice(name.as_bytes());
+                text.extend_from_slice(b"\":");
+                let _ = serde_json::to_writer(&mut *text, value);
+                text.push(b'}');
+            }
+        }
+        field(text, "baseline_score", &self.baseline_score);
+        field(text, "delta", &self.delta);
+        field(text, "logged_score", &self.logged_score);
+        field(text, "logged_delta", &self.logged_delta);
+        field(text, "step", &self.step);
+        field(text, "epoch", &self.epoch);
+        field(text, "split", &self.split);
+        field(text, "disagrees", &self.disagrees);
+    }
+}
+
 type Pending = (SampleRef, [u8; 16], Vec<Option<Outcome>>, usize);
 
 /// Puts outcomes that arrive in any order back into (sample, evaluator) order.
@@ -335,21 +363,14 @@ impl Printer {
         }
     }
 
-    /// Encodes the sample's rows into the reused line buffer, then the output buffer
-    /// (without a baseline, the plain [`ResultRow`]: the bytes of [`Row`] without the
-    /// cost of its flattening).
+    /// Encodes the sample's rows into the reused line buffer, then the output buffer.
     fn write_jsonl(&mut self, sample: &SampleResults) {
         self.note_member(sample);
         let mut text = std::mem::take(&mut self.line);
         text.clear();
         for i in 0..sample.outcomes.len() {
             let row = self.row(sample, i);
-            let _ = if self.baseline.is_some() || sample.at.facts.is_some() || self.human.is_some()
-            {
-                serde_json::to_writer(&mut text, &row)
-            } else {
-                serde_json::to_writer(&mut text, &row.row)
-            };
+            row.write_to(&mut text);
             text.push(b'\n');
         }
         let _ = self.out.write_all(&text);
@@ -953,6 +974,26 @@ mod tests {
         vec![full, failed, odd, negative]
     }
 
+    /// Sample `index` as a folder's member with every fact a row can carry (samples
+    /// 1 and 2 only: the others come from a plain file).
+    fn at_in_folder(index: usize) -> SampleRef {
+        let mut at = at(index);
+        if (1..=2).contains(&index) {
+            at.facts = Some(std::sync::Arc::new(crate::model::Facts {
+                step: Some(index as i64 * 10),
+                epoch: (index == 2).then_some(-3),
+                split: Some(format!("tr\"ain {index}")),
+                file: Some(format!("step_{index}.jsonl")),
+                logged: vec![(
+                    "first".to_string(),
+                    crate::model::Logged::Score((index == 1).then_some(0.5)),
+                )],
+                ..Default::default()
+            }));
+        }
+        at
+    }
+
     /// What `printer` wrote to its output once finished, and the rows serde writes for
     /// the same outcomes through the flattened [`Row`] (the encoding before rows were
     /// written directly).
@@ -977,7 +1018,7 @@ mod tests {
         ] {
             printer.add(Event::Result {
                 evaluator,
-                at: at(sample),
+                at: at_in_folder(sample),
                 hash: [sample as u8; 16],
                 outcome: outcomes[(sample + evaluator) % outcomes.len()].clone(),
                 cached: false,
@@ -989,7 +1030,7 @@ mod tests {
                 .map(|e| outcomes[(sample + e) % outcomes.len()].clone())
                 .collect();
             let results = SampleResults {
-                at: at(sample),
+                at: at_in_folder(sample),
                 hash: [sample as u8; 16],
                 outcomes,
             };
@@ -1020,6 +1061,9 @@ mod tests {
         assert!(written.contains(r#""score":-0.0,"#));
         assert!(written.contains(r#""n":18446744073709551615,"m":-9223372036854775808"#));
         assert!(!written.contains("baseline_score"));
+        assert!(written.contains(r#","step":20,"epoch":-3,"split":"tr\"ain 2"}"#));
+        assert!(written.contains(r#""logged_score":0.5,"logged_delta":"#));
+        assert!(written.contains("step_1.jsonl\",\"line\":2,"));
         let samples: Vec<u64> = written
             .lines()
             .map(|l| {

@@ -13,10 +13,10 @@ use super::{Event, InFlight, InFlightMap, Prepared, Priority, RunStats};
 use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
-use crate::workspace::{SampleLine, SamplesFile};
+use crate::workspace::{LinesAt, SampleLine, SamplesFile};
 use bytestring::ByteString;
 use std::collections::HashSet;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
@@ -102,6 +102,10 @@ pub(super) struct Feed<'a> {
     /// Whether batched members get their [`batch_keys`] (false without a store:
     /// nothing is looked up or stored, and the lines may carry no hash).
     pub keyed: bool,
+    /// Where the texts of lines that come unread are read, and the flag that tells
+    /// the reader whether the last line needed its text (see
+    /// [`crate::workspace::SamplesReader::texts_when_wanted`]).
+    pub texts: Option<(LinesAt, Arc<AtomicBool>)>,
     pub stats: RunStats,
 }
 
@@ -126,6 +130,7 @@ impl<'a> Feed<'a> {
             first: vec![HashSet::new(); n],
             feeding_first: false,
             keyed: true,
+            texts: None,
             stats: RunStats {
                 samples: 0,
                 evaluated: vec![0; n],
@@ -184,7 +189,7 @@ impl<'a> Feed<'a> {
     }
 
     /// One line of the samples files: its outcomes where they are known, else work.
-    pub async fn line(&mut self, line: SampleLine) {
+    pub async fn line(&mut self, mut line: SampleLine) {
         if !self.feeding_first {
             self.stats.samples += 1;
             if self.stats.samples.is_multiple_of(YIELD_EVERY) {
@@ -213,6 +218,7 @@ impl<'a> Feed<'a> {
         }
         let evaluators = self.evaluators;
         let mut to_run = Vec::new();
+        let mut needed = false;
         for (index, p) in evaluators.iter().enumerate() {
             if !self.takes(index, line.at.index) {
                 continue;
@@ -226,6 +232,11 @@ impl<'a> Feed<'a> {
                     false,
                 );
             } else if let Some(size) = self.batch_size(index) {
+                needed = true;
+                if let Err(why) = self.read_text(&mut line) {
+                    self.unreadable(index, &line, &why);
+                    continue;
+                }
                 self.filling[index].push(Member {
                     at: line.at.clone(),
                     hash: line.hash,
@@ -241,6 +252,18 @@ impl<'a> Feed<'a> {
                 to_run.push(index);
             }
         }
+        needed |= !to_run.is_empty();
+        if let Some((_, wanted)) = &self.texts {
+            wanted.store(needed, Ordering::Relaxed);
+        }
+        if !to_run.is_empty() {
+            if let Err(why) = self.read_text(&mut line) {
+                for index in to_run {
+                    self.unreadable(index, &line, &why);
+                }
+                return;
+            }
+        }
         for index in to_run {
             self.register(&line.at, line.hash, index, line.hash);
             let job = PoolJob {
@@ -250,6 +273,37 @@ impl<'a> Feed<'a> {
             };
             self.submit(index, PoolWork::One(job)).await;
         }
+    }
+
+    /// Gives a line that came unread its text, read at its offset. Its hash is the
+    /// text's as read now (the same, unless the file changed during the run).
+    fn read_text(&mut self, line: &mut SampleLine) -> Result<(), String> {
+        if !line.unread {
+            return Ok(());
+        }
+        let Some((lines, _)) = &mut self.texts else {
+            return Err("its text was not read".into());
+        };
+        let (raw, hash) = lines
+            .read(line.at.file, line.offset)
+            .map_err(|e| e.to_string())?;
+        line.raw = raw;
+        line.hash = hash;
+        line.unread = false;
+        Ok(())
+    }
+
+    /// Evaluator `index`'s outcome for a line whose text could not be read again.
+    fn unreadable(&self, index: usize, line: &SampleLine, why: &str) {
+        let label = &self.files[line.at.file].label;
+        let error = EvalError::new(
+            kinds::BAD_SAMPLE,
+            format!(
+                "{label}:{}: cannot read the line again ({why}); run again to read the file anew",
+                line.at.line
+            ),
+        );
+        self.send(index, &line.at, line.hash, Outcome::failed(error), false);
     }
 
     /// Sends evaluator `index`'s filled batch: from the cache when every member is

@@ -8,11 +8,11 @@
 use crate::engine::{Engine, EngineError, Loaded, Pool, PoolWork, ThirdParty};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, SampleRef, Style};
 use crate::store::{CodeKey, ImportMemo, SampleHash, Stamp, Store, StoreWriter};
-use crate::workspace::{ReadAhead, SampleLine, SamplesFile, SamplesReader};
+use crate::workspace::{LinesAt, ReadAhead, SampleLine, SamplesFile, SamplesReader};
 use inflight::InFlightMap;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 use tokio::sync::mpsc;
@@ -271,18 +271,28 @@ impl Runner {
         events: mpsc::UnboundedSender<Event>,
     ) -> Result<RunStats, Unread> {
         // read, checked and hashed on a thread of its own, ahead of the lookups
+        let mut texts = None;
         let reader = if let Some(store) = &self.store {
             // foreign files' row files make the next run read them as JSONL
-            SamplesReader::new(files)
+            let reader = SamplesReader::new(files)
                 .with_memos(store.line_memos())
-                .writing_rows()
+                .writing_rows();
+            if read_cache {
+                // a line its file's memo vouches for is read only when a lookup
+                // misses: a fully cached run reads no sample text
+                let wanted = Arc::new(AtomicBool::new(false));
+                texts = Some((LinesAt::new(files), wanted.clone()));
+                reader.texts_when_wanted(wanted)
+            } else {
+                reader
+            }
         } else if hashes {
             SamplesReader::new(files)
         } else {
             SamplesReader::unhashed(files)
         };
         let lines = ReadAhead::spawn_reader(reader, max_samples);
-        self.run_lines(evaluators, files, lines, read_cache, events, None)
+        self.feed_lines(evaluators, files, lines, read_cache, events, None, texts)
             .await
     }
 
@@ -298,6 +308,22 @@ impl Runner {
         read_cache: bool,
         events: mpsc::UnboundedSender<Event>,
         priority: Option<&Priority>,
+    ) -> Result<RunStats, Unread> {
+        self.feed_lines(evaluators, files, lines, read_cache, events, priority, None)
+            .await
+    }
+
+    /// [`Runner::run_lines`], the texts of lines that come unread read with `texts`.
+    #[allow(clippy::too_many_arguments)]
+    async fn feed_lines(
+        &self,
+        evaluators: &[Prepared],
+        files: &[SamplesFile],
+        lines: impl Iterator<Item = std::io::Result<SampleLine>> + Send,
+        read_cache: bool,
+        events: mpsc::UnboundedSender<Event>,
+        priority: Option<&Priority>,
+        texts: Option<(LinesAt, Arc<AtomicBool>)>,
     ) -> Result<RunStats, Unread> {
         let store = self.store.as_ref();
         let cache = feed::Cache::open(store, read_cache, evaluators);
@@ -345,6 +371,7 @@ impl Runner {
 
         let mut feed = feed::Feed::new(evaluators, files, cache, queues, inflight, &events);
         feed.keyed = store.is_some();
+        feed.texts = texts;
         if let Some(priority) = priority {
             feed.feed_first(priority).await;
         }

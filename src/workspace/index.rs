@@ -56,6 +56,7 @@ impl Entry {
             raw,
             hash: self.hash,
             bad,
+            unread: false,
         }
     }
 }

@@ -9,8 +9,11 @@
 //! Trust is git's rule for a racily clean index: a memo is written only for a file
 //! whose last change is [`RACY_SLACK`] older than the moment reading it began, so a
 //! later write, whatever the file system's clock granularity, gives the file another
-//! change time (which no program can set back). Every line is still read, and a
-//! line whose offset differs from the memo's ends the memo's use for that file.
+//! change time (which no program can set back). A reader that reads every line ends
+//! the memo's use for a file at the first line whose offset differs from the memo's;
+//! a run whose lookups need no text (see `SamplesReader::texts_when_wanted`) takes
+//! the memo's lines, numbers and offsets as they are and reads a line only when it
+//! needs its text, as git takes an unchanged stat for unchanged content.
 
 use std::fs::{File, Metadata};
 use std::io::{BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -24,9 +27,10 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const RACY_SLACK: Duration = Duration::from_secs(2);
 /// The first bytes of a memo file; the digit changes with the format or with what
 /// a line hash is.
-const MAGIC: &[u8; 8] = b"rwbline2";
+const MAGIC: &[u8; 8] = b"rwbline3";
 const HEADER: usize = 8 + 7 * 8 + 8;
-const RECORD: usize = 24;
+/// A line's record: its offset (with the [`BAD`] bit), its line number, its hash.
+const RECORD: usize = 32;
 /// The bit of a record's offset that marks a bad line (its reason is found again by
 /// checking it).
 const BAD: u64 = 1 << 63;
@@ -84,6 +88,8 @@ impl FileStamp {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Remembered {
     pub offset: u64,
+    /// The line's number in its file (1-based, blank lines counted).
+    pub line: u64,
     pub bad: bool,
     pub hash: [u8; 16],
 }
@@ -188,8 +194,9 @@ impl Iterator for MemoReader {
         let word = u64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
         Some(Remembered {
             offset: word & !BAD,
+            line: u64::from_le_bytes(record[8..16].try_into().expect("8 bytes")),
             bad: word & BAD != 0,
-            hash: record[8..].try_into().expect("16 bytes"),
+            hash: record[16..].try_into().expect("16 bytes"),
         })
     }
 }
@@ -209,7 +216,8 @@ impl MemoWriter {
         let word = line.offset | if line.bad { BAD } else { 0 };
         let mut record = [0u8; RECORD];
         record[..8].copy_from_slice(&word.to_le_bytes());
-        record[8..].copy_from_slice(&line.hash);
+        record[8..16].copy_from_slice(&line.line.to_le_bytes());
+        record[16..].copy_from_slice(&line.hash);
         self.failed |= self.out.write_all(&record).is_err();
         self.count += 1;
     }
@@ -338,6 +346,7 @@ mod tests {
         (0..5u8)
             .map(|i| Remembered {
                 offset: u64::from(i) * 100,
+                line: u64::from(i) * 2 + 1,
                 bad: i == 3,
                 hash: [i; 16],
             })
@@ -418,7 +427,7 @@ mod tests {
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(memos.open(&file, &stamp).is_none(), "truncated");
         let mut foreign = bytes.clone();
-        foreign[..8].copy_from_slice(b"rwbline0");
+        foreign[..8].copy_from_slice(b"rwbline2");
         std::fs::write(&path, &foreign).unwrap();
         assert!(memos.open(&file, &stamp).is_none(), "another format");
     }

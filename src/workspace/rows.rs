@@ -332,7 +332,8 @@ impl Converting {
         };
         self.pos = offset + (row.sample.len() + separated + 1) as u64;
         self.line = row.line;
-        *text = row.sample; // the row's own text, not a copy of it
+        // the row's own text, not a copy of it; the last row's is read into again
+        crate::sources::files::give_back(std::mem::replace(text, row.sample));
         let facts = facts.map(|(shared, _)| Arc::clone(shared));
         Some(Ok(Converted {
             line: row.line,

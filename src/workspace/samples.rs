@@ -10,6 +10,7 @@ use bytes::BytesMut;
 use bytestring::ByteString;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 
@@ -31,6 +32,10 @@ pub struct SampleLine {
     pub hash: [u8; 16],
     /// Why this line is not a usable sample (`BadSample`).
     pub bad: Option<String>,
+    /// The text was not read (`raw` is empty): the file's line memo vouched for the
+    /// line's number, offset and hash, and its taker reads the text at `offset` when
+    /// it needs it (see [`SamplesReader::texts_when_wanted`]).
+    pub unread: bool,
 }
 
 /// A line as [`SamplesReader::read_next`] reads it: its text borrowed from the
@@ -42,6 +47,7 @@ pub struct LineView<'a> {
     pub raw: &'a str,
     pub hash: [u8; 16],
     pub bad: Option<String>,
+    pub unread: bool,
 }
 
 impl LineView<'_> {
@@ -50,9 +56,13 @@ impl LineView<'_> {
         SampleLine {
             at: self.at.clone(),
             offset: self.offset,
-            raw: arena.text_of(self.raw),
+            raw: match self.unread {
+                true => ByteString::new(),
+                false => arena.text_of(self.raw),
+            },
             hash: self.hash,
             bad: self.bad.clone(),
+            unread: self.unread,
         }
     }
 }
@@ -129,6 +139,10 @@ pub struct SamplesReader {
     reads: FileReads,
     /// Writes the memos of files read without one, when this reader hashes.
     recorder: Option<MemoRecorder>,
+    /// Whether the taker wants the texts of lines a memo vouches for (see
+    /// [`SamplesReader::texts_when_wanted`]), and whether the current file's are.
+    wanted: Option<Arc<AtomicBool>>,
+    vouched: bool,
     /// A foreign file being read row by row (see [`super::rows`]), by number.
     converting: Option<(usize, Converting)>,
     /// Whether foreign files' row files are written (see [`SamplesReader::writing_rows`]).
@@ -160,6 +174,8 @@ impl SamplesReader {
             memo: None,
             reads: FileReads::default(),
             recorder: None,
+            wanted: None,
+            vouched: false,
             converting: None,
             write_rows: false,
             facts: None,
@@ -201,6 +217,20 @@ impl SamplesReader {
         self
     }
 
+    /// Takes a line whose file's memo vouches for it (an rwb JSONL file unchanged
+    /// since its memo was written) from the memo alone, without reading its text,
+    /// while `wanted` is false: such a line comes [`SampleLine::unread`], and its
+    /// taker reads the text when it needs it and sets `wanted` (a run whose samples
+    /// are all cached then reads no sample text at all; one that evaluates them has
+    /// the texts read ahead again). Bad lines are always read, for their reason.
+    /// Only with [`SamplesReader::with_memos`].
+    pub fn texts_when_wanted(mut self, wanted: Arc<AtomicBool>) -> SamplesReader {
+        if self.memos.is_some() {
+            self.wanted = Some(wanted);
+        }
+        self
+    }
+
     /// A reader whose lines carry no content hash (all zeros): for a run that neither
     /// reads nor writes the cache nor compares by content (`rwb run --no-cache`),
     /// where hashing every line would be work for nothing.
@@ -216,11 +246,24 @@ impl SamplesReader {
     /// The next line, its text borrowed from the reader (no copy of it is made): for
     /// a taker that keeps no text. [`Iterator::next`] gives the same lines, owned.
     pub fn read_next(&mut self) -> Option<std::io::Result<LineView<'_>>> {
-        let (at, offset) = match self.next_raw()? {
+        let (at, offset, vouch) = match self.next_raw()? {
             Ok(found) => found,
             Err(e) => return Some(Err(e)),
         };
-        let remembered = self.remembered(offset);
+        let remembered = match vouch {
+            Vouch::Unread(hash) => {
+                return Some(Ok(LineView {
+                    at,
+                    offset,
+                    raw: "",
+                    hash,
+                    bad: None,
+                    unread: true,
+                }))
+            }
+            Vouch::Read(remembered) => remembered,
+            Vouch::No => self.remembered(offset),
+        };
         // a foreign file's row is text already; a line is checked to be
         let text = match self.from_row {
             true => Ok(self.row_text.as_str()),
@@ -245,8 +288,10 @@ impl SamplesReader {
             },
             Err(e) => {
                 if remembered.is_some() {
-                    // it took a line that is not text for a good sample
+                    // it took a line that is not text for a good sample (the file
+                    // changed under a vouching memo: the rest is read line by line)
                     self.memo = None;
+                    self.vouched = false;
                     if let (Some(memos), Some(f)) = (&self.memos, self.files.get(at.file)) {
                         memos.forget(f.text_path());
                     }
@@ -266,7 +311,16 @@ impl SamplesReader {
         };
         if let (Some(recorder), None) = (&mut self.recorder, remembered) {
             let bad = bad.is_some();
-            recorder.record(at.file, Remembered { offset, bad, hash });
+            let line = at.line as u64;
+            recorder.record(
+                at.file,
+                Remembered {
+                    offset,
+                    line,
+                    bad,
+                    hash,
+                },
+            );
         }
         Some(Ok(LineView {
             at,
@@ -274,6 +328,7 @@ impl SamplesReader {
             raw,
             hash,
             bad,
+            unread: false,
         }))
     }
 
@@ -326,12 +381,13 @@ impl SamplesReader {
     }
 
     /// Reads the next non-blank line into `buf` (without its line ending and a first
-    /// line's byte order mark): its number and offset.
-    fn next_raw(&mut self) -> Option<std::io::Result<(SampleRef, u64)>> {
+    /// line's byte order mark): its number and offset, and what a vouching memo said
+    /// of it (see [`SamplesReader::texts_when_wanted`]).
+    fn next_raw(&mut self) -> Option<std::io::Result<(SampleRef, u64, Vouch)>> {
         self.from_row = false;
         loop {
             if let Some(found) = self.next_converted() {
-                return found;
+                return found.map(|r| r.map(|(at, offset)| (at, offset, Vouch::No)));
             }
             if self.current.is_none() {
                 let file = self.files.get(self.next_file)?;
@@ -366,10 +422,19 @@ impl SamplesReader {
                         return Some(Err(e));
                     }
                 };
+                // an rwb JSONL file (not a row file, whose lines carry their facts)
+                let plain = self.files[self.next_file].foreign.is_none();
+                self.vouched = self.wanted.is_some() && self.memo.is_some() && plain;
                 self.current = Some((self.next_file, reader));
                 self.next_file += 1;
                 self.line_no = 0;
                 self.pos = 0;
+            }
+            if self.vouched {
+                match self.next_vouched() {
+                    Some(found) => return Some(found),
+                    None => continue,
+                }
             }
             let (file_idx, reader) = self.current.as_mut().expect("set above");
             let file_idx = *file_idx;
@@ -410,9 +475,63 @@ impl SamplesReader {
                 facts: self.facts.take(),
             };
             self.index += 1;
-            return Some(Ok((at, offset)));
+            return Some(Ok((at, offset, Vouch::No)));
         }
     }
+
+    /// The next line of the current file as its memo gives it, its text read only
+    /// when wanted or bad; `None` after the memo's last line (the file's end).
+    fn next_vouched(&mut self) -> Option<std::io::Result<(SampleRef, u64, Vouch)>> {
+        let Some(line) = self.memo.as_mut().and_then(Iterator::next) else {
+            self.vouched = false;
+            self.memo = None;
+            self.current = None;
+            return None;
+        };
+        let (file, reader) = self.current.as_mut().expect("a vouched file is open");
+        let at = SampleRef {
+            index: self.index,
+            file: *file,
+            line: line.line as usize,
+            facts: None,
+        };
+        self.index += 1;
+        self.line_no = at.line;
+        let wanted = self
+            .wanted
+            .as_ref()
+            .is_some_and(|w| w.load(Ordering::Relaxed));
+        if !line.bad && !wanted {
+            return Some(Ok((at, line.offset, Vouch::Unread(line.hash))));
+        }
+        if line.offset != self.pos {
+            let ahead = line.offset as i64 - self.pos as i64;
+            if let Err(e) = reader.seek_relative(ahead) {
+                return Some(Err(e));
+            }
+            self.pos = line.offset;
+        }
+        self.buf.clear();
+        match reader.read_until(b'\n', &mut self.buf) {
+            Ok(n) => self.pos += n as u64,
+            Err(e) => return Some(Err(e)),
+        }
+        while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
+            self.buf.pop();
+        }
+        let remembered = (!line.bad).then_some(line.hash);
+        Some(Ok((at, line.offset, Vouch::Read(remembered))))
+    }
+}
+
+/// What a vouching memo said of a line [`SamplesReader::next_raw`] gives.
+enum Vouch {
+    /// Nothing: the line was read, and is checked against the memo, if any.
+    No,
+    /// The line's hash; its text was not read.
+    Unread([u8; 16]),
+    /// Its text was read; the hash when the memo says it is a good sample.
+    Read(Option<[u8; 16]>),
 }
 
 impl SamplesReader {
@@ -543,7 +662,13 @@ fn spawn_hashing(
                     }
                     if let Some(recorder) = &mut recorder {
                         let (offset, bad, hash) = (line.offset, line.bad.is_some(), line.hash);
-                        recorder.record(line.at.file, Remembered { offset, bad, hash });
+                        let remembered = Remembered {
+                            offset,
+                            line: line.at.line as u64,
+                            bad,
+                            hash,
+                        };
+                        recorder.record(line.at.file, remembered);
                     }
                 }
                 if tx.send(batch).is_err() {
@@ -643,6 +768,60 @@ impl LineFiles {
         let mut buf = vec![0u8; len as usize];
         opened.read_exact_at(&mut buf, offset).ok()?;
         Some(String::from_utf8_lossy(&buf).into_owned())
+    }
+}
+
+/// Reads the texts of lines given [`SampleLine::unread`], at their offsets, for a
+/// taker that asks in file order: one buffered reader per file, moved forward (a run
+/// of consecutive lines costs what reading them in turn does).
+pub struct LinesAt {
+    paths: Vec<std::path::PathBuf>,
+    /// Per file, once opened: its reader and the offset it is at.
+    open: Vec<Option<(BufReader<File>, u64)>>,
+    buf: Vec<u8>,
+    arena: LineArena,
+}
+
+impl LinesAt {
+    pub fn new(files: &[SamplesFile]) -> LinesAt {
+        LinesAt {
+            paths: files.iter().map(|f| f.text_path().to_path_buf()).collect(),
+            open: files.iter().map(|_| None).collect(),
+            buf: Vec::new(),
+            arena: LineArena::default(),
+        }
+    }
+
+    /// The text of the line at `offset` in file number `file` (without its line
+    /// ending), and its content hash.
+    pub fn read(&mut self, file: usize, offset: u64) -> std::io::Result<(ByteString, [u8; 16])> {
+        let Some(slot) = self.open.get_mut(file) else {
+            return Err(std::io::Error::other(format!(
+                "no samples file number {file}"
+            )));
+        };
+        if slot.is_none() {
+            let opened = File::open(&self.paths[file])?;
+            *slot = Some((BufReader::with_capacity(1 << 16, opened), 0));
+        }
+        let (reader, pos) = slot.as_mut().expect("opened above");
+        if offset != *pos {
+            reader.seek_relative(offset as i64 - *pos as i64)?;
+            *pos = offset;
+        }
+        self.buf.clear();
+        *pos += reader.read_until(b'\n', &mut self.buf)? as u64;
+        while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
+            self.buf.pop();
+        }
+        let text = self.arena.text(&self.buf).ok_or_else(|| {
+            std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the line is no longer UTF-8 text",
+            )
+        })?;
+        let hash = hash_line(&text);
+        Ok((text, hash))
     }
 }
 

@@ -318,7 +318,7 @@ fn read_all(files: &[SamplesFile], memos: Option<&LineMemos>, ahead: bool) -> Ve
 fn tamper(memos: &LineMemos, file: &SamplesFile, n: usize, hash: [u8; 16]) {
     let path = memos.path_for(&file.path);
     let mut bytes = std::fs::read(&path).unwrap();
-    let at = bytes.len() - (bytes.len() - 72) / 24 * 24 + n * 24 + 8;
+    let at = 72 + n * 32 + 16;
     bytes[at..at + 16].copy_from_slice(&hash);
     std::fs::write(&path, bytes).unwrap();
 }
@@ -411,4 +411,44 @@ fn a_file_read_in_part_gets_no_memo() {
 fn many_lines(dir: &tempfile::TempDir) -> SamplesFile {
     let text = "{\"messages\": []}\n".repeat(50_000);
     file_with(dir.path(), "many.jsonl", text.as_bytes())
+}
+
+#[test]
+fn a_reader_that_wants_no_texts_takes_the_lines_a_memo_vouches_for_unread() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = mixed_files(dir.path());
+    let memos = memos_in(dir.path());
+    let plain = read_all(&files, None, true);
+    read_all(&files, Some(&memos), true); // writes the memos
+    let vouched = |wanted: bool| -> Vec<SampleLine> {
+        let flag = Arc::new(std::sync::atomic::AtomicBool::new(wanted));
+        let reader = SamplesReader::new(&files)
+            .with_memos(memos.clone())
+            .texts_when_wanted(flag);
+        ReadAhead::spawn_reader(reader, None)
+            .map(Result::unwrap)
+            .collect()
+    };
+    // wanted: every line read, as without a memo
+    let read = vouched(true);
+    assert!(read.iter().all(|l| !l.unread));
+    assert_eq!(summary(&read), summary(&plain));
+    // not wanted: good lines come unread with the memo's number, offset and hash; bad
+    // ones are read for their reason
+    let unread = vouched(false);
+    assert_eq!(unread.len(), plain.len());
+    let mut lines = LinesAt::new(&files);
+    for (u, p) in unread.iter().zip(&plain) {
+        assert_eq!((&u.at, u.offset, u.hash), (&p.at, p.offset, p.hash));
+        if p.bad.is_some() {
+            assert!(!u.unread);
+            assert_eq!((&u.raw, &u.bad), (&p.raw, &p.bad));
+            continue;
+        }
+        assert!(u.unread && u.raw.is_empty(), "line {}", p.at.line);
+        // read again where the taker needs it
+        let (raw, hash) = lines.read(u.at.file, u.offset).unwrap();
+        assert_eq!((&raw, hash), (&p.raw, p.hash), "line {}", p.at.line);
+    }
+    assert!(unread.iter().any(|l| l.unread) && unread.iter().any(|l| !l.unread));
 }
