@@ -93,7 +93,7 @@ impl Row<'_> {
     /// before its closing brace (a flattened struct goes through serde's map path,
     /// which costs a folder's rows more than a single file's).
     fn write_to(&self, text: &mut Vec<u8>) {
-        let _ = serde_json::to_writer(&mut *text, &self.row);
+        self.row.write_json(text);
         fn field<T: serde::Serialize>(text: &mut Vec<u8>, name: &str, value: &Option<T>) {
             if let Some(value) = value {
                 text.pop(); // the closing brace, put back after the field
@@ -971,6 +971,16 @@ mod tests {
         odd.duration_ms = f64::INFINITY;
         let mut negative = Outcome::scored(-0.0, Default::default());
         negative.duration_ms = 123456789012345680.0;
+        negative.repeat = Some(Box::new(crate::model::Repeated {
+            scores: vec![Some(0.5), None, Some(f64::NAN)],
+            score_std: Some(0.25),
+            flips: true,
+        }));
+        odd.repeat = Some(Box::new(crate::model::Repeated {
+            scores: Vec::new(),
+            score_std: None,
+            flips: false,
+        }));
         vec![full, failed, odd, negative]
     }
 

@@ -649,6 +649,44 @@ impl<'a> ResultRow<'a> {
             flips: o.repeat.as_ref().map(|r| r.flips),
         }
     }
+
+    /// Appends the row's JSON to `out`: the bytes its `Serialize` writes, with the
+    /// keys written as they are (serde escapes every key of every row again, which is
+    /// most of what printing a cached row costs) and each value through serde_json.
+    pub fn write_json(&self, out: &mut Vec<u8>) {
+        fn value<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &[u8], value: &T) {
+            out.extend_from_slice(key);
+            let _ = serde_json::to_writer(&mut *out, value);
+        }
+        value(out, b"{\"sample\":", &self.sample);
+        value(out, b",\"file\":", self.file.as_ref());
+        value(out, b",\"line\":", &self.line);
+        value(out, b",\"evaluator\":", self.evaluator);
+        value(out, b",\"score\":", &self.score);
+        value(out, b",\"is_score_valid\":", &self.is_score_valid);
+        value(out, b",\"reason\":", self.reason);
+        value(out, b",\"metrics\":", self.metrics);
+        value(out, b",\"step_outputs\":", self.step_outputs);
+        value(out, b",\"error\":", self.error);
+        if let Some(e) = self.result_error {
+            value(out, b",\"result_error\":", e);
+        }
+        value(out, b",\"duration_ms\":", &self.duration_ms);
+        value(out, b",\"seconds\":", &self.seconds);
+        if let Some(o) = self.output {
+            value(out, b",\"output\":", o);
+        }
+        if let Some(scores) = self.scores {
+            value(out, b",\"scores\":", scores);
+        }
+        if let Some(std) = &self.score_std {
+            value(out, b",\"score_std\":", std);
+        }
+        if let Some(flips) = &self.flips {
+            value(out, b",\"flips\":", flips);
+        }
+        out.push(b'}');
+    }
 }
 
 /// A float as Python's `repr` writes it: the shortest digits that read back as the
