@@ -105,17 +105,25 @@ impl Cursor {
         let sql = format!(
             "SELECT {COLUMNS} FROM results WHERE row >= ?1 AND row < ?2 ORDER BY row LIMIT {SCAN_CHUNK}"
         );
+        // into the same buffer every time: a chunk's outcomes are a few hundred KB, and
+        // a new buffer grown to that for each chunk cost more than reading them
+        let rows = &mut self.ahead;
+        rows.reserve(SCAN_CHUNK as usize);
         let fetched = conn.prepare_cached(&sql).and_then(|mut stmt| {
-            stmt.query_map(params![self.next, first(id + 1)], decode)?
-                .collect::<rusqlite::Result<VecDeque<_>>>()
+            for row in stmt.query_map(params![self.next, first(id + 1)], decode)? {
+                rows.push_back(row?);
+            }
+            Ok(())
         });
         match fetched {
-            Ok(rows) => {
+            Ok(()) => {
                 self.done = (rows.len() as i64) < SCAN_CHUNK;
                 self.next = rows.back().map_or(self.next, |r| r.0 + 1);
-                self.ahead = rows;
             }
-            Err(_) => self.done = true, // a read error: every lookup falls back
+            Err(_) => {
+                rows.clear();
+                self.done = true; // a read error: every lookup falls back
+            }
         }
     }
 
