@@ -1506,13 +1506,19 @@ def scenario_s(bench, n):
 
     firsts = {"jsonl": [], "folder": []}
     totals = {"jsonl": [], "folder": []}
-    for _ in range(bench.args.repeat):
-        for kind, source in (("jsonl", whole), ("folder", folder)):
+    for i in range(bench.args.repeat):
+        # A B B A: which runs first in a pair alternates, so that neither gains from
+        # going first (or second) after the quiet wait
+        pair = [("jsonl", whole), ("folder", folder)]
+        for kind, source in (pair if i % 2 == 0 else pair[::-1]):
             f, t = run(source, "%s %s" % (kind, source.name))
             firsts[kind].append(f)
             totals[kind].append(t)
     fmed = {k: statistics.median(v) for k, v in firsts.items()}
     tmed = {k: statistics.median(v) for k, v in totals.items()}
+    pairs = sorted(f / j for f, j in zip(totals["folder"], totals["jsonl"]))
+    bench.log("  folder/jsonl per pair: %s (median %.3f)"
+              % (", ".join("%.3f" % r for r in pairs), statistics.median(pairs)))
     k = n // 1000
     note = _disturbed(bench) or ""
     return [{"scenario": "S folder %dx%d first row" % (files, per), "rwb": fmed["folder"], "base": fmed["jsonl"],

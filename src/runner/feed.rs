@@ -266,10 +266,13 @@ impl<'a> Feed<'a> {
         }
         for index in to_run {
             self.register(&line.at, line.hash, index, line.hash);
+            // the logged step goes with a TRL batch only (`with_steps`): a pointwise
+            // job carries no facts, and no count of its file's shared ones
+            let trl = self.evaluators[index].style == Some(crate::model::Style::Trl);
             let job = PoolJob {
                 id: line.at.index as u64,
                 raw: line.raw.clone(), // shares the text as it was read
-                facts: line.at.facts.clone(),
+                facts: if trl { line.at.facts.clone() } else { None },
             };
             self.submit(index, PoolWork::One(job)).await;
         }

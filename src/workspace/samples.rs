@@ -51,17 +51,19 @@ pub struct LineView<'a> {
 }
 
 impl LineView<'_> {
-    /// The line with a copy of its text in `arena`.
-    pub fn to_line(&self, arena: &mut LineArena) -> SampleLine {
+    /// The line with a copy of its text in `arena` (its place and facts moved, not
+    /// copied: a folder's rows share their file's facts, and each copy is an atomic
+    /// count other threads are counting on too).
+    pub fn into_line(self, arena: &mut LineArena) -> SampleLine {
         SampleLine {
-            at: self.at.clone(),
+            at: self.at,
             offset: self.offset,
             raw: match self.unread {
                 true => ByteString::new(),
                 false => arena.text_of(self.raw),
             },
             hash: self.hash,
-            bad: self.bad.clone(),
+            bad: self.bad,
             unread: self.unread,
         }
     }
@@ -575,7 +577,7 @@ impl Iterator for SamplesReader {
         let mut arena = std::mem::take(&mut self.arena);
         let line = self
             .read_next()
-            .map(|read| read.map(|l| l.to_line(&mut arena)));
+            .map(|read| read.map(|l| l.into_line(&mut arena)));
         self.arena = arena;
         line
     }
