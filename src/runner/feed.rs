@@ -13,7 +13,7 @@ use super::{Event, InFlight, InFlightMap, Prepared, Priority, RunStats};
 use crate::engine::{PoolJob, PoolWork};
 use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
-use crate::workspace::{LinesAt, SampleLine, SamplesFile};
+use crate::workspace::{LineFiles, SampleLine, SamplesFile};
 use bytestring::ByteString;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -77,6 +77,10 @@ impl Cache {
     }
 }
 
+/// The samples files, to read a line that came unread, and the flag that tells their
+/// reader whether the last line needed its text.
+pub type Texts = (LineFiles, Arc<AtomicBool>);
+
 /// A sample waiting for its batch to fill.
 struct Member {
     at: SampleRef,
@@ -105,7 +109,7 @@ pub(super) struct Feed<'a> {
     /// Where the texts of lines that come unread are read, and the flag that tells
     /// the reader whether the last line needed its text (see
     /// [`crate::workspace::SamplesReader::texts_when_wanted`]).
-    pub texts: Option<(LinesAt, Arc<AtomicBool>)>,
+    pub texts: Option<Texts>,
     pub stats: RunStats,
 }
 
@@ -281,18 +285,19 @@ impl<'a> Feed<'a> {
     /// Gives a line that came unread its text, read at its offset. Its hash is the
     /// text's as read now (the same, unless the file changed during the run).
     fn read_text(&mut self, line: &mut SampleLine) -> Result<(), String> {
-        if !line.unread {
+        let Some(len) = line.unread else {
             return Ok(());
-        }
-        let Some((lines, _)) = &mut self.texts else {
+        };
+        let Some((files, _)) = &self.texts else {
             return Err("its text was not read".into());
         };
-        let (raw, hash) = lines
-            .read(line.at.file, line.offset)
+        let bytes = files
+            .read_bytes(line.at.file, line.offset, len)
             .map_err(|e| e.to_string())?;
-        line.raw = raw;
-        line.hash = hash;
-        line.unread = false;
+        let raw = String::from_utf8(bytes).map_err(|_| "it is no longer UTF-8 text")?;
+        line.hash = crate::workspace::hash_line(&raw);
+        line.raw = raw.into();
+        line.unread = None;
         Ok(())
     }
 

@@ -8,7 +8,7 @@
 use crate::engine::{Engine, EngineError, Loaded, Pool, PoolWork, ThirdParty};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, SampleRef, Style};
 use crate::store::{CodeKey, ImportMemo, SampleHash, Stamp, Store, StoreWriter};
-use crate::workspace::{LinesAt, ReadAhead, SampleLine, SamplesFile, SamplesReader};
+use crate::workspace::{LineFiles, ReadAhead, SampleLine, SamplesFile, SamplesReader};
 use inflight::InFlightMap;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -277,14 +277,15 @@ impl Runner {
             let reader = SamplesReader::new(files)
                 .with_memos(store.line_memos())
                 .writing_rows();
-            if read_cache {
-                // a line its file's memo vouches for is read only when a lookup
-                // misses: a fully cached run reads no sample text
-                let wanted = Arc::new(AtomicBool::new(false));
-                texts = Some((LinesAt::new(files), wanted.clone()));
-                reader.texts_when_wanted(wanted)
-            } else {
-                reader
+            // a line its file's memo vouches for is read only when a lookup misses:
+            // a fully cached run reads no sample text
+            match read_cache.then(|| LineFiles::open(files).ok()).flatten() {
+                Some(again) => {
+                    let wanted = Arc::new(AtomicBool::new(false));
+                    texts = Some((again, wanted.clone()));
+                    reader.texts_when_wanted(wanted)
+                }
+                None => reader,
             }
         } else if hashes {
             SamplesReader::new(files)
@@ -292,14 +293,16 @@ impl Runner {
             SamplesReader::unhashed(files)
         };
         let lines = ReadAhead::spawn_reader(reader, max_samples);
-        self.feed_lines(evaluators, files, lines, read_cache, events, None, texts)
+        self.run_lines(evaluators, files, lines, read_cache, events, None, texts)
             .await
     }
 
     /// [`Runner::run`] over lines already read and hashed, the samples of `priority`
     /// (the rows on screen) first, the rest in file order without them: the workbench's
     /// samples index feeds them ([`crate::workspace::SampleIndex::lines`]), so a run
-    /// does not read, hash and check every line a second time. `files` names them.
+    /// does not read, hash and check every line a second time. `files` names them;
+    /// `texts` reads the lines that come unread ([`SampleLine::unread`]).
+    #[allow(clippy::too_many_arguments)]
     pub async fn run_lines(
         &self,
         evaluators: &[Prepared],
@@ -308,22 +311,7 @@ impl Runner {
         read_cache: bool,
         events: mpsc::UnboundedSender<Event>,
         priority: Option<&Priority>,
-    ) -> Result<RunStats, Unread> {
-        self.feed_lines(evaluators, files, lines, read_cache, events, priority, None)
-            .await
-    }
-
-    /// [`Runner::run_lines`], the texts of lines that come unread read with `texts`.
-    #[allow(clippy::too_many_arguments)]
-    async fn feed_lines(
-        &self,
-        evaluators: &[Prepared],
-        files: &[SamplesFile],
-        lines: impl Iterator<Item = std::io::Result<SampleLine>> + Send,
-        read_cache: bool,
-        events: mpsc::UnboundedSender<Event>,
-        priority: Option<&Priority>,
-        texts: Option<(LinesAt, Arc<AtomicBool>)>,
+        texts: Option<feed::Texts>,
     ) -> Result<RunStats, Unread> {
         let store = self.store.as_ref();
         let cache = feed::Cache::open(store, read_cache, evaluators);

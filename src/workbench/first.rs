@@ -108,6 +108,6 @@ fn line_of(app: &App, index: usize) -> Option<SampleLine> {
         raw: raw.into(),
         hash: sample.hash,
         bad: None,
-        unread: false,
+        unread: None,
     })
 }

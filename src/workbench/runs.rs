@@ -226,6 +226,7 @@ async fn run_group(
         read_cache,
         etx,
         Some(priority),
+        None,
     );
     let (result, ()) = tokio::join!(run, forward);
     result.map(|_| ()).map_err(std::io::Error::from)

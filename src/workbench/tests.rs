@@ -460,7 +460,7 @@ async fn a_run_fed_from_the_index_never_hashes_a_line_again() {
     let ready = [prepared];
     session
         .runner
-        .run_lines(&ready, &files, lines, true, tx, None)
+        .run_lines(&ready, &files, lines, true, tx, None, None)
         .await
         .unwrap();
     let mut got = Vec::new();

@@ -56,7 +56,7 @@ impl Entry {
             raw,
             hash: self.hash,
             bad,
-            unread: false,
+            unread: None,
         }
     }
 }

@@ -29,7 +29,8 @@ pub const RACY_SLACK: Duration = Duration::from_secs(2);
 /// a line hash is.
 const MAGIC: &[u8; 8] = b"rwbline3";
 const HEADER: usize = 8 + 7 * 8 + 8;
-/// A line's record: its offset (with the [`BAD`] bit), its line number, its hash.
+/// A line's record: its offset (with the [`BAD`] bit), its line number and byte
+/// length (32 bits each), its hash.
 const RECORD: usize = 32;
 /// The bit of a record's offset that marks a bad line (its reason is found again by
 /// checking it).
@@ -89,9 +90,32 @@ impl FileStamp {
 pub struct Remembered {
     pub offset: u64,
     /// The line's number in its file (1-based, blank lines counted).
-    pub line: u64,
+    pub line: u32,
+    /// The line's length in bytes, without its line ending (a good line's: a bad
+    /// one is read again whole, for its reason).
+    pub len: u32,
     pub bad: bool,
     pub hash: [u8; 16],
+}
+
+impl Remembered {
+    /// A line as a memo keeps it; `None` when its number or length does not fit in
+    /// 32 bits (its file then gets no memo).
+    pub fn of(
+        offset: u64,
+        line: usize,
+        len: usize,
+        bad: bool,
+        hash: [u8; 16],
+    ) -> Option<Remembered> {
+        Some(Remembered {
+            offset,
+            line: u32::try_from(line).ok()?,
+            len: u32::try_from(len).ok()?,
+            bad,
+            hash,
+        })
+    }
 }
 
 /// The folder of a workspace's memos (`.rwb/lines`).
@@ -181,6 +205,13 @@ pub struct MemoReader {
     left: u64,
 }
 
+impl MemoReader {
+    /// Whether every line of the memo was given (else it could not be read on).
+    pub fn finished(&self) -> bool {
+        self.left == 0
+    }
+}
+
 impl Iterator for MemoReader {
     type Item = Remembered;
 
@@ -194,7 +225,8 @@ impl Iterator for MemoReader {
         let word = u64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
         Some(Remembered {
             offset: word & !BAD,
-            line: u64::from_le_bytes(record[8..16].try_into().expect("8 bytes")),
+            line: u32::from_le_bytes(record[8..12].try_into().expect("4 bytes")),
+            len: u32::from_le_bytes(record[12..16].try_into().expect("4 bytes")),
             bad: word & BAD != 0,
             hash: record[16..].try_into().expect("16 bytes"),
         })
@@ -212,11 +244,17 @@ pub struct MemoWriter {
 }
 
 impl MemoWriter {
-    pub fn push(&mut self, line: Remembered) {
+    /// Adds the next line (`None`: one a memo cannot keep, and the memo is dropped).
+    pub fn push(&mut self, line: Option<Remembered>) {
+        let Some(line) = line else {
+            self.failed = true;
+            return;
+        };
         let word = line.offset | if line.bad { BAD } else { 0 };
         let mut record = [0u8; RECORD];
         record[..8].copy_from_slice(&word.to_le_bytes());
-        record[8..16].copy_from_slice(&line.line.to_le_bytes());
+        record[8..12].copy_from_slice(&line.line.to_le_bytes());
+        record[12..16].copy_from_slice(&line.len.to_le_bytes());
         record[16..].copy_from_slice(&line.hash);
         self.failed |= self.out.write_all(&record).is_err();
         self.count += 1;
@@ -277,7 +315,7 @@ impl MemoRecorder {
         }
     }
 
-    pub fn record(&mut self, file: usize, line: Remembered) {
+    pub fn record(&mut self, file: usize, line: Option<Remembered>) {
         if self.current.as_ref().map(|(f, _)| *f) != Some(file) {
             self.finish_current();
             // none for a file whose memo gave its hashes, or that changed too lately
@@ -346,7 +384,8 @@ mod tests {
         (0..5u8)
             .map(|i| Remembered {
                 offset: u64::from(i) * 100,
-                line: u64::from(i) * 2 + 1,
+                line: u32::from(i) * 2 + 1,
+                len: u32::from(i) * 10,
                 bad: i == 3,
                 hash: [i; 16],
             })
@@ -371,7 +410,7 @@ mod tests {
     fn write(memos: &LineMemos, file: &Path, read: FileRead) {
         let mut w = memos.writer(file).unwrap();
         for line in lines() {
-            w.push(line);
+            w.push(Some(line));
         }
         w.finish(&read);
     }

@@ -22,8 +22,8 @@ pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
 pub use rows::{Foreign, Reader};
 pub use samples::{
-    hash_line, holds_no_sample, legacy_hash_line, LineArena, LineFiles, LineView, LinesAt,
-    ReadAhead, SampleLine, SamplesReader,
+    hash_line, holds_no_sample, legacy_hash_line, LineArena, LineFiles, LineView, ReadAhead,
+    SampleLine, SamplesReader,
 };
 pub use watcher::{relevant, Watcher};
 

@@ -32,10 +32,11 @@ pub struct SampleLine {
     pub hash: [u8; 16],
     /// Why this line is not a usable sample (`BadSample`).
     pub bad: Option<String>,
-    /// The text was not read (`raw` is empty): the file's line memo vouched for the
-    /// line's number, offset and hash, and its taker reads the text at `offset` when
-    /// it needs it (see [`SamplesReader::texts_when_wanted`]).
-    pub unread: bool,
+    /// `Some(len)`: the text was not read (`raw` is empty), the file's line memo
+    /// vouched for the line's number, offset, length and hash, and its taker reads
+    /// the `len` bytes at `offset` when it needs them ([`LineFiles::read_bytes`]; see
+    /// [`SamplesReader::texts_when_wanted`]).
+    pub unread: Option<u32>,
 }
 
 /// A line as [`SamplesReader::read_next`] reads it: its text borrowed from the
@@ -47,7 +48,7 @@ pub struct LineView<'a> {
     pub raw: &'a str,
     pub hash: [u8; 16],
     pub bad: Option<String>,
-    pub unread: bool,
+    pub unread: Option<u32>,
 }
 
 impl LineView<'_> {
@@ -59,8 +60,8 @@ impl LineView<'_> {
             at: self.at,
             offset: self.offset,
             raw: match self.unread {
-                true => ByteString::new(),
-                false => arena.text_of(self.raw),
+                Some(_) => ByteString::new(),
+                None => arena.text_of(self.raw),
             },
             hash: self.hash,
             bad: self.bad,
@@ -145,6 +146,8 @@ pub struct SamplesReader {
     /// [`SamplesReader::texts_when_wanted`]), and whether the current file's are.
     wanted: Option<Arc<AtomicBool>>,
     vouched: bool,
+    /// The offset of the last line the current file's vouching memo gave.
+    last_vouched: Option<u64>,
     /// A foreign file being read row by row (see [`super::rows`]), by number.
     converting: Option<(usize, Converting)>,
     /// Whether foreign files' row files are written (see [`SamplesReader::writing_rows`]).
@@ -178,6 +181,7 @@ impl SamplesReader {
             recorder: None,
             wanted: None,
             vouched: false,
+            last_vouched: None,
             converting: None,
             write_rows: false,
             facts: None,
@@ -252,15 +256,20 @@ impl SamplesReader {
             Ok(found) => found,
             Err(e) => return Some(Err(e)),
         };
+        // the line's length in bytes, for its memo
+        let len = match self.from_row {
+            true => self.row_text.len(),
+            false => self.buf.len(),
+        };
         let remembered = match vouch {
-            Vouch::Unread(hash) => {
+            Vouch::Unread(hash, len) => {
                 return Some(Ok(LineView {
                     at,
                     offset,
                     raw: "",
                     hash,
                     bad: None,
-                    unread: true,
+                    unread: Some(len),
                 }))
             }
             Vouch::Read(remembered) => remembered,
@@ -312,17 +321,8 @@ impl SamplesReader {
             }
         };
         if let (Some(recorder), None) = (&mut self.recorder, remembered) {
-            let bad = bad.is_some();
-            let line = at.line as u64;
-            recorder.record(
-                at.file,
-                Remembered {
-                    offset,
-                    line,
-                    bad,
-                    hash,
-                },
-            );
+            let line = Remembered::of(offset, at.line, len, bad.is_some(), hash);
+            recorder.record(at.file, line);
         }
         Some(Ok(LineView {
             at,
@@ -330,7 +330,7 @@ impl SamplesReader {
             raw,
             hash,
             bad,
-            unread: false,
+            unread: None,
         }))
     }
 
@@ -427,6 +427,7 @@ impl SamplesReader {
                 // an rwb JSONL file (not a row file, whose lines carry their facts)
                 let plain = self.files[self.next_file].foreign.is_none();
                 self.vouched = self.wanted.is_some() && self.memo.is_some() && plain;
+                self.last_vouched = None;
                 self.current = Some((self.next_file, reader));
                 self.next_file += 1;
                 self.line_no = 0;
@@ -484,12 +485,19 @@ impl SamplesReader {
     /// The next line of the current file as its memo gives it, its text read only
     /// when wanted or bad; `None` after the memo's last line (the file's end).
     fn next_vouched(&mut self) -> Option<std::io::Result<(SampleRef, u64, Vouch)>> {
-        let Some(line) = self.memo.as_mut().and_then(Iterator::next) else {
+        let memo = self.memo.as_mut()?;
+        let Some(line) = memo.next() else {
+            let whole = memo.finished();
             self.vouched = false;
             self.memo = None;
-            self.current = None;
+            if whole {
+                self.current = None; // the memo's last line was the file's
+            } else if let Err(e) = self.skip_vouched_lines() {
+                return Some(Err(e));
+            }
             return None;
         };
+        self.last_vouched = Some(line.offset);
         let (file, reader) = self.current.as_mut().expect("a vouched file is open");
         let at = SampleRef {
             index: self.index,
@@ -504,7 +512,7 @@ impl SamplesReader {
             .as_ref()
             .is_some_and(|w| w.load(Ordering::Relaxed));
         if !line.bad && !wanted {
-            return Some(Ok((at, line.offset, Vouch::Unread(line.hash))));
+            return Some(Ok((at, line.offset, Vouch::Unread(line.hash, line.len))));
         }
         if line.offset != self.pos {
             let ahead = line.offset as i64 - self.pos as i64;
@@ -524,14 +532,31 @@ impl SamplesReader {
         let remembered = (!line.bad).then_some(line.hash);
         Some(Ok((at, line.offset, Vouch::Read(remembered))))
     }
+
+    /// After a memo that could not be read to its end: puts the file's reader after
+    /// the last line the memo gave (numbered `line_no`), so that the rest of the file
+    /// is read line by line and nothing after it is lost.
+    fn skip_vouched_lines(&mut self) -> std::io::Result<()> {
+        let Some((_, reader)) = self.current.as_mut() else {
+            return Ok(());
+        };
+        let to = self.last_vouched.unwrap_or(0);
+        reader.seek_relative(to as i64 - self.pos as i64)?;
+        self.pos = to;
+        if self.last_vouched.is_some() {
+            self.buf.clear();
+            self.pos += reader.read_until(b'\n', &mut self.buf)? as u64;
+        }
+        Ok(())
+    }
 }
 
 /// What a vouching memo said of a line [`SamplesReader::next_raw`] gives.
 enum Vouch {
     /// Nothing: the line was read, and is checked against the memo, if any.
     No,
-    /// The line's hash; its text was not read.
-    Unread([u8; 16]),
+    /// The line's hash and length; its text was not read.
+    Unread([u8; 16], u32),
     /// Its text was read; the hash when the memo says it is a good sample.
     Read(Option<[u8; 16]>),
 }
@@ -664,12 +689,9 @@ fn spawn_hashing(
                     }
                     if let Some(recorder) = &mut recorder {
                         let (offset, bad, hash) = (line.offset, line.bad.is_some(), line.hash);
-                        let remembered = Remembered {
-                            offset,
-                            line: line.at.line as u64,
-                            bad,
-                            hash,
-                        };
+                        // (a bad line's length is not kept: it is read again whole)
+                        let len = line.raw.len();
+                        let remembered = Remembered::of(offset, line.at.line, len, bad, hash);
                         recorder.record(line.at.file, remembered);
                     }
                 }
@@ -758,72 +780,28 @@ impl LineFiles {
 
     /// The line of `len` bytes at `offset` in file number `file`.
     pub fn read(&self, file: usize, offset: u64, len: u32) -> Option<String> {
+        let bytes = self.read_bytes(file, offset, len).ok()?;
+        Some(String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    /// [`LineFiles::read`]'s bytes as they are, or why they cannot be read.
+    pub fn read_bytes(&self, file: usize, offset: u64, len: u32) -> std::io::Result<Vec<u8>> {
         use std::os::unix::fs::FileExt;
-        let (path, once) = self.files.get(file)?;
-        let opened = match once.get() {
-            Some(f) => f,
-            None => {
-                let f = File::open(path).ok()?;
-                once.get_or_init(|| f)
-            }
-        };
-        let mut buf = vec![0u8; len as usize];
-        opened.read_exact_at(&mut buf, offset).ok()?;
-        Some(String::from_utf8_lossy(&buf).into_owned())
-    }
-}
-
-/// Reads the texts of lines given [`SampleLine::unread`], at their offsets, for a
-/// taker that asks in file order: one buffered reader per file, moved forward (a run
-/// of consecutive lines costs what reading them in turn does).
-pub struct LinesAt {
-    paths: Vec<std::path::PathBuf>,
-    /// Per file, once opened: its reader and the offset it is at.
-    open: Vec<Option<(BufReader<File>, u64)>>,
-    buf: Vec<u8>,
-    arena: LineArena,
-}
-
-impl LinesAt {
-    pub fn new(files: &[SamplesFile]) -> LinesAt {
-        LinesAt {
-            paths: files.iter().map(|f| f.text_path().to_path_buf()).collect(),
-            open: files.iter().map(|_| None).collect(),
-            buf: Vec::new(),
-            arena: LineArena::default(),
-        }
-    }
-
-    /// The text of the line at `offset` in file number `file` (without its line
-    /// ending), and its content hash.
-    pub fn read(&mut self, file: usize, offset: u64) -> std::io::Result<(ByteString, [u8; 16])> {
-        let Some(slot) = self.open.get_mut(file) else {
+        let Some((path, once)) = self.files.get(file) else {
             return Err(std::io::Error::other(format!(
                 "no samples file number {file}"
             )));
         };
-        if slot.is_none() {
-            let opened = File::open(&self.paths[file])?;
-            *slot = Some((BufReader::with_capacity(1 << 16, opened), 0));
-        }
-        let (reader, pos) = slot.as_mut().expect("opened above");
-        if offset != *pos {
-            reader.seek_relative(offset as i64 - *pos as i64)?;
-            *pos = offset;
-        }
-        self.buf.clear();
-        *pos += reader.read_until(b'\n', &mut self.buf)? as u64;
-        while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
-            self.buf.pop();
-        }
-        let text = self.arena.text(&self.buf).ok_or_else(|| {
-            std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                "the line is no longer UTF-8 text",
-            )
-        })?;
-        let hash = hash_line(&text);
-        Ok((text, hash))
+        let opened = match once.get() {
+            Some(f) => f,
+            None => {
+                let f = File::open(path)?;
+                once.get_or_init(|| f)
+            }
+        };
+        let mut buf = vec![0u8; len as usize];
+        opened.read_exact_at(&mut buf, offset)?;
+        Ok(buf)
     }
 }
 

@@ -431,24 +431,66 @@ fn a_reader_that_wants_no_texts_takes_the_lines_a_memo_vouches_for_unread() {
     };
     // wanted: every line read, as without a memo
     let read = vouched(true);
-    assert!(read.iter().all(|l| !l.unread));
+    assert!(read.iter().all(|l| l.unread.is_none()));
     assert_eq!(summary(&read), summary(&plain));
-    // not wanted: good lines come unread with the memo's number, offset and hash; bad
-    // ones are read for their reason
+    // not wanted: good lines come unread with the memo's number, offset, length and
+    // hash; bad ones are read for their reason
     let unread = vouched(false);
     assert_eq!(unread.len(), plain.len());
-    let mut lines = LinesAt::new(&files);
+    let again = LineFiles::open(&files).unwrap();
     for (u, p) in unread.iter().zip(&plain) {
         assert_eq!((&u.at, u.offset, u.hash), (&p.at, p.offset, p.hash));
         if p.bad.is_some() {
-            assert!(!u.unread);
+            assert!(u.unread.is_none());
             assert_eq!((&u.raw, &u.bad), (&p.raw, &p.bad));
             continue;
         }
-        assert!(u.unread && u.raw.is_empty(), "line {}", p.at.line);
+        assert_eq!(u.unread, Some(p.raw.len() as u32), "line {}", p.at.line);
+        assert!(u.raw.is_empty());
         // read again where the taker needs it
-        let (raw, hash) = lines.read(u.at.file, u.offset).unwrap();
-        assert_eq!((&raw, hash), (&p.raw, p.hash), "line {}", p.at.line);
+        let bytes = again
+            .read_bytes(u.at.file, u.offset, u.unread.unwrap())
+            .unwrap();
+        assert_eq!(bytes, (*p.raw).as_bytes(), "line {}", p.at.line);
     }
-    assert!(unread.iter().any(|l| l.unread) && unread.iter().any(|l| !l.unread));
+    assert!(unread.iter().any(|l| l.unread.is_some()) && unread.iter().any(|l| l.unread.is_none()));
+}
+
+#[test]
+fn a_vouching_memo_that_cannot_be_read_to_its_end_leaves_the_rest_read_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    // 5,000 lines (a blank one among them): a memo of 160 KB, more than its reader
+    // holds at once
+    let mut text = String::new();
+    for i in 0..5000 {
+        text += &format!("{{\"messages\": [{i}]}}\n");
+        if i == 3500 {
+            text.push('\n');
+        }
+    }
+    let files = vec![file_with(dir.path(), "many.jsonl", text.as_bytes())];
+    let memos = memos_in(dir.path());
+    let plain = read_all(&files, None, false);
+    read_all(&files, Some(&memos), false); // writes the memo
+    let flag = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let mut reader = SamplesReader::new(&files)
+        .with_memos(memos.clone())
+        .texts_when_wanted(flag);
+    let mut read = vec![reader.next().unwrap().unwrap()];
+    // the memo is cut short after it was opened: its reader meets its end early
+    let memo = std::fs::File::options()
+        .write(true)
+        .open(memos.path_for(&files[0].path))
+        .unwrap();
+    memo.set_len(72 + 3000 * 32).unwrap();
+    read.extend(reader.map(Result::unwrap));
+    let key = |l: &SampleLine| (l.at.clone(), l.offset, l.hash, l.bad.clone());
+    assert_eq!(read.len(), plain.len(), "no line lost");
+    assert_eq!(
+        read.iter().map(key).collect::<Vec<_>>(),
+        plain.iter().map(key).collect::<Vec<_>>(),
+        "every line, numbered as read from the file"
+    );
+    assert!(read[..3000].iter().all(|l| l.unread.is_some()));
+    assert!(read[3000..].iter().all(|l| l.unread.is_none()));
 }
