@@ -566,6 +566,20 @@ fn serve(ws: &Ws, python: &str) -> Served {
     Served { child, url }
 }
 
+/// What a Python client `script` (given the served base URL) printed as JSON.
+fn client_output(python: &str, script: &str, url: &str) -> Value {
+    let output = Command::new(python)
+        .args(["-c", script, url])
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).unwrap()
+}
+
 #[test]
 fn the_graders_api_answers_the_openai_sdk() {
     let Some(python) = graders_python() else {
@@ -607,16 +621,7 @@ r = client.fine_tuning.alpha.graders.run(grader={"type": "python", "name": "p",
 out["python"] = r.reward
 print(json.dumps(out))
 "#;
-    let output = Command::new(&python)
-        .args(["-c", script, &served.url])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let out = client_output(&python, script, &served.url);
     let fuzz = out["fuzz"].as_f64().unwrap();
     let run = &out["run"];
     assert_eq!(run["reward"].as_f64().unwrap(), 0.5 * fuzz + 0.5 * 1.0);
@@ -697,16 +702,7 @@ for metric, want in expected.items():
     out["similarity"][metric] = [run(g, given, {"ref": ref})["reward"], want]
 print(json.dumps(out))
 "#;
-    let output = Command::new(&python)
-        .args(["-c", script, &served.url])
-        .output()
-        .unwrap();
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let out: Value = serde_json::from_slice(&output.stdout).unwrap();
+    let out = client_output(&python, script, &served.url);
     assert_eq!(out["fuzzy"]["reward"], out["fuzz"]);
     assert_eq!(out["fuzzy"]["metadata"]["token_usage"], Value::Null);
     assert_eq!(out["fuzzy"]["metadata"]["sampled_model_name"], Value::Null);
