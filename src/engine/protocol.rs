@@ -99,6 +99,10 @@ pub struct BatchLine {
     pub i: Option<u64>,
     #[serde(default)]
     pub ms: f64,
+    /// The call's time in whole nanoseconds, in place of `ms` (a plain result's line
+    /// that serde reads, its reason having escapes: see [`plain_result`]).
+    #[serde(default)]
+    pub ns: Option<u64>,
     #[serde(default)]
     pub ok: Option<WireResult>,
     #[serde(default)]
@@ -151,7 +155,7 @@ pub fn unreadable_line(line: &[u8], error: &serde_json::Error) -> Option<(u64, E
 
 /// The result line the worker writes for the most common result (`_plain_line` in
 /// `rwb_worker.py`: a finite score, no or a plain reason, nothing else) read without
-/// serde: `{"i":N,"ms":F,"ok":{"score":F,"is_score_valid":true,"reason":S|null,
+/// serde: `{"i":N,"ns":N,"ok":{"score":F,"is_score_valid":true,"reason":S|null,
 /// "metrics":{},"step_outputs":null,"error":null}}`. `None` for any other line, also
 /// for a reason with escapes: serde reads those, to the same outcome.
 pub fn plain_result(line: &[u8]) -> Option<(u64, Outcome)> {
@@ -161,8 +165,18 @@ pub fn plain_result(line: &[u8]) -> Option<(u64, Outcome)> {
         return None; // not JSON
     }
     let id: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
-    let rest = rest[digits..].strip_prefix(b",\"ms\":")?;
-    let (ms, rest) = plain_number(rest)?;
+    let rest = &rest[digits..];
+    let (ms, rest) = match rest.strip_prefix(b",\"ns\":") {
+        Some(rest) => {
+            let digits = rest.iter().take_while(|b| b.is_ascii_digit()).count();
+            if digits == 0 || digits > 1 && rest[0] == b'0' {
+                return None;
+            }
+            let ns: u64 = std::str::from_utf8(&rest[..digits]).ok()?.parse().ok()?;
+            (nanos_to_ms(ns), &rest[digits..])
+        }
+        None => plain_number(rest.strip_prefix(b",\"ms\":")?)?,
+    };
     let rest = rest.strip_prefix(b",\"ok\":{\"score\":")?;
     let (score, rest) = plain_number(rest)?;
     let rest = rest.strip_prefix(b",\"is_score_valid\":true,\"reason\":")?;
@@ -181,6 +195,12 @@ pub fn plain_result(line: &[u8]) -> Option<(u64, Outcome)> {
     outcome.reason = reason;
     outcome.duration_ms = ms;
     Some((id, outcome))
+}
+
+/// A call's time in whole nanoseconds (a plain result line's `ns`) as milliseconds:
+/// the nearest float to the exact quotient, the float `"ms"` with six decimals reads as.
+fn nanos_to_ms(ns: u64) -> f64 {
+    ns as f64 / 1e6
 }
 
 /// A finite JSON number at the start of `bytes`, and what follows it.
@@ -237,7 +257,7 @@ impl BatchLine {
                 "the worker sent neither a result nor an error",
             )),
         };
-        outcome.duration_ms = self.ms;
+        outcome.duration_ms = self.ns.map_or(self.ms, nanos_to_ms);
         outcome.output = self.out;
         outcome.swallowed = self.swallowed;
         outcome
@@ -289,6 +309,25 @@ mod tests {
             (0, Some(0.203), 0.013025)
         );
         assert_eq!(outcome.reason.as_deref(), Some("length"));
+    }
+
+    #[test]
+    fn a_time_in_nanoseconds_reads_as_the_same_time_in_six_decimal_milliseconds() {
+        for ns in [0u64, 1, 9_925, 13_025, 1_250_000, 86_400_000_000_000] {
+            let ms = format!("{}.{:06}", ns / 1_000_000, ns % 1_000_000);
+            let by_ms = line("3", &ms, "0.5", "\"r\"");
+            let by_ns = by_ms.replace(&format!("\"ms\":{ms}"), &format!("\"ns\":{ns}"));
+            let (_, expected) = plain_result(by_ms.as_bytes()).unwrap();
+            for read in [plain_result(by_ns.as_bytes()).unwrap(), by_serde(&by_ns)] {
+                assert_eq!(read.1, expected, "{by_ns}");
+                assert_eq!(read.1.duration_ms.to_bits(), expected.duration_ms.to_bits());
+            }
+        }
+        // not a whole number of nanoseconds: left to serde, which refuses it
+        for ns in ["01", "1.5", "-1", ""] {
+            let text = line("3", "0", "0.5", "null").replace("\"ms\":0", &format!("\"ns\":{ns}"));
+            assert_eq!(plain_result(text.as_bytes()), None, "{text}");
+        }
     }
 
     #[test]

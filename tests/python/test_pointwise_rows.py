@@ -66,7 +66,9 @@ class PointwiseRowsTest(unittest.TestCase):
         rows = self.serve(samples)
         self.assertEqual(sorted(rows), list(range(10, 10 + len(kinds))))
         for row in rows.values():
-            self.assertIsInstance(row.pop("ms"), float)
+            # a plain result's time in whole nanoseconds, any other's in milliseconds
+            time_ns = row.pop("ns", None)
+            self.assertTrue(isinstance(time_ns, int) or isinstance(row.pop("ms"), float), row)
             row.pop("at")
         plain = {"is_score_valid": True, "metrics": {}, "step_outputs": None, "error": None}
         self.assertEqual(rows[10], {"i": 10, "ok": dict(plain, score=0.1, reason='caf\u00e9 "q"')})
@@ -95,16 +97,20 @@ class PointwiseRowsTest(unittest.TestCase):
         worker = W.Worker(socket.socketpair()[0], {"name": "e", "file": "x.py"}, ".")
         self.assertEqual(worker.flush_seconds, W.FLUSH_SECONDS)
 
-    def test_a_plain_line_is_the_general_result_with_ms_in_six_decimals(self):
-        for value in ({"score": 0.1, "reason": "r\n\u2028", "metrics": {}}, {"score": -0.0}, {"score": 1e300, "reason": None}):
+    def test_a_plain_line_is_the_general_result_with_its_time_in_nanoseconds(self):
+        for value in ({"score": 0.1, "reason": "r\n\u2028", "metrics": {}}, {"score": -0.0}, {"score": 1e300, "reason": None},
+                      {"score": 0.30000000000000004, "reason": "caf\u00e9 \"q\""}):
             with self.subTest(value=value):
-                line = W._plain_line(7, 1.25, value)
-                self.assertTrue(line.startswith(b'{"i":7,"ms":1.250000,'), line)
-                self.assertEqual(json.loads(line), {"i": 7, "ms": 1.25, "ok": W._as_result(value, False)})
+                line = W._plain_line(7, 1250000, value)
+                self.assertIsInstance(line, bytes)
+                self.assertTrue(line.startswith(b'{"i":7,"ns":1250000,'), line)
+                self.assertTrue(line.endswith(b"}\n"), line)
+                self.assertEqual(json.loads(line), {"i": 7, "ns": 1250000, "ok": W._as_result(value, False)})
+                self.assertEqual(repr(json.loads(line)["ok"]["score"]), repr(value["score"]))
         for value in ({"score": 1}, {"score": float("inf")}, {"score": 0.5, "reason": 3}, {"score": 0.5, "metrics": {"m": 1.0}},
                       {"score": 0.5, "other": 1}, {"score": 0.5, "reason": "\ud800"}, [0.5], 0.5):
             with self.subTest(value=value):
-                self.assertIsNone(W._plain_line(7, 1.25, value))
+                self.assertIsNone(W._plain_line(7, 1250000, value))
 
     def test_a_sample_line_with_a_newline_or_spaces_reads_as_json_loads_reads_it(self):
         for raw in (b'{"messages": []}\n', b'{"messages": []} \t\r\n', b'\t{"messages": [1]}'):

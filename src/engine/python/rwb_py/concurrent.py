@@ -135,7 +135,7 @@ class Concurrent:
         now = time.perf_counter()
         for index in [i for i in flying if i in starts and now >= starts[i] + timeout]:
             ident = flying.pop(index)
-            rows.put(index, self.worker._timeout(ident, starts[index]))
+            rows.put(index, self.worker._timeout(ident, (now - starts[index]) * 1000.0))
             self.live -= 1
             self.worker.retiring = True
 
@@ -200,7 +200,7 @@ class Concurrent:
         struct.pack_into("<q", worker.mark, 8 * slot, -1)
         if outcome is None:
             worker.retiring = True
-            message = worker._timeout(ident, t0)
+            message = worker._timeout(ident, (time.perf_counter() - t0) * 1000.0)
             out = capture.take()
             if out is not None:
                 message["out"] = out

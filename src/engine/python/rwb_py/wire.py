@@ -111,23 +111,27 @@ def _result_line(message):
     return text.encode("utf-8")
 
 
-# The protocol line run_pointwise writes for a plain result: `ms` with six decimals (a
-# nanosecond; the shortest round-trip digits repr writes cost more than the rest of the
-# line), the score as repr writes it (exactly), the reason JSON-quoted.
-_PLAIN_RESULT_LINE = '{"i":%d,"ms":%.6f,"ok":{"score":%r,"is_score_valid":true,"reason":%s,"metrics":{},"step_outputs":null,"error":null}}\n'
+# The protocol line run_pointwise writes for a plain result: the call's time in whole
+# nanoseconds ("ns", where every other line has "ms": the float digits of "ms" cost
+# more to write than the rest of the line), the score as repr writes it (exactly:
+# %r of bytes is ascii(), which for a float is repr), the reason JSON-quoted. Bytes,
+# formatted as bytes: nothing to encode afterwards.
+_PLAIN_RESULT_LINE = b'{"i":%d,"ns":%d,"ok":{"score":%r,"is_score_valid":true,"reason":%s,"metrics":{},"step_outputs":null,"error":null}}\n'
 
 
-def _plain_line(ident, ms, value):
-    """The protocol line of sample `ident`'s result when `value` is a plain dict result
-    (see _plain_parts), else None: the same result _as_result reads from it, written
-    without building it. None too for a reason that is not UTF-8 text (a lone
-    surrogate), which the general path reports."""
+def _plain_line(ident, ns, value):
+    """The protocol line of sample `ident`'s result, its call `ns` nanoseconds long,
+    when `value` is a plain dict result (see _plain_parts), else None: the same result
+    _as_result reads from it, written without building it. None too for a reason
+    that is not UTF-8 text (a lone surrogate), which the general path reports."""
     parts = _plain_parts(value)
     if parts is None:
         return None
     score, reason = parts
-    text = _PLAIN_RESULT_LINE % (ident, ms, score, "null" if reason is None else _quoted(reason))
+    if reason is None:
+        return _PLAIN_RESULT_LINE % (ident, ns, score, b"null")
     try:
-        return text.encode("utf-8")
+        quoted = _quoted(reason).encode("utf-8")
     except UnicodeEncodeError:
         return None
+    return _PLAIN_RESULT_LINE % (ident, ns, score, quoted)

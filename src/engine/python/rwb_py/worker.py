@@ -229,37 +229,56 @@ class Worker:
         """One evaluation at a time. A plain dict result that printed nothing is
         written straight as its protocol line (_plain_line); anything else is read and
         written by the general path (every result, with `plain` False: run_watched
-        adds to its messages)."""
+        adds to its messages).
+
+        The hot path of a run over a file: what Evaluation.call does is written out
+        here (a call less per sample), and times are whole nanoseconds."""
         caller, evaluation, capture = self.caller, self.evaluation, self.capture
-        arguments, fn, call = caller.arguments, caller.fn, evaluation.call
+        arguments, fn, written = caller.arguments, caller.fn, capture.written
         direct = caller.direct and plain  # veRL reads a dict's other keys as metrics, a described call its path
-        clock, mark, pending, interval = time.perf_counter, self.mark, self.pending, self.flush_seconds
+        clock, mark, pending, pack = time.perf_counter_ns, self.mark, self.pending, _MARK.pack_into
+        interval = int(self.flush_seconds * 1e9)
+        due = int(self.last_flush * 1e9) + interval
         for ident, raw in batch:
-            _MARK.pack_into(mark, 0, ident)
+            pack(mark, 0, ident)
             t0 = clock()
             try:
                 kwargs = arguments(_sample(raw))
                 t0 = clock()
-                value = call(fn, kwargs)
+                # Evaluation.call: the start stamped for the watchdog, an overrun told
+                # from the user's own exceptions
+                started = evaluation.started = t0 / 1e9
+                try:
+                    value = fn(**kwargs)
+                except BaseException:
+                    evaluation.started = None
+                    if evaluation.expired == started:  # it caught the signal and raised something else
+                        raise EvalTimeout() from None
+                    raise
+                evaluation.started = None
                 t1 = clock()
-                line = _plain_line(ident, (t1 - t0) * 1000.0, value) if direct and not capture.written() else None
+                if evaluation.expired == started:  # it swallowed the signal, then returned late
+                    raise EvalTimeout()
+                line = _plain_line(ident, t1 - t0, value) if direct and not written() else None
                 if line is not None:
                     pending.append(line)
-                    if len(pending) >= FLUSH_COUNT or t1 - self.last_flush >= interval:
-                        self.flush(t1)
+                    if len(pending) >= FLUSH_COUNT or t1 >= due:
+                        self.flush(t1 / 1e9)
+                        due = t1 + interval
                     continue
-                message = {"i": ident, "ms": (t1 - t0) * 1000.0, "ok": caller.result(value)}
+                message = {"i": ident, "ms": (t1 - t0) / 1e6, "ok": caller.result(value)}
             except EvalTimeout:
-                message = self._timeout(ident, t0)
+                message = self._timeout(ident, (clock() - t0) / 1e6)
                 self.retiring = True
             except InvalidResult as exc:
-                message = {"i": ident, "ms": (clock() - t0) * 1000.0, "err": {"type": "InvalidResult", "message": str(exc)}}
+                message = {"i": ident, "ms": (clock() - t0) / 1e6, "err": {"type": "InvalidResult", "message": str(exc)}}
             except BaseException as exc:
-                message = {"i": ident, "ms": (clock() - t0) * 1000.0, "err": _error_info(exc, self.roots, skip_frames=2)}
+                message = {"i": ident, "ms": (clock() - t0) / 1e6, "err": _error_info(exc, self.roots, skip_frames=1)}
             out = evaluation.take_output()
             if out is not None:
                 message["out"] = out
             self.send_result(message)
+            due = int(self.last_flush * 1e9) + interval
             if self.retiring:
                 return
 
@@ -278,7 +297,8 @@ class Worker:
                 {"i": ident, "ms": ms, "ok": NO_SCORE if r is None else r} for ident, r in zip(idents, results)
             ]
         except EvalTimeout:
-            messages = [self._timeout(ident, t0) for ident in idents]
+            ms = (time.perf_counter() - t0) * 1000.0
+            messages = [self._timeout(ident, ms) for ident in idents]
             self.retiring = True
         except InvalidResult as exc:
             err = {"type": "InvalidResult", "message": str(exc)}
@@ -296,8 +316,8 @@ class Worker:
         """Contract checks of a "C" batch (see checks.py)."""
         checks.run(self, batch)
 
-    def _timeout(self, ident, t0):
-        ms = (time.perf_counter() - t0) * 1000.0
+    def _timeout(self, ident, ms):
+        """The row of sample `ident`, whose evaluation overran after `ms`."""
         limit = self.evaluation.timeout
         return {
             "i": ident,

@@ -45,11 +45,15 @@ class Caller(Pointwise):
         self.strict = is_decorated(fn)
 
     def arguments(self, sample):
-        kwargs = dict(self.extra)
+        # rwb.toml's kwargs first, the sample's keys over them; with neither kwargs
+        # nor a filter (a function that takes **kwargs), one copy of the sample
+        # (this runs once per sample)
+        extra = self.extra
         if "messages" in sample:
-            kwargs.update(sample)
+            kwargs = {**extra, **sample} if extra else sample.copy()
         else:  # prompt and completion: one conversation, the other keys columns
+            kwargs = dict(extra)
             kwargs.update(columns_of(sample, ("prompt", "completion")))
             kwargs["messages"] = conversation(sample)
         kwargs["ground_truth"] = sample.get("ground_truth")
-        return _filter_kwargs(kwargs, self.accepted)
+        return kwargs if self.accepted[1] else _filter_kwargs(kwargs, self.accepted)
