@@ -34,6 +34,8 @@ Protocol (one JSON object per line unless said otherwise):
                         sample under styles.samples.TEMPLATED
   worker -> socket      {"i": id, "ms": f, "ok": {...result...}, "out": "..."}
                         {"i": id, "ms": f, "err": {...}, "out": "..."}
+                        {"i": id, "ns": n, "ok": {...}}: a plain result written by
+                        wire._plain_line, its time in whole nanoseconds
                         {"done": n, "files": [...]?, "packages": {...}?} after each batch
                         {"retire": "timeout"} instead, after an interrupted evaluation:
                         the worker leaves and its process group dies with it
