@@ -7,7 +7,7 @@ use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
 use crate::runner::{Event, RunStats};
 use crate::trust::{self, RepeatBuilder, SecondsBuilder};
 use serde_json::json;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 
 /// Bytes of output gathered before each write to stdout.
@@ -115,14 +115,23 @@ impl Row<'_> {
     }
 }
 
-type Pending = (SampleRef, [u8; 16], Vec<Option<Outcome>>, usize);
+/// A sample some of whose outcomes have arrived: where it is, its content hash, its
+/// outcomes so far (by evaluator) and how many those are.
+struct Pending {
+    at: SampleRef,
+    hash: [u8; 16],
+    outcomes: Vec<Option<Outcome>>,
+    arrived: usize,
+}
 
 /// Puts outcomes that arrive in any order back into (sample, evaluator) order.
 struct Reorder {
     evaluators: usize,
     next: usize,
-    /// sample index -> (where, content hash, outcomes so far, how many arrived)
-    waiting: BTreeMap<usize, Pending>,
+    /// The samples from `next` on, by their distance from it (`None`: nothing arrived
+    /// yet). A ring rather than a map: the workers answer a few batches apart, so the
+    /// samples waiting are nearly contiguous, and each one costs no node of a tree.
+    waiting: VecDeque<Option<Pending>>,
 }
 
 impl Reorder {
@@ -130,7 +139,7 @@ impl Reorder {
         Reorder {
             evaluators,
             next: 0,
-            waiting: BTreeMap::new(),
+            waiting: VecDeque::new(),
         }
     }
 
@@ -153,24 +162,40 @@ impl Reorder {
             });
             return;
         }
-        let entry = self
-            .waiting
-            .entry(at.index)
-            .or_insert_with(|| (at, hash, (0..n).map(|_| None).collect(), 0));
-        if entry.2[evaluator].is_none() {
-            entry.3 += 1;
+        // every (sample, evaluator) outcome comes once: none is behind `next`
+        let Some(distance) = at.index.checked_sub(self.next) else {
+            debug_assert!(false, "sample {} came again", at.index);
+            return;
+        };
+        if self.waiting.len() <= distance {
+            self.waiting.resize_with(distance + 1, || None);
         }
-        entry.2[evaluator] = Some(outcome);
-        while let Some(first) = self.waiting.first_entry() {
-            if *first.key() != self.next || first.get().3 < n {
+        let entry = self.waiting[distance].get_or_insert_with(|| Pending {
+            at,
+            hash,
+            outcomes: (0..n).map(|_| None).collect(),
+            arrived: 0,
+        });
+        if entry.outcomes[evaluator].is_none() {
+            entry.arrived += 1;
+        }
+        entry.outcomes[evaluator] = Some(outcome);
+        while let Some(Some(first)) = self.waiting.front() {
+            if first.arrived < n {
                 break;
             }
-            let (at, hash, outcomes, _) = first.remove();
+            let Some(Some(done)) = self.waiting.pop_front() else {
+                unreachable!("the front was a complete sample")
+            };
             self.next += 1;
             ready.push(SampleResults {
-                at,
-                hash,
-                outcomes: outcomes.into_iter().map(|o| o.expect("complete")).collect(),
+                at: done.at,
+                hash: done.hash,
+                outcomes: done
+                    .outcomes
+                    .into_iter()
+                    .map(|o| o.expect("complete"))
+                    .collect(),
             });
         }
     }
@@ -905,6 +930,32 @@ mod tests {
         r.add(1, at(0), [0; 16], o(), &mut ready);
         let order: Vec<usize> = ready.iter().map(|s| s.at.index).collect();
         assert_eq!(order, vec![0, 1]);
+    }
+
+    #[test]
+    fn reorder_of_one_evaluator_releases_batches_that_finish_out_of_order_in_order() {
+        // two workers, batches of 3: the second batch answers first, its samples wait
+        let mut r = Reorder::new(1);
+        let mut ready = Vec::new();
+        let o = |i: usize| Outcome::scored(i as f64, Default::default());
+        for i in [3, 5, 4] {
+            r.add(0, at(i), [i as u8; 16], o(i), &mut ready);
+        }
+        assert!(ready.is_empty(), "samples 0..3 are not in yet");
+        r.add(0, at(1), [1; 16], o(1), &mut ready);
+        r.add(0, at(0), [0; 16], o(0), &mut ready);
+        let order: Vec<usize> = ready.iter().map(|s| s.at.index).collect();
+        assert_eq!(order, vec![0, 1]);
+        r.add(0, at(2), [2; 16], o(2), &mut ready);
+        r.add(0, at(6), [6; 16], o(6), &mut ready); // in order again: straight through
+        let got: Vec<(usize, [u8; 16], Option<f64>)> = ready
+            .iter()
+            .map(|s| (s.at.index, s.hash, s.outcomes[0].score))
+            .collect();
+        let want: Vec<(usize, [u8; 16], Option<f64>)> =
+            (0..7).map(|i| (i, [i as u8; 16], Some(i as f64))).collect();
+        assert_eq!(got, want);
+        assert!(r.waiting.is_empty());
     }
 
     #[test]
