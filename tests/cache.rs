@@ -864,3 +864,46 @@ fn a_cache_an_older_rwb_keyed_is_re_keyed_from_the_lines_in_hand_and_nothing_els
     let fourth = ws.run(&[]);
     assert_eq!(fourth.evaluated("length"), 4, "{}", fourth.stderr);
 }
+
+/// The cache file itself (not its WAL) is left as it was by a fully cached run after
+/// a baseline save: the run's one small commit does not copy the WAL into the file.
+/// A process that opens the cache reads the WAL afresh and takes none of it as copied
+/// yet, so before, every such run wrote the whole WAL into the file again (thousands
+/// of pages and three fsyncs at 8,000 samples) and left it as long as it was.
+#[test]
+fn a_fully_cached_run_after_a_baseline_save_writes_nothing_into_the_cache_file() {
+    let ws = two_evaluators(8000);
+    assert_eq!(ws.run(&[]).code, 0);
+    let saved = ws.run(&["--save-baseline", "before"]);
+    assert_eq!(saved.code, 0, "{}", saved.stderr);
+    let file = ws.file(".rwb/cache.sqlite");
+    let wal = ws.file(".rwb/cache.sqlite-wal");
+    let wal_before = std::fs::metadata(&wal)
+        .expect("the WAL outlives the run")
+        .len();
+    assert!(
+        wal_before > 1000 * 4096,
+        "the save left a long WAL: {wal_before} bytes"
+    );
+    let before = std::fs::read(&file).unwrap();
+    for _ in 0..2 {
+        let warm = ws.run(&["--baseline", "before"]);
+        assert_eq!(warm.code, 0, "{}", warm.stderr);
+        assert_eq!(warm.evaluated("length"), 0);
+        assert!(warm.stdout.lines().count() >= 16000, "every row printed");
+    }
+    assert!(
+        std::fs::read(&file).unwrap() == before,
+        "the cache file was written"
+    );
+    // and an evaluation's writer still copies the WAL in and starts it over
+    ws.write(
+        "metrics/length/main.py",
+        &format!("{LENGTH_EVALUATOR}\n# edited\n"),
+    );
+    assert_eq!(ws.run(&[]).evaluated("length"), 8000);
+    assert!(
+        std::fs::read(&file).unwrap() != before,
+        "the writer checkpoints"
+    );
+}

@@ -112,6 +112,15 @@ impl Store {
                 "{e} (delete the file to start a fresh cache, or run with --no-cache)"
             ))
         })?;
+        // This connection's writes are a run's bookkeeping (its code version, an
+        // import memo, a baseline); they never checkpoint the WAL: the results
+        // writer's commits do (see `writer`). A process that opens the file reads
+        // the WAL afresh and takes none of it as copied yet, so a WAL left past the
+        // checkpoint threshold was copied into the file again, whole, by the one
+        // small commit at the end of every fully cached run (about 800 page writes
+        // and 3 fsyncs), and stayed past the threshold.
+        conn.pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(|e| fail(e.to_string()))?;
         Ok(Store {
             path,
             conn: Mutex::new(conn),
