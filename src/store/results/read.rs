@@ -2,7 +2,7 @@
 //! connection, and the [`CacheReader`] a run asks about its lines in file order.
 
 use super::locator::{Locator, Locators};
-use super::row::{code_id, decode, first, COLUMNS};
+use super::row::{code_id, decode, first, read_row, Row, COLUMNS};
 use crate::model::Outcome;
 use crate::store::{CodeKey, SampleHash};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -78,8 +78,8 @@ struct Cursor {
     id: Option<i64>,
     /// The next row id to fetch.
     next: i64,
-    /// Rows fetched and not yet matched: (row id, sample hash, outcome).
-    ahead: VecDeque<(i64, Option<SampleHash>, Option<Outcome>)>,
+    /// Rows fetched and not yet matched: (row id, sample hash, stored columns).
+    ahead: VecDeque<(i64, Option<SampleHash>, Row)>,
     /// Whether the code's rows from `next` on are all fetched.
     done: bool,
 }
@@ -109,12 +109,12 @@ impl Cursor {
         let sql = format!(
             "SELECT {COLUMNS} FROM results WHERE row >= ?1 AND row < ?2 ORDER BY row LIMIT {SCAN_CHUNK}"
         );
-        // into the same buffer every time: a chunk's outcomes are a few hundred KB, and
+        // into the same buffer every time: a chunk's rows are tens of KB, and
         // a new buffer grown to that for each chunk cost more than reading them
         let rows = &mut self.ahead;
         rows.reserve(SCAN_CHUNK as usize);
         let fetched = conn.prepare_cached(&sql).and_then(|mut stmt| {
-            for row in stmt.query_map(params![self.next, first(id + 1)], decode)? {
+            for row in stmt.query_map(params![self.next, first(id + 1)], read_row)? {
                 rows.push_back(row?);
             }
             Ok(())
@@ -135,7 +135,10 @@ impl Cursor {
     fn take(&mut self, conn: &Connection, sample: &SampleHash) -> Option<Option<Outcome>> {
         self.fill(conn);
         match self.ahead.front() {
-            Some((_, Some(hash), _)) if hash == sample => self.ahead.pop_front().map(|r| r.2),
+            Some((_, Some(hash), _)) if hash == sample => self
+                .ahead
+                .pop_front()
+                .map(|(_, _, stored)| stored.into_outcome()),
             _ => None,
         }
     }

@@ -119,28 +119,48 @@ impl Row {
 pub(super) fn decode(
     row: &rusqlite::Row,
 ) -> rusqlite::Result<(i64, Option<SampleHash>, Option<Outcome>)> {
+    let (id, hash, stored) = read_row(row)?;
+    Ok((id, hash, stored.into_outcome()))
+}
+
+/// A row read with [`COLUMNS`] as it is stored: its id, sample hash and columns, the
+/// outcome not built yet (a cache scan holds a chunk of these, a fifth of the size of
+/// the outcomes, and builds each outcome once, as it hands it on).
+pub(super) fn read_row(row: &rusqlite::Row) -> rusqlite::Result<(i64, Option<SampleHash>, Row)> {
     let id: i64 = row.get(0)?;
     let hash = <SampleHash>::try_from(row.get_ref(1)?.as_blob()?).ok();
-    let rest = match row.get_ref(6)?.as_str_or_null()? {
-        None => Some(Rest::default()),
-        Some(text) => serde_json::from_str::<Rest>(text).ok(),
+    let stored = Row {
+        score: row.get(2)?,
+        valid: row.get::<_, i64>(3)? != 0,
+        reason: row.get::<_, Option<String>>(4)?.map(String::into_boxed_str),
+        duration: row.get(5)?,
+        rest: row.get::<_, Option<String>>(6)?.map(String::into_boxed_str),
     };
-    let outcome = rest.map(|rest| -> rusqlite::Result<Outcome> {
-        Ok(Outcome {
-            score: row.get(2)?,
-            is_score_valid: row.get::<_, i64>(3)? != 0,
-            reason: row.get(4)?,
+    Ok((id, hash, stored))
+}
+
+impl Row {
+    /// The outcome this row stores, or `None` when its `rest` does not read as one
+    /// (a row from another version of rwb, evaluated again).
+    pub(super) fn into_outcome(self) -> Option<Outcome> {
+        let rest = match self.rest.as_deref() {
+            None => Rest::default(),
+            Some(text) => serde_json::from_str::<Rest>(text).ok()?,
+        };
+        Some(Outcome {
+            score: self.score,
+            is_score_valid: self.valid,
+            reason: self.reason.map(String::from),
             metrics: rest.metrics,
             step_outputs: rest.step_outputs,
             error: rest.error,
             result_error: rest.result_error,
-            duration_ms: row.get(5)?,
+            duration_ms: self.duration,
             output: rest.output,
             repeat: None,
             swallowed: None,
         })
-    });
-    Ok((id, hash, outcome.transpose()?))
+    }
 }
 
 /// The id of code `key`, if it has one.
