@@ -101,15 +101,20 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let keep = args.save_baseline.is_some();
     let progress = Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
     let (tx, rx) = mpsc::unbounded_channel();
+    let (batches, printing) = spawn_printing(printer, progress, keep, repeats)?;
+    // the outcomes the run finds in the cache go to the printer in batches, directly
+    let events = crate::runner::Events {
+        each: tx,
+        batches: Some(batches.clone()),
+    };
     let work = session.runner.run(
         &runs,
         &session.workspace.samples,
         args.max_samples,
         session.use_cache,
         args.baseline.is_some() || keep || labelled, // compared, saved or labelled by content
-        tx,
+        events,
     );
-    let (batches, printing) = spawn_printing(printer, progress, keep, repeats)?;
     // The run yields every few hundred lines; the forwarder then takes everything
     // queued (no task budget), so a fully cached run never queues all its outcomes.
     let (stats, ()) = tokio::join!(work, tokio::task::unconstrained(forward(rx, batches)));

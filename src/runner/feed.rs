@@ -17,12 +17,16 @@ use crate::workspace::{LineFiles, SampleLine, SamplesFile};
 use bytestring::ByteString;
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 
 /// Lines handed on between two chances for the run's listener to take its events
 /// (a fully cached run would otherwise queue every outcome before any is printed).
 const YIELD_EVERY: usize = 256;
+
+/// Events the feed gathers before it hands them on, when its listener takes batches.
+const OUTBOX_EVENTS: usize = 1024;
 
 /// Where a run looks cached outcomes up: one at a time, as their lines are read (in
 /// file order, so an unchanged file's rows are read as one sequential scan).
@@ -96,6 +100,10 @@ pub(super) struct Feed<'a> {
     queues: Vec<Option<flume::Sender<PoolWork>>>,
     inflight: Arc<Mutex<InFlightMap>>,
     events: &'a mpsc::UnboundedSender<Event>,
+    /// Where the events the feed makes itself go in batches, when the listener takes
+    /// them so (see [`super::Events`]), and the batch being gathered.
+    direct: Option<SyncSender<Vec<Event>>>,
+    outbox: Vec<Event>,
     /// Per evaluator, the batch being filled (always empty for pointwise styles).
     filling: Vec<Vec<Member>>,
     /// Per evaluator, the samples (by index) fed first by [`Feed::feed_first`] and
@@ -121,6 +129,7 @@ impl<'a> Feed<'a> {
         queues: Vec<Option<flume::Sender<PoolWork>>>,
         inflight: Arc<Mutex<InFlightMap>>,
         events: &'a mpsc::UnboundedSender<Event>,
+        direct: Option<SyncSender<Vec<Event>>>,
     ) -> Feed<'a> {
         let n = evaluators.len();
         Feed {
@@ -130,6 +139,8 @@ impl<'a> Feed<'a> {
             queues,
             inflight,
             events,
+            direct,
+            outbox: Vec::new(),
             filling: (0..n).map(|_| Vec::new()).collect(),
             first: vec![HashSet::new(); n],
             feeding_first: false,
@@ -151,20 +162,42 @@ impl<'a> Feed<'a> {
     }
 
     fn send(
-        &self,
+        &mut self,
         evaluator: usize,
         at: &SampleRef,
         hash: SampleHash,
         outcome: Outcome,
         cached: bool,
     ) {
-        let _ = self.events.send(Event::Result {
+        let event = Event::Result {
             evaluator,
             at: at.clone(),
             hash,
             outcome,
             cached,
-        });
+        };
+        if self.direct.is_none() {
+            let _ = self.events.send(event);
+            return;
+        }
+        self.outbox.push(event);
+        if self.outbox.len() >= OUTBOX_EVENTS {
+            self.send_outbox();
+        }
+    }
+
+    /// Hands the gathered events on (waiting while the listener is behind). Done
+    /// before the feed may wait for anything, so that none is held back longer.
+    fn send_outbox(&mut self) {
+        if self.outbox.is_empty() {
+            return;
+        }
+        let batch = std::mem::replace(&mut self.outbox, Vec::with_capacity(OUTBOX_EVENTS));
+        if let Some(direct) = &self.direct {
+            if direct.send(batch).is_err() {
+                self.direct = None; // the listener is gone: its failure is reported where it is joined
+            }
+        }
     }
 
     /// Whether evaluator `index` takes sample `sample` now (see [`Feed::feed_first`]).
@@ -197,6 +230,7 @@ impl<'a> Feed<'a> {
         if !self.feeding_first {
             self.stats.samples += 1;
             if self.stats.samples.is_multiple_of(YIELD_EVERY) {
+                self.send_outbox();
                 tokio::task::yield_now().await;
             }
         }
@@ -302,7 +336,7 @@ impl<'a> Feed<'a> {
     }
 
     /// Evaluator `index`'s outcome for a line whose text could not be read again.
-    fn unreadable(&self, index: usize, line: &SampleLine, why: &str) {
+    fn unreadable(&mut self, index: usize, line: &SampleLine, why: &str) {
         let label = &self.files[line.at.file].label;
         let error = EvalError::new(
             kinds::BAD_SAMPLE,
@@ -362,7 +396,8 @@ impl<'a> Feed<'a> {
         }
     }
 
-    async fn submit(&self, index: usize, work: PoolWork) {
+    async fn submit(&mut self, index: usize, work: PoolWork) {
+        self.send_outbox(); // the queue may be full: this may wait for the workers
         let queue = self.queues[index]
             .as_ref()
             .expect("evaluators that can run have a queue");
@@ -375,6 +410,7 @@ impl<'a> Feed<'a> {
         for index in 0..self.evaluators.len() {
             self.flush(index).await;
         }
+        self.send_outbox();
         self.stats
     }
 }

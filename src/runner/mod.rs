@@ -69,6 +69,26 @@ pub enum Event {
     },
 }
 
+/// Where a run's events go: each one to `each`; or, with `batches`, those the run
+/// makes as it reads its lines (cached outcomes, samples that cannot be evaluated)
+/// gathered into batches to a listener that takes `Vec<Event>` (`rwb run`'s
+/// printer), while the outcomes of evaluations still come through `each`. A fully
+/// cached run then hands its outcomes on with one copy each instead of three
+/// (into the channel, out of it, into a batch).
+pub struct Events {
+    pub each: mpsc::UnboundedSender<Event>,
+    pub batches: Option<std::sync::mpsc::SyncSender<Vec<Event>>>,
+}
+
+impl From<mpsc::UnboundedSender<Event>> for Events {
+    fn from(each: mpsc::UnboundedSender<Event>) -> Events {
+        Events {
+            each,
+            batches: None,
+        }
+    }
+}
+
 /// Counts of one run, per evaluator.
 #[derive(Clone, Debug, Default)]
 pub struct RunStats {
@@ -268,7 +288,7 @@ impl Runner {
         max_samples: Option<usize>,
         read_cache: bool,
         hashes: bool,
-        events: mpsc::UnboundedSender<Event>,
+        events: impl Into<Events>,
     ) -> Result<RunStats, Unread> {
         // read, checked and hashed on a thread of its own, ahead of the lookups
         let mut texts = None;
@@ -292,6 +312,11 @@ impl Runner {
         } else {
             SamplesReader::unhashed(files)
         };
+            match memos {
+                Some(memos) => reader.trusting(memos),
+                None => reader,
+            }
+        };
         let lines = ReadAhead::spawn_reader(reader, max_samples);
         self.run_lines(evaluators, files, lines, read_cache, events, None, texts)
             .await
@@ -309,10 +334,14 @@ impl Runner {
         files: &[SamplesFile],
         lines: impl Iterator<Item = std::io::Result<SampleLine>> + Send,
         read_cache: bool,
-        events: mpsc::UnboundedSender<Event>,
+        events: impl Into<Events>,
         priority: Option<&Priority>,
         texts: Option<feed::Texts>,
     ) -> Result<RunStats, Unread> {
+        let Events {
+            each: events,
+            batches,
+        } = events.into();
         let store = self.store.as_ref();
         let cache = feed::Cache::open(store, read_cache, evaluators);
         let started = SystemTime::now();
@@ -357,7 +386,8 @@ impl Runner {
             drains.spawn(async move { pool.drain_with(spec, key, rx, sink, on_done).await });
         }
 
-        let mut feed = feed::Feed::new(evaluators, files, cache, queues, inflight, &events);
+        let mut feed =
+            feed::Feed::new(evaluators, files, cache, queues, inflight, &events, batches);
         feed.keyed = store.is_some();
         feed.texts = texts;
         if let Some(priority) = priority {
