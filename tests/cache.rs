@@ -705,6 +705,16 @@ fn a_line_rewritten_in_place_right_after_a_run_is_evaluated_again() {
     for i in 0..2 {
         assert_eq!(warm.row(i, "says_yes"), first.row(i, "says_yes"), "row {i}");
     }
+    // without the cache, every line is read and evaluated; the memo still says
+    // which lines are samples (they are not checked again)
+    let uncached = ws.run(&["--no-cache"]);
+    assert_eq!(uncached.evaluated("says_yes"), 2, "{}", uncached.stderr);
+    for i in 0..2 {
+        assert_eq!(
+            uncached.row(i, "says_yes")["score"],
+            first.row(i, "says_yes")["score"]
+        );
+    }
     // an edited evaluator misses every lookup: the lines' texts are read then
     let says_no = "def evaluate(messages, **kwargs):\n    return {\"score\": float(messages[-1][\"content\"] == \"no!\"), \"reason\": \"\"}\n";
     ws.write("metrics/says_yes/main.py", says_no);
@@ -729,6 +739,22 @@ fn a_line_rewritten_in_place_right_after_a_run_is_evaluated_again() {
         "the new line's score"
     );
     assert_eq!(edited.row(1, "says_yes")["score"], 1.0);
+    // a line that is no longer a sample, in a run without the cache: checked, and said
+    ws.write(
+        "samples.jsonl",
+        &format!("{}{}", line("yes").replace("[{", "[{{"), line("yes")),
+    );
+    let broken = ws.run(&["--no-cache"]);
+    let row = broken.row(0, "says_yes");
+    assert_eq!(row["error"]["type"], "BadSample", "{row}");
+    assert!(
+        row["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("samples.jsonl:1"),
+        "{row}"
+    );
+    assert_eq!(broken.row(1, "says_yes")["score"], 1.0);
 }
 
 /// Turns the workspace's store into what rwb wrote before the store's schema 8: every

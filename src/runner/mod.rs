@@ -307,11 +307,15 @@ impl Runner {
                 }
                 None => reader,
             }
-        } else if hashes {
-            SamplesReader::new(files)
         } else {
-            SamplesReader::unhashed(files)
-        };
+            // without the cache, the memos an earlier cached run left still say which
+            // lines are samples (and their hashes): those are not checked again
+            let rwb_dir = Store::path_for(self.pool.engine().root());
+            let memos = rwb_dir.parent().map(crate::workspace::LineMemos::in_dir);
+            let reader = match hashes {
+                true => SamplesReader::new(files),
+                false => SamplesReader::unhashed(files),
+            };
             match memos {
                 Some(memos) => reader.trusting(memos),
                 None => reader,

@@ -457,6 +457,42 @@ fn a_reader_that_wants_no_texts_takes_the_lines_a_memo_vouches_for_unread() {
 }
 
 #[test]
+fn a_reader_trusting_the_memos_reads_every_line_and_writes_none() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = mixed_files(dir.path());
+    let memos = memos_in(dir.path());
+    let plain = read_all(&files, None, true);
+    let trusted = |memos: &LineMemos| -> Vec<SampleLine> {
+        let reader = SamplesReader::unhashed(&files).trusting(memos.clone());
+        ReadAhead::spawn_reader(reader, None)
+            .map(Result::unwrap)
+            .collect()
+    };
+    let text = |lines: &[SampleLine]| -> Vec<String> {
+        let show = |l: &SampleLine| format!("{:?} {} {:?} {:?}", l.at, l.offset, l.raw, l.bad);
+        lines.iter().map(show).collect()
+    };
+    // no memo yet: lines read and checked, unhashed, and no memo written
+    let fresh = trusted(&memos);
+    assert_eq!(text(&fresh), text(&plain));
+    assert!(fresh.iter().all(|l| l.hash == [0; 16]));
+    let written = || std::fs::read_dir(dir.path().join(".rwb/lines")).map_or(0, |d| d.count());
+    assert_eq!(written(), 0, "a trusting reader writes no memo");
+    read_all(&files, Some(&memos), true); // writes them
+    assert_eq!(written(), files.len());
+    // with the memos: the same lines, texts and reasons, and the memos' hashes for
+    // the lines they vouch are samples (taken, not computed: the reader hashes none)
+    let vouched = trusted(&memos);
+    assert_eq!(text(&vouched), text(&plain));
+    for (v, p) in vouched.iter().zip(&plain) {
+        assert!(v.unread.is_none());
+        let expected = if p.bad.is_some() { [0; 16] } else { p.hash };
+        assert_eq!(v.hash, expected, "line {}", p.at.line);
+    }
+    assert!(vouched.iter().any(|l| l.hash != [0; 16]));
+}
+
+#[test]
 fn a_vouching_memo_that_cannot_be_read_to_its_end_leaves_the_rest_read_from_the_file() {
     let dir = tempfile::tempdir().unwrap();
     // 5,000 lines (a blank one among them): a memo of 160 KB, more than its reader
