@@ -11,7 +11,7 @@ use super::inflight::IdMap;
 use super::{code_key, file_hash, modified_since, stamp, third_party_parts, Prepared};
 use crate::engine::{BatchDone, Sink, ThirdParty};
 use crate::model::{EvaluatorSpec, Outcome};
-use crate::store::{CodeKey, ImportMemo, SampleHash, Store, StoreWriter};
+use crate::store::{CodeKey, ImportMemo, SampleHash, Store, StoreWriter, Stored};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
@@ -32,7 +32,7 @@ pub(super) struct Learner {
     /// When the run started: a file first reported later but changed since may not
     /// be the code that ran.
     since: SystemTime,
-    held: IdMap<(SampleHash, Outcome), HELD_SPAN>,
+    held: IdMap<(SampleHash, Stored), HELD_SPAN>,
     /// False once the run learned of a file it cannot vouch for (changed during the
     /// run, or gone): its outcomes are shown but not stored.
     storing: bool,
@@ -70,8 +70,8 @@ impl Learner {
     }
 
     /// Keeps an outcome until its batch is answered.
-    fn hold(&mut self, id: u64, hash: SampleHash, outcome: Outcome) {
-        self.held.insert(id, (hash, outcome));
+    fn hold(&mut self, id: u64, hash: SampleHash, stored: Stored) {
+        self.held.insert(id, (hash, stored));
     }
 
     /// A batch was answered: learn what it imported, then store its outcomes.
@@ -88,11 +88,11 @@ impl Learner {
             self.key = key;
         }
         for id in ids {
-            if let Some((hash, outcome)) = self.held.remove(*id) {
+            if let Some((hash, stored)) = self.held.remove(*id) {
                 if self.storing {
                     // a job's id is its sample's index in the run's files
                     self.writer
-                        .put_at(&self.key, &hash, *id, self.replaces_nothing, &outcome);
+                        .put_stored_at(&self.key, &hash, *id, self.replaces_nothing, stored);
                 }
             }
         }
@@ -158,7 +158,8 @@ pub(super) fn hooks(
 ) -> (Sink, BatchDone) {
     let holder = learner.clone();
     let sink: Sink = Arc::new(move |id: u64, outcome: Outcome| {
-        let kept = cacheable(&outcome).then(|| outcome.clone());
+        // kept as it will be stored: built once, and no copy of the whole outcome
+        let kept = cacheable(&outcome).then(|| Stored::of(&outcome));
         if let (Some(hash), Some(kept)) = (show(id, outcome), kept) {
             holder.lock().unwrap().hold(id, hash, kept);
         }

@@ -647,6 +647,17 @@ pub struct Scored {
     pub errors: usize,
 }
 
+/// An outcome in the form the store keeps it (its score, reason and duration, and
+/// the JSON of anything else it says): what a run holds of an outcome until it can
+/// store it, a fraction of the outcome's size and built once.
+pub struct Stored(results::Row);
+
+impl Stored {
+    pub fn of(outcome: &Outcome) -> Stored {
+        Stored(results::Row::of(outcome))
+    }
+}
+
 /// Queues outcomes for the store; `finish` waits until they are on disk.
 ///
 /// The queue is bounded: `put` and `rekey` wait while it is full. They never wait on
@@ -681,6 +692,18 @@ impl StoreWriter {
         self.send(*key, *sample, Some(at), !replaces_nothing, outcome);
     }
 
+    /// [`StoreWriter::put_at`] of an outcome already in the form it is stored in.
+    pub fn put_stored_at(
+        &self,
+        key: &CodeKey,
+        sample: &SampleHash,
+        at: u64,
+        replaces_nothing: bool,
+        stored: Stored,
+    ) {
+        self.send_row(*key, *sample, Some(at), !replaces_nothing, stored.0);
+    }
+
     fn send(
         &self,
         key: CodeKey,
@@ -689,13 +712,24 @@ impl StoreWriter {
         replaces: bool,
         outcome: &Outcome,
     ) {
+        self.send_row(key, hash, at, replaces, results::Row::of(outcome));
+    }
+
+    fn send_row(
+        &self,
+        key: CodeKey,
+        hash: SampleHash,
+        at: Option<u64>,
+        replaces: bool,
+        row: results::Row,
+    ) {
         if let Some(tx) = &self.tx {
             let _ = tx.send(Write::Put {
                 key,
                 hash,
                 at,
                 replaces,
-                row: results::Row::of(outcome),
+                row,
             });
         }
     }
