@@ -54,6 +54,42 @@ fn results_answered_out_of_order_are_read_back_as_one_scan() {
     assert_eq!(reader.lookup(&[5; 32], &hash(1)), None, "another code");
 }
 
+/// One commit of 100 rows (three inserts of 32 rows and four alone), then one that
+/// replaces rows inserted both ways and adds more, with a replacement of a row queued
+/// in the same commit: every sample reads back as last stored, once.
+#[test]
+fn rows_inserted_together_and_alone_read_back_and_are_replaced_alike() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let writer = small_writer(&store, 1000);
+    for i in 0..100 {
+        writer.put_at(&KEY, &hash(i), i, true, &scored(i));
+    }
+    writer.finish();
+    let again = |i: u64| Outcome::scored(1000.0 + i as f64, Default::default());
+    let writer = small_writer(&store, 1000);
+    for i in (0..100).step_by(7) {
+        writer.put(&KEY, &hash(i), &again(i)); // replaces the stored row
+    }
+    for i in 100..140 {
+        writer.put_at(&KEY, &hash(i), i, true, &scored(i));
+    }
+    // the same sample again, at the same place, replacing: its first row is still
+    // queued to be inserted with others when this one comes
+    writer.put_at(&KEY, &hash(120), 120, false, &again(120));
+    writer.finish();
+    let mut reader = store.reader().unwrap();
+    for i in 0..140 {
+        let expected = if (i < 100 && i % 7 == 0) || i == 120 {
+            again(i)
+        } else {
+            scored(i)
+        };
+        assert_eq!(reader.lookup(&KEY, &hash(i)), Some(expected), "sample {i}");
+    }
+    assert_eq!(store.result_count().unwrap(), 140, "one row per sample");
+}
+
 #[test]
 fn edited_inserted_moved_and_deleted_lines_are_found_by_hash() {
     let dir = tempfile::tempdir().unwrap();

@@ -157,6 +157,8 @@ impl Writer {
         let mut puts = Puts {
             tx: &tx,
             insert: tx.prepare_cached(INSERT)?,
+            insert_many: None,
+            queued: Vec::with_capacity(INSERT_ROWS),
             codes: Codes::default(),
         };
         for write in window {
@@ -180,11 +182,12 @@ impl Writer {
                     replaces,
                     row,
                     ..
-                } => puts.put(locators, &key, &hash, replaces, &row)?,
+                } => puts.put(locators, &key, &hash, replaces, row)?,
                 Write::Rekey(from, to) => {
                     for h in self.pending.take(std::mem::take(&mut fresh), true) {
-                        puts.put(locators, &h.key, &h.hash, h.replaces, &h.row)?;
+                        puts.put(locators, &h.key, &h.hash, h.replaces, h.row)?;
                     }
+                    puts.insert_queued()?; // the rekey moves rows that are in the table
                     rekey(&tx, &mut puts.codes, &from, &to)?;
                     // rows moved and went: what is known of their places is not
                     locators.clear();
@@ -192,8 +195,9 @@ impl Writer {
             }
         }
         for h in self.pending.take(fresh, last) {
-            puts.put(locators, &h.key, &h.hash, h.replaces, &h.row)?;
+            puts.put(locators, &h.key, &h.hash, h.replaces, h.row)?;
         }
+        puts.insert_queued()?;
         drop(puts);
         tx.commit()
     }
@@ -203,12 +207,26 @@ impl Writer {
 const INSERT: &str = "INSERT INTO results (row, sample_hash, score, valid, reason, duration, rest)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
 
-/// What the puts of one transaction share: its insert, prepared once (not looked up
-/// in the statement cache per row), and what it learned of code ids (afresh in each
-/// transaction: another rwb may write between two).
+/// Rows one insert statement stores at most (see [`Puts::insert_queued`]).
+const INSERT_ROWS: usize = 32;
+
+/// The insert of [`INSERT_ROWS`] rows at once.
+fn insert_many() -> String {
+    let one = "(?, ?, ?, ?, ?, ?, ?)";
+    let values = vec![one; INSERT_ROWS].join(", ");
+    format!("INSERT INTO results (row, sample_hash, score, valid, reason, duration, rest) VALUES {values}")
+}
+
+/// What the puts of one transaction share: its inserts, prepared once (not looked up
+/// in the statement cache per row), the rows waiting to be inserted together, and
+/// what it learned of code ids (afresh in each transaction: another rwb may write
+/// between two).
 struct Puts<'t> {
     tx: &'t Transaction<'t>,
     insert: rusqlite::CachedStatement<'t>,
+    insert_many: Option<rusqlite::CachedStatement<'t>>,
+    /// Rows given their ids, not inserted yet: (row id, sample hash, row).
+    queued: Vec<(i64, SampleHash, Row)>,
     codes: Codes,
 }
 
@@ -223,13 +241,14 @@ impl Puts<'_> {
         key: &CodeKey,
         hash: &SampleHash,
         replaces: bool,
-        stored: &Row,
+        stored: Row,
     ) -> rusqlite::Result<()> {
         let tx = self.tx;
-        let codes = &mut self.codes;
-        let id = codes.id(tx, key)?;
-        let row = codes.next_row(tx, id)?;
+        let id = self.codes.id(tx, key)?;
+        let row = self.codes.next_row(tx, id)?;
         if replaces {
+            // the older row may be among those queued: they go in first
+            self.insert_queued()?;
             let locator = locators.entry(id).or_insert_with(|| Locator::build(tx, id));
             let mut delete =
                 tx.prepare_cached("DELETE FROM results WHERE row = ?1 AND sample_hash = ?2")?;
@@ -237,18 +256,53 @@ impl Puts<'_> {
                 delete.execute(params![old, &hash[..]])?;
             }
         }
-        self.insert.execute(params![
-            row,
-            &hash[..],
-            stored.score,
-            stored.valid,
-            stored.reason.as_deref(),
-            stored.duration,
-            stored.rest.as_deref(),
-        ])?;
+        self.queued.push((row, *hash, stored));
+        if self.queued.len() >= INSERT_ROWS {
+            self.insert_queued()?;
+        }
         if let Some(locator) = locators.get_mut(&id) {
             locator.add(hash, row);
         }
+        Ok(())
+    }
+
+    /// Inserts the queued rows: [`INSERT_ROWS`] of them with one statement (a
+    /// statement's work per row is a fraction of a statement's per execution), fewer
+    /// one by one.
+    fn insert_queued(&mut self) -> rusqlite::Result<()> {
+        let queued = std::mem::take(&mut self.queued);
+        if queued.len() == INSERT_ROWS {
+            let stmt = match &mut self.insert_many {
+                Some(stmt) => stmt,
+                none => none.insert(self.tx.prepare_cached(&insert_many())?),
+            };
+            let mut at = 0;
+            for (row, hash, stored) in &queued {
+                stmt.raw_bind_parameter(at + 1, row)?;
+                stmt.raw_bind_parameter(at + 2, &hash[..])?;
+                stmt.raw_bind_parameter(at + 3, stored.score)?;
+                stmt.raw_bind_parameter(at + 4, stored.valid)?;
+                stmt.raw_bind_parameter(at + 5, stored.reason.as_deref())?;
+                stmt.raw_bind_parameter(at + 6, stored.duration)?;
+                stmt.raw_bind_parameter(at + 7, stored.rest.as_deref())?;
+                at += 7;
+            }
+            stmt.raw_execute()?;
+        } else {
+            for (row, hash, stored) in &queued {
+                self.insert.execute(params![
+                    row,
+                    &hash[..],
+                    stored.score,
+                    stored.valid,
+                    stored.reason.as_deref(),
+                    stored.duration,
+                    stored.rest.as_deref(),
+                ])?;
+            }
+        }
+        self.queued = queued;
+        self.queued.clear(); // its memory kept for the next rows
         Ok(())
     }
 }
