@@ -184,9 +184,11 @@ impl Reorder {
             if first.arrived < n {
                 break;
             }
-            let Some(Some(done)) = self.waiting.pop_front() else {
-                unreachable!("the front was a complete sample")
-            };
+            let done = self
+                .waiting
+                .pop_front()
+                .flatten()
+                .expect("the front is complete");
             self.next += 1;
             ready.push(SampleResults {
                 at: done.at,

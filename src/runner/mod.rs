@@ -310,16 +310,11 @@ impl Runner {
         } else {
             // without the cache, the memos an earlier cached run left still say which
             // lines are samples (and their hashes): those are not checked again
-            let rwb_dir = Store::path_for(self.pool.engine().root());
-            let memos = rwb_dir.parent().map(crate::workspace::LineMemos::in_dir);
             let reader = match hashes {
                 true => SamplesReader::new(files),
                 false => SamplesReader::unhashed(files),
             };
-            match memos {
-                Some(memos) => reader.trusting(memos),
-                None => reader,
-            }
+            reader.trusting(Store::line_memos_of(self.pool.engine().root()))
         };
         let lines = ReadAhead::spawn_reader(reader, max_samples);
         self.run_lines(evaluators, files, lines, read_cache, events, None, texts)

@@ -139,6 +139,13 @@ impl Store {
         crate::workspace::LineMemos::in_dir(dir)
     }
 
+    /// [`Store::line_memos`] of the workspace at `root`, without opening its cache
+    /// (a run without the cache still reads them).
+    pub fn line_memos_of(root: &Path) -> crate::workspace::LineMemos {
+        let path = Store::path_for(root);
+        crate::workspace::LineMemos::in_dir(path.parent().unwrap_or(Path::new(".")))
+    }
+
     fn fail(&self, e: impl std::fmt::Display) -> StoreError {
         StoreError {
             path: self.path.clone(),
@@ -672,7 +679,7 @@ impl StoreWriter {
     /// Stores an outcome after those queued before it, replacing an older one of
     /// the same sample.
     pub fn put(&self, key: &CodeKey, sample: &SampleHash, outcome: &Outcome) {
-        self.send(*key, *sample, None, true, outcome);
+        self.send_row(*key, *sample, None, true, results::Row::of(outcome));
     }
 
     /// Stores the outcome of the sample at position `at` of a run's files (its
@@ -689,7 +696,7 @@ impl StoreWriter {
         replaces_nothing: bool,
         outcome: &Outcome,
     ) {
-        self.send(*key, *sample, Some(at), !replaces_nothing, outcome);
+        self.put_stored_at(key, sample, at, replaces_nothing, Stored::of(outcome));
     }
 
     /// [`StoreWriter::put_at`] of an outcome already in the form it is stored in.
@@ -702,17 +709,6 @@ impl StoreWriter {
         stored: Stored,
     ) {
         self.send_row(*key, *sample, Some(at), !replaces_nothing, stored.0);
-    }
-
-    fn send(
-        &self,
-        key: CodeKey,
-        hash: SampleHash,
-        at: Option<u64>,
-        replaces: bool,
-        outcome: &Outcome,
-    ) {
-        self.send_row(key, hash, at, replaces, results::Row::of(outcome));
     }
 
     fn send_row(

@@ -66,6 +66,8 @@ class Evaluation:
             time.sleep(RESEND_SECONDS)
 
     def call(self, fn, kwargs):
+        # Worker.run_pointwise writes this out in its loop (a call less per sample):
+        # a change here is a change there too
         started = self.started = time.perf_counter()
         try:
             value = fn(**kwargs)
