@@ -805,12 +805,55 @@ fn make_legacy_store(ws: &Ws, lines: &[&str]) {
         )
         .unwrap();
     }
+    unpack_results(&db);
     db.execute_batch(
         "DROP TABLE store_info; ALTER TABLE baseline_info DROP COLUMN old_keys; PRAGMA user_version = 7;",
     )
     .unwrap();
     drop(db);
     let _ = std::fs::remove_dir_all(ws.file(".rwb/lines"));
+}
+
+/// Lays the results table out as rwb did before schema 9, a column for each part of
+/// a result, from the packed bodies (a byte of flags, the score when there is one,
+/// the duration, the reason, here shorter than 128 bytes, and the rest's JSON).
+fn unpack_results(db: &rusqlite::Connection) {
+    let rows: Vec<(i64, Vec<u8>, Vec<u8>)> = db
+        .prepare("SELECT row, sample_hash, body FROM results")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    db.execute_batch(
+        "DROP TABLE results;
+         CREATE TABLE results (row INTEGER PRIMARY KEY, sample_hash BLOB NOT NULL,
+             score REAL, valid INTEGER NOT NULL, reason TEXT, duration REAL NOT NULL,
+             rest TEXT);",
+    )
+    .unwrap();
+    for (row, hash, body) in rows {
+        let flags = body[0];
+        let mut at = 1;
+        let float = |at: usize| f64::from_le_bytes(body[at..at + 8].try_into().unwrap());
+        let score = (flags & 2 != 0).then(|| float(at));
+        at += if score.is_some() { 8 } else { 0 };
+        let duration = float(at);
+        at += 8;
+        let text = |from: usize, to: usize| String::from_utf8(body[from..to].to_vec()).unwrap();
+        let reason = (flags & 4 != 0).then(|| {
+            let len = body[at] as usize;
+            assert!(len < 0x80);
+            at += 1 + len;
+            text(at - len, at)
+        });
+        let rest = (flags & 8 != 0).then(|| text(at, body.len()));
+        db.execute(
+            "INSERT INTO results VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            rusqlite::params![row, hash, score, flags & 1, reason, duration, rest],
+        )
+        .unwrap();
+    }
 }
 
 #[test]

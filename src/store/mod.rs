@@ -22,7 +22,7 @@ pub type SampleHash = [u8; 16];
 /// A stored baseline: outcomes by (evaluator name, sample hash).
 pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
-const SCHEMA_VERSION: i64 = 8;
+const SCHEMA_VERSION: i64 = 9;
 /// What a sample's content key is (`store_info.line_keys`): XXH3-128 of the trimmed
 /// line since schema 8. A store written before keyed lines by the first 16 bytes of
 /// their BLAKE3 hash ([`LEGACY_LINE_KEYS`]) until it is re-keyed (see
@@ -629,6 +629,16 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
              COMMIT;"
         ))?;
     }
+    if version < 9 {
+        // a result's parts packed into one column (see results::pack)
+        conn.execute_batch("BEGIN")?;
+        let packed = results::pack(&conn)
+            .and_then(|()| conn.execute_batch("PRAGMA user_version = 9; COMMIT;"));
+        if let Err(e) = packed {
+            let _ = conn.execute_batch("ROLLBACK");
+            return Err(e);
+        }
+    }
     Ok(conn)
 }
 
@@ -856,9 +866,12 @@ mod tests {
         writer.finish();
         // a row another version of rwb wrote, which this one cannot read
         let conn = store.conn.lock().unwrap();
+        let mut body = vec![1 | 8]; // valid, with JSON after its duration
+        body.extend(0.5f64.to_le_bytes());
+        body.extend(br#"{"metrics": 5}"#);
         conn.execute(
-            "UPDATE results SET rest = '{\"metrics\": 5}' WHERE sample_hash = ?1",
-            params![&[2u8; 16][..]],
+            "UPDATE results SET body = ?2 WHERE sample_hash = ?1",
+            params![&[2u8; 16][..], body],
         )
         .unwrap();
         drop(conn);

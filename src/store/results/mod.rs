@@ -32,5 +32,5 @@ pub use read::CacheReader;
 #[cfg(test)]
 pub(super) use read::READS_PER_SNAPSHOT;
 pub(super) use read::{all, holds, outcome};
-pub(super) use row::{Row, CREATE};
+pub(super) use row::{pack, Row, CREATE};
 pub(super) use write::{write_loop, Write, Writer};

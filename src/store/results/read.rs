@@ -2,7 +2,7 @@
 //! connection, and the [`CacheReader`] a run asks about its lines in file order.
 
 use super::locator::{Locator, Locators};
-use super::row::{code_id, decode, first, read_row, Row, COLUMNS};
+use super::row::{code_id, decode, first, read_row, Found, COLUMNS};
 use crate::model::Outcome;
 use crate::store::{CodeKey, SampleHash};
 use rusqlite::{params, Connection, OptionalExtension};
@@ -78,8 +78,8 @@ struct Cursor {
     id: Option<i64>,
     /// The next row id to fetch.
     next: i64,
-    /// Rows fetched and not yet matched: (row id, sample hash, stored columns).
-    ahead: VecDeque<(i64, Option<SampleHash>, Row)>,
+    /// Rows fetched and not yet matched: (row id, sample hash, parts when they read).
+    ahead: VecDeque<(i64, Option<SampleHash>, Option<Found>)>,
     /// Whether the code's rows from `next` on are all fetched.
     done: bool,
 }
@@ -138,7 +138,7 @@ impl Cursor {
             Some((_, Some(hash), _)) if hash == sample => self
                 .ahead
                 .pop_front()
-                .map(|(_, _, stored)| stored.into_outcome()),
+                .map(|(_, _, found)| found.and_then(Found::into_outcome)),
             _ => None,
         }
     }

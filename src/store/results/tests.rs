@@ -141,9 +141,14 @@ fn every_field_of_an_outcome_survives_and_plain_ones_store_no_json() {
     assert_eq!(store.outcome(&KEY, &hash(1)).unwrap(), Some(full));
     assert_eq!(store.outcome(&KEY, &hash(2)).unwrap(), Some(plain));
     let conn = store.conn.lock().unwrap();
-    let rests: i64 = conn
-        .query_row("SELECT count(rest) FROM results", [], |r| r.get(0))
+    let bodies: Vec<Vec<u8>> = conn
+        .prepare("SELECT body FROM results")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
         .unwrap();
+    let rests = bodies.iter().filter(|b| super::row::keeps_json(b)).count();
     assert_eq!(
         rests, 1,
         "only the outcome with more than a score keeps JSON"
@@ -379,4 +384,107 @@ fn a_cache_closed_without_a_checkpoint_opens_and_reads_back_everything() {
         assert_eq!(reader.lookup(&KEY, &hash(i)), Some(scored(i)), "sample {i}");
     }
     assert_eq!(reader.fallbacks(), 0);
+}
+
+/// A cache written before results were packed (schema 8: a column for each part)
+/// is packed when a newer rwb opens it: every row reads back as the same outcome,
+/// sequentially too, and a row whose columns do not read is dropped (evaluated again).
+#[test]
+fn a_cache_with_a_column_for_each_part_reads_the_same_once_packed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let path = store.path().to_path_buf();
+    drop(store);
+    let old = Connection::open(&path).unwrap();
+    old.execute_batch(
+        "DROP TABLE results;
+         CREATE TABLE results (row INTEGER PRIMARY KEY, sample_hash BLOB NOT NULL,
+             score REAL, valid INTEGER NOT NULL, reason TEXT, duration REAL NOT NULL,
+             rest TEXT);
+         PRAGMA user_version = 8;",
+    )
+    .unwrap();
+    old.execute(
+        "INSERT INTO codes (id, code_key) VALUES (1, ?1)",
+        params![&KEY[..]],
+    )
+    .unwrap();
+    let error = EvalError {
+        kind: "ValueError".into(),
+        message: "bad".into(),
+        traceback: Some("Traceback ...".into()),
+        file: Some("metrics/a/main.py".into()),
+        line: Some(7),
+    };
+    let rest = serde_json::json!({"metrics": {"m": {"score": 0.5}}, "error": error}).to_string();
+    let insert = "INSERT INTO results VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+    let row = |i: i64| (1i64 << 40) + i;
+    let long = "why ".repeat(100); // a reason longer than one byte says
+    old.execute(
+        insert,
+        params![row(0), &hash(0)[..], 0.25, 1, long, 1.5, None::<String>],
+    )
+    .unwrap();
+    old.execute(
+        insert,
+        params![
+            row(1),
+            &hash(1)[..],
+            None::<f64>,
+            0,
+            None::<String>,
+            2.0,
+            rest
+        ],
+    )
+    .unwrap();
+    old.execute(
+        insert,
+        params![row(2), &hash(2)[..], 1.0, "yes", "", 0.0, None::<String>],
+    )
+    .unwrap();
+    old.execute(
+        insert,
+        params![row(3), &hash(3)[..], 0.75, 1, "", 0.125, None::<String>],
+    )
+    .unwrap();
+    drop(old);
+
+    let store = Store::open(dir.path()).unwrap();
+    let mut quarter = Outcome::scored(0.25, Default::default());
+    quarter.reason = Some(long);
+    quarter.duration_ms = 1.5;
+    let mut failed = Outcome::failed(error);
+    failed
+        .metrics
+        .insert("m".into(), serde_json::json!({"score": 0.5}));
+    failed.duration_ms = 2.0;
+    let mut empty_reason = Outcome::scored(0.75, Default::default());
+    empty_reason.reason = Some(String::new());
+    empty_reason.duration_ms = 0.125;
+    let expected = [Some(quarter), Some(failed), None, Some(empty_reason)];
+    for (i, outcome) in expected.iter().enumerate() {
+        assert_eq!(
+            &store.outcome(&KEY, &hash(i as u64)).unwrap(),
+            outcome,
+            "row {i}"
+        );
+    }
+    let mut reader = store.reader().unwrap();
+    for (i, outcome) in expected.iter().enumerate() {
+        assert_eq!(
+            &reader.lookup(&KEY, &hash(i as u64)),
+            outcome,
+            "row {i} in a scan"
+        );
+    }
+    let conn = store.conn.lock().unwrap();
+    let version: i64 = conn
+        .pragma_query_value(None, "user_version", |r| r.get(0))
+        .unwrap();
+    assert_eq!(version, 9);
+    let rows: i64 = conn
+        .query_row("SELECT count(*) FROM results", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(rows, 3, "the row whose columns do not read is gone");
 }

@@ -204,17 +204,15 @@ impl Writer {
 }
 
 /// The insert of a stored row (see [`Puts::put`]).
-const INSERT: &str = "INSERT INTO results (row, sample_hash, score, valid, reason, duration, rest)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)";
+const INSERT: &str = "INSERT INTO results (row, sample_hash, body) VALUES (?1, ?2, ?3)";
 
 /// Rows one insert statement stores at most (see [`Puts::insert_queued`]).
 const INSERT_ROWS: usize = 32;
 
 /// The insert of [`INSERT_ROWS`] rows at once.
 fn insert_many() -> String {
-    let one = "(?, ?, ?, ?, ?, ?, ?)";
-    let values = vec![one; INSERT_ROWS].join(", ");
-    format!("INSERT INTO results (row, sample_hash, score, valid, reason, duration, rest) VALUES {values}")
+    let values = vec!["(?, ?, ?)"; INSERT_ROWS].join(", ");
+    format!("INSERT INTO results (row, sample_hash, body) VALUES {values}")
 }
 
 /// What the puts of one transaction share: its inserts, prepared once (not looked up
@@ -280,25 +278,14 @@ impl Puts<'_> {
             for (row, hash, stored) in &queued {
                 stmt.raw_bind_parameter(at + 1, row)?;
                 stmt.raw_bind_parameter(at + 2, &hash[..])?;
-                stmt.raw_bind_parameter(at + 3, stored.score)?;
-                stmt.raw_bind_parameter(at + 4, stored.valid)?;
-                stmt.raw_bind_parameter(at + 5, stored.reason.as_deref())?;
-                stmt.raw_bind_parameter(at + 6, stored.duration)?;
-                stmt.raw_bind_parameter(at + 7, stored.rest.as_deref())?;
-                at += 7;
+                stmt.raw_bind_parameter(at + 3, &stored.body[..])?;
+                at += 3;
             }
             stmt.raw_execute()?;
         } else {
             for (row, hash, stored) in &queued {
-                self.insert.execute(params![
-                    row,
-                    &hash[..],
-                    stored.score,
-                    stored.valid,
-                    stored.reason.as_deref(),
-                    stored.duration,
-                    stored.rest.as_deref(),
-                ])?;
+                self.insert
+                    .execute(params![row, &hash[..], &stored.body[..]])?;
             }
         }
         self.queued = queued;
