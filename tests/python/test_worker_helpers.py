@@ -934,6 +934,51 @@ class PlainResultTests(unittest.TestCase):
             with self.subTest(raw=raw):
                 self.assertEqual(W._sample(raw), json.loads(raw))
 
+    def test_a_sample_as_marshal_data_with_its_zero_reads_as_the_dict(self):
+        import marshal
+
+        sample = {"messages": [{"role": "user", "content": "caf\u00e9"}], "n": 1.5, "k": 10 ** 30}
+        self.assertEqual(W._sample(marshal.dumps(sample) + b"\0"), sample)
+        with self.assertRaises(ValueError):
+            W._sample(b"")  # not a sample, and no IndexError
+
+    def test_a_batch_mixing_marshal_and_json_samples_scores_each_as_json_would(self):
+        import marshal
+        import socket
+
+        source = "def evaluate(messages, ground_truth=None, **kw):\n    return {'score': len(messages[-1]['content']) / 10, 'reason': repr(kw.get('n'))}\n"
+        samples = [
+            {"messages": [{"role": "user", "content": "abc"}], "n": 1.5},
+            {"messages": [{"role": "user", "content": "x\ny\u00e9"}], "n": 10 ** 20},
+            {"messages": [{"role": "user", "content": "\u0000"}], "n": None},
+        ]
+
+        def results(packed):
+            ours, thread = start_worker(source, {})
+            message = b"B %d\n" % len(samples)
+            for n, s in enumerate(samples):
+                if packed and n != 1:  # the second goes as JSON, as rwb sends what it does not pack
+                    data = marshal.dumps(s) + b"\0"
+                    message += b"%d @%010d\n" % (n, len(data)) + data
+                else:
+                    message += b"%d %s\n" % (n, json.dumps(s).encode())
+            ours.sendall(message + b"Q\n")
+            thread.join(10)
+            got = []
+            with ours.makefile("rb") as answers:
+                for line in answers:
+                    row = json.loads(line)
+                    if "i" in row:
+                        row.pop("ms", None)
+                        row.pop("ns", None)
+                        got.append(row)
+            ours.close()
+            return got
+
+        plain = results(False)
+        self.assertEqual([r["ok"]["reason"] for r in plain], ["1.5", "100000000000000000000", "None"])
+        self.assertEqual(results(True), plain)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -27,7 +27,10 @@ Protocol (one JSON object per line unless said otherwise):
                         or {"import_error": {"type", "message", "traceback", "file", "line"}}
   rwb -> socket         "B <n>" then n lines "<id> <raw sample JSON>"; "Q" to quit
                         "B <n> <c>": the same with up to c evaluations in flight (see
-                        Concurrent); "B <n>" keeps one at a time, as before
+                        Concurrent); "B <n>" keeps one at a time, as before, and
+                        a sample line of it may be "<id> @<k>" followed by k bytes:
+                        the marshal data of the sample's dict and a zero byte
+                        (src/engine/marshal.rs; wire._sample reads both forms)
                         "P <n> <c>": as "B", each sample line followed by a line holding
                         the prompt rwb rendered with the trainer's Jinja chat template
                         (a JSON string, or null); it reaches the styles inside the

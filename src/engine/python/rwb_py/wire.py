@@ -7,6 +7,7 @@ Keep them that way: a run over a file calls them once per sample.
 """
 
 import json
+import marshal
 import math
 import struct
 
@@ -36,6 +37,7 @@ MARK_SLOTS = 256
 # One encoder for every protocol line: json.dumps builds a new one per call when given
 # options, which costs about a third of writing a result.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+_marshal_loads = marshal.loads
 # One decoder for every sample line (json.loads of bytes first guesses their encoding).
 _DECODER = json.JSONDecoder()
 # How _ENCODER writes a string (quoted, escaped, not ASCII-only).
@@ -53,7 +55,12 @@ _JSON_SPACE = " \t\n\r"
 
 
 def _sample(raw):
-    """A sample line (UTF-8 bytes rwb checked is a JSON object) as a dict."""
+    """A sample line (UTF-8 bytes rwb checked is a JSON object) as a dict; or, when
+    its last byte is a zero (never a JSON line's), the marshal data of the dict
+    json.loads reads from the line, which rwb wrote instead (three times cheaper to
+    read; the zero after the data is ignored by marshal.loads)."""
+    if raw and raw[-1] == 0:
+        return _marshal_loads(raw)
     text = raw.decode("utf-8")
     try:
         value, end = _scan(text, 0)

@@ -187,7 +187,10 @@ class Worker:
             for _ in range(count):
                 line = self.rfile.readline()
                 ident, _, raw = line.partition(b" ")
-                if prompted:
+                if raw[:1] == b"@":
+                    # the sample as marshal data, its size given (see _sample)
+                    raw = self.rfile.read(int(raw[1:]))
+                elif prompted:
                     # the prompt as rwb rendered the trainer's chat template, carried
                     # in the sample under a key no sample has (samples.TEMPLATED)
                     raw = with_templated_prompt(raw, self.rfile.readline())
