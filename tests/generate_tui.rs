@@ -29,14 +29,13 @@ fn g_adds_scored_completions_of_the_selected_prompt_to_its_group() {
         s.contains("Samples 1/1") && s.contains("0.040")
     });
     tmux.key("g");
-    // "The answer is XXXXXXXX (what is 2+2)": 36 characters, 0.360 by length
-    let screen = tmux.wait_for("the new rows scored", |s| {
-        s.contains("Samples 4/4") && s.matches("0.360").count() >= 3
+    // "The answer is XXXXXXXX (what is 2+2)": 36 characters, 0.360 by length; the
+    // rows may be scored from the file before the generation says it is done
+    tmux.wait_for("the new rows scored and the generation done", |s| {
+        s.contains("Samples 4/4")
+            && s.matches("0.360").count() >= 3
+            && s.contains("generated 3 completions into samples.jsonl")
     });
-    assert!(
-        screen.contains("generated 3 completions into samples.jsonl"),
-        "{screen}"
-    );
     let rows: Vec<Value> = std::fs::read_to_string(ws.file("samples.jsonl"))
         .unwrap()
         .lines()

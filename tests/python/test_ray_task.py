@@ -138,6 +138,18 @@ class RayTaskTest(unittest.TestCase):
             self.assertEqual([m["ok"]["score"] for m in two if "i" in m], [0.75])
         self.assertEqual(one[-1], {"done": 2})
 
+    def test_a_sample_as_marshal_data_scores_as_its_json_line(self):
+        import marshal
+
+        texts = ["a", "b"]
+        as_json = self.batch("one", texts)
+        batch = [(i, marshal.dumps(json.loads(_sample(t))) + b"\0") for i, t in enumerate(texts)]
+        items = list(T.batch_task(_spec("one", 5), self.user, "B", batch))
+        packed = [json.loads(line) for item in items[1:] for line in item.splitlines()]
+        strip = lambda rows: [{k: v for k, v in r.items() if k not in ("ms", "ns")} for r in rows]
+        self.assertEqual(strip(packed), strip(as_json))
+        self.assertEqual([m["ok"]["score"] for m in packed if "i" in m], [0.25, 0.25])
+
     def test_a_raised_error_names_the_users_file_in_its_traceback(self):
         lines = self.batch("one", ["raise"])
         error = lines[0]["err"]

@@ -194,7 +194,11 @@ class Proxy:
             batch = []
             for _ in range(count):
                 ident, _, raw = rfile.readline().partition(b" ")
-                batch.append((int(ident), raw.decode("utf-8")))
+                if raw[:1] == b"@":
+                    # a sample as marshal data (see rwb_py.wire._sample): passed on as bytes
+                    batch.append((int(ident), rfile.read(int(raw[1:]))))
+                else:
+                    batch.append((int(ident), raw.decode("utf-8")))
             task = self.batch_task.remote(self.relative, self.root, op, batch)
             with self.ready:
                 self.flight.append((task, [i for i, _ in batch], self.batched and op == "B", op, batch))

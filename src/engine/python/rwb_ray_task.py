@@ -176,7 +176,8 @@ def batch_task(spec, local_root, op, batch):
         yield _dumps({"done": len(batch)})
         return
     outbox = worker.sock
-    batch = [(ident, raw.encode("utf-8")) for ident, raw in batch]
+    # a JSON line comes as text, a sample as marshal data as bytes (read as they are)
+    batch = [(ident, raw if isinstance(raw, bytes) else raw.encode("utf-8")) for ident, raw in batch]
     yield STARTED
     saved = _enter(worker)
     try:
