@@ -11,8 +11,8 @@
 //! decoded as Python decodes them. What it does not take goes as JSON, for the
 //! worker to parse as before ([`write`] says no): anything that is not JSON, and
 //! what it leaves to Python to be sure of: `NaN` and `Infinity`, numbers out of a
-//! float's range or integers past 38 digits, lone surrogates in `\u` escapes, and
-//! nesting deeper than [`MAX_DEPTH`].
+//! float's range or integers that do not fit in 128 bits, lone surrogates in `\u`
+//! escapes, and nesting deeper than [`MAX_DEPTH`].
 
 // The marshal type codes used (CPython's Python/marshal.c; stable since version 2).
 const NONE: u8 = b'N';
@@ -98,66 +98,57 @@ impl Parser<'_> {
         true
     }
 
+    /// An object: its pairs, then marshal's end of a dict.
     fn object(&mut self) -> bool {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return false;
-        }
-        self.at += 1;
         self.out.push(DICT);
-        self.space();
-        if self.peek() == Some(b'}') {
-            self.at += 1;
-        } else {
-            loop {
-                if self.peek() != Some(b'"') || !self.string() {
-                    return false;
-                }
-                self.space();
-                if self.peek() != Some(b':') {
-                    return false;
-                }
-                self.at += 1;
-                self.space();
-                if !self.value() {
-                    return false;
-                }
-                self.space();
-                match self.peek() {
-                    Some(b',') => {
-                        self.at += 1;
-                        self.space();
+        let whole = self
+            .members(b'}', |p| {
+                p.peek() == Some(b'"')
+                    && p.string()
+                    && {
+                        p.space();
+                        p.peek() == Some(b':')
                     }
-                    Some(b'}') => {
-                        self.at += 1;
-                        break;
+                    && {
+                        p.at += 1;
+                        p.space();
+                        p.value()
                     }
-                    _ => return false,
-                }
-            }
-        }
+            })
+            .is_some();
         self.out.push(NULL);
-        self.depth -= 1;
-        true
+        whole
     }
 
+    /// An array: its length (written once its items are), then its items.
     fn array(&mut self) -> bool {
-        self.depth += 1;
-        if self.depth > MAX_DEPTH {
-            return false;
-        }
-        self.at += 1;
         self.out.push(LIST);
         let count_at = self.out.len();
         self.out.extend_from_slice(&[0; 4]);
-        let mut count: u32 = 0;
+        let Some(count) = self.members(b']', Parser::value) else {
+            return false;
+        };
+        self.out[count_at..count_at + 4].copy_from_slice(&count.to_le_bytes());
+        true
+    }
+
+    /// The members of the array or object opening at `at`, each read by `member`,
+    /// separated by commas, up to `close`: how many, or `None` when they are not JSON
+    /// or nest deeper than [`MAX_DEPTH`].
+    fn members(&mut self, close: u8, mut member: impl FnMut(&mut Self) -> bool) -> Option<u32> {
+        self.depth += 1;
+        if self.depth > MAX_DEPTH {
+            return None;
+        }
+        self.at += 1;
         self.space();
-        if self.peek() == Some(b']') {
+        let mut count = 0;
+        if self.peek() == Some(close) {
             self.at += 1;
         } else {
             loop {
-                if !self.value() {
-                    return false;
+                if !member(self) {
+                    return None;
                 }
                 count += 1;
                 self.space();
@@ -166,17 +157,16 @@ impl Parser<'_> {
                         self.at += 1;
                         self.space();
                     }
-                    Some(b']') => {
+                    Some(c) if c == close => {
                         self.at += 1;
                         break;
                     }
-                    _ => return false,
+                    _ => return None,
                 }
             }
         }
-        self.out[count_at..count_at + 4].copy_from_slice(&count.to_le_bytes());
         self.depth -= 1;
-        true
+        Some(count)
     }
 
     /// A string at `"`. Its text between escapes is copied as it is: the line is
@@ -202,7 +192,8 @@ impl Parser<'_> {
         }
         let mut text = std::mem::take(&mut self.text);
         text.clear();
-        let written = self.escaped(start, &mut text);
+        text.push_str(plain);
+        let written = self.escaped(end, &mut text);
         if written {
             write_text(self.out, &text, text.is_ascii());
         }
@@ -210,7 +201,7 @@ impl Parser<'_> {
         written
     }
 
-    /// The rest of a string that has escapes, decoded into `text`.
+    /// The rest of a string from its first escape at `from`, decoded into `text`.
     fn escaped(&mut self, mut from: usize, text: &mut String) -> bool {
         loop {
             let Some(stop) = memchr::memchr2(b'"', b'\\', &self.s[from..]) else {
