@@ -42,7 +42,7 @@ fn sample(i: usize, facts: &[Arc<Facts>]) -> Sample {
         offset: i as u64,
         len: 0,
         bad: None,
-        cells: Vec::new(),
+        cells: Default::default(),
     }
 }
 

@@ -88,7 +88,7 @@ fn main() {
                 len: 0,
                 hash,
                 bad: None,
-                cells: Vec::new(),
+                cells: Default::default(),
             }
         })
         .collect();

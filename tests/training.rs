@@ -502,8 +502,8 @@ fn workbench_advantages(dir: &std::path::Path, outcomes: &[Value]) -> Vec<Option
             offset: line.offset,
             len: line.raw.len() as u32,
             hash: line.hash,
-            bad: line.bad.clone(),
-            cells: Vec::new(),
+            bad: line.bad.as_deref().map(Box::from),
+            cells: Default::default(),
         });
     }
     let labels = ws.samples.iter().map(|f| f.label.clone()).collect();

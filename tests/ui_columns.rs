@@ -91,7 +91,7 @@ fn app() -> App {
                 offset,
                 len: raw.len() as u32,
                 bad: None,
-                cells: Vec::new(),
+                cells: Default::default(),
             };
             offset += raw.len() as u64 + 1;
             memory.0.insert((0, sample.offset), raw);

@@ -41,7 +41,7 @@ fn app() -> App {
         offset: 0,
         len: raw.len() as u32,
         bad: None,
-        cells: Vec::new(),
+        cells: Default::default(),
     };
     memory.0.insert((0, 0), raw);
     let mut app = App::new(

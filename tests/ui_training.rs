@@ -80,7 +80,7 @@ fn app() -> App {
                 offset,
                 len: raw.len() as u32,
                 bad: None,
-                cells: Vec::new(),
+                cells: Default::default(),
             };
             offset += raw.len() as u64 + 1;
             memory.0.insert((0, sample.offset), raw);
@@ -204,7 +204,7 @@ fn many_sample(i: usize) -> Sample {
         offset: i as u64,
         len: 0,
         bad: None,
-        cells: Vec::new(),
+        cells: Default::default(),
     }
 }
 

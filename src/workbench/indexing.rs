@@ -127,8 +127,8 @@ fn sample_of(l: &LineView) -> Sample {
         offset: l.offset,
         len: l.raw.len() as u32,
         hash: l.hash,
-        bad: l.bad.clone(),
-        cells: Vec::new(),
+        bad: l.bad.as_deref().map(Box::from),
+        cells: Default::default(),
     }
 }
 

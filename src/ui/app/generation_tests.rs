@@ -45,7 +45,7 @@ fn app() -> App {
             offset: *offset,
             len: text.len() as u32,
             bad: None,
-            cells: Vec::new(),
+            cells: Default::default(),
         })
         .collect();
     app.update(Msg::Samples(samples));

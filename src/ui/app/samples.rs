@@ -108,9 +108,13 @@ pub struct Sample {
     pub offset: u64,
     pub len: u32,
     pub hash: [u8; 16],
-    pub bad: Option<String>,
-    pub cells: Vec<Cell>,
+    pub bad: Option<Box<str>>,
+    pub cells: Cells,
 }
+
+/// A sample's cells, one an evaluator: the first is held in the sample itself, so that
+/// a million samples scored by one evaluator cost no allocation each (issue 36).
+pub type Cells = smallvec::SmallVec<[Cell; 1]>;
 
 impl App {
     pub(super) fn count_fresh(&mut self) {
@@ -140,7 +144,7 @@ impl App {
             .selected_sample()
             .map(|s| (s.at.file, s.hash, s.at.index));
         // outcomes follow content: the same line, wherever it moved, keeps its scores
-        let mut old: HashMap<[u8; 16], Vec<Cell>> = HashMap::new();
+        let mut old: HashMap<[u8; 16], Cells> = HashMap::new();
         for s in self.samples.drain(..) {
             old.entry(s.hash).or_insert(s.cells);
         }
@@ -148,7 +152,7 @@ impl App {
             s.cells = old
                 .get(&s.hash)
                 .cloned()
-                .unwrap_or_else(|| vec![Cell::default(); n]);
+                .unwrap_or_else(|| smallvec::smallvec![Cell::default(); n]);
             s.cells.resize(n, Cell::default());
         }
         self.samples = samples;
@@ -186,7 +190,7 @@ impl App {
     pub(super) fn append_samples(&mut self, mut samples: Vec<Sample>) {
         let n = self.evaluators.len();
         for s in &mut samples {
-            s.cells = vec![Cell::default(); n];
+            s.cells = smallvec::smallvec![Cell::default(); n];
         }
         let before = self.samples.len();
         self.samples.append(&mut samples);

@@ -79,7 +79,7 @@ pub(super) fn sample(i: usize, text: &str) -> Sample {
         offset: offset_of(text),
         len: raw.len() as u32,
         bad: None,
-        cells: Vec::new(),
+        cells: Default::default(),
     }
 }
 

@@ -53,6 +53,10 @@ fn a_first_load_grows_the_list_and_the_run_in_flight_counts_it_in() {
     app.update(chunk(0..2));
     assert_eq!((app.samples.len(), app.view.clone()), (2, vec![0, 1]));
     assert_eq!(app.samples[1].cells.len(), 1, "a cell per evaluator");
+    assert!(
+        app.samples.iter().all(|s| !s.cells.spilled()),
+        "one evaluator's cell is held in the sample: a million samples, no allocation each"
+    );
     app.update(result(0, 0, scored(0.1)));
     app.update(result(0, 1, scored(0.2)));
     assert_eq!(
