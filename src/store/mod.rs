@@ -751,6 +751,8 @@ impl StoreWriter {
     pub fn finish(mut self) {
         self.tx.take();
         if let Some(h) = self.handle.take() {
+            // it may be gathering a window: it sees the closed queue now
+            h.thread().unpark();
             let _ = h.join();
         }
     }
@@ -761,6 +763,9 @@ impl Drop for StoreWriter {
     /// and ends by itself; nobody waits for it.
     fn drop(&mut self) {
         self.tx.take();
+        if let Some(h) = &self.handle {
+            h.thread().unpark();
+        }
     }
 }
 

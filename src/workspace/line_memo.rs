@@ -334,12 +334,6 @@ impl MemoRecorder {
         }
     }
 
-    /// Drops the memo being written: its lines stopped coming before their file's
-    /// end (the reader may have read to it).
-    pub fn abandon(&mut self) {
-        self.current = None;
-    }
-
     fn read_of(&self, file: usize) -> Option<FileRead> {
         self.reads.lock().unwrap().get(file).copied().flatten()
     }

@@ -646,30 +646,22 @@ impl ReadAhead {
 
     /// [`ReadAhead::spawn`] with `reader` (one made [`SamplesReader::unhashed`]).
     ///
-    /// Lines that need their hash are hashed on a second thread: blake3 is as much
-    /// work as reading and checking them, and the two overlap.
-    pub fn spawn_reader(mut reader: SamplesReader, limit: Option<usize>) -> ReadAhead {
-        let hashing = std::mem::replace(&mut reader.hashing, false);
-        // the hashing thread writes the memos, since it has the hashes
-        let recorder = reader.recorder.take();
+    /// The thread hashes the lines too (XXH3 is a small part of reading and checking
+    /// one) and records the memos: a second thread for them cost more in handing
+    /// batches over than the hashing it took off this one.
+    pub fn spawn_reader(reader: SamplesReader, limit: Option<usize>) -> ReadAhead {
         let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
         let lines = reader.take(limit.unwrap_or(usize::MAX));
         let spawned = std::thread::Builder::new()
             .name("rwb-read".into())
-            .spawn(move || send_batches(lines, &tx))
-            .map_err(|e| ("reads", e));
-        let rx = match spawned {
-            Ok(_) if hashing => spawn_hashing(rx, recorder).map_err(|e| ("hashes", e)),
-            Ok(_) => Ok(rx),
-            Err(e) => Err(e),
-        };
-        let (rx, current) = match rx {
-            Ok(rx) => (rx, Vec::new()),
-            Err((what, e)) => (
+            .spawn(move || send_batches(lines, &tx));
+        let (rx, current) = match spawned {
+            Ok(_) => (rx, Vec::new()),
+            Err(e) => (
                 std::sync::mpsc::sync_channel(0).1,
                 vec![Err(std::io::Error::new(
                     e.kind(),
-                    format!("cannot start the thread that {what} the samples files' lines: {e}"),
+                    format!("cannot start the thread that reads the samples files' lines: {e}"),
                 ))],
             ),
         };
@@ -678,43 +670,6 @@ impl ReadAhead {
             current: current.into_iter(),
         }
     }
-}
-
-/// A thread that gives every line of the batches from `read` its content hash
-/// (unless its file's memo gave it one: all zeros is no hash) and hands them on in
-/// order, recording the memos of files read without one; it ends with `read` or
-/// when the taker is gone.
-fn spawn_hashing(
-    read: std::sync::mpsc::Receiver<Batch>,
-    mut recorder: Option<MemoRecorder>,
-) -> std::io::Result<std::sync::mpsc::Receiver<Batch>> {
-    let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
-    std::thread::Builder::new()
-        .name("rwb-hash".into())
-        .spawn(move || {
-            for mut batch in read {
-                for line in batch.iter_mut().flatten() {
-                    if line.hash == [0; 16] {
-                        line.hash = hash_line(&line.raw);
-                    }
-                    if let Some(recorder) = &mut recorder {
-                        let (offset, bad, hash) = (line.offset, line.bad.is_some(), line.hash);
-                        // (a bad line's length is not kept: it is read again whole)
-                        let len = line.raw.len();
-                        let remembered = Remembered::of(offset, line.at.line, len, bad, hash);
-                        recorder.record(line.at.file, remembered);
-                    }
-                }
-                if tx.send(batch).is_err() {
-                    // the taker is gone: what was recorded may stop short of the end
-                    if let Some(recorder) = &mut recorder {
-                        recorder.abandon();
-                    }
-                    return;
-                }
-            }
-        })?;
-    Ok(rx)
 }
 
 /// The reading thread: batches of lines until the files end, an error, or the taker

@@ -397,6 +397,8 @@ fn collect(
         if window.len() >= batch || now >= deadline {
             return true;
         }
-        std::thread::sleep(GATHER_EVERY.min(deadline - now));
+        // parked, not asleep: the run's end wakes the thread (`StoreWriter::finish`),
+        // which then commits at once instead of after the rest of the interval
+        std::thread::park_timeout(GATHER_EVERY.min(deadline - now));
     }
 }
