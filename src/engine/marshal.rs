@@ -34,6 +34,62 @@ const MAX_DEPTH: usize = 64;
 /// Appends the marshal form of JSON text `line`'s value to `out`, or returns false
 /// (and leaves `out` as it was) when it goes as JSON (see the module's notes).
 pub fn write(line: &str, out: &mut Vec<u8>) -> bool {
+    write_keys(line, out).is_some()
+}
+
+/// [`write`] for a line read as a sample: whether it is an object whose `messages`
+/// is a list, which is all [`crate::model::check_sample`] would find of it (the
+/// reader then does not parse it a second time to check it). `None`: not written.
+pub fn write_sample(line: &str, out: &mut Vec<u8>) -> Option<bool> {
+    let top = write_keys(line, out)?;
+    Some(top.is_chat())
+}
+
+/// The keys of a line's top object that `check_sample` reads, as the parser saw
+/// them.
+#[derive(Default)]
+struct TopKeys {
+    /// The value is an object.
+    object: bool,
+    messages: u8,
+    prompt: u8,
+    completion: u8,
+    /// `messages`' value opens a list.
+    messages_list: bool,
+    /// A key with an escape, which could spell one of the three.
+    escaped: bool,
+}
+
+impl TopKeys {
+    /// The form `check_sample` takes without a word: `messages` once, a list, and
+    /// neither `prompt` nor `completion` twice (its probe fails on a repeated field).
+    fn is_chat(&self) -> bool {
+        self.object
+            && !self.escaped
+            && self.messages == 1
+            && self.messages_list
+            && self.prompt <= 1
+            && self.completion <= 1
+    }
+
+    fn saw(&mut self, key: &[u8], value: Option<u8>) {
+        let count = match key {
+            b"messages" => {
+                self.messages_list = value == Some(b'[');
+                &mut self.messages
+            }
+            b"prompt" => &mut self.prompt,
+            b"completion" => &mut self.completion,
+            _ => {
+                self.escaped |= key.contains(&b'\\');
+                return;
+            }
+        };
+        *count = count.saturating_add(1);
+    }
+}
+
+fn write_keys(line: &str, out: &mut Vec<u8>) -> Option<TopKeys> {
     let start = out.len();
     let mut parser = Parser {
         line,
@@ -42,16 +98,20 @@ pub fn write(line: &str, out: &mut Vec<u8>) -> bool {
         out: &mut *out,
         depth: 0,
         text: String::new(),
+        top: TopKeys::default(),
     };
     parser.space();
+    parser.top.object = parser.peek() == Some(b'{');
     let whole = parser.value() && {
         parser.space();
         parser.at == parser.s.len()
     };
+    let top = std::mem::take(&mut parser.top);
     if !whole {
         out.truncate(start);
+        return None;
     }
-    whole
+    Some(top)
 }
 
 struct Parser<'a> {
@@ -62,6 +122,8 @@ struct Parser<'a> {
     depth: usize,
     /// A string with escapes, decoded.
     text: String,
+    /// What the top object's keys were.
+    top: TopKeys,
 }
 
 impl Parser<'_> {
@@ -103,6 +165,7 @@ impl Parser<'_> {
         self.out.push(DICT);
         let whole = self
             .members(b'}', |p| {
+                let key = p.at + 1;
                 p.peek() == Some(b'"')
                     && p.string()
                     && {
@@ -112,6 +175,11 @@ impl Parser<'_> {
                     && {
                         p.at += 1;
                         p.space();
+                        if p.depth == 1 {
+                            let name = &p.s[key..p.at];
+                            let name = &name[..name.iter().rposition(|&b| b == b'"').unwrap_or(0)];
+                            p.top.saw(name, p.peek());
+                        }
                         p.value()
                     }
             })
@@ -517,5 +585,53 @@ print(n)
             String::from_utf8_lossy(&run.stdout).trim(),
             lines.len().to_string()
         );
+    }
+
+    #[test]
+    fn a_sample_line_says_whether_it_is_a_chat_sample_as_it_is_written() {
+        let chat = |line: &str| {
+            let mut out = Vec::new();
+            let said = write_sample(line, &mut out);
+            if said.is_some() {
+                assert!(
+                    write(line, &mut Vec::new()),
+                    "{line}: written as `write` writes it"
+                );
+            }
+            said
+        };
+        assert_eq!(
+            chat(r#"{"messages": [{"role": "user"}], "x": 1}"#),
+            Some(true)
+        );
+        assert_eq!(chat(r#" {"id": 3, "messages" : []} "#), Some(true));
+        assert_eq!(
+            chat(r#"{"prompt": "p", "completion": "c", "messages": []}"#),
+            Some(true),
+            "messages settles it, as check_sample's probe has it"
+        );
+        // written, but left to check_sample's own words
+        for line in [
+            r#"{"prompt": "p", "completion": "c"}"#,
+            r#"{"messages": "hi"}"#,
+            r#"{"messages": [], "messages": []}"#,
+            r#"{"messages": [], "prompt": "a", "prompt": "b"}"#,
+            r#"{"messag\u0065s": []}"#,
+            r#"{"\u006dessages": [], "messages": []}"#,
+            r#"{"a": {"messages": []}}"#,
+            r#"[{"messages": []}]"#,
+            r#""messages""#,
+            "{}",
+        ] {
+            assert_eq!(chat(line), Some(false), "{line}");
+        }
+        // not written: the workers parse it (and check_sample says why it is not one)
+        for line in [
+            r#"{"messages": [NaN]}"#,
+            r#"{"messages": []"#,
+            r#"{"messages": []} x"#,
+        ] {
+            assert_eq!(chat(line), None, "{line}");
+        }
     }
 }

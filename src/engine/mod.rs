@@ -10,7 +10,7 @@
 
 pub mod chat_template;
 mod code_dir;
-mod marshal;
+pub(crate) mod marshal;
 mod pool;
 mod protocol;
 mod ray;

@@ -37,6 +37,9 @@ pub struct PoolJob {
     pub id: u64,
     pub raw: ByteString,
     pub facts: Option<Arc<Facts>>,
+    /// `raw`'s marshal form when its reader wrote it ([`crate::workspace::SampleLine::packed`]):
+    /// sent as it is instead of parsing the line again.
+    pub packed: Option<bytes::Bytes>,
 }
 
 /// What a pool's queue carries.
@@ -506,10 +509,9 @@ impl Lane<'_> {
                     };
                 }
                 None => {
-                    let jobs = pairs(&batch);
                     let _ = match self.spec.watch {
-                        true => w.send_watched(&jobs).await,
-                        false => w.send(&jobs, concurrency).await,
+                        true => w.send_watched(&pairs(&batch)).await,
+                        false => w.send_jobs(&batch, concurrency).await,
                     };
                 }
             }
@@ -816,6 +818,7 @@ mod tests {
             id,
             raw: ByteString::from_static("{}"),
             facts: None,
+            packed: None,
         }
     }
 
@@ -895,6 +898,7 @@ mod tests {
                 id,
                 raw: ByteString::from(format!("{{\"n\": {id}}}")),
                 facts: None,
+                packed: None,
             })
             .collect()
     }
@@ -943,6 +947,7 @@ mod tests {
                     ..Facts::default()
                 })
             }),
+            packed: None,
         };
         let batch = [
             job(0, " {\"prompt\": \"p\"} ", Some(120)),

@@ -1,5 +1,6 @@
 //! One forked worker process serving one evaluator over its socket.
 
+use super::pool::PoolJob;
 use super::protocol::{plain_result, unreadable_line, BatchLine, ThirdParty};
 use super::zygote::{kill_group, Groups};
 use crate::model::{kinds, EvalError, EvaluatorSpec, Outcome, Style};
@@ -111,8 +112,23 @@ impl Worker {
             self.send_op(&format!("B {} {concurrency}", jobs.len()), jobs)
                 .await
         } else {
-            self.send_packed(jobs)
+            self.send_packed(jobs.iter().map(|&(id, raw)| (id, raw, None)), jobs.len())
         }
+    }
+
+    /// [`Worker::send`] of a pool's jobs: a sample whose reader wrote its marshal
+    /// form goes with it as it is.
+    pub async fn send_jobs(
+        &mut self,
+        batch: &[PoolJob],
+        concurrency: usize,
+    ) -> std::io::Result<()> {
+        if concurrency > 1 {
+            let jobs: Vec<(u64, &str)> = batch.iter().map(|j| (j.id, &*j.raw)).collect();
+            return self.send(&jobs, concurrency).await;
+        }
+        let jobs = batch.iter().map(|j| (j.id, &*j.raw, j.packed.as_deref()));
+        self.send_packed(jobs, batch.len())
     }
 
     /// A batch scored one sample at a time, each sample as `marshal` writes the object
@@ -120,18 +136,30 @@ impl Worker {
     /// ten digits, then `n` bytes: the marshal data and a zero byte, which tells the
     /// worker's `_sample` it apart from a JSON line. A line that may not read back
     /// exactly goes as JSON.
-    fn send_packed(&mut self, jobs: &[(u64, &str)]) -> std::io::Result<()> {
-        let mut message = Vec::with_capacity(jobs.iter().map(|(_, raw)| raw.len() + 40).sum());
-        message.extend_from_slice(format!("B {}\n", jobs.len()).as_bytes());
+    fn send_packed<'a>(
+        &mut self,
+        jobs: impl Iterator<Item = (u64, &'a str, Option<&'a [u8]>)> + Clone,
+        count: usize,
+    ) -> std::io::Result<()> {
+        let size = jobs.clone().map(|(_, raw, _)| raw.len() + 40).sum();
+        let mut message = Vec::with_capacity(size);
+        message.extend_from_slice(format!("B {count}\n").as_bytes());
         let mut digits = itoa::Buffer::new();
-        for (id, raw) in jobs {
-            message.extend_from_slice(digits.format(*id).as_bytes());
+        for (id, raw, packed) in jobs {
+            message.extend_from_slice(digits.format(id).as_bytes());
             message.push(b' ');
             let line = raw.trim();
             let header = message.len();
             message.extend_from_slice(b"@0000000000\n");
             let body = message.len();
-            if super::marshal::write(line, &mut message) {
+            let written = match packed {
+                Some(packed) => {
+                    message.extend_from_slice(packed);
+                    true
+                }
+                None => super::marshal::write(line, &mut message),
+            };
+            if written {
                 message.push(0);
                 let mut size = message.len() - body;
                 for digit in message[header + 1..body - 1].iter_mut().rev() {

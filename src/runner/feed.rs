@@ -311,6 +311,7 @@ impl<'a> Feed<'a> {
                 id: line.at.index as u64,
                 raw: line.raw.clone(), // shares the text as it was read
                 facts: if trl { line.at.facts.clone() } else { None },
+                packed: line.packed.clone(),
             };
             self.submit(index, PoolWork::One(job)).await;
         }
@@ -376,6 +377,7 @@ impl<'a> Feed<'a> {
                 id: m.at.index as u64,
                 raw: m.raw,
                 facts: m.at.facts.clone(),
+                packed: None,
             });
         }
         self.submit(index, PoolWork::Batch(jobs)).await;

@@ -316,7 +316,9 @@ impl Runner {
             };
             reader.trusting(Store::line_memos_of(self.pool.engine().root()))
         };
-        let lines = ReadAhead::spawn_reader(reader, max_samples);
+        // each line is parsed once on the reading thread, for its check and for the
+        // marshal form its worker reads
+        let lines = ReadAhead::spawn_reader(reader.packing(), max_samples);
         self.run_lines(evaluators, files, lines, read_cache, events, None, texts)
             .await
     }

@@ -109,5 +109,6 @@ fn line_of(app: &App, index: usize) -> Option<SampleLine> {
         hash: sample.hash,
         bad: None,
         unread: None,
+        packed: None,
     })
 }

@@ -57,6 +57,7 @@ impl Entry {
             hash: self.hash,
             bad,
             unread: None,
+            packed: None,
         }
     }
 }

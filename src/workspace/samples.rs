@@ -37,6 +37,9 @@ pub struct SampleLine {
     /// the `len` bytes at `offset` when it needs them ([`LineFiles::read_bytes`]; see
     /// [`SamplesReader::texts_when_wanted`]).
     pub unread: Option<u32>,
+    /// The sample's marshal form, as its worker reads it (from a reader made
+    /// [`SamplesReader::packing`]; `None`: it goes as JSON).
+    pub packed: Option<bytes::Bytes>,
 }
 
 /// A line as [`SamplesReader::read_next`] reads it: its text borrowed from the
@@ -49,6 +52,8 @@ pub struct LineView<'a> {
     pub hash: [u8; 16],
     pub bad: Option<String>,
     pub unread: Option<u32>,
+    /// The line's marshal form, from a reader made [`SamplesReader::packing`].
+    pub packed: Option<&'a [u8]>,
 }
 
 impl LineView<'_> {
@@ -66,6 +71,7 @@ impl LineView<'_> {
             hash: self.hash,
             bad: self.bad,
             unread: self.unread,
+            packed: self.packed.map(|bytes| arena.bytes(bytes)),
         }
     }
 }
@@ -88,11 +94,16 @@ pub struct LineArena {
 impl LineArena {
     /// `bytes` as a line's text, or `None` when they are not UTF-8.
     pub fn text(&mut self, bytes: &[u8]) -> Option<ByteString> {
+        ByteString::try_from(self.bytes(bytes)).ok()
+    }
+
+    /// `bytes` kept as they are.
+    pub fn bytes(&mut self, bytes: &[u8]) -> bytes::Bytes {
         if self.block.capacity() < bytes.len() {
             self.block = BytesMut::with_capacity(ARENA_BLOCK.max(bytes.len()));
         }
         self.block.extend_from_slice(bytes);
-        ByteString::try_from(self.block.split().freeze()).ok()
+        self.block.split().freeze()
     }
 
     /// [`LineArena::text`] of text known to be UTF-8.
@@ -160,6 +171,27 @@ pub struct SamplesReader {
     row_text: String,
     from_row: bool,
     row_checked: bool,
+    /// Each usable line's marshal form, for the workers (see [`SamplesReader::packing`]).
+    pack: Option<Pack>,
+}
+
+/// The marshal form of the line just read, when the reader writes one.
+#[derive(Debug, Default)]
+struct Pack {
+    bytes: Vec<u8>,
+    written: bool,
+}
+
+impl Pack {
+    /// Writes `text`'s marshal form and says whether that settles it as a sample
+    /// (`Some(true)`: an object whose `messages` is a list). `None`: the parser
+    /// says no, and the line goes to the workers as JSON.
+    fn write(&mut self, text: &str) -> Option<bool> {
+        self.bytes.clear();
+        let chat = crate::engine::marshal::write_sample(text.trim(), &mut self.bytes);
+        self.written = chat.is_some();
+        chat
+    }
 }
 
 impl SamplesReader {
@@ -189,7 +221,17 @@ impl SamplesReader {
             row_text: String::new(),
             from_row: false,
             row_checked: false,
+            pack: None,
         }
+    }
+
+    /// A reader that gives each usable line the marshal form its worker reads
+    /// ([`SampleLine::packed`], see [`crate::engine::marshal`]): written while the
+    /// line is checked, in one pass over it where checking and packing each took
+    /// one (for a run whose lines are evaluated).
+    pub fn packing(mut self) -> SamplesReader {
+        self.pack = Some(Pack::default());
+        self
     }
 
     /// A reader that writes the row file of each foreign file it reads whole (for
@@ -280,6 +322,7 @@ impl SamplesReader {
                     hash,
                     bad: None,
                     unread: Some(len),
+                    packed: None,
                 }))
             }
             Vouch::Read(remembered) => remembered,
@@ -290,6 +333,9 @@ impl SamplesReader {
             true => Ok(self.row_text.as_str()),
             false => std::str::from_utf8(&self.buf),
         };
+        if let Some(pack) = &mut self.pack {
+            pack.written = false;
+        }
         let (raw, bad, hash) = match text {
             Ok(text) => match remembered {
                 Some(hash) => (text, None, hash),
@@ -297,7 +343,12 @@ impl SamplesReader {
                     let bad = match self.row_bad.take() {
                         Some(why) => Some(why),
                         None if self.from_row && self.row_checked => None,
-                        None => check_sample(text).err(),
+                        // a line packed for the workers is parsed once: what the
+                        // parser saw of it settles the common form (`messages`)
+                        None => match self.pack.as_mut().and_then(|p| p.write(text)) {
+                            Some(true) => None,
+                            _ => check_sample(text).err(),
+                        },
                     };
                     let hash = if self.hashing {
                         hash_line(text)
@@ -334,6 +385,15 @@ impl SamplesReader {
             let line = Remembered::of(offset, at.line, len, bad.is_some(), hash);
             recorder.record(at.file, line);
         }
+        let packed = match &mut self.pack {
+            Some(pack) if bad.is_none() => {
+                if !pack.written {
+                    pack.write(raw); // a line the memo or its file's reader vouched for
+                }
+                pack.written.then_some(pack.bytes.as_slice())
+            }
+            _ => None,
+        };
         Some(Ok(LineView {
             at,
             offset,
@@ -341,6 +401,7 @@ impl SamplesReader {
             hash,
             bad,
             unread: None,
+            packed,
         }))
     }
 

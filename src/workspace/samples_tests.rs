@@ -181,6 +181,59 @@ fn summary(lines: &[SampleLine]) -> Vec<String> {
 }
 
 #[test]
+fn a_packing_reader_finds_every_line_as_the_checking_one_does_and_packs_the_good_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let lines = [
+        r#"{"messages": [{"role": "user", "content": "hi \u00e9"}], "n": 1}"#,
+        r#"  {"messages": [], "messages": []}  "#,
+        r#"{"messages": "not a list"}"#,
+        r#"{"prompt": "p", "completion": "c"}"#,
+        r#"{"prompt": "p"}"#,
+        r#"{"messag\u0065s": [1]}"#,
+        r#"{"messages": [NaN]}"#,
+        r#"{"messages": [1e999]}"#,
+        r#"{"messages": []"#,
+        "[1, 2]",
+        "not json",
+        r#"{"messages": [{"content": "\ud800"}]}"#,
+        "\u{a0}{\"messages\": [2]}\u{a0}",
+    ];
+    let files = [file_with(
+        dir.path(),
+        "a.jsonl",
+        lines.join("\n").as_bytes(),
+    )];
+    let checked: Vec<SampleLine> = SamplesReader::new(&files).map(|l| l.unwrap()).collect();
+    let packed: Vec<SampleLine> =
+        ReadAhead::spawn_reader(SamplesReader::new(&files).packing(), None)
+            .map(|l| l.unwrap())
+            .collect();
+    assert_eq!(
+        summary(&packed),
+        summary(&checked),
+        "the same lines and verdicts"
+    );
+    assert!(checked.iter().all(|l| l.packed.is_none()));
+    for line in &packed {
+        let mut want = Vec::new();
+        let writes = crate::engine::marshal::write(line.raw.trim(), &mut want);
+        match (&line.bad, &line.packed) {
+            (Some(_), packed) => {
+                assert_eq!(packed, &None, "{}: a bad line is not packed", line.raw)
+            }
+            (None, Some(bytes)) => assert_eq!(bytes.as_ref(), want.as_slice(), "{}", line.raw),
+            (None, None) => assert!(
+                !writes,
+                "{}: a good line is packed when it can be",
+                line.raw
+            ),
+        }
+    }
+    let good = packed.iter().filter(|l| l.packed.is_some()).count();
+    assert_eq!(good, 4, "{:?}", summary(&packed));
+}
+
+#[test]
 fn an_unhashed_reader_gives_the_same_lines_with_zero_hashes() {
     let dir = tempfile::tempdir().unwrap();
     let text = "{\"messages\": []}\r\n\nnot json\n{\"messages\": [1]}";

@@ -110,6 +110,7 @@ impl Shared {
                 id,
                 raw: raw.into(),
                 facts: None,
+                packed: None,
             });
             replies.push(self.reply(id, rx));
         }

@@ -300,6 +300,7 @@ impl Shared {
             id,
             raw: raw.into(),
             facts: None,
+            packed: None,
         };
         let _ = queue.send(PoolWork::One(job));
         match tokio::time::timeout(self.timeout, rx).await {
