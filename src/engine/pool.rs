@@ -296,7 +296,7 @@ impl Pool {
         };
         let mut worker: Option<Worker> = None;
         while let Some(first) = lane.next_work().await {
-            let limit = self.batch_limit(spec, worker.as_ref(), average_ms);
+            let limit = self.batch_limit(spec, worker.as_ref(), average_ms, &queue);
             let concurrency = in_flight_for(spec, worker.as_ref(), &first);
             let batch = take_batch(first, &mut lane.retry, &queue, limit);
             if batch.is_empty() {
@@ -377,7 +377,7 @@ impl Pool {
         work: PoolWork,
         flight: &mut Flight,
     ) {
-        let limit = self.batch_limit(lane.spec, Some(&*w), lane.average_ms);
+        let limit = self.batch_limit(lane.spec, Some(&*w), lane.average_ms, lane.queue);
         let concurrency = in_flight_for(lane.spec, Some(&*w), &work);
         let next = take_batch(work, &mut lane.retry, lane.queue, limit);
         if !next.is_empty() {
@@ -386,12 +386,16 @@ impl Pool {
     }
 
     /// How many single jobs to merge into one batch: the configured size for batched
-    /// styles, else about [`TARGET_BATCH_MS`] of work by the recent average.
+    /// styles, else about [`TARGET_BATCH_MS`] of work by the recent average. Once
+    /// nothing more will be queued, the last jobs are shared out in smaller batches,
+    /// so that the workers finish together: a worker left with two full batches in
+    /// flight when the others ran out kept the run going up to 50 ms longer.
     fn batch_limit(
         &self,
         spec: &EvaluatorSpec,
         worker: Option<&Worker>,
         average_ms: &AtomicU64,
+        queue: &flume::Receiver<PoolWork>,
     ) -> usize {
         if spec.style.is_some_and(|s| s.is_batched())
             || worker.is_some_and(|w| w.loaded.style.is_batched())
@@ -403,13 +407,24 @@ impl Pool {
         // with c in flight, a batch does c times the work in the same time; at least
         // two rounds of c, so that the worker's slots stay full across a batch
         let least = if c > 1 { 2 * c } else { 1 };
-        if avg.is_nan() {
+        let limit = if avg.is_nan() {
             4 * c
         } else {
             ((TARGET_BATCH_MS * c as f64 / avg.max(1e-3)) as usize)
                 .clamp(least, MAX_BATCH.max(least))
+        };
+        match queue.is_disconnected() {
+            true => last_batches(limit, least, queue.len(), self.jobs),
+            false => limit,
         }
     }
+}
+
+/// The size of a batch taken once the queue is closed with `left` jobs in it, for
+/// `lanes` lanes: at most half a lane's share of what is left (two batches are in
+/// flight a lane), and never under `least`.
+fn last_batches(limit: usize, least: usize, left: usize, lanes: usize) -> usize {
+    limit.min(left / (2 * lanes.max(1))).max(least)
 }
 
 /// Evaluations in flight for the next batch: the evaluator's `concurrency`, but one
@@ -934,6 +949,20 @@ mod tests {
         assert_eq!(left, [vec![2], vec![3]]);
         assert_eq!(flight.len(), 0);
         assert!(!flight.answer(2));
+    }
+
+    #[test]
+    fn the_last_jobs_are_shared_out_in_smaller_batches() {
+        // plenty left: the usual size
+        assert_eq!(last_batches(25, 1, 1000, 2), 25);
+        // two lanes, two batches in flight each: a quarter of what is left
+        assert_eq!(last_batches(25, 1, 80, 2), 20);
+        assert_eq!(last_batches(25, 1, 12, 2), 3);
+        // down to one job, or the least a concurrent evaluator's batch needs
+        assert_eq!(last_batches(25, 1, 2, 2), 1);
+        assert_eq!(last_batches(25, 1, 0, 2), 1);
+        assert_eq!(last_batches(64, 8, 10, 2), 8);
+        assert_eq!(last_batches(25, 1, 9, 1), 4, "one lane");
     }
 
     #[test]
