@@ -225,10 +225,11 @@ impl SamplesReader {
         }
     }
 
-    /// A reader that gives each usable line the marshal form its worker reads
+    /// A reader that gives each line it checks the marshal form its worker reads
     /// ([`SampleLine::packed`], see [`crate::engine::marshal`]): written while the
     /// line is checked, in one pass over it where checking and packing each took
-    /// one (for a run whose lines are evaluated).
+    /// one (for a run whose lines are evaluated). A line the reader does not check
+    /// (its memo vouches for it) comes without: it is packed as it is sent.
     pub fn packing(mut self) -> SamplesReader {
         self.pack = Some(Pack::default());
         self
@@ -385,13 +386,11 @@ impl SamplesReader {
             let line = Remembered::of(offset, at.line, len, bad.is_some(), hash);
             recorder.record(at.file, line);
         }
-        let packed = match &mut self.pack {
-            Some(pack) if bad.is_none() => {
-                if !pack.written {
-                    pack.write(raw); // a line the memo or its file's reader vouched for
-                }
-                pack.written.then_some(pack.bytes.as_slice())
-            }
+        // packed where the parse took the place of the check; a line its memo or
+        // its file's reader vouched for is packed as it is sent (parsing it here
+        // too only added copies)
+        let packed = match &self.pack {
+            Some(pack) if pack.written && bad.is_none() => Some(pack.bytes.as_slice()),
             _ => None,
         };
         Some(Ok(LineView {
