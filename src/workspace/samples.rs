@@ -171,7 +171,8 @@ pub struct SamplesReader {
     row_text: String,
     from_row: bool,
     row_checked: bool,
-    /// Each usable line's marshal form, for the workers (see [`SamplesReader::packing`]).
+    /// The marshal form of each line it checks, for the workers (see
+    /// [`SamplesReader::packing`]).
     pack: Option<Pack>,
 }
 
