@@ -148,7 +148,6 @@ impl Worker {
         for (id, raw, packed) in jobs {
             message.extend_from_slice(digits.format(id).as_bytes());
             message.push(b' ');
-            let line = raw.trim();
             let header = message.len();
             message.extend_from_slice(b"@0000000000\n");
             let body = message.len();
@@ -157,7 +156,7 @@ impl Worker {
                     message.extend_from_slice(packed);
                     true
                 }
-                None => super::marshal::write(line, &mut message),
+                None => super::marshal::write(raw.trim(), &mut message),
             };
             if written {
                 message.push(0);
@@ -168,7 +167,7 @@ impl Worker {
                 }
             } else {
                 message.truncate(header);
-                message.extend_from_slice(line.as_bytes());
+                message.extend_from_slice(raw.trim().as_bytes());
                 message.push(b'\n');
             }
         }
