@@ -7,6 +7,7 @@ use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
 use crate::runner::{Event, RunStats};
 use crate::trust::{self, RepeatBuilder, SecondsBuilder};
 use serde_json::json;
+use smallvec::SmallVec;
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 
@@ -17,7 +18,8 @@ const OUT_BUFFER: usize = 1 << 18;
 pub struct SampleResults {
     pub at: SampleRef,
     pub hash: [u8; 16],
-    pub outcomes: Vec<Outcome>,
+    /// One per evaluator (one evaluator's lives inline: no allocation a sample).
+    pub outcomes: SmallVec<[Outcome; 1]>,
 }
 
 /// A cell in compact form: its score and component scores along shared names.
@@ -158,7 +160,7 @@ impl Reorder {
             ready.push(SampleResults {
                 at,
                 hash,
-                outcomes: vec![outcome],
+                outcomes: smallvec::smallvec![outcome],
             });
             return;
         }
@@ -1010,7 +1012,7 @@ mod tests {
         });
         let mut full = Outcome::scored(1e300, metrics.as_object().unwrap().clone());
         full.reason = Some("quote \" backslash \\ newline \n cr \r ctl \u{1} é 😀".into());
-        full.step_outputs = Some(json!([{"step": 0, "reward": -1.5e-7}]));
+        full.step_outputs = Some(Box::new(json!([{"step": 0, "reward": -1.5e-7}])));
         full.result_error = Some("said \"x\"".into());
         full.output = Some("printed\n".into());
         full.duration_ms = 0.1 + 0.2;
@@ -1024,6 +1026,7 @@ mod tests {
         odd.duration_ms = f64::INFINITY;
         let mut negative = Outcome::scored(-0.0, Default::default());
         negative.duration_ms = 123456789012345680.0;
+        negative.reason = Some("plain, nothing to escape: é \u{7f}".into());
         negative.repeat = Some(Box::new(crate::model::Repeated {
             scores: vec![Some(0.5), None, Some(f64::NAN)],
             score_std: Some(0.25),
@@ -1095,7 +1098,7 @@ mod tests {
             let results = SampleResults {
                 at: at_in_folder(sample),
                 hash: [sample as u8; 16],
-                outcomes,
+                outcomes: outcomes.into(),
             };
             for i in 0..2 {
                 expected += &serde_json::to_string(&printer.row(&results, i)).unwrap();

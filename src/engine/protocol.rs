@@ -243,7 +243,7 @@ impl BatchLine {
                 is_score_valid: r.is_score_valid,
                 reason: r.reason,
                 metrics: r.metrics,
-                step_outputs: r.step_outputs,
+                step_outputs: r.step_outputs.map(Box::new),
                 error: None,
                 result_error: r.error,
                 duration_ms: 0.0,

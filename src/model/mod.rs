@@ -508,8 +508,8 @@ pub struct Outcome {
     #[serde(default)]
     pub metrics: Map<String, Value>,
     #[serde(default)]
-    pub step_outputs: Option<Value>,
-    pub error: Option<EvalError>,
+    pub step_outputs: Option<Box<Value>>,
+    pub error: Option<Box<EvalError>>,
     /// The string a user put in `EvaluateResult.error` (still a valid result).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result_error: Option<String>,
@@ -543,7 +543,7 @@ impl Outcome {
             reason: None,
             metrics: Map::new(),
             step_outputs: None,
-            error: Some(error),
+            error: Some(Box::new(error)),
             result_error: None,
             duration_ms: 0.0,
             output: None,
@@ -607,8 +607,8 @@ pub struct ResultRow<'a> {
     pub is_score_valid: bool,
     pub reason: &'a Option<String>,
     pub metrics: &'a Map<String, Value>,
-    pub step_outputs: &'a Option<Value>,
-    pub error: &'a Option<EvalError>,
+    pub step_outputs: &'a Option<Box<Value>>,
+    pub error: &'a Option<Box<EvalError>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub result_error: &'a Option<String>,
     pub duration_ms: f64,
@@ -653,21 +653,43 @@ impl<'a> ResultRow<'a> {
     /// Appends the row's JSON to `out`: the bytes its `Serialize` writes, with the
     /// keys written as they are (serde escapes every key of every row again, which is
     /// most of what printing a cached row costs) and each value through serde_json.
+    ///
+    /// The common values (numbers, plain strings, an empty map, `null`) are written
+    /// here directly: through serde each was a few small copies of its own.
     pub fn write_json(&self, out: &mut Vec<u8>) {
         fn value<T: Serialize + ?Sized>(out: &mut Vec<u8>, key: &[u8], value: &T) {
             out.extend_from_slice(key);
             let _ = serde_json::to_writer(&mut *out, value);
         }
-        value(out, b"{\"sample\":", &self.sample);
-        value(out, b",\"file\":", self.file.as_ref());
-        value(out, b",\"line\":", &self.line);
-        value(out, b",\"evaluator\":", self.evaluator);
+        out.reserve(192 + self.file.len() + self.evaluator.len());
+        out.extend_from_slice(b"{\"sample\":");
+        out.extend_from_slice(itoa::Buffer::new().format(self.sample).as_bytes());
+        out.extend_from_slice(b",\"file\":");
+        json_str(out, &self.file);
+        out.extend_from_slice(b",\"line\":");
+        out.extend_from_slice(itoa::Buffer::new().format(self.line).as_bytes());
+        out.extend_from_slice(b",\"evaluator\":");
+        json_str(out, self.evaluator);
         value(out, b",\"score\":", &self.score);
-        value(out, b",\"is_score_valid\":", &self.is_score_valid);
-        value(out, b",\"reason\":", self.reason);
-        value(out, b",\"metrics\":", self.metrics);
-        value(out, b",\"step_outputs\":", self.step_outputs);
-        value(out, b",\"error\":", self.error);
+        out.extend_from_slice(match self.is_score_valid {
+            true => b",\"is_score_valid\":true,\"reason\":",
+            false => b",\"is_score_valid\":false,\"reason\":",
+        });
+        match self.reason {
+            Some(reason) => json_str(out, reason),
+            None => out.extend_from_slice(b"null"),
+        }
+        match self.metrics.is_empty() {
+            true => out.extend_from_slice(b",\"metrics\":{}"),
+            false => value(out, b",\"metrics\":", self.metrics),
+        }
+        match (self.step_outputs, self.error) {
+            (None, None) => out.extend_from_slice(b",\"step_outputs\":null,\"error\":null"),
+            (steps, error) => {
+                value(out, b",\"step_outputs\":", steps);
+                value(out, b",\"error\":", error);
+            }
+        }
         if let Some(e) = self.result_error {
             value(out, b",\"result_error\":", e);
         }
@@ -687,6 +709,41 @@ impl<'a> ResultRow<'a> {
         }
         out.push(b'}');
     }
+}
+
+/// Appends `s` as a JSON string, as serde_json writes it: a string with nothing to
+/// escape (most file labels, names and reasons) is copied in one piece.
+fn json_str(out: &mut Vec<u8>, s: &str) {
+    if !needs_escape(s.as_bytes()) {
+        out.reserve(s.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(s.as_bytes());
+        out.push(b'"');
+    } else {
+        let _ = serde_json::to_writer(&mut *out, s);
+    }
+}
+
+/// Whether `s` has a byte JSON escapes (a control character, `"` or `\\`), checked
+/// eight bytes at a time.
+fn needs_escape(s: &[u8]) -> bool {
+    const ONES: u64 = u64::from_ne_bytes([1; 8]);
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    // a byte of `x` is below `n` (n <= 0x80): the high bit of that byte's difference
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * n as u64) & !x & HIGH;
+    let mut words = s.chunks_exact(8);
+    for word in &mut words {
+        let x = u64::from_ne_bytes(word.try_into().expect("eight bytes"));
+        let quote = below(x ^ (ONES * b'"' as u64), 1);
+        let backslash = below(x ^ (ONES * b'\\' as u64), 1);
+        if below(x, 0x20) | quote | backslash != 0 {
+            return true;
+        }
+    }
+    words
+        .remainder()
+        .iter()
+        .any(|&b| b < 0x20 || b == b'"' || b == b'\\')
 }
 
 /// A float as Python's `repr` writes it: the shortest digits that read back as the
@@ -787,6 +844,27 @@ mod tests {
 
     fn scored(x: f64) -> Outcome {
         Outcome::scored(x, Map::new())
+    }
+
+    #[test]
+    fn strings_are_written_as_serde_writes_them() {
+        // every ASCII byte at every place of a word and of the tail after the words,
+        // and text outside ASCII (never escaped)
+        let mut texts = vec![String::new(), "é 😀 \u{7f} \u{2028}".to_string()];
+        for len in [1, 7, 8, 9, 16, 19] {
+            for at in 0..len {
+                for b in 0u8..0x80 {
+                    let mut bytes = vec![b'a'; len];
+                    bytes[at] = b;
+                    texts.push(String::from_utf8(bytes).unwrap());
+                }
+            }
+        }
+        for text in &texts {
+            let mut ours = Vec::new();
+            json_str(&mut ours, text);
+            assert_eq!(ours, serde_json::to_vec(text).unwrap(), "{text:?}");
+        }
     }
 
     #[test]

@@ -172,7 +172,10 @@ pub(super) fn read_result(url: &str, text: &str) -> Outcome {
         .unwrap_or(true);
     outcome.reason = text_of("reason");
     outcome.result_error = text_of("error");
-    outcome.step_outputs = object.get("step_outputs").filter(|v| !v.is_null()).cloned();
+    outcome.step_outputs = object
+        .get("step_outputs")
+        .filter(|v| !v.is_null())
+        .map(|v| Box::new(v.clone()));
     outcome
 }
 

@@ -157,7 +157,7 @@ struct ResultBody<'a> {
     is_score_valid: bool,
     reason: &'a Option<String>,
     metrics: &'a Map<String, Value>,
-    step_outputs: &'a Option<Value>,
+    step_outputs: &'a Option<Box<Value>>,
     error: &'a Option<String>,
 }
 

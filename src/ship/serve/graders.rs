@@ -149,7 +149,7 @@ pub(super) async fn run(State(s): State<Arc<Shared>>, body: axum::body::Bytes) -
 /// the total tokens (null when no model was asked) and each model's usage summed
 /// field by field.
 fn token_usage(o: &Outcome) -> (Value, Value, Map<String, Value>) {
-    let steps = o.step_outputs.as_ref().and_then(Value::as_array);
+    let steps = o.step_outputs.as_deref().and_then(Value::as_array);
     let calls = steps.into_iter().flatten().filter_map(|s| s.get("metrics"));
     let (mut first, mut total, mut per_model) = (Value::Null, None, Map::new());
     for call in calls {

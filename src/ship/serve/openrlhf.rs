@@ -100,7 +100,7 @@ fn openrlhf_reply(s: &Shared, index: usize, outcomes: &[Result<Outcome, EvalErro
             }
         } else {
             let error = match o {
-                Ok(o) => o.error.as_ref(),
+                Ok(o) => o.error.as_deref(),
                 Err(e) => Some(e),
             };
             let message = error

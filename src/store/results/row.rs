@@ -95,9 +95,9 @@ struct Rest {
     #[serde(default)]
     metrics: Map<String, Value>,
     #[serde(default)]
-    step_outputs: Option<Value>,
+    step_outputs: Option<Box<Value>>,
     #[serde(default)]
-    error: Option<EvalError>,
+    error: Option<Box<EvalError>>,
     #[serde(default)]
     result_error: Option<String>,
     #[serde(default)]
@@ -110,9 +110,9 @@ struct RestOf<'a> {
     #[serde(skip_serializing_if = "no_metrics")]
     metrics: &'a Map<String, Value>,
     #[serde(skip_serializing_if = "unset")]
-    step_outputs: &'a Option<Value>,
+    step_outputs: &'a Option<Box<Value>>,
     #[serde(skip_serializing_if = "unset")]
-    error: &'a Option<EvalError>,
+    error: &'a Option<Box<EvalError>>,
     #[serde(skip_serializing_if = "unset")]
     result_error: &'a Option<String>,
     #[serde(skip_serializing_if = "unset")]

@@ -127,7 +127,7 @@ fn every_field_of_an_outcome_survives_and_plain_ones_store_no_json() {
     full.reason = Some("why".into());
     full.metrics
         .insert("m".into(), serde_json::json!({"score": 0.5}));
-    full.step_outputs = Some(serde_json::json!([{"step": 1}]));
+    full.step_outputs = Some(Box::new(serde_json::json!([{"step": 1}])));
     full.result_error = Some("said so".into());
     full.output = Some("printed\n".into());
     full.duration_ms = 2.5;

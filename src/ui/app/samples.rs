@@ -63,7 +63,7 @@ impl Cell {
 
     /// The error instead of a result (errors are always kept whole).
     pub fn error(&self) -> Option<&EvalError> {
-        self.full()?.error.as_ref()
+        self.full()?.error.as_deref()
     }
 
     /// The whole outcome, when the cell keeps it.

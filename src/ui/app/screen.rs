@@ -128,7 +128,7 @@ impl App {
     pub fn shown_error(&self) -> Option<EvalError> {
         let info = self.evaluators.get(self.evaluator)?;
         self.selected_outcome()
-            .and_then(|o| o.error.clone())
+            .and_then(|o| o.error.as_deref().cloned())
             .or_else(|| info.import_error.clone())
     }
 

@@ -47,7 +47,7 @@ pub(super) fn draw_breakdown(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect
 
     let error: Option<EvalError> = outcome
         .as_ref()
-        .and_then(|o| o.error.clone())
+        .and_then(|o| o.error.as_deref().cloned())
         .or_else(|| info.import_error.clone());
     if let Some(error) = error {
         draw_error(frame, app, ctx, area, block, &error, outcome.as_deref());
