@@ -7,7 +7,6 @@ use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
 use crate::runner::{Event, RunStats};
 use crate::trust::{self, RepeatBuilder, SecondsBuilder};
 use serde_json::json;
-use smallvec::SmallVec;
 use std::collections::{HashMap, VecDeque};
 use std::io::Write;
 
@@ -18,8 +17,7 @@ const OUT_BUFFER: usize = 1 << 18;
 pub struct SampleResults {
     pub at: SampleRef,
     pub hash: [u8; 16],
-    /// One per evaluator (one evaluator's lives inline: no allocation a sample).
-    pub outcomes: SmallVec<[Outcome; 1]>,
+    pub outcomes: Vec<Outcome>,
 }
 
 /// A cell in compact form: its score and component scores along shared names.
@@ -160,7 +158,7 @@ impl Reorder {
             ready.push(SampleResults {
                 at,
                 hash,
-                outcomes: smallvec::smallvec![outcome],
+                outcomes: vec![outcome],
             });
             return;
         }
@@ -1098,7 +1096,7 @@ mod tests {
             let results = SampleResults {
                 at: at_in_folder(sample),
                 hash: [sample as u8; 16],
-                outcomes: outcomes.into(),
+                outcomes,
             };
             for i in 0..2 {
                 expected += &serde_json::to_string(&printer.row(&results, i)).unwrap();
