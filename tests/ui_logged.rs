@@ -39,7 +39,7 @@ fn result(evaluator: usize, sample: usize, score: f64) -> Msg {
         },
         hash: [0; 16],
         outcome: Outcome {
-            reason: Some(format!("scored {score}")),
+            reason: Some(format!("scored {score}").into()),
             ..Outcome::scored(score, Default::default())
         },
         cached: false,

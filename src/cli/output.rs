@@ -3,7 +3,7 @@
 use super::reward_rows::{RewardRows, Rewards};
 use super::Format;
 use crate::insight::{attribute_compact, component_scores, EPSILON};
-use crate::model::{Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
+use crate::model::{Known, Outcome, ResultRow, SampleRef, Summary, SummaryBuilder};
 use crate::runner::{Event, RunStats};
 use crate::trust::{self, RepeatBuilder, SecondsBuilder};
 use serde_json::json;
@@ -12,6 +12,10 @@ use std::io::Write;
 
 /// Bytes of output gathered before each write to stdout.
 const OUT_BUFFER: usize = 1 << 18;
+
+/// Emptied outcome lists the printer keeps for reuse (more than the samples one
+/// event can complete at once is never needed).
+const SPARE_LISTS: usize = 64;
 
 /// One sample with every evaluator's outcome, in evaluator order.
 pub struct SampleResults {
@@ -85,6 +89,9 @@ struct Row<'a> {
     /// threshold (SPEC §16).
     #[serde(skip_serializing_if = "Option::is_none")]
     disagrees: Option<bool>,
+    /// The row's file and evaluator, already written (not a field of its own).
+    #[serde(skip)]
+    known: Known<'a>,
 }
 
 impl Row<'_> {
@@ -93,7 +100,7 @@ impl Row<'_> {
     /// before its closing brace (a flattened struct goes through serde's map path,
     /// which costs a folder's rows more than a single file's).
     fn write_to(&self, text: &mut Vec<u8>) {
-        self.row.write_json(text);
+        self.row.write_json(text, self.known);
         fn field<T: serde::Serialize>(text: &mut Vec<u8>, name: &str, value: &Option<T>) {
             if let Some(value) = value {
                 text.pop(); // the closing brace, put back after the field
@@ -132,6 +139,9 @@ struct Reorder {
     /// yet). A ring rather than a map: the workers answer a few batches apart, so the
     /// samples waiting are nearly contiguous, and each one costs no node of a tree.
     waiting: VecDeque<Option<Pending>>,
+    /// Emptied outcome lists of samples already written, for the next samples (one
+    /// allocation freed and made again per sample was a tenth of a warm run's printing).
+    spare: Vec<Vec<Outcome>>,
 }
 
 impl Reorder {
@@ -140,6 +150,20 @@ impl Reorder {
             evaluators,
             next: 0,
             waiting: VecDeque::new(),
+            spare: Vec::new(),
+        }
+    }
+
+    /// An empty outcome list, from the spare ones when there is one.
+    fn list(&mut self) -> Vec<Outcome> {
+        self.spare.pop().unwrap_or_default()
+    }
+
+    /// Takes a written sample's outcome list back, emptied, for a later sample.
+    fn recycle(&mut self, mut outcomes: Vec<Outcome>) {
+        if self.spare.len() < SPARE_LISTS {
+            outcomes.clear();
+            self.spare.push(outcomes);
         }
     }
 
@@ -155,11 +179,9 @@ impl Reorder {
         if n == 1 && at.index == self.next && self.waiting.is_empty() {
             // the common case of one evaluator with results in order: no waiting
             self.next += 1;
-            ready.push(SampleResults {
-                at,
-                hash,
-                outcomes: vec![outcome],
-            });
+            let mut outcomes = self.list();
+            outcomes.push(outcome);
+            ready.push(SampleResults { at, hash, outcomes });
             return;
         }
         // every (sample, evaluator) outcome comes once: none is behind `next`
@@ -190,14 +212,12 @@ impl Reorder {
                 .flatten()
                 .expect("the front is complete");
             self.next += 1;
+            let mut outcomes = self.list();
+            outcomes.extend(done.outcomes.into_iter().map(|o| o.expect("complete")));
             ready.push(SampleResults {
                 at: done.at,
                 hash: done.hash,
-                outcomes: done
-                    .outcomes
-                    .into_iter()
-                    .map(|o| o.expect("complete"))
-                    .collect(),
+                outcomes,
             });
         }
     }
@@ -232,6 +252,10 @@ pub struct Printer {
     /// the facts, the label): a folder's rows come file after file, and are not
     /// given a label of their own each.
     member: Option<(usize, String, String)>,
+    /// Per samples file and per evaluator, its label or name as rows write it
+    /// (see [`Known`]).
+    known_files: Vec<Vec<u8>>,
+    known_names: Vec<Vec<u8>>,
 }
 
 impl Printer {
@@ -248,7 +272,11 @@ impl Printer {
     ) -> Printer {
         let n = names.len();
         let names_for_logged = names.clone();
+        let known_files = labels.iter().map(|l| Known::file(l)).collect();
+        let known_names = names.iter().map(|n| Known::evaluator(n)).collect();
         Printer {
+            known_files,
+            known_names,
             format,
             reorder: Reorder::new(n),
             summaries: vec![SummaryBuilder::default(); n],
@@ -298,6 +326,7 @@ impl Printer {
             }
             if self.format == Format::Jsonl {
                 self.write_jsonl(&sample);
+                self.reorder.recycle(sample.outcomes);
             } else {
                 self.kept.push(sample);
             }
@@ -359,8 +388,13 @@ impl Printer {
             &self.names[i],
             &sample.outcomes[i],
         );
+        let mut known = Known {
+            file: Some(&self.known_files[sample.at.file]),
+            evaluator: Some(&self.known_names[i]),
+        };
         if let Some(member) = facts.and_then(|f| f.file.as_deref()) {
             // a folder's or glob's row names its own file
+            known.file = None;
             row.file = match &self.member {
                 Some((file, name, label)) if *file == sample.at.file && name == member => {
                     label.as_str().into()
@@ -387,6 +421,7 @@ impl Printer {
                     o.score.filter(|_| !o.is_error()),
                 )
             }),
+            known,
         }
     }
 
@@ -794,7 +829,7 @@ impl Printer {
             self.names[i].clone(),
             o.score.map(float).unwrap_or_default(),
             o.is_score_valid.to_string(),
-            o.reason.clone().unwrap_or_default(),
+            o.reason.as_deref().unwrap_or_default().to_string(),
             o.error.as_ref().map(|e| e.kind.clone()).unwrap_or_default(),
             o.error
                 .as_ref()

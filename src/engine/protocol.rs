@@ -184,7 +184,7 @@ pub fn plain_result(line: &[u8]) -> Option<(u64, Outcome)> {
         Some(rest) => (None, rest),
         None => {
             let (text, rest) = plain_string(rest)?;
-            (Some(text.to_string()), rest)
+            (Some(text.into()), rest)
         }
     };
     let rest = rest.strip_prefix(b",\"metrics\":{},\"step_outputs\":null,\"error\":null}}")?;
@@ -241,7 +241,7 @@ impl BatchLine {
             (Some(r), _) => Outcome {
                 score: r.score,
                 is_score_valid: r.is_score_valid,
-                reason: r.reason,
+                reason: r.reason.map(Into::into),
                 metrics: r.metrics,
                 step_outputs: r.step_outputs.map(Box::new),
                 error: None,

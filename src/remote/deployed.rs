@@ -133,7 +133,7 @@ fn outcome_of(id: &str, r: &RemoteResult) -> Outcome {
         })
         .collect();
     let mut outcome = Outcome::scored(r.score.unwrap_or(0.0), metrics);
-    outcome.reason = r.reason.clone();
+    outcome.reason = r.reason.as_deref().map(Into::into);
     outcome
 }
 

@@ -170,7 +170,7 @@ pub(super) fn read_result(url: &str, text: &str) -> Outcome {
         .get("is_score_valid")
         .and_then(Value::as_bool)
         .unwrap_or(true);
-    outcome.reason = text_of("reason");
+    outcome.reason = text_of("reason").map(Into::into);
     outcome.result_error = text_of("error");
     outcome.step_outputs = object
         .get("step_outputs")

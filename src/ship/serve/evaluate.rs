@@ -155,7 +155,7 @@ impl Shared {
 struct ResultBody<'a> {
     score: Option<f64>,
     is_score_valid: bool,
-    reason: &'a Option<String>,
+    reason: &'a Option<compact_str::CompactString>,
     metrics: &'a Map<String, Value>,
     step_outputs: &'a Option<Box<Value>>,
     error: &'a Option<String>,

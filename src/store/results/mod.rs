@@ -23,6 +23,7 @@
 mod locator;
 mod read;
 mod row;
+mod scan;
 #[cfg(test)]
 mod tests;
 mod write;

@@ -2,15 +2,15 @@
 //! connection, and the [`CacheReader`] a run asks about its lines in file order.
 
 use super::locator::{Locator, Locators};
-use super::row::{code_id, decode, first, read_row, Found, COLUMNS};
+use super::row::{code_id, decode, first, parse, Found, COLUMNS};
+use super::scan::{Failed, Scan};
 use crate::model::Outcome;
 use crate::store::{CodeKey, SampleHash};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 
-/// The maps a lookup consults for every sample: foldhash, not SipHash, over a
-/// 32-byte code key (the default hasher cost a warm run 2 % of its lookups' time).
+/// The map a fallback lookup consults: foldhash, not SipHash.
 type FastMap<K, V> = foldhash::HashMap<K, V>;
 
 /// Rows a sequential reader fetches at a time.
@@ -101,24 +101,22 @@ impl Cursor {
         self.done = false;
     }
 
-    /// Fetches the next chunk of rows when none is left.
-    fn fill(&mut self, conn: &Connection) {
+    /// Fetches the next chunk of rows when none is left (through `scan`, `None` when
+    /// it could not be prepared: then every lookup falls back).
+    fn fill(&mut self, scan: Option<&mut Scan>) {
         let (Some(id), true, false) = (self.id, self.ahead.is_empty(), self.done) else {
             return;
         };
-        let sql = format!(
-            "SELECT {COLUMNS} FROM results WHERE row >= ?1 AND row < ?2 ORDER BY row LIMIT {SCAN_CHUNK}"
-        );
         // into the same buffer every time: a chunk's rows are tens of KB, and
         // a new buffer grown to that for each chunk cost more than reading them
         let rows = &mut self.ahead;
         rows.reserve(SCAN_CHUNK as usize);
-        let fetched = conn.prepare_cached(&sql).and_then(|mut stmt| {
-            for row in stmt.query_map(params![self.next, first(id + 1)], read_row)? {
-                rows.push_back(row?);
-            }
-            Ok(())
-        });
+        let fetched = match scan {
+            Some(scan) => scan.rows(self.next, first(id + 1), SCAN_CHUNK, |row, hash, body| {
+                rows.push_back(parse(row, hash, body))
+            }),
+            None => Err(Failed(rusqlite::ffi::SQLITE_ERROR)),
+        };
         match fetched {
             Ok(()) => {
                 self.done = (rows.len() as i64) < SCAN_CHUNK;
@@ -132,8 +130,8 @@ impl Cursor {
     }
 
     /// The next row's outcome when it is `sample`'s (then the cursor moves past it).
-    fn take(&mut self, conn: &Connection, sample: &SampleHash) -> Option<Option<Outcome>> {
-        self.fill(conn);
+    fn take(&mut self, scan: Option<&mut Scan>, sample: &SampleHash) -> Option<Option<Outcome>> {
+        self.fill(scan);
         match self.ahead.front() {
             Some((_, Some(hash), _)) if hash == sample => self
                 .ahead
@@ -147,10 +145,15 @@ impl Cursor {
 /// Looks cached outcomes up on its own connection, one at a time, as a run reads its
 /// lines: a run keeps no cached outcome in memory longer than it takes to hand it on.
 pub struct CacheReader {
+    /// The sequential scan's statement, on `conn` (declared first: it must be
+    /// dropped before the connection).
+    scan: Option<Scan>,
     conn: Connection,
     /// Lookups left in the current read transaction (0: none is open).
     left: usize,
-    cursors: FastMap<CodeKey, Cursor>,
+    /// Per code looked up, where its scan is: a list, not a map (a run looks up
+    /// under a few codes, and comparing keys costs less than hashing one a lookup).
+    cursors: Vec<(CodeKey, Cursor)>,
     /// Built at the first lookup of a code that is off the sequential path, with
     /// the read transaction they have seen every row of.
     locators: FastMap<i64, (Locator, u64)>,
@@ -162,10 +165,18 @@ pub struct CacheReader {
 
 impl CacheReader {
     pub(in crate::store) fn new(conn: Connection) -> CacheReader {
+        // SAFETY: the scan is kept beside the connection, and dropped before it
+        // (see the field order); both are used on the thread that has the reader.
+        let scan = unsafe { Scan::prepare(&conn) }
+            .map_err(|Failed(rc)| {
+                eprintln!("rwb: cannot read the cache in order (SQLite code {rc})")
+            })
+            .ok();
         CacheReader {
+            scan,
             conn,
             left: 0,
-            cursors: FastMap::default(),
+            cursors: Vec::new(),
             locators: FastMap::default(),
             snapshots: 0,
             fallbacks: 0,
@@ -181,15 +192,17 @@ impl CacheReader {
     pub fn lookup(&mut self, key: &CodeKey, sample: &SampleHash) -> Option<Outcome> {
         self.renew_snapshot();
         let conn = &self.conn;
-        let cursor = match self.cursors.get_mut(key) {
-            Some(cursor) => cursor,
+        let at = match self.cursors.iter().position(|(k, _)| k == key) {
+            Some(at) => at,
             None => {
                 let id = code_id(conn, key).ok().flatten();
-                self.cursors.entry(*key).or_insert(Cursor::new(id))
+                self.cursors.push((*key, Cursor::new(id)));
+                self.cursors.len() - 1
             }
         };
+        let cursor = &mut self.cursors[at].1;
         let id = cursor.id?;
-        if let Some(found) = cursor.take(conn, sample) {
+        if let Some(found) = cursor.take(self.scan.as_mut(), sample) {
             return found;
         }
         self.fallbacks += 1;

@@ -280,7 +280,7 @@ impl Row {
 pub(super) struct Found {
     score: Option<f64>,
     valid: bool,
-    reason: Option<Box<str>>,
+    reason: Option<compact_str::CompactString>,
     duration: f64,
     rest: Option<Box<str>>,
 }
@@ -300,20 +300,23 @@ pub(super) fn read_row(
     row: &rusqlite::Row,
 ) -> rusqlite::Result<(i64, Option<SampleHash>, Option<Found>)> {
     let id: i64 = row.get(0)?;
-    let hash = <SampleHash>::try_from(row.get_ref(1)?.as_blob()?).ok();
-    let found = row
-        .get_ref(2)?
-        .as_blob()
-        .ok()
-        .and_then(Parts::read)
-        .map(|p| Found {
-            score: p.score,
-            valid: p.valid,
-            reason: p.reason.map(Box::from),
-            duration: p.duration,
-            rest: p.rest.map(Box::from),
-        });
-    Ok((id, hash, found))
+    let hash = row.get_ref(1)?.as_blob().unwrap_or_default();
+    let body = row.get_ref(2)?.as_blob().unwrap_or_default();
+    Ok(parse(id, hash, body))
+}
+
+/// A row's id, sample hash and parts (`None` when its body does not read as one)
+/// from the bytes of its columns.
+pub(super) fn parse(id: i64, hash: &[u8], body: &[u8]) -> (i64, Option<SampleHash>, Option<Found>) {
+    let hash = <SampleHash>::try_from(hash).ok();
+    let found = Parts::read(body).map(|p| Found {
+        score: p.score,
+        valid: p.valid,
+        reason: p.reason.map(Into::into),
+        duration: p.duration,
+        rest: p.rest.map(Box::from),
+    });
+    (id, hash, found)
 }
 
 impl Found {
@@ -327,7 +330,7 @@ impl Found {
         Some(Outcome {
             score: self.score,
             is_score_valid: self.valid,
-            reason: self.reason.map(String::from),
+            reason: self.reason,
             metrics: rest.metrics,
             step_outputs: rest.step_outputs,
             error: rest.error,

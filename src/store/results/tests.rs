@@ -452,7 +452,7 @@ fn a_cache_with_a_column_for_each_part_reads_the_same_once_packed() {
 
     let store = Store::open(dir.path()).unwrap();
     let mut quarter = Outcome::scored(0.25, Default::default());
-    quarter.reason = Some(long);
+    quarter.reason = Some(long.into());
     quarter.duration_ms = 1.5;
     let mut failed = Outcome::failed(error);
     failed
@@ -460,7 +460,7 @@ fn a_cache_with_a_column_for_each_part_reads_the_same_once_packed() {
         .insert("m".into(), serde_json::json!({"score": 0.5}));
     failed.duration_ms = 2.0;
     let mut empty_reason = Outcome::scored(0.75, Default::default());
-    empty_reason.reason = Some(String::new());
+    empty_reason.reason = Some(Default::default());
     empty_reason.duration_ms = 0.125;
     let expected = [Some(quarter), Some(failed), None, Some(empty_reason)];
     for (i, outcome) in expected.iter().enumerate() {

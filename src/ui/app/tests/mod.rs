@@ -85,7 +85,7 @@ pub(super) fn sample(i: usize, text: &str) -> Sample {
 
 pub(super) fn scored(x: f64) -> Box<Outcome> {
     Box::new(Outcome {
-        reason: Some(format!("r{x}")),
+        reason: Some(format!("r{x}").into()),
         duration_ms: 0.1,
         ..Outcome::scored(x, Map::new())
     })
