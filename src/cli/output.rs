@@ -154,6 +154,18 @@ impl Reorder {
         }
     }
 
+    /// With one evaluator, when `at` is the next sample and none waits: the sample
+    /// is complete with this outcome, and here is an empty list for it (it counts
+    /// as released). Else `None`: the outcome goes through [`Reorder::add`].
+    fn next_in_order(&mut self, evaluator: usize, at: &SampleRef) -> Option<Vec<Outcome>> {
+        let alone = self.evaluators == 1 && evaluator == 0;
+        if !(alone && at.index == self.next && self.waiting.is_empty()) {
+            return None;
+        }
+        self.next += 1;
+        Some(self.list())
+    }
+
     /// An empty outcome list, from the spare ones when there is one.
     fn list(&mut self) -> Vec<Outcome> {
         self.spare.pop().unwrap_or_default()
@@ -176,14 +188,6 @@ impl Reorder {
         ready: &mut Vec<SampleResults>,
     ) {
         let n = self.evaluators;
-        if n == 1 && at.index == self.next && self.waiting.is_empty() {
-            // the common case of one evaluator with results in order: no waiting
-            self.next += 1;
-            let mut outcomes = self.list();
-            outcomes.push(outcome);
-            ready.push(SampleResults { at, hash, outcomes });
-            return;
-        }
         // every (sample, evaluator) outcome comes once: none is behind `next`
         let Some(distance) = at.index.checked_sub(self.next) else {
             debug_assert!(false, "sample {} came again", at.index);
@@ -314,24 +318,36 @@ impl Printer {
         if outcome.is_error() {
             self.errors += 1;
         }
+        if let Some(mut outcomes) = self.reorder.next_in_order(evaluator, &at) {
+            // the common case: handed on at once, without the ready list's moves
+            outcomes.push(outcome);
+            self.complete(SampleResults { at, hash, outcomes });
+            return;
+        }
         let mut ready = std::mem::take(&mut self.ready);
         self.reorder.add(evaluator, at, hash, outcome, &mut ready);
         for sample in ready.drain(..) {
-            if let Some(h) = self.human.as_mut() {
-                h.add(sample.at.index, &sample.hash, &sample.outcomes);
-            }
-            self.compare(&sample);
-            if let Some(t) = self.training.as_mut() {
-                t.add(&sample);
-            }
-            if self.format == Format::Jsonl {
-                self.write_jsonl(&sample);
-                self.reorder.recycle(sample.outcomes);
-            } else {
-                self.kept.push(sample);
-            }
+            self.complete(sample);
         }
         self.ready = ready;
+    }
+
+    /// A sample with every evaluator's outcome: counted, compared, and written (or
+    /// kept for the table or file written at the end).
+    fn complete(&mut self, sample: SampleResults) {
+        if let Some(h) = self.human.as_mut() {
+            h.add(sample.at.index, &sample.hash, &sample.outcomes);
+        }
+        self.compare(&sample);
+        if let Some(t) = self.training.as_mut() {
+            t.add(&sample);
+        }
+        if self.format == Format::Jsonl {
+            self.write_jsonl(&sample);
+            self.reorder.recycle(sample.outcomes);
+        } else {
+            self.kept.push(sample);
+        }
     }
 
     /// Records how a completed sample moved against the baseline.

@@ -195,14 +195,7 @@ fn spawn_printing(
     let handle = thread
         .spawn(move || {
             let mut kept = Vec::new();
-            for event in rx.into_iter().flatten() {
-                let event = match repeats.as_mut() {
-                    Some(r) => match r.add(event) {
-                        Some(event) => event,
-                        None => continue,
-                    },
-                    None => event,
-                };
+            let mut print = |event: Event| {
                 let Event::Result {
                     evaluator,
                     hash,
@@ -214,6 +207,16 @@ fn spawn_printing(
                     kept.push((*evaluator, *hash, outcome.clone()));
                 }
                 printer.add(event);
+            };
+            // batch by batch, not through `flatten`: its adapter moved each event
+            // (a few hundred bytes) twice more
+            for batch in rx {
+                for event in batch {
+                    match repeats.as_mut() {
+                        Some(r) => r.add(event).into_iter().for_each(&mut print),
+                        None => print(event),
+                    }
+                }
             }
             Printed {
                 printer,

@@ -31,8 +31,7 @@ const OUTBOX_EVENTS: usize = 1024;
 /// Where a run looks cached outcomes up: one at a time, as their lines are read (in
 /// file order, so an unchanged file's rows are read as one sequential scan).
 pub(super) struct Cache {
-    /// (In a mutex only to make the feed shareable across its awaits: one task uses it.)
-    reader: Option<Mutex<CacheReader>>,
+    reader: Option<CacheReader>,
     /// Per evaluator, the code key to look up under (`None`: never from the cache).
     keys: Vec<Option<CodeKey>>,
     /// Per evaluator, whether anything was stored under its code key when the run
@@ -61,11 +60,7 @@ impl Cache {
             Some(s) => s.reader().map_err(|e| eprintln!("rwb: {e}")).ok(),
             None => None,
         };
-        Cache {
-            reader: reader.map(Mutex::new),
-            keys,
-            held,
-        }
+        Cache { reader, keys, held }
     }
 
     /// Whether what evaluator `evaluator` evaluates in this run can have no older
@@ -75,9 +70,9 @@ impl Cache {
         !self.held[evaluator] || (self.reader.is_some() && self.keys[evaluator].is_some())
     }
 
-    fn get(&self, evaluator: usize, hash: &SampleHash) -> Option<Outcome> {
+    fn get(&mut self, evaluator: usize, hash: &SampleHash) -> Option<Outcome> {
         let key = self.keys[evaluator].as_ref()?;
-        self.reader.as_ref()?.lock().unwrap().lookup(key, hash)
+        self.reader.as_mut()?.lookup(key, hash)
     }
 }
 
@@ -169,7 +164,7 @@ impl<'a> Feed<'a> {
         outcome: Outcome,
         cached: bool,
     ) {
-        let event = Event::Result {
+        let event = || Event::Result {
             evaluator,
             at: at.clone(),
             hash,
@@ -177,10 +172,11 @@ impl<'a> Feed<'a> {
             cached,
         };
         if self.direct.is_none() {
-            let _ = self.events.send(event);
+            let _ = self.events.send(event());
             return;
         }
-        self.outbox.push(event);
+        // made where it is pushed: an event built first was moved once more
+        self.outbox.push(event());
         if self.outbox.len() >= OUTBOX_EVENTS {
             self.send_outbox();
         }

@@ -2,13 +2,13 @@
 //! connection, and the [`CacheReader`] a run asks about its lines in file order.
 
 use super::locator::{Locator, Locators};
-use super::row::{code_id, decode, first, parse, Found, COLUMNS};
+use super::row::{code_id, decode, first, outcome_of, COLUMNS};
 use super::scan::{Failed, Scan};
 use crate::model::Outcome;
 use crate::store::{CodeKey, SampleHash};
 use rusqlite::{params, Connection, OptionalExtension};
 use std::collections::hash_map::Entry;
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 /// The map a fallback lookup consults: foldhash, not SipHash.
 type FastMap<K, V> = foldhash::HashMap<K, V>;
@@ -78,8 +78,8 @@ struct Cursor {
     id: Option<i64>,
     /// The next row id to fetch.
     next: i64,
-    /// Rows fetched and not yet matched: (row id, sample hash, parts when they read).
-    ahead: VecDeque<(i64, Option<SampleHash>, Option<Found>)>,
+    /// Rows fetched and not yet matched, from `ahead.at` on.
+    ahead: Chunk,
     /// Whether the code's rows from `next` on are all fetched.
     done: bool,
 }
@@ -89,7 +89,7 @@ impl Cursor {
         Cursor {
             id,
             next: id.map_or(0, first),
-            ahead: VecDeque::new(),
+            ahead: Chunk::default(),
             done: id.is_none(),
         }
     }
@@ -107,23 +107,21 @@ impl Cursor {
         let (Some(id), true, false) = (self.id, self.ahead.is_empty(), self.done) else {
             return;
         };
-        // into the same buffer every time: a chunk's rows are tens of KB, and
-        // a new buffer grown to that for each chunk cost more than reading them
-        let rows = &mut self.ahead;
-        rows.reserve(SCAN_CHUNK as usize);
+        let chunk = &mut self.ahead;
+        chunk.clear();
         let fetched = match scan {
             Some(scan) => scan.rows(self.next, first(id + 1), SCAN_CHUNK, |row, hash, body| {
-                rows.push_back(parse(row, hash, body))
+                chunk.push(row, hash, body)
             }),
             None => Err(Failed(rusqlite::ffi::SQLITE_ERROR)),
         };
         match fetched {
             Ok(()) => {
-                self.done = (rows.len() as i64) < SCAN_CHUNK;
-                self.next = rows.back().map_or(self.next, |r| r.0 + 1);
+                self.done = (chunk.rows.len() as i64) < SCAN_CHUNK;
+                self.next = chunk.rows.last().map_or(self.next, |r| r.0 + 1);
             }
             Err(_) => {
-                rows.clear();
+                chunk.clear();
                 self.done = true; // a read error: every lookup falls back
             }
         }
@@ -132,11 +130,47 @@ impl Cursor {
     /// The next row's outcome when it is `sample`'s (then the cursor moves past it).
     fn take(&mut self, scan: Option<&mut Scan>, sample: &SampleHash) -> Option<Option<Outcome>> {
         self.fill(scan);
-        match self.ahead.front() {
-            Some((_, Some(hash), _)) if hash == sample => self
-                .ahead
-                .pop_front()
-                .map(|(_, _, found)| found.and_then(Found::into_outcome)),
+        self.ahead.take(sample)
+    }
+}
+
+/// A chunk of rows as they are stored, their outcomes built one at a time as they
+/// are taken: (row id, sample hash, where its body is in `bodies`) a row, the bodies
+/// one after another (reused from chunk to chunk).
+#[derive(Default)]
+struct Chunk {
+    rows: Vec<(i64, Option<SampleHash>, std::ops::Range<usize>)>,
+    bodies: Vec<u8>,
+    /// The first row not taken yet.
+    at: usize,
+}
+
+impl Chunk {
+    fn is_empty(&self) -> bool {
+        self.at == self.rows.len()
+    }
+
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.bodies.clear();
+        self.at = 0;
+    }
+
+    fn push(&mut self, row: i64, hash: &[u8], body: &[u8]) {
+        let start = self.bodies.len();
+        self.bodies.extend_from_slice(body);
+        let hash = <SampleHash>::try_from(hash).ok();
+        self.rows.push((row, hash, start..self.bodies.len()));
+    }
+
+    /// The next row's outcome (`None` inside when it does not read as one), when
+    /// that row is `sample`'s.
+    fn take(&mut self, sample: &SampleHash) -> Option<Option<Outcome>> {
+        match self.rows.get(self.at) {
+            Some((_, Some(hash), body)) if hash == sample => {
+                self.at += 1;
+                Some(outcome_of(&self.bodies[body.clone()]))
+            }
             _ => None,
         }
     }

@@ -225,13 +225,13 @@ impl<'a> Parts<'a> {
                 }
                 let (text, after) = at.split_at_checked(len)?;
                 at = after;
-                Some(std::str::from_utf8(text).ok()?)
+                Some(utf8(text)?)
             }
         };
         let rest = match flags & REST {
             0 if at.is_empty() => None,
             0 => return None,
-            _ => Some(std::str::from_utf8(at).ok()?),
+            _ => Some(utf8(at)?),
         };
         Some(Parts {
             score,
@@ -240,6 +240,17 @@ impl<'a> Parts<'a> {
             duration,
             rest,
         })
+    }
+}
+
+/// `bytes` as text, when they are UTF-8. Most reasons are a few ASCII letters, which
+/// are checked inline: the general check was a twentieth of a warm run's reading.
+fn utf8(bytes: &[u8]) -> Option<&str> {
+    if bytes.is_ascii() {
+        // SAFETY: ASCII is UTF-8.
+        Some(unsafe { std::str::from_utf8_unchecked(bytes) })
+    } else {
+        std::str::from_utf8(bytes).ok()
     }
 }
 
@@ -275,72 +286,38 @@ impl Row {
     }
 }
 
-/// A row read back, its outcome not built yet (a cache scan holds a chunk of these,
-/// a fraction of the outcomes' size, and builds each outcome once, as it hands it on).
-pub(super) struct Found {
-    score: Option<f64>,
-    valid: bool,
-    reason: Option<compact_str::CompactString>,
-    duration: f64,
-    rest: Option<Box<str>>,
-}
-
 /// A row read with [`COLUMNS`]: its id, sample hash and outcome (`None` when it does
 /// not read as one: a row from another version of rwb, evaluated again).
 pub(super) fn decode(
     row: &rusqlite::Row,
 ) -> rusqlite::Result<(i64, Option<SampleHash>, Option<Outcome>)> {
-    let (id, hash, found) = read_row(row)?;
-    Ok((id, hash, found.and_then(Found::into_outcome)))
-}
-
-/// A row read with [`COLUMNS`] as it is stored: its id, sample hash and parts (`None`
-/// when its body does not read as one), the outcome not built yet.
-pub(super) fn read_row(
-    row: &rusqlite::Row,
-) -> rusqlite::Result<(i64, Option<SampleHash>, Option<Found>)> {
     let id: i64 = row.get(0)?;
-    let hash = row.get_ref(1)?.as_blob().unwrap_or_default();
+    let hash = <SampleHash>::try_from(row.get_ref(1)?.as_blob().unwrap_or_default()).ok();
     let body = row.get_ref(2)?.as_blob().unwrap_or_default();
-    Ok(parse(id, hash, body))
+    Ok((id, hash, outcome_of(body)))
 }
 
-/// A row's id, sample hash and parts (`None` when its body does not read as one)
-/// from the bytes of its columns.
-pub(super) fn parse(id: i64, hash: &[u8], body: &[u8]) -> (i64, Option<SampleHash>, Option<Found>) {
-    let hash = <SampleHash>::try_from(hash).ok();
-    let found = Parts::read(body).map(|p| Found {
-        score: p.score,
-        valid: p.valid,
-        reason: p.reason.map(Into::into),
-        duration: p.duration,
-        rest: p.rest.map(Box::from),
-    });
-    (id, hash, found)
-}
-
-impl Found {
-    /// The outcome this row stores, or `None` when its rest does not read as one
-    /// (a row from another version of rwb, evaluated again).
-    pub(super) fn into_outcome(self) -> Option<Outcome> {
-        let rest = match self.rest.as_deref() {
-            None => Rest::default(),
-            Some(text) => serde_json::from_str::<Rest>(text).ok()?,
-        };
-        Some(Outcome {
-            score: self.score,
-            is_score_valid: self.valid,
-            reason: self.reason,
-            metrics: rest.metrics,
-            step_outputs: rest.step_outputs,
-            error: rest.error,
-            result_error: rest.result_error,
-            duration_ms: self.duration,
-            output: rest.output,
-            repeat: None,
-            swallowed: None,
-        })
-    }
+/// The outcome a row's body stores, or `None` when it does not read as one (a row
+/// from another version of rwb, evaluated again).
+pub(super) fn outcome_of(body: &[u8]) -> Option<Outcome> {
+    let parts = Parts::read(body)?;
+    let rest = match parts.rest {
+        None => Rest::default(),
+        Some(text) => serde_json::from_str::<Rest>(text).ok()?,
+    };
+    Some(Outcome {
+        score: parts.score,
+        is_score_valid: parts.valid,
+        reason: parts.reason.map(Into::into),
+        metrics: rest.metrics,
+        step_outputs: rest.step_outputs,
+        error: rest.error,
+        result_error: rest.result_error,
+        duration_ms: parts.duration,
+        output: rest.output,
+        repeat: None,
+        swallowed: None,
+    })
 }
 
 /// The id of code `key`, if it has one.

@@ -11,9 +11,10 @@ use rusqlite::{ffi, Connection};
 use std::ffi::{c_int, CString};
 use std::ptr::NonNull;
 
-/// Row id, sample hash and body of a code's rows from `?1` on, below `?2`, in order.
-const SQL: &str =
-    "SELECT row, sample_hash, body FROM results WHERE row >= ?1 AND row < ?2 ORDER BY row LIMIT ?3";
+/// Row id, sample hash and body of the rows from `?1` on, in order. Where the rows
+/// end and how many are read is checked as they come, not in SQL: SQLite ran four
+/// more of its instructions a row for them.
+const SQL: &str = "SELECT row, sample_hash, body FROM results WHERE row >= ?1 ORDER BY row";
 
 /// A prepared scan statement of one connection (its [`super::read::CacheReader`]'s).
 ///
@@ -75,17 +76,23 @@ impl Scan {
         // (see `prepare`); every slice is read before the next step or reset, the
         // two calls that may free what SQLite's pointers point to.
         unsafe {
-            for (i, value) in [from, to, limit].into_iter().enumerate() {
-                let rc = ffi::sqlite3_bind_int64(stmt, i as c_int + 1, value);
-                if rc != ffi::SQLITE_OK {
-                    ffi::sqlite3_reset(stmt);
-                    return Err(Failed(rc));
-                }
+            let rc = ffi::sqlite3_bind_int64(stmt, 1, from);
+            if rc != ffi::SQLITE_OK {
+                ffi::sqlite3_reset(stmt);
+                return Err(Failed(rc));
             }
+            let mut left = limit;
             let ended = loop {
+                if left <= 0 {
+                    break Ok(());
+                }
+                left -= 1;
                 match ffi::sqlite3_step(stmt) {
                     ffi::SQLITE_ROW => {
                         let id = ffi::sqlite3_column_int64(stmt, 0);
+                        if id >= to {
+                            break Ok(()); // the next code's rows
+                        }
                         let hash = blob(stmt, 1);
                         let body = blob(stmt, 2);
                         each(id, hash, body);

@@ -54,6 +54,45 @@ fn results_answered_out_of_order_are_read_back_as_one_scan() {
     assert_eq!(reader.lookup(&[5; 32], &hash(1)), None, "another code");
 }
 
+#[test]
+fn a_scan_stops_where_its_code_ends_though_the_next_code_stores_the_same_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open(dir.path()).unwrap();
+    let other: CodeKey = [5; 32];
+    let writer = store.writer().unwrap();
+    // the first code's rows end at a chunk's end; the next code's rows follow them
+    // in the table, for the same samples with other scores
+    for i in 0..512 {
+        writer.put_at(&KEY, &hash(i), i, true, &scored(i));
+    }
+    for i in 0..600 {
+        writer.put_at(&other, &hash(i), i, true, &scored(i + 1000));
+    }
+    writer.finish();
+    let mut reader = store.reader().unwrap();
+    for i in 0..512 {
+        assert_eq!(reader.lookup(&KEY, &hash(i)), Some(scored(i)), "sample {i}");
+    }
+    // the file again from its start: the next rows in the table are the other
+    // code's, for these very samples, and must not answer for this code
+    for i in 0..3 {
+        assert_eq!(reader.lookup(&KEY, &hash(i)), Some(scored(i)), "again {i}");
+    }
+    assert_eq!(
+        reader.lookup(&KEY, &hash(550)),
+        None,
+        "a sample only the other has"
+    );
+    for i in 0..600 {
+        let found = reader.lookup(&other, &hash(i));
+        assert_eq!(
+            found,
+            Some(scored(i + 1000)),
+            "sample {i} of the other code"
+        );
+    }
+}
+
 /// One commit of 100 rows (three inserts of 32 rows and four alone), then one that
 /// replaces rows inserted both ways and adds more, with a replacement of a row queued
 /// in the same commit: every sample reads back as last stored, once.
