@@ -302,14 +302,22 @@ impl Printer {
         }
     }
 
-    pub fn add(&mut self, event: Event) {
-        let Event::Result {
+    /// Takes a batch of the run's events, in the order they came.
+    pub fn add_all(&mut self, events: Vec<Event>) {
+        for Event::Result {
             evaluator,
             at,
             hash,
             outcome,
             ..
-        } = event;
+        } in events
+        {
+            self.add_outcome(evaluator, at, hash, outcome);
+        }
+    }
+
+    #[inline(always)]
+    fn add_outcome(&mut self, evaluator: usize, at: SampleRef, hash: [u8; 16], outcome: Outcome) {
         self.summaries[evaluator].add(&outcome);
         self.seconds[evaluator].add(&at, &outcome);
         if let Some(r) = self.repeats[evaluator].as_mut() {
@@ -1131,13 +1139,13 @@ mod tests {
             (1, 1),
             (0, 2),
         ] {
-            printer.add(Event::Result {
+            printer.add_all(vec![Event::Result {
                 evaluator,
                 at: at_in_folder(sample),
                 hash: [sample as u8; 16],
                 outcome: outcomes[(sample + evaluator) % outcomes.len()].clone(),
                 cached: false,
-            });
+            }]);
         }
         let mut expected = String::new();
         for sample in 0..4 {
