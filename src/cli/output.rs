@@ -454,9 +454,20 @@ impl Printer {
         self.note_member(sample);
         let mut text = std::mem::take(&mut self.line);
         text.clear();
-        for i in 0..sample.outcomes.len() {
-            let row = self.row(sample, i);
-            row.write_to(&mut text);
+        // no baseline, labels or logged facts: the rows have none of their fields
+        let plain = self.baseline.is_none() && self.human.is_none() && sample.at.facts.is_none();
+        for (i, outcome) in sample.outcomes.iter().enumerate() {
+            if plain {
+                let file = sample.at.file;
+                let row = ResultRow::new(&sample.at, &self.labels[file], &self.names[i], outcome);
+                let known = Known {
+                    file: Some(&self.known_files[file]),
+                    evaluator: Some(&self.known_names[i]),
+                };
+                row.write_json(&mut text, known);
+            } else {
+                self.row(sample, i).write_to(&mut text);
+            }
             text.push(b'\n');
         }
         let _ = self.out.write_all(&text);
@@ -1164,6 +1175,35 @@ mod tests {
         }
         printer.finish(&RunStats::default(), 0.0);
         (std::fs::read_to_string(file.path()).unwrap(), expected)
+    }
+
+    #[test]
+    fn one_evaluator_s_rows_are_printed_in_sample_order_whatever_order_they_arrive_in() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let out = Box::new(file.reopen().unwrap());
+        let (names, labels) = (vec!["only".to_string()], vec!["s.jsonl".to_string()]);
+        let mut printer = Printer::with_output(Format::Jsonl, names, labels, out);
+        // in order, then ahead of the next, then in order again, in batches of 2
+        let order = [0, 1, 3, 2, 4, 6, 5, 7];
+        for pair in order.chunks(2) {
+            let events = pair.iter().map(|&sample| Event::Result {
+                evaluator: 0,
+                at: at(sample),
+                hash: [sample as u8; 16],
+                outcome: Outcome::scored(sample as f64, Default::default()),
+                cached: true,
+            });
+            printer.add_all(events.collect());
+        }
+        printer.finish(&RunStats::default(), 0.0);
+        let written = std::fs::read_to_string(file.path()).unwrap();
+        let samples: Vec<(u64, f64)> = written
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .map(|v| (v["sample"].as_u64().unwrap(), v["score"].as_f64().unwrap()))
+            .collect();
+        let expected: Vec<(u64, f64)> = (0..8).map(|i| (i, i as f64)).collect();
+        assert_eq!(samples, expected);
     }
 
     #[test]
