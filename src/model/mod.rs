@@ -505,6 +505,9 @@ pub mod kinds {
 pub struct Outcome {
     pub score: Option<f64>,
     pub is_score_valid: bool,
+    /// Held inline up to 24 bytes: most reasons are short, and a cached outcome's
+    /// reason then costs no allocation on the run's thread and no free on the
+    /// printer's.
     pub reason: Option<CompactString>,
     #[serde(default)]
     pub metrics: Map<String, Value>,
