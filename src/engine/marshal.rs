@@ -406,21 +406,18 @@ impl Parser<'_> {
 /// all ASCII: one pass, eight bytes at a time (a sample's text is most of what the
 /// workers are sent, and a byte at a time this was a tenth of packing it).
 fn scan(bytes: &[u8]) -> (bool, bool) {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
     let (mut low, mut high) = (0u64, 0u64);
     let mut words = bytes.chunks_exact(8);
     for word in &mut words {
         let x = u64::from_ne_bytes(word.try_into().expect("eight bytes"));
-        // a byte below 0x20 makes its byte of the difference borrow into bit 7
-        // (exact for whether any byte is below it: ASCII bytes are below 0x80)
-        low |= x.wrapping_sub(ONES * 0x20) & !x;
+        low |= crate::model::some_byte_below(x, 0x20);
         high |= x;
     }
     let rest = words.remainder();
     let rest_low = rest.iter().any(|&b| b < 0x20);
     let rest_high = rest.iter().any(|&b| b >= 0x80);
-    (low & HIGH != 0 || rest_low, high & HIGH == 0 && !rest_high)
+    let ascii = high & (crate::model::ONES * 0x80) == 0 && !rest_high;
+    (low != 0 || rest_low, ascii)
 }
 
 /// An int: 4 bytes when it fits in an i32, else as CPython's long (15-bit digits,

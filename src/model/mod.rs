@@ -773,19 +773,26 @@ fn json_str(out: &mut Vec<u8>, s: &str) {
     }
 }
 
+/// Eight bytes at once: `ONES * b` is the word of eight bytes `b`.
+pub(crate) const ONES: u64 = u64::from_ne_bytes([1; 8]);
+
+/// Non-zero when some byte of the word `x` is below `n` (`n` at most 0x80): the
+/// subtraction borrows into that byte's high bit. A borrow may mark a byte above it
+/// too, so the answer is exact for "some byte", not for which one.
+pub(crate) fn some_byte_below(x: u64, n: u8) -> u64 {
+    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
+    x.wrapping_sub(ONES * n as u64) & !x & HIGH
+}
+
 /// Whether `s` has a byte JSON escapes (a control character, `"` or `\\`), checked
 /// eight bytes at a time.
 fn needs_escape(s: &[u8]) -> bool {
-    const ONES: u64 = u64::from_ne_bytes([1; 8]);
-    const HIGH: u64 = u64::from_ne_bytes([0x80; 8]);
-    // a byte of `x` is below `n` (n <= 0x80): the high bit of that byte's difference
-    let below = |x: u64, n: u8| x.wrapping_sub(ONES * n as u64) & !x & HIGH;
     let mut words = s.chunks_exact(8);
     for word in &mut words {
         let x = u64::from_ne_bytes(word.try_into().expect("eight bytes"));
-        let quote = below(x ^ (ONES * b'"' as u64), 1);
-        let backslash = below(x ^ (ONES * b'\\' as u64), 1);
-        if below(x, 0x20) | quote | backslash != 0 {
+        let quote = some_byte_below(x ^ (ONES * b'"' as u64), 1);
+        let backslash = some_byte_below(x ^ (ONES * b'\\' as u64), 1);
+        if some_byte_below(x, 0x20) | quote | backslash != 0 {
             return true;
         }
     }

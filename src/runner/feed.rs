@@ -164,7 +164,7 @@ impl<'a> Feed<'a> {
         outcome: Outcome,
         cached: bool,
     ) {
-        let event = || Event::Result {
+        let event = Event::Result {
             evaluator,
             at: at.clone(),
             hash,
@@ -172,11 +172,10 @@ impl<'a> Feed<'a> {
             cached,
         };
         if self.direct.is_none() {
-            let _ = self.events.send(event());
+            let _ = self.events.send(event);
             return;
         }
-        // made where it is pushed: an event built first was moved once more
-        self.outbox.push(event());
+        self.outbox.push(event);
         if self.outbox.len() >= OUTBOX_EVENTS {
             self.send_outbox();
         }

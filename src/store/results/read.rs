@@ -109,12 +109,13 @@ impl Cursor {
         };
         let chunk = &mut self.ahead;
         chunk.clear();
-        let fetched = match scan {
-            Some(scan) => scan.rows(self.next, first(id + 1), SCAN_CHUNK, |row, hash, body| {
-                chunk.push(row, hash, body)
-            }),
-            None => Err(Failed(rusqlite::ffi::SQLITE_ERROR)),
+        let Some(scan) = scan else {
+            self.done = true; // no scan: every lookup falls back
+            return;
         };
+        let fetched = scan.rows(self.next, first(id + 1), SCAN_CHUNK, |row, hash, body| {
+            chunk.push(row, hash, body)
+        });
         match fetched {
             Ok(()) => {
                 self.done = (chunk.rows.len() as i64) < SCAN_CHUNK;
