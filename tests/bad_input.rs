@@ -598,3 +598,147 @@ fn saved_output_in_the_workspace_is_skipped_with_one_warning() {
         )
     );
 }
+
+/// An evaluator that takes a few milliseconds a sample: a long run, stopped early.
+const SLOW_EVALUATOR: &str = "import time\ndef evaluate(messages, **kwargs):\n    time.sleep(0.004)\n    return len(messages[-1]['content']) / 1000.0\n";
+
+/// `rwb run DIR --format jsonl --jobs 2`, its stdout going to `stdout`.
+fn run_into(ws: &Ws, stdout: std::process::Stdio) -> std::process::Child {
+    std::process::Command::new(RWB)
+        .args(["run", ws.path().to_str().unwrap(), "--format", "jsonl"])
+        .args(["--jobs", "2"])
+        .current_dir(ws.path())
+        .env_remove("VIRTUAL_ENV")
+        .stdin(std::process::Stdio::null())
+        .stdout(stdout)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("rwb runs")
+}
+
+/// Waits for `child`, failing the test (and killing it) past the suite's run limit.
+fn finished(mut child: std::process::Child) -> Run {
+    let started = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if started.elapsed() > RUN_LIMIT {
+            let _ = child.kill();
+            panic!("rwb still ran after {RUN_LIMIT:?}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    Run::from(child.wait_with_output().unwrap())
+}
+
+#[test]
+fn a_full_disk_under_stdout_stops_the_run_with_one_line_and_the_cache_keeps_what_ran() {
+    let n = 6000;
+    let ws = Ws::new(&[
+        ("metrics/slow/main.py", SLOW_EVALUATOR),
+        ("samples.jsonl", &samples(n)),
+    ]);
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let run = finished(run_into(&ws, full.into()));
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    let said: Vec<&str> = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("standard output"))
+        .collect();
+    assert_eq!(
+        said,
+        ["rwb: cannot write the results to standard output: No space left on device (os error 28); what was evaluated is in the cache, and the next run prints it without evaluating it again. Free some space or send the output elsewhere (`> FILE`), then run again."],
+        "{}",
+        run.stderr
+    );
+    // it stopped where the output did, long before the last sample
+    let first = run.evaluated("slow");
+    assert!(
+        first > 0 && first < n / 2,
+        "evaluated {first}:\n{}",
+        run.stderr
+    );
+    // what it evaluated is cached, and a run to a file gives every score right
+    let again = ws.run(&["--jobs", "2"]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert_eq!(again.evaluated("slow"), n - first, "{}", again.stderr);
+    let rows = again.rows();
+    assert_eq!(rows.len(), n);
+    for (i, row) in rows.iter().enumerate() {
+        let words = i % 30 + 1;
+        let expected = (5 * words - 1) as f64 / 1000.0;
+        assert_eq!(row["sample"], i as u64);
+        assert_eq!(row["score"].as_f64(), Some(expected), "{row}");
+    }
+}
+
+#[test]
+fn a_reader_that_closes_the_pipe_ends_the_run_quietly_and_early() {
+    let n = 6000;
+    let ws = Ws::new(&[
+        ("metrics/slow/main.py", SLOW_EVALUATOR),
+        ("samples.jsonl", &samples(n)),
+    ]);
+    // `rwb run | head -1`
+    let mut child = run_into(&ws, std::process::Stdio::piped());
+    let mut out = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    assert!(line.contains("\"evaluator\":\"slow\""), "{line}");
+    drop(out);
+    let run = finished(child);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    assert!(!run.stderr.contains("cannot write"), "{}", run.stderr);
+    let evaluated = run.evaluated("slow");
+    assert!(
+        evaluated < n / 2,
+        "evaluated {evaluated} of {n}:\n{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_command_that_prints_into_a_closed_pipe_ends_quietly_not_with_a_panic() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(3)),
+    ]);
+    // `rwb check | true`: the reader is gone before the first line
+    let mut child = std::process::Command::new(RWB)
+        .args(["check", ws.path().to_str().unwrap()])
+        .current_dir(ws.path())
+        .env_remove("VIRTUAL_ENV")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let run = finished(child);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
+    // and into a full disk: one line, exit code 2
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let child = std::process::Command::new(RWB)
+        .args(["check", ws.path().to_str().unwrap()])
+        .current_dir(ws.path())
+        .env_remove("VIRTUAL_ENV")
+        .stdin(std::process::Stdio::null())
+        .stdout(full)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let run = finished(child);
+    assert_eq!(run.code, 2, "{}", run.stderr);
+    assert_eq!(
+        run.stderr,
+        "rwb: cannot write to standard output: No space left on device (os error 28)\n"
+    );
+}

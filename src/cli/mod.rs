@@ -346,6 +346,7 @@ pub(crate) fn print_warnings(workspace: &Workspace) {
 
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    end_quietly_when_stdout_closes();
     let result = match cli.command {
         Some(Command::Init { dir, trainer }) => init::init(
             &dir.unwrap_or_else(|| PathBuf::from(".")),
@@ -392,6 +393,33 @@ pub fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The commands that print with `println!` (`check`, `preview`, `init`, …) panic
+/// when standard output is gone. A reader that closed the pipe (`rwb check | head`)
+/// wanted no more: the command ends quietly, as `grep` and `rg` do. Any other
+/// failure to write (a full disk) is said in one line, exit code 2. Every other
+/// panic goes to the hook that was there (the terminal's restore, the default).
+/// `rwb run` writes through its printer, which stops the run itself.
+fn end_quietly_when_stdout_closes() {
+    let earlier = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let payload = info.payload();
+        let message = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or_default();
+        // the words of std's `print!` family when a write fails
+        if let Some(error) = message.strip_prefix("failed printing to stdout: ") {
+            if error.contains(&format!("(os error {})", libc::EPIPE)) {
+                std::process::exit(0);
+            }
+            eprintln!("rwb: cannot write to standard output: {error}");
+            std::process::exit(2);
+        }
+        earlier(info)
+    }));
 }
 
 /// For `serve` and `tunnel`: one thread runs the HTTP server and talks to the

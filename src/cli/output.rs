@@ -17,6 +17,54 @@ const OUT_BUFFER: usize = 1 << 18;
 /// event can complete at once is never needed).
 const SPARE_LISTS: usize = 64;
 
+/// Standard output (or a test's file) that keeps the first error a write meets (a
+/// closed pipe, a full disk) and takes nothing after it: every write site stays
+/// simple, and the run stops and says why once ([`Printer::unwritten`]).
+struct Latched {
+    inner: Box<dyn Write + Send>,
+    failed: Option<std::io::Error>,
+}
+
+impl Latched {
+    fn keep<T: Default>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
+        match result {
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Err(e),
+            Err(e) => {
+                self.failed = Some(e);
+                Ok(T::default())
+            }
+            ok => ok,
+        }
+    }
+}
+
+impl Write for Latched {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.failed.is_some() {
+            return Ok(buf.len());
+        }
+        let written = self.inner.write(buf);
+        self.keep(written)
+            .map(|n| if self.failed.is_some() { buf.len() } else { n })
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if self.failed.is_some() {
+            return Ok(());
+        }
+        let written = self.inner.write_all(buf);
+        self.keep(written)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.failed.is_some() {
+            return Ok(());
+        }
+        let flushed = self.inner.flush();
+        self.keep(flushed)
+    }
+}
+
 /// One sample with every evaluator's outcome, in evaluator order.
 pub struct SampleResults {
     pub at: SampleRef,
@@ -234,7 +282,7 @@ pub struct Printer {
     reorder: Reorder,
     summaries: Vec<SummaryBuilder>,
     kept: Vec<SampleResults>,
-    out: std::io::BufWriter<Box<dyn Write + Send>>,
+    out: std::io::BufWriter<Latched>,
     /// The JSONL rows of one sample, as they are encoded (kept to reuse its memory).
     line: Vec<u8>,
     ready: Vec<SampleResults>,
@@ -288,7 +336,13 @@ impl Printer {
             labels,
             kept: Vec::new(),
             line: Vec::new(),
-            out: std::io::BufWriter::with_capacity(OUT_BUFFER, out),
+            out: std::io::BufWriter::with_capacity(
+                OUT_BUFFER,
+                Latched {
+                    inner: out,
+                    failed: None,
+                },
+            ),
             ready: Vec::new(),
             errors: 0,
             baseline: None,
@@ -300,6 +354,12 @@ impl Printer {
             human: None,
             member: None,
         }
+    }
+
+    /// The error that stopped the output (a reader that closed the pipe, a full
+    /// disk), once a write has met one: nothing is written after it.
+    pub fn unwritten(&self) -> Option<&std::io::Error> {
+        self.out.get_ref().failed.as_ref()
     }
 
     /// Takes a batch of the run's events, in the order they came.
@@ -564,7 +624,12 @@ impl Printer {
 
     /// Writes what the format keeps for the end, then the summary: after the table
     /// on stdout, or on stderr for the machine formats (stdout holds only results).
-    pub fn finish(mut self, stats: &RunStats, seconds: f64) -> Vec<Summary> {
+    /// Gives the summaries, and the error that stopped the output if one did.
+    pub fn finish(
+        mut self,
+        stats: &RunStats,
+        seconds: f64,
+    ) -> (Vec<Summary>, Option<std::io::Error>) {
         let summaries = self.summaries();
         let rewards = self.training.take().map(RewardRows::finish);
         match self.format {
@@ -681,7 +746,9 @@ impl Printer {
             }
             let _ = out.flush();
         }
-        summaries
+        let _ = self.out.flush();
+        let unwritten = self.out.get_mut().failed.take();
+        (summaries, unwritten)
     }
 
     fn write_table(&mut self, rewards: Option<&Rewards>) -> std::io::Result<()> {
@@ -1259,5 +1326,67 @@ mod tests {
             (first["baseline_score"].clone(), first["delta"].clone()),
             (json!(0.25), json!(1e300 - 0.25))
         );
+    }
+
+    /// A disk that fills after `room` bytes, counting the writes it is asked for.
+    struct Filling {
+        room: usize,
+        asked: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl Write for Filling {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.asked
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if self.room == 0 {
+                return Err(std::io::Error::from_raw_os_error(libc::ENOSPC));
+            }
+            let n = buf.len().min(self.room);
+            self.room -= n;
+            Ok(n)
+        }
+
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn the_first_failed_write_is_kept_and_nothing_is_written_after_it() {
+        let asked = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let out = Box::new(Filling {
+            room: 3 * OUT_BUFFER / 2,
+            asked: asked.clone(),
+        });
+        let (names, labels) = (vec!["only".to_string()], vec!["s.jsonl".to_string()]);
+        let mut printer = Printer::with_output(Format::Jsonl, names, labels, out);
+        let mut sample = 0;
+        while printer.unwritten().is_none() {
+            let events = (sample..sample + 100).map(|i| Event::Result {
+                evaluator: 0,
+                at: at(i),
+                hash: [0; 16],
+                outcome: Outcome::scored(0.5, Default::default()),
+                cached: true,
+            });
+            printer.add_all(events.collect());
+            sample += 100;
+            assert!(sample < 1_000_000, "a full disk was never noticed");
+        }
+        let error = printer.unwritten().unwrap();
+        assert_eq!(error.kind(), std::io::ErrorKind::StorageFull, "{error}");
+        let when = asked.load(std::sync::atomic::Ordering::Relaxed);
+        // more rows and the end: not one more write reaches the full disk
+        printer.add_all(vec![Event::Result {
+            evaluator: 0,
+            at: at(sample),
+            hash: [0; 16],
+            outcome: Outcome::scored(0.5, Default::default()),
+            cached: true,
+        }]);
+        let (_, unwritten) = printer.finish(&RunStats::default(), 0.0);
+        assert_eq!(asked.load(std::sync::atomic::Ordering::Relaxed), when);
+        let unwritten = unwritten.expect("finish gives the error back");
+        assert_eq!(unwritten.raw_os_error(), Some(libc::ENOSPC));
     }
 }

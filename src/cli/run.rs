@@ -136,7 +136,12 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let errors = printer.errors;
     let agreements = printer.agreements();
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);
-    let summaries = printer.finish(&stats, started.elapsed().as_secs_f64());
+    let (summaries, unwritten) = printer.finish(&stats, started.elapsed().as_secs_f64());
+    if let Some(e) = unwritten {
+        // the run stopped where its output did: nothing it did not print is recorded
+        // as this code's scores or saved as a baseline
+        return Ok(stopped_output(&e, session.runner.store().is_some()));
+    }
     let scored: Vec<crate::store::Scored> = summaries
         .iter()
         .map(|s| crate::store::Scored {
@@ -163,6 +168,25 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Where a run ends when standard output would take no more. A reader that closed
+/// the pipe (`rwb run | head`) wanted no more: a quiet end, as `grep` and `rg` do.
+/// Anything else (a full disk) is said once, with what became of the scores.
+fn stopped_output(error: &std::io::Error, cached: bool) -> ExitCode {
+    if error.kind() == std::io::ErrorKind::BrokenPipe {
+        return ExitCode::SUCCESS;
+    }
+    let kept = if cached {
+        "what was evaluated is in the cache, and the next run prints it without evaluating it again"
+    } else {
+        "with --no-cache, what was evaluated was not kept"
+    };
+    eprintln!(
+        "rwb: cannot write the results to standard output: {error}; {kept}. \
+         Free some space or send the output elsewhere (`> FILE`), then run again."
+    );
+    ExitCode::from(2)
 }
 
 /// Batches of results the printing thread may be behind by: the run waits beyond it.
@@ -216,6 +240,10 @@ fn spawn_printing(
                 // a batch at a time: passed on one by one, each event (a few
                 // hundred bytes) was moved three times more
                 printer.add_all(batch);
+                if printer.unwritten().is_some() {
+                    // stdout is closed or full: dropping the receiver stops the run
+                    break;
+                }
             }
             Printed {
                 printer,

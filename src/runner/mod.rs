@@ -398,6 +398,9 @@ impl Runner {
         // read before it are still evaluated, then the error is the run's
         let mut failed = None;
         for line in lines {
+            if events.is_closed() {
+                break; // nobody listens any more (stdout closed): no more work
+            }
             match line {
                 Ok(line) => feed.line(line).await,
                 Err(e) => {
