@@ -27,14 +27,18 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const RACY_SLACK: Duration = Duration::from_secs(2);
 /// The first bytes of a memo file; the digit changes with the format or with what
 /// a line hash is.
-const MAGIC: &[u8; 8] = b"rwbline3";
+const MAGIC: &[u8; 8] = b"rwbline4";
 const HEADER: usize = 8 + 7 * 8 + 8;
-/// A line's record: its offset (with the [`BAD`] bit), its line number and byte
-/// length (32 bits each), its hash.
+/// A line's record: its offset (with the [`BAD`] and [`FACTS`] bits), its line number
+/// and byte length (32 bits each), its hash.
 const RECORD: usize = 32;
 /// The bit of a record's offset that marks a bad line (its reason is found again by
 /// checking it).
 const BAD: u64 = 1 << 63;
+/// The bit of a record's offset that marks a row file's line that carries its
+/// source's facts after its sample text (see [`super::rows`]): a reader that skips
+/// the texts still reads those.
+const FACTS: u64 = 1 << 62;
 
 /// What identifies one version of a file's content without reading it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -95,6 +99,8 @@ pub struct Remembered {
     /// one is read again whole, for its reason).
     pub len: u32,
     pub bad: bool,
+    /// Whether the source's facts follow the text on its line (a row file's).
+    pub facts: bool,
     pub hash: [u8; 16],
 }
 
@@ -106,13 +112,15 @@ impl Remembered {
         line: usize,
         len: usize,
         bad: bool,
+        facts: bool,
         hash: [u8; 16],
     ) -> Option<Remembered> {
         Some(Remembered {
-            offset,
+            offset: (offset & (BAD | FACTS) == 0).then_some(offset)?,
             line: u32::try_from(line).ok()?,
             len: u32::try_from(len).ok()?,
             bad,
+            facts,
             hash,
         })
     }
@@ -224,10 +232,11 @@ impl Iterator for MemoReader {
         self.left -= 1;
         let word = u64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
         Some(Remembered {
-            offset: word & !BAD,
+            offset: word & !(BAD | FACTS),
             line: u32::from_le_bytes(record[8..12].try_into().expect("4 bytes")),
             len: u32::from_le_bytes(record[12..16].try_into().expect("4 bytes")),
             bad: word & BAD != 0,
+            facts: word & FACTS != 0,
             hash: record[16..].try_into().expect("16 bytes"),
         })
     }
@@ -250,7 +259,8 @@ impl MemoWriter {
             self.failed = true;
             return;
         };
-        let word = line.offset | if line.bad { BAD } else { 0 };
+        let word =
+            line.offset | if line.bad { BAD } else { 0 } | if line.facts { FACTS } else { 0 };
         let mut record = [0u8; RECORD];
         record[..8].copy_from_slice(&word.to_le_bytes());
         record[8..12].copy_from_slice(&line.line.to_le_bytes());
@@ -381,6 +391,7 @@ mod tests {
                 line: u32::from(i) * 2 + 1,
                 len: u32::from(i) * 10,
                 bad: i == 3,
+                facts: i % 2 == 1,
                 hash: [i; 16],
             })
             .collect()
@@ -460,7 +471,7 @@ mod tests {
         std::fs::write(&path, &bytes[..bytes.len() - 1]).unwrap();
         assert!(memos.open(&file, &stamp).is_none(), "truncated");
         let mut foreign = bytes.clone();
-        foreign[..8].copy_from_slice(b"rwbline2");
+        foreign[..8].copy_from_slice(b"rwbline3");
         std::fs::write(&path, &foreign).unwrap();
         assert!(memos.open(&file, &stamp).is_none(), "another format");
     }

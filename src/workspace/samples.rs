@@ -384,7 +384,8 @@ impl SamplesReader {
             }
         };
         if let (Some(recorder), None) = (&mut self.recorder, remembered) {
-            let line = Remembered::of(offset, at.line, len, bad.is_some(), hash);
+            let facts = at.facts.is_some();
+            let line = Remembered::of(offset, at.line, len, bad.is_some(), facts, hash);
             recorder.record(at.file, line);
         }
         // packed where the parse took the place of the check; a line its memo or
@@ -495,9 +496,7 @@ impl SamplesReader {
                         return Some(Err(e));
                     }
                 };
-                // an rwb JSONL file (not a row file, whose lines carry their facts)
-                let plain = self.files[self.next_file].foreign.is_none();
-                self.vouched = self.wanted.is_some() && self.memo.is_some() && plain;
+                self.vouched = self.wanted.is_some() && self.memo.is_some();
                 self.last_vouched = None;
                 self.current = Some((self.next_file, reader));
                 self.next_file += 1;
@@ -569,10 +568,13 @@ impl SamplesReader {
             return None;
         };
         self.last_vouched = Some(line.offset);
-        let (file, reader) = self.current.as_mut().expect("a vouched file is open");
-        let at = SampleRef {
+        let file = self.current.as_ref().expect("a vouched file is open").0;
+        // a row file's line: its facts follow its text
+        let foreign = self.files[file].foreign.is_some();
+        let (_, reader) = self.current.as_mut().expect("a vouched file is open");
+        let mut at = SampleRef {
             index: self.index,
-            file: *file,
+            file,
             line: line.line as usize,
             facts: None,
         };
@@ -582,25 +584,38 @@ impl SamplesReader {
             .wanted
             .as_ref()
             .is_some_and(|w| w.load(Ordering::Relaxed));
-        if !line.bad && !wanted {
+        let unread = !line.bad && !wanted;
+        if unread && !line.facts {
             return Some(Ok((at, line.offset, Vouch::Unread(line.hash, line.len))));
         }
-        if line.offset != self.pos {
-            let ahead = line.offset as i64 - self.pos as i64;
+        // only the facts of a text not wanted are read: from the text's end
+        let from = match unread {
+            true => line.offset + u64::from(line.len),
+            false => line.offset,
+        };
+        if from != self.pos {
+            let ahead = from as i64 - self.pos as i64;
             if let Err(e) = reader.seek_relative(ahead) {
                 return Some(Err(e));
             }
-            self.pos = line.offset;
+            self.pos = from;
         }
         self.buf.clear();
-        if line.bad {
-            // a bad line's length is not kept: it is read to its end
+        if line.bad || line.facts {
+            // a bad line's length is not kept, and a line's facts are not counted
+            // in it: it is read to its end
             match reader.read_until(b'\n', &mut self.buf) {
                 Ok(n) => self.pos += n as u64,
                 Err(e) => return Some(Err(e)),
             }
             while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
                 self.buf.pop();
+            }
+            if foreign {
+                let (text, facts) = split_facts(&self.buf);
+                let len = text.len();
+                at.facts = facts;
+                self.buf.truncate(len);
             }
         } else {
             // a good line is its length's bytes, with no line ending to look for
@@ -611,6 +626,9 @@ impl SamplesReader {
                 return Some(Err(e));
             }
             self.pos += u64::from(line.len);
+        }
+        if unread {
+            return Some(Ok((at, line.offset, Vouch::Unread(line.hash, line.len))));
         }
         let remembered = (!line.bad).then_some(line.hash);
         Some(Ok((at, line.offset, Vouch::Read(remembered))))

@@ -583,3 +583,74 @@ fn a_vouching_memo_that_cannot_be_read_to_its_end_leaves_the_rest_read_from_the_
     assert!(read[..3000].iter().all(|l| l.unread.is_some()));
     assert!(read[3000..].iter().all(|l| l.unread.is_none()));
 }
+
+/// `fixture` (under tests/fixtures/sources) copied into `dir`, read as its tool
+/// wrote it, through a row file in `dir/.rwb`.
+fn foreign_file(dir: &std::path::Path, fixture: &str) -> SamplesFile {
+    let name = std::path::Path::new(fixture).file_name().unwrap();
+    let path = dir.join(name);
+    let from = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/sources");
+    std::fs::copy(from.join(fixture), &path).unwrap();
+    let format = crate::sources::detect(&path)
+        .unwrap()
+        .expect("a known format");
+    let foreign = crate::workspace::Foreign::new(
+        &path,
+        crate::workspace::Reader::Format(format),
+        Default::default(),
+        &dir.join(".rwb"),
+    );
+    SamplesFile {
+        label: name.to_string_lossy().into_owned(),
+        path,
+        foreign: Some(Arc::new(foreign)),
+    }
+}
+
+#[test]
+fn a_row_file_s_memo_vouches_for_its_lines_and_their_facts_are_still_read() {
+    let dir = tempfile::tempdir().unwrap();
+    // a TRL log (facts on every row: step, logged rewards, group), a plain Parquet
+    // table (none), and a JSONL file between them
+    let files = vec![
+        foreign_file(dir.path(), "trl/completions/completions_00002.parquet"),
+        file_with(dir.path(), "a.jsonl", b"{\"messages\": []}\nnot json\n"),
+        foreign_file(dir.path(), "tables/chat.parquet"),
+    ];
+    let memos = memos_in(dir.path());
+    // converting writes the row files; reading them writes their memos
+    let converted: Vec<SampleLine> = SamplesReader::new(&files)
+        .writing_rows()
+        .map(Result::unwrap)
+        .collect();
+    let facts = |lines: &[SampleLine]| -> Vec<Option<Arc<Facts>>> {
+        lines.iter().map(|l| l.at.facts.clone()).collect()
+    };
+    assert!(converted[0].at.facts.is_some() && converted[5].at.facts.is_none());
+    let read = read_all(&files, Some(&memos), false);
+    assert_eq!(summary(&read), summary(&converted));
+    assert_eq!(facts(&read), facts(&converted));
+    for f in &files {
+        assert!(memos.path_for(f.text_path()).exists(), "{}", f.label);
+    }
+    for wanted in [false, true] {
+        let vouched: Vec<SampleLine> = SamplesReader::new(&files)
+            .with_memos(memos.clone())
+            .texts_when_wanted(Arc::new(AtomicBool::new(wanted)))
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(facts(&vouched), facts(&converted), "wanted {wanted}");
+        for (v, c) in vouched.iter().zip(&converted) {
+            let (at, offset, hash, bad) = (&c.at, c.offset, c.hash, &c.bad);
+            assert_eq!((&v.at, v.offset, v.hash, &v.bad), (at, offset, hash, bad));
+            match (wanted, &c.bad) {
+                // not wanted: a good line's text is not read, whether or not its
+                // facts were
+                (false, None) => {
+                    assert_eq!((&*v.raw, v.unread), ("", Some(c.raw.len() as u32)))
+                }
+                _ => assert_eq!((&v.raw, v.unread), (&c.raw, None), "wanted {wanted}"),
+            }
+        }
+    }
+}
