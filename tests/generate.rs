@@ -217,6 +217,26 @@ fn a_rerun_asks_nothing_and_writes_the_same_bytes_and_a_changed_parameter_asks_a
     assert_eq!(piped.code, 0, "{}", piped.stderr);
     assert!(piped.stdout.as_bytes() == &bytes[..], "{}", piped.stdout);
     assert_eq!(server.asked().len(), 0);
+    // into a pipe its reader closed: a quiet end; into a full disk: one line, exit 2
+    let mut closed = command(&ws, &args, &[]);
+    closed
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = closed.spawn().unwrap();
+    drop(child.stdout.take());
+    let closed = Run::from(child.wait_with_output().unwrap());
+    assert_eq!((closed.code, closed.stderr.as_str()), (0, ""));
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let full = Run::from(command(&ws, &args, &[]).stdout(full).output().unwrap());
+    assert_eq!(full.code, 2);
+    assert_eq!(
+        full.stderr,
+        "rwb: cannot write the completions to standard output: No space left on device (os error 28); the answers are cached, so a rerun with -o FILE writes them without asking again\n"
+    );
 }
 
 #[test]

@@ -99,9 +99,21 @@ pub async fn generate(args: GenerateArgs) -> Result<ExitCode, Fail> {
         None => {
             let stdout = std::io::stdout();
             let mut lock = std::io::BufWriter::new(stdout.lock());
-            let rows = generate::write_rows_to(&mut lock, &groups)
+            let rows = match generate::write_rows_to(&mut lock, &groups)
                 .and_then(|rows| lock.flush().map(|_| rows))
-                .map_err(|e| Fail::Usage(format!("cannot write to stdout: {e}")))?;
+            {
+                Ok(rows) => rows,
+                // a reader that closed the pipe wanted no more (the answers are cached)
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    return Ok(ExitCode::SUCCESS)
+                }
+                Err(e) => {
+                    return Err(Fail::Usage(format!(
+                        "cannot write the completions to standard output: {e}; the answers are \
+                         cached, so a rerun with -o FILE writes them without asking again"
+                    )))
+                }
+            };
             (rows, "stdout".to_string())
         }
     };
