@@ -976,3 +976,64 @@ fn a_fully_cached_run_after_a_baseline_save_writes_nothing_into_the_cache_file()
         "the writer checkpoints"
     );
 }
+
+/// `rwb run DIR --format jsonl` with no file it writes allowed past `limit` bytes: a
+/// disk that is full for it (a write past the limit fails with EFBIG, SIGXFSZ being
+/// ignored, as a full disk's fails with ENOSPC). Its stdout is a pipe, not limited.
+fn run_on_a_full_disk(ws: &Ws, limit: u64) -> Run {
+    use std::os::unix::process::CommandExt;
+    let mut command = std::process::Command::new(RWB);
+    command
+        .args(["run", ws.path().to_str().unwrap(), "--format", "jsonl"])
+        .current_dir(ws.path())
+        .env_remove("VIRTUAL_ENV");
+    // SAFETY: only async-signal-safe calls between fork and exec
+    unsafe {
+        command.pre_exec(move || {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let held = libc::rlimit {
+                rlim_cur: limit,
+                rlim_max: limit,
+            };
+            match libc::setrlimit(libc::RLIMIT_FSIZE, &held) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    Run::from(output_within(&mut command, RUN_LIMIT))
+}
+
+#[test]
+fn a_cache_that_cannot_be_written_is_said_once_and_every_row_is_still_right() {
+    let n = 3000;
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(n)),
+    ]);
+    let fresh = ws.run(&["--no-cache"]);
+    assert_eq!(fresh.code, 0, "{}", fresh.stderr);
+    let full = run_on_a_full_disk(&ws, 150_000);
+    assert_eq!(full.code, 0, "{}", full.stderr);
+    assert_eq!(rows_without_timings(&full), rows_without_timings(&fresh));
+    let warnings: Vec<&str> = full
+        .stderr
+        .lines()
+        .filter(|l| l.contains("warning"))
+        .collect();
+    let cache = ws.file(".rwb/cache.sqlite");
+    let said = format!(
+        "rwb: warning: could not store every result in the cache {}: disk I/O error; the results shown are right, and those not stored are evaluated again by the next run",
+        cache.display()
+    );
+    assert_eq!(warnings, [said.as_str()], "{}", full.stderr);
+    // what was stored is whole: the next run evaluates the rest and gives the same rows
+    let next = ws.run(&[]);
+    assert_eq!(next.code, 0, "{}", next.stderr);
+    assert!(next.evaluated("length") > 0, "{}", next.stderr);
+    assert_eq!(rows_without_timings(&next), rows_without_timings(&fresh));
+    assert!(!next.stderr.contains("warning"), "{}", next.stderr);
+    let last = ws.run(&[]);
+    assert_eq!(last.evaluated("length"), 0, "{}", last.stderr);
+    assert_eq!(rows_without_timings(&last), rows_without_timings(&fresh));
+}

@@ -204,3 +204,23 @@ fn saving_an_evaluator_changes_the_advantage_column() {
     );
     tmux.keys(&["q"]);
 }
+
+#[test]
+fn a_cache_the_disk_cannot_take_is_a_notice_in_the_workbench_not_text_over_it() {
+    let ws = Ws::new(&[
+        ("metrics/length/main.py", LENGTH_EVALUATOR),
+        ("samples.jsonl", &samples(3000)),
+    ]);
+    // no file past 150 KB: the cache's writes fail as on a full disk (EFBIG, with
+    // SIGXFSZ ignored), while every score is still shown
+    let command = format!("bash -c 'trap \"\" XFSZ; ulimit -f 150; exec {RWB}'");
+    let tmux = Tmux::start(&ws, 160, 45, &command);
+    let screen = tmux.wait_for("the notice", |s| {
+        s.contains("could not store every result in the cache")
+            && s.contains("disk I/O error; the results shown are right")
+    });
+    // nothing printed over the screen, and the rows are scored
+    assert!(!screen.contains("rwb:"), "{screen}");
+    assert!(screen.contains("0.040"), "{screen}");
+    tmux.keys(&["q"]);
+}

@@ -1111,6 +1111,7 @@ mod tests {
             samples: 1,
             evaluated: vec![1, 1],
             cached: vec![0, 0],
+            ..Default::default()
         };
         let mut out = Vec::new();
         write_summary(&mut out, &names, &placements, &summaries, &stats, 0.25).unwrap();

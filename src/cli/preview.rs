@@ -34,6 +34,9 @@ pub(super) async fn preview(args: PreviewArgs) -> Result<ExitCode, Fail> {
     let (rows, errors) = outcome_rows(stats.samples, names.len(), events);
     let remote_ok: Option<&RemotePreview> = remote.as_ref().and_then(|r| r.as_ref().ok());
     print_totals(&stats, started, remote_ok);
+    for warning in &stats.warnings {
+        eprintln!("rwb: warning: {warning}");
+    }
     let remote_of = remote_by_sample(&remote_setup, remote_ok);
     let mut differing = 0;
     println!();

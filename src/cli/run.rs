@@ -137,10 +137,21 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let agreements = printer.agreements();
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);
     let (summaries, unwritten) = printer.finish(&stats, started.elapsed().as_secs_f64());
+    for warning in &stats.warnings {
+        eprintln!("rwb: warning: {warning}");
+    }
     if let Some(e) = unwritten {
         // the run stopped where its output did: nothing it did not print is recorded
         // as this code's scores or saved as a baseline
-        return Ok(stopped_output(&e, session.runner.store().is_some()));
+        let kept = match (session.runner.store(), stats.warnings.is_empty()) {
+            (None, _) => "with --no-cache, nothing evaluated was kept",
+            (Some(_), false) => "the cache could not keep all that was evaluated (see above)",
+            (Some(_), true) => {
+                "what was evaluated is in the cache, and the next run prints it without \
+                 evaluating it again"
+            }
+        };
+        return Ok(stopped_output(&e, kept));
     }
     let scored: Vec<crate::store::Scored> = summaries
         .iter()
@@ -173,15 +184,10 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
 /// Where a run ends when standard output would take no more. A reader that closed
 /// the pipe (`rwb run | head`) wanted no more: a quiet end, as `grep` and `rg` do.
 /// Anything else (a full disk) is said once, with what became of the scores.
-fn stopped_output(error: &std::io::Error, cached: bool) -> ExitCode {
+fn stopped_output(error: &std::io::Error, kept: &str) -> ExitCode {
     if error.kind() == std::io::ErrorKind::BrokenPipe {
         return ExitCode::SUCCESS;
     }
-    let kept = if cached {
-        "what was evaluated is in the cache, and the next run prints it without evaluating it again"
-    } else {
-        "with --no-cache, what was evaluated was not kept"
-    };
     eprintln!(
         "rwb: cannot write the results to standard output: {error}; {kept}. \
          Free some space or send the output elsewhere (`> FILE`), then run again."

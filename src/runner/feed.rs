@@ -37,6 +37,8 @@ pub(super) struct Cache {
     /// Per evaluator, whether anything was stored under its code key when the run
     /// started.
     held: Vec<bool>,
+    /// Why the cache could not be read (the run then evaluates everything).
+    pub trouble: Option<String>,
 }
 
 impl Cache {
@@ -56,11 +58,20 @@ impl Cache {
                 (read_cache && *stored && local && p.failure.is_none()).then_some(p.key)
             })
             .collect();
+        let mut trouble = None;
         let reader = match store.filter(|_| keys.iter().any(Option::is_some)) {
-            Some(s) => s.reader().map_err(|e| eprintln!("rwb: {e}")).ok(),
+            Some(s) => s
+                .reader()
+                .map_err(|e| trouble = Some(format!("cannot read the {e}: evaluating again")))
+                .ok(),
             None => None,
         };
-        Cache { reader, keys, held }
+        Cache {
+            reader,
+            keys,
+            held,
+            trouble,
+        }
     }
 
     /// Whether what evaluator `evaluator` evaluates in this run can have no older
@@ -145,6 +156,7 @@ impl<'a> Feed<'a> {
                 samples: 0,
                 evaluated: vec![0; n],
                 cached: vec![0; n],
+                ..Default::default()
             },
         }
     }

@@ -97,6 +97,9 @@ pub struct RunStats {
     pub evaluated: Vec<usize>,
     /// Outcomes served from the cache, per evaluator.
     pub cached: Vec<usize>,
+    /// What went wrong with the cache without making a result wrong (it could not be
+    /// read, or a result could not be stored): for the listener to say once.
+    pub warnings: Vec<String>,
 }
 
 /// A run that stopped at a samples file it could not read on (damaged, changed):
@@ -344,9 +347,19 @@ impl Runner {
             batches,
         } = events.into();
         let store = self.store.as_ref();
-        let cache = feed::Cache::open(store, read_cache, evaluators);
+        let mut cache = feed::Cache::open(store, read_cache, evaluators);
+        let mut warnings: Vec<String> = cache.trouble.take().into_iter().collect();
         let started = SystemTime::now();
-        let writer: Option<Arc<StoreWriter>> = store.and_then(|s| s.writer().ok()).map(Arc::new);
+        let writer: Option<Arc<StoreWriter>> = match store.map(|s| s.writer()) {
+            Some(Ok(writer)) => Some(Arc::new(writer)),
+            Some(Err(e)) => {
+                warnings.push(format!(
+                    "cannot write to the {e}: this run's results are not stored"
+                ));
+                None
+            }
+            None => None,
+        };
         let inflight: Arc<Mutex<InFlightMap>> = Arc::default();
         let evaluated: Arc<Vec<AtomicUsize>> =
             Arc::new(evaluators.iter().map(|_| Default::default()).collect());
@@ -412,10 +425,14 @@ impl Runner {
         let mut stats = feed.finish().await;
         while drains.join_next().await.is_some() {}
         if let Some(w) = writer {
-            if let Ok(w) = Arc::try_unwrap(w) {
-                w.finish();
+            if let Some(e) = Arc::try_unwrap(w).ok().and_then(StoreWriter::finish) {
+                warnings.push(format!(
+                    "could not store every result in the {e}; the results shown are right, \
+                     and those not stored are evaluated again by the next run"
+                ));
             }
         }
+        stats.warnings = warnings;
         for (i, n) in evaluated.iter().enumerate() {
             stats.evaluated[i] = n.load(Ordering::Relaxed);
         }

@@ -91,6 +91,7 @@ pub fn fold_repeats(
         samples: stats.samples,
         evaluated: vec![0; prepared.len()],
         cached: vec![0; prepared.len()],
+        warnings: stats.warnings.clone(),
     };
     let mut i = 0;
     for (e, p) in prepared.iter().enumerate() {

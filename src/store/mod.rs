@@ -8,7 +8,7 @@ use crate::model::{Outcome, Style, Version};
 use rusqlite::{config::DbConfig, params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod results;
@@ -517,13 +517,17 @@ impl Store {
         batch: usize,
     ) -> Result<StoreWriter, StoreError> {
         let (tx, rx) = flume::bounded::<Write>(capacity);
+        let trouble = Arc::new(Mutex::new(None));
+        let kept = trouble.clone();
         let handle = std::thread::Builder::new()
             .name("rwb-store".into())
-            .spawn(move || results::write_loop(results::Writer::new(conn), rx, batch))
+            .spawn(move || results::write_loop(results::Writer::new(conn), rx, batch, &kept))
             .map_err(|e| self.fail(e))?;
         Ok(StoreWriter {
             tx: Some(tx),
             handle: Some(handle),
+            trouble,
+            path: self.path.clone(),
         })
     }
 }
@@ -683,6 +687,9 @@ impl Stored {
 pub struct StoreWriter {
     tx: Option<flume::Sender<Write>>,
     handle: Option<std::thread::JoinHandle<()>>,
+    /// The first error a commit met (see [`StoreWriter::finish`]).
+    trouble: Arc<Mutex<Option<String>>>,
+    path: PathBuf,
 }
 
 impl StoreWriter {
@@ -747,14 +754,20 @@ impl StoreWriter {
         }
     }
 
-    /// Waits until everything queued is committed.
-    pub fn finish(mut self) {
+    /// Waits until everything queued is committed; then says what could not be
+    /// (the first error, with the cache's path), if anything.
+    pub fn finish(mut self) -> Option<StoreError> {
         self.tx.take();
         if let Some(h) = self.handle.take() {
             // it may be gathering a window: it sees the closed queue now
             h.thread().unpark();
             let _ = h.join();
         }
+        let message = self.trouble.lock().unwrap().take()?;
+        Some(StoreError {
+            path: self.path.clone(),
+            message,
+        })
     }
 }
 

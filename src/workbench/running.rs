@@ -230,6 +230,9 @@ impl Live {
                 self.app.update(Msg::RunFinished);
                 self.app.update(Msg::Notice(message));
             }
+            RunMsg::Warning(message) => {
+                self.app.update(Msg::Notice(message));
+            }
         }
     }
 

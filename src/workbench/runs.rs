@@ -26,6 +26,9 @@ pub enum RunMsg {
     Changed,
     /// The run could not start (the interpreter is missing, a file vanished).
     Failed(String),
+    /// Something went wrong beside the results, which are right (the cache could not
+    /// be read or written): said in the status line.
+    Warning(String),
 }
 
 pub struct Runs {
@@ -229,6 +232,13 @@ async fn run_group(
         None,
     );
     let (result, ()) = tokio::join!(run, forward);
+    let warnings = match &result {
+        Ok(stats) => &stats.warnings,
+        Err(unread) => &unread.stats.warnings,
+    };
+    for warning in warnings {
+        send(RunMsg::Warning(warning.clone()));
+    }
     result.map(|_| ()).map_err(std::io::Error::from)
 }
 

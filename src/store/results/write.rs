@@ -350,14 +350,25 @@ fn rekey(
 }
 
 /// The writer thread: windows of up to `batch` writes (or [`WRITE_EVERY`] after the
-/// first), each committed at once, until the queue is closed and drained.
-pub(in crate::store) fn write_loop(mut writer: Writer, rx: flume::Receiver<Write>, batch: usize) {
+/// first), each committed at once, until the queue is closed and drained. A window
+/// that cannot be committed (a full disk) is rolled back whole, its results left
+/// for a later run to evaluate again; the first such error is kept in `trouble` for
+/// whoever finishes the writer to say, once (a message printed here would land in
+/// the middle of the workbench's screen, and once a window).
+pub(in crate::store) fn write_loop(
+    mut writer: Writer,
+    rx: flume::Receiver<Write>,
+    batch: usize,
+    trouble: &std::sync::Mutex<Option<String>>,
+) {
     let mut open = true;
     while open {
         let mut window = Vec::new();
         open = collect(&rx, &mut window, batch, !writer.pending.held.is_empty());
         if let Err(e) = writer.commit(window, !open) {
-            eprintln!("rwb: could not write to the cache: {e}");
+            // what is known of rows' places may name rows the rollback took back
+            writer.locators.clear();
+            trouble.lock().unwrap().get_or_insert_with(|| e.to_string());
         }
     }
 }
