@@ -58,7 +58,9 @@ pub struct RowEncoder<'a> {
 impl RowEncoder<'_> {
     /// Row `i` as a JSON object's text.
     pub fn row(&mut self, i: usize) -> Result<String, ArrowError> {
-        let mut text = Vec::with_capacity(self.last + self.last / 8 + 64);
+        // a row's text given back: no allocation a row once the rows are going
+        let mut text = crate::sources::files::spare_text().into_bytes();
+        text.reserve(self.last + self.last / 8 + 64);
         self.encoder.encode(i, &mut text);
         self.last = text.len();
         // what the encoders write is text (arrow's strings are valid UTF-8)
