@@ -26,15 +26,14 @@ struct Latched {
 }
 
 impl Latched {
-    fn keep<T: Default>(&mut self, result: std::io::Result<T>) -> std::io::Result<T> {
-        match result {
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => Err(e),
-            Err(e) => {
-                self.failed = Some(e);
-                Ok(T::default())
-            }
-            ok => ok,
+    /// Keeps `e` (one to retry goes back to the caller); what comes after is taken
+    /// and dropped.
+    fn fail(&mut self, e: std::io::Error) -> std::io::Result<()> {
+        if e.kind() == std::io::ErrorKind::Interrupted {
+            return Err(e);
         }
+        self.failed = Some(e);
+        Ok(())
     }
 }
 
@@ -43,25 +42,23 @@ impl Write for Latched {
         if self.failed.is_some() {
             return Ok(buf.len());
         }
-        let written = self.inner.write(buf);
-        self.keep(written)
-            .map(|n| if self.failed.is_some() { buf.len() } else { n })
+        self.inner
+            .write(buf)
+            .or_else(|e| self.fail(e).map(|()| buf.len()))
     }
 
     fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
         if self.failed.is_some() {
             return Ok(());
         }
-        let written = self.inner.write_all(buf);
-        self.keep(written)
+        self.inner.write_all(buf).or_else(|e| self.fail(e))
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
         if self.failed.is_some() {
             return Ok(());
         }
-        let flushed = self.inner.flush();
-        self.keep(flushed)
+        self.inner.flush().or_else(|e| self.fail(e))
     }
 }
 
@@ -472,10 +469,7 @@ impl Printer {
             &self.names[i],
             &sample.outcomes[i],
         );
-        let mut known = Known {
-            file: Some(&self.known_files[sample.at.file]),
-            evaluator: Some(&self.known_names[i]),
-        };
+        let mut known = self.known(sample.at.file, i);
         if let Some(member) = facts.and_then(|f| f.file.as_deref()) {
             // a folder's or glob's row names its own file
             known.file = None;
@@ -509,6 +503,14 @@ impl Printer {
         }
     }
 
+    /// The row prefixes of samples file `file` and evaluator `i`, written once.
+    fn known(&self, file: usize, i: usize) -> Known<'_> {
+        Known {
+            file: Some(&self.known_files[file]),
+            evaluator: Some(&self.known_names[i]),
+        }
+    }
+
     /// Encodes the sample's rows into the reused line buffer, then the output buffer.
     fn write_jsonl(&mut self, sample: &SampleResults) {
         self.note_member(sample);
@@ -520,11 +522,7 @@ impl Printer {
             if plain {
                 let file = sample.at.file;
                 let row = ResultRow::new(&sample.at, &self.labels[file], &self.names[i], outcome);
-                let known = Known {
-                    file: Some(&self.known_files[file]),
-                    evaluator: Some(&self.known_names[i]),
-                };
-                row.write_json(&mut text, known);
+                row.write_json(&mut text, self.known(file, i));
             } else {
                 self.row(sample, i).write_to(&mut text);
             }

@@ -784,15 +784,22 @@ pub(crate) fn some_byte_below(x: u64, n: u8) -> u64 {
     x.wrapping_sub(ONES * n as u64) & !x & HIGH
 }
 
+/// The high bit of each byte of the word `x` that a JSON string escapes (a control
+/// character, `"` or `\\`; a byte at 0x80 or over never is): none is set when none is
+/// (one above the lowest found may be set falsely, see [`some_byte_below`]).
+pub(crate) fn json_escapes(x: u64) -> u64 {
+    let quote = some_byte_below(x ^ (ONES * b'"' as u64), 1);
+    let backslash = some_byte_below(x ^ (ONES * b'\\' as u64), 1);
+    some_byte_below(x, 0x20) | quote | backslash
+}
+
 /// Whether `s` has a byte JSON escapes (a control character, `"` or `\\`), checked
 /// eight bytes at a time.
 fn needs_escape(s: &[u8]) -> bool {
     let mut words = s.chunks_exact(8);
     for word in &mut words {
         let x = u64::from_ne_bytes(word.try_into().expect("eight bytes"));
-        let quote = some_byte_below(x ^ (ONES * b'"' as u64), 1);
-        let backslash = some_byte_below(x ^ (ONES * b'\\' as u64), 1);
-        if some_byte_below(x, 0x20) | quote | backslash != 0 {
+        if json_escapes(x) != 0 {
             return true;
         }
     }

@@ -37,15 +37,20 @@ pub(super) struct Cache {
     /// Per evaluator, whether anything was stored under its code key when the run
     /// started.
     held: Vec<bool>,
-    /// Why the cache could not be read (the run then evaluates everything).
-    pub trouble: Option<String>,
 }
 
 impl Cache {
     /// Looks up (when `read_cache`) the evaluators that can run (not those whose
     /// import failed) and have something stored under their code key when the run
     /// starts; without any, no reader is opened.
-    pub fn open(store: Option<&Arc<Store>>, read_cache: bool, evaluators: &[Prepared]) -> Cache {
+    /// A cache that cannot be read is said in `warnings` (the run then evaluates
+    /// everything).
+    pub fn open(
+        store: Option<&Arc<Store>>,
+        read_cache: bool,
+        evaluators: &[Prepared],
+        warnings: &mut Vec<String>,
+    ) -> Cache {
         let held: Vec<bool> = evaluators
             .iter()
             .map(|p| store.is_some_and(|s| s.holds(&p.key)))
@@ -58,20 +63,14 @@ impl Cache {
                 (read_cache && *stored && local && p.failure.is_none()).then_some(p.key)
             })
             .collect();
-        let mut trouble = None;
         let reader = match store.filter(|_| keys.iter().any(Option::is_some)) {
             Some(s) => s
                 .reader()
-                .map_err(|e| trouble = Some(format!("cannot read the {e}: evaluating again")))
+                .map_err(|e| warnings.push(format!("cannot read the {e}: evaluating again")))
                 .ok(),
             None => None,
         };
-        Cache {
-            reader,
-            keys,
-            held,
-            trouble,
-        }
+        Cache { reader, keys, held }
     }
 
     /// Whether what evaluator `evaluator` evaluates in this run can have no older

@@ -347,8 +347,8 @@ impl Runner {
             batches,
         } = events.into();
         let store = self.store.as_ref();
-        let mut cache = feed::Cache::open(store, read_cache, evaluators);
-        let mut warnings: Vec<String> = cache.trouble.take().into_iter().collect();
+        let mut warnings = Vec::new();
+        let cache = feed::Cache::open(store, read_cache, evaluators, &mut warnings);
         let started = SystemTime::now();
         let writer: Option<Arc<StoreWriter>> = match store.map(|s| s.writer()) {
             Some(Ok(writer)) => Some(Arc::new(writer)),

@@ -497,7 +497,6 @@ fn next_line(
     last: &mut usize,
 ) -> Option<Result<Row, String>> {
     let mut buf = spare_text();
-    buf.clear();
     buf.reserve((*last + *last / 8).max(256));
     loop {
         buf.clear();

@@ -10,6 +10,7 @@
 //!
 //! Owns encoding only: which columns make the sample is the caller's.
 
+use crate::model::json_escapes;
 use arrow_array::{cast::AsArray, Array, RecordBatch, StructArray};
 use arrow_json::writer::{make_encoder, EncoderOptions, NullableEncoder};
 use arrow_json::{Encoder, EncoderFactory};
@@ -113,21 +114,6 @@ impl Encoder for StringViews<'_> {
     }
 }
 
-const ONES: u64 = u64::from_ne_bytes([1; 8]);
-const HIGHS: u64 = u64::from_ne_bytes([0x80; 8]);
-
-/// The high bit of each byte of `w` that may be escaped in a JSON string (a control
-/// character under 0x20, `"` or `\\`; a byte at 0x80 or over never is): none is
-/// set when none is (those above the lowest one found may be set falsely).
-#[inline]
-fn escapes(w: u64) -> u64 {
-    let below_space = w.wrapping_sub(ONES * 0x20) & !w;
-    let quote = w ^ (ONES * u64::from(b'"'));
-    let backslash = w ^ (ONES * u64::from(b'\\'));
-    let zero = |v: u64| v.wrapping_sub(ONES) & !v;
-    (below_space | zero(quote) | zero(backslash)) & HIGHS
-}
-
 /// The eight bytes at `at` as a word.
 #[inline]
 fn word(bytes: &[u8], at: usize) -> u64 {
@@ -161,10 +147,12 @@ pub fn write_str(s: &str, out: &mut Vec<u8>) {
     let mut i = 0;
     loop {
         // sixteen bytes at a time, then eight, while none needs escaping
-        while i + 16 <= bytes.len() && escapes(word(bytes, i)) | escapes(word(bytes, i + 8)) == 0 {
+        while i + 16 <= bytes.len()
+            && json_escapes(word(bytes, i)) | json_escapes(word(bytes, i + 8)) == 0
+        {
             i += 16;
         }
-        if i + 8 <= bytes.len() && escapes(word(bytes, i)) == 0 {
+        if i + 8 <= bytes.len() && json_escapes(word(bytes, i)) == 0 {
             i += 8;
             continue;
         }

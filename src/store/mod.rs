@@ -8,7 +8,7 @@ use crate::model::{Outcome, Style, Version};
 use rusqlite::{config::DbConfig, params, Connection, OptionalExtension};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::Duration;
 
 mod results;
@@ -517,16 +517,13 @@ impl Store {
         batch: usize,
     ) -> Result<StoreWriter, StoreError> {
         let (tx, rx) = flume::bounded::<Write>(capacity);
-        let trouble = Arc::new(Mutex::new(None));
-        let kept = trouble.clone();
         let handle = std::thread::Builder::new()
             .name("rwb-store".into())
-            .spawn(move || results::write_loop(results::Writer::new(conn), rx, batch, &kept))
+            .spawn(move || results::write_loop(results::Writer::new(conn), rx, batch))
             .map_err(|e| self.fail(e))?;
         Ok(StoreWriter {
             tx: Some(tx),
             handle: Some(handle),
-            trouble,
             path: self.path.clone(),
         })
     }
@@ -686,9 +683,9 @@ impl Stored {
 /// cache file; a busy file fails after SQLite's timeout), so waiting cannot deadlock.
 pub struct StoreWriter {
     tx: Option<flume::Sender<Write>>,
-    handle: Option<std::thread::JoinHandle<()>>,
-    /// The first error a commit met (see [`StoreWriter::finish`]).
-    trouble: Arc<Mutex<Option<String>>>,
+    /// The writing thread; it ends with the first error a commit met, if one did
+    /// (see [`StoreWriter::finish`]).
+    handle: Option<std::thread::JoinHandle<Option<String>>>,
     path: PathBuf,
 }
 
@@ -758,12 +755,10 @@ impl StoreWriter {
     /// (the first error, with the cache's path), if anything.
     pub fn finish(mut self) -> Option<StoreError> {
         self.tx.take();
-        if let Some(h) = self.handle.take() {
-            // it may be gathering a window: it sees the closed queue now
-            h.thread().unpark();
-            let _ = h.join();
-        }
-        let message = self.trouble.lock().unwrap().take()?;
+        let h = self.handle.take()?;
+        // it may be gathering a window: it sees the closed queue now
+        h.thread().unpark();
+        let message = h.join().ok().flatten()?;
         Some(StoreError {
             path: self.path.clone(),
             message,

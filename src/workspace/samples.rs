@@ -531,15 +531,7 @@ impl SamplesReader {
                 self.buf.drain(..BOM.len());
                 offset += BOM.len() as u64;
             }
-            while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
-                self.buf.pop();
-            }
-            if self.files[file_idx].foreign.is_some() {
-                let (text, facts) = split_facts(&self.buf);
-                let len = text.len();
-                self.facts = facts;
-                self.buf.truncate(len);
-            }
+            self.facts = end_line(&mut self.buf, self.files[file_idx].foreign.is_some());
             if self.buf.iter().all(|b| b.is_ascii_whitespace()) {
                 continue;
             }
@@ -570,10 +562,10 @@ impl SamplesReader {
             return None;
         };
         self.last_vouched = Some(line.offset);
-        let file = self.current.as_ref().expect("a vouched file is open").0;
+        let (file, reader) = self.current.as_mut().expect("a vouched file is open");
+        let file = *file;
         // a row file's line: its facts follow its text
         let foreign = self.files[file].foreign.is_some();
-        let (_, reader) = self.current.as_mut().expect("a vouched file is open");
         let mut at = SampleRef {
             index: self.index,
             file,
@@ -610,15 +602,7 @@ impl SamplesReader {
                 Ok(n) => self.pos += n as u64,
                 Err(e) => return Some(Err(e)),
             }
-            while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
-                self.buf.pop();
-            }
-            if foreign {
-                let (text, facts) = split_facts(&self.buf);
-                let len = text.len();
-                at.facts = facts;
-                self.buf.truncate(len);
-            }
+            at.facts = end_line(&mut self.buf, foreign);
         } else {
             // a good line is its length's bytes, with no line ending to look for
             // (the next line's offset skips it): finding each line's end was most of
@@ -652,6 +636,21 @@ impl SamplesReader {
         }
         Ok(())
     }
+}
+
+/// Takes a line read whole (`buf`) to its text: without its line ending, and for a
+/// foreign file's row file (`foreign`) without the facts after it, which it gives.
+fn end_line(buf: &mut Vec<u8>, foreign: bool) -> Option<Arc<Facts>> {
+    while matches!(buf.last(), Some(b'\n' | b'\r')) {
+        buf.pop();
+    }
+    if !foreign {
+        return None;
+    }
+    let (text, facts) = split_facts(buf);
+    let len = text.len();
+    buf.truncate(len);
+    facts
 }
 
 /// What a vouching memo said of a line [`SamplesReader::next_raw`] gives.

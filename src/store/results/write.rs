@@ -352,15 +352,15 @@ fn rekey(
 /// The writer thread: windows of up to `batch` writes (or [`WRITE_EVERY`] after the
 /// first), each committed at once, until the queue is closed and drained. A window
 /// that cannot be committed (a full disk) is rolled back whole, its results left
-/// for a later run to evaluate again; the first such error is kept in `trouble` for
-/// whoever finishes the writer to say, once (a message printed here would land in
-/// the middle of the workbench's screen, and once a window).
+/// for a later run to evaluate again; the first such error is returned, for whoever
+/// finishes the writer to say once (a message printed here would land in the middle
+/// of the workbench's screen, and once a window).
 pub(in crate::store) fn write_loop(
     mut writer: Writer,
     rx: flume::Receiver<Write>,
     batch: usize,
-    trouble: &std::sync::Mutex<Option<String>>,
-) {
+) -> Option<String> {
+    let mut trouble = None;
     let mut open = true;
     while open {
         let mut window = Vec::new();
@@ -368,9 +368,10 @@ pub(in crate::store) fn write_loop(
         if let Err(e) = writer.commit(window, !open) {
             // what is known of rows' places may name rows the rollback took back
             writer.locators.clear();
-            trouble.lock().unwrap().get_or_insert_with(|| e.to_string());
+            trouble.get_or_insert_with(|| e.to_string());
         }
     }
+    trouble
 }
 
 /// Waits for the next window of writes; `holding` rows, it waits at most
