@@ -602,13 +602,9 @@ fn saved_output_in_the_workspace_is_skipped_with_one_warning() {
 /// An evaluator that takes a few milliseconds a sample: a long run, stopped early.
 const SLOW_EVALUATOR: &str = "import time\ndef evaluate(messages, **kwargs):\n    time.sleep(0.004)\n    return len(messages[-1]['content']) / 1000.0\n";
 
-/// `rwb run DIR --format jsonl --jobs 2`, its stdout going to `stdout`.
-fn run_into(ws: &Ws, stdout: std::process::Stdio) -> std::process::Child {
-    std::process::Command::new(RWB)
-        .args(["run", ws.path().to_str().unwrap(), "--format", "jsonl"])
-        .args(["--jobs", "2"])
-        .current_dir(ws.path())
-        .env_remove("VIRTUAL_ENV")
+/// rwb with `args` in the workspace, its stdout going to `stdout`.
+fn start_into(ws: &Ws, args: &[&str], stdout: std::process::Stdio) -> std::process::Child {
+    rwb_command(args, ws.path())
         .stdin(std::process::Stdio::null())
         .stdout(stdout)
         .stderr(std::process::Stdio::piped())
@@ -616,17 +612,22 @@ fn run_into(ws: &Ws, stdout: std::process::Stdio) -> std::process::Child {
         .expect("rwb runs")
 }
 
+/// `rwb run DIR --format jsonl --jobs 2`, its stdout going to `stdout`.
+fn run_into(ws: &Ws, stdout: std::process::Stdio) -> std::process::Child {
+    let dir = ws.path().to_str().unwrap();
+    let args = ["run", dir, "--format", "jsonl", "--jobs", "2"];
+    start_into(ws, &args, stdout)
+}
+
 /// Waits for `child`, failing the test (and killing it) past the suite's run limit.
-fn finished(mut child: std::process::Child) -> Run {
-    let started = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if started.elapsed() > RUN_LIMIT {
-            let _ = child.kill();
-            panic!("rwb still ran after {RUN_LIMIT:?}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    Run::from(child.wait_with_output().unwrap())
+fn finished(child: std::process::Child) -> Run {
+    Run::from(wait_within(child, "rwb", RUN_LIMIT))
+}
+
+/// `/dev/full`, to be a standard output: every write fails with ENOSPC.
+fn full_disk() -> std::process::Stdio {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full");
+    full.expect("/dev/full").into()
 }
 
 #[test]
@@ -636,11 +637,7 @@ fn a_full_disk_under_stdout_stops_the_run_with_one_line_and_the_cache_keeps_what
         ("metrics/slow/main.py", SLOW_EVALUATOR),
         ("samples.jsonl", &samples(n)),
     ]);
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let run = finished(run_into(&ws, full.into()));
+    let run = finished(run_into(&ws, full_disk()));
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     let said: Vec<&str> = run
@@ -708,34 +705,14 @@ fn a_command_that_prints_into_a_closed_pipe_ends_quietly_not_with_a_panic() {
         ("samples.jsonl", &samples(3)),
     ]);
     // `rwb check | true`: the reader is gone before the first line
-    let mut child = std::process::Command::new(RWB)
-        .args(["check", ws.path().to_str().unwrap()])
-        .current_dir(ws.path())
-        .env_remove("VIRTUAL_ENV")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let check = ["check", ws.path().to_str().unwrap()];
+    let mut child = start_into(&ws, &check, std::process::Stdio::piped());
     drop(child.stdout.take());
     let run = finished(child);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert!(!run.stderr.contains("panicked"), "{}", run.stderr);
     // and into a full disk: one line, exit code 2
-    let full = std::fs::OpenOptions::new()
-        .write(true)
-        .open("/dev/full")
-        .unwrap();
-    let child = std::process::Command::new(RWB)
-        .args(["check", ws.path().to_str().unwrap()])
-        .current_dir(ws.path())
-        .env_remove("VIRTUAL_ENV")
-        .stdin(std::process::Stdio::null())
-        .stdout(full)
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let run = finished(child);
+    let run = finished(start_into(&ws, &check, full_disk()));
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert_eq!(
         run.stderr,

@@ -982,11 +982,8 @@ fn a_fully_cached_run_after_a_baseline_save_writes_nothing_into_the_cache_file()
 /// ignored, as a full disk's fails with ENOSPC). Its stdout is a pipe, not limited.
 fn run_on_a_full_disk(ws: &Ws, limit: u64) -> Run {
     use std::os::unix::process::CommandExt;
-    let mut command = std::process::Command::new(RWB);
-    command
-        .args(["run", ws.path().to_str().unwrap(), "--format", "jsonl"])
-        .current_dir(ws.path())
-        .env_remove("VIRTUAL_ENV");
+    let dir = ws.path().to_str().unwrap();
+    let mut command = rwb_command(&["run", dir, "--format", "jsonl"], ws.path());
     // SAFETY: only async-signal-safe calls between fork and exec
     unsafe {
         command.pre_exec(move || {

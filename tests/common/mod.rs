@@ -4,7 +4,7 @@
 use serde_json::Value;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const RWB: &str = env!("CARGO_BIN_EXE_rwb");
@@ -49,12 +49,17 @@ impl Ws {
 
 /// Runs rwb with `args`, current directory `cwd`.
 pub fn rwb(args: &[&str], cwd: &Path) -> Run {
+    Run::from(output_within(&mut rwb_command(args, cwd), RUN_LIMIT))
+}
+
+/// The command [`rwb`] runs: rwb with `args` in `cwd`, outside any virtualenv.
+pub fn rwb_command(args: &[&str], cwd: &Path) -> Command {
     let mut command = Command::new(RWB);
     command
         .args(args)
         .current_dir(cwd)
         .env_remove("VIRTUAL_ENV");
-    Run::from(output_within(&mut command, RUN_LIMIT))
+    command
 }
 
 /// Longer than any run of the suite takes on a loaded 2-core machine.
@@ -64,14 +69,24 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(240);
 /// stacks of its threads (when `gdb` is installed) and what it printed so far, and is
 /// killed: a hang is reported where it happened instead of stalling the suite.
 pub fn output_within(command: &mut Command, limit: Duration) -> Output {
-    let mut child = command
+    let child = command
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("rwb runs");
-    let stdout = collect(child.stdout.take().expect("piped"));
-    let stderr = collect(child.stderr.take().expect("piped"));
+    wait_within(child, &format!("{command:?}"), limit)
+}
+
+/// [`output_within`] of a child already started (its stdout perhaps not a pipe of
+/// ours: a file, or a pipe the test reads and closes itself); what it wrote to a
+/// pipe left to us is collected.
+pub fn wait_within(mut child: Child, command: &str, limit: Duration) -> Output {
+    let stdout = child.stdout.take().map(collect);
+    let stderr = child.stderr.take().map(collect);
+    let gather = |pipe: Option<std::thread::JoinHandle<Vec<u8>>>| {
+        pipe.and_then(|p| p.join().ok()).unwrap_or_default()
+    };
     let deadline = Instant::now() + limit;
     let status = loop {
         if let Some(status) = child.try_wait().expect("waiting for rwb") {
@@ -82,18 +97,18 @@ pub fn output_within(command: &mut Command, limit: Duration) -> Output {
             let python = python_stacks(child.id());
             let _ = child.kill();
             let _ = child.wait();
-            let out = String::from_utf8_lossy(&stdout.join().unwrap_or_default()).into_owned();
-            let err = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).into_owned();
+            let out = String::from_utf8_lossy(&gather(stdout)).into_owned();
+            let err = String::from_utf8_lossy(&gather(stderr)).into_owned();
             panic!(
-                "{command:?} still ran after {limit:?}: killed.\nstdout so far:\n{out}\nstderr so far:\n{err}\nits threads:\n{stacks}\nits Python processes:\n{python}"
+                "{command} still ran after {limit:?}: killed.\nstdout so far:\n{out}\nstderr so far:\n{err}\nits threads:\n{stacks}\nits Python processes:\n{python}"
             );
         }
         std::thread::sleep(Duration::from_millis(10));
     };
     Output {
         status,
-        stdout: stdout.join().unwrap_or_default(),
-        stderr: stderr.join().unwrap_or_default(),
+        stdout: gather(stdout),
+        stderr: gather(stderr),
     }
 }
 
