@@ -3,7 +3,8 @@
 //!
 //! One folder per part: `model` (plain data), `workspace` (discovery, config, samples
 //! files), `sources` (other tools' rollout files), `engine` (Python workers), `store` (the
-//! SQLite cache), `runner` (a run through the cache), `training` (rewards into advantages,
+//! SQLite cache), `sandbox` (rewards contained, and the policy's code run boxed in),
+//! `runner` (a run through the cache), `training` (rewards into advantages,
 //! as trainers do), `ui` (state and drawing), `workbench` (the live loop), `cli`
 //! (the commands).
 
@@ -14,6 +15,7 @@ pub mod insight;
 pub mod model;
 pub mod remote;
 pub mod runner;
+pub mod sandbox;
 pub mod session;
 pub mod ship;
 pub mod sources;

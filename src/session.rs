@@ -77,6 +77,8 @@ pub struct Session {
     pub workspace: Workspace,
     pub runner: Arc<Runner>,
     pub use_cache: bool,
+    /// The sandbox for the policy's code (SPEC §18), which the workers reach.
+    pub sandbox: Arc<crate::sandbox::service::Service>,
 }
 
 impl Session {
@@ -106,6 +108,12 @@ impl Session {
             None => Engine::new(python, root),
         }
         .map_err(|e| Fail::Usage(format!("cannot prepare the worker runtime folder: {e}")))?;
+        engine.set_containment(
+            crate::sandbox::workers_plan(&workspace, options.overrides.no_contain)
+                .map_err(Fail::Usage)?,
+        );
+        let sandbox = crate::sandbox::start_for_workers(&engine, &workspace)
+            .map_err(|e| Fail::Usage(format!("cannot open the sandbox's listeners: {e}")))?;
         let store = if options.no_cache {
             None
         } else {
@@ -125,6 +133,7 @@ impl Session {
             workspace,
             runner,
             use_cache: !options.no_cache,
+            sandbox,
         })
     }
 

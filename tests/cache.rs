@@ -283,6 +283,8 @@ fn a_helper_imported_inside_evaluate_is_part_of_the_cache_key() {
     let ws = Ws::new(&[
         ("metrics/lazy/main.py", LAZY_EVALUATOR),
         ("metrics/lazy/helper.py", "WEIGHT = 0.5\n"),
+        // the evaluator logs its imports beside itself: a folder rewards may write
+        ("rwb.toml", "[sandbox]\nwritable = [\"metrics/lazy\"]\n"),
         ("samples.jsonl", &samples(6)),
     ]);
     let first = ws.run(&[]);
@@ -328,6 +330,8 @@ fn a_lazily_imported_helper_that_disappears_and_comes_back_is_evaluated_again() 
     let ws = Ws::new(&[
         ("metrics/lazy/main.py", LAZY_EVALUATOR),
         ("metrics/lazy/helper.py", "WEIGHT = 0.5\n"),
+        // the evaluator logs its imports beside itself: a folder rewards may write
+        ("rwb.toml", "[sandbox]\nwritable = [\"metrics/lazy\"]\n"),
         ("samples.jsonl", &samples(3)),
     ]);
     assert_eq!(ws.run(&[]).code, 0);
@@ -602,6 +606,8 @@ def evaluate(messages, **kwargs):
     let ws = Ws::new(&[
         ("metrics/saved/main.py", evaluator),
         ("metrics/saved/helper.py", "WEIGHT = 0.5\n"),
+        // the evaluator saves its own helper mid-run: a folder rewards may write
+        ("rwb.toml", "[sandbox]\nwritable = [\"metrics/saved\"]\n"),
         ("samples.jsonl", &samples(3)),
     ]);
     let first = ws.run(&["--jobs", "1"]);

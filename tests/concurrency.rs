@@ -14,8 +14,9 @@ const WAITING: &str = r#"
 import asyncio, os, time
 
 def span(name, start):
-    """Appends when one evaluation ran to spans-NAME.log beside this file."""
-    with open(os.path.join(os.path.dirname(__file__), "spans-%s.log" % name), "a") as log:
+    """Appends when one evaluation ran to spans/NAME.log beside this file (a folder
+    rewards may write: [sandbox] writable)."""
+    with open(os.path.join(os.path.dirname(__file__), "spans", "%s.log" % name), "a") as log:
         log.write("%r %r\n" % (start, time.monotonic()))
 
 def slow(messages, n, **kwargs):
@@ -67,12 +68,13 @@ fn numbered(count: usize) -> String {
 }
 
 fn workspace(evaluators: &[(&str, &str)], count: usize) -> Ws {
-    let mut toml = String::from("samples = [\"s.jsonl\"]\n");
+    let mut toml = String::from("samples = [\"s.jsonl\"]\n[sandbox]\nwritable = [\"spans\"]\n");
     for (name, extra) in evaluators {
         toml += &format!("[evaluators.{name}]\nfunction = \"ev.py::{name}\"\n{extra}\n");
     }
     Ws::new(&[
         ("ev.py", WAITING),
+        ("spans/.keep", ""),
         ("s.jsonl", &numbered(count)),
         ("rwb.toml", &toml),
     ])
@@ -89,7 +91,7 @@ fn timeless(mut row: Value) -> Value {
 /// the first start to the last end, from the spans its evaluations logged (the log is
 /// emptied for the next run).
 fn spans(ws: &Ws, name: &str) -> (usize, f64) {
-    let path = ws.file(&format!("spans-{name}.log"));
+    let path = ws.file(&format!("spans/{name}.log"));
     let text = std::fs::read_to_string(&path).unwrap();
     std::fs::remove_file(&path).unwrap();
     let mut edges: Vec<(f64, i32)> = Vec::new();

@@ -4,13 +4,18 @@
 //! conversational functions and factory callables, Logic-RL's, Search-R1's and
 //! DeepScaleR's veRL scorers; AReaL's rewards and countdown scorer, EasyR1's batch and
 //! sequential reward files, ms-swift's ORM classes, slime's custom, group and rm_hub
-//! rewards, a SkyRL gym env's `compute_score`), with `trainer`, `style`, `call`,
-//! `trainer_args`, `kwargs` and `chat_template` as their users would set them. rwb's
-//! rows must equal, number for number, what tests/corpus_trainers/direct.py gets by
-//! calling each function the way its trainer's code does (cited there and in
-//! tests/corpus/TRAINERS.md), templates rendered by `transformers`; and, where the
-//! trainer logs more than a score (OpenRLHF's `extra_logs`, TRL's `log_extra` and
-//! `log_metric`, EasyR1's score keys), the same metrics.
+//! rewards, a SkyRL gym env's `compute_score`; the long tail's calls, issue 46: an
+//! open-instruct verifier class built with its config from `trainer_args` and awaited
+//! through `async_call`, its `.score` read, and NeMo-RL's math and VLM verify calls,
+//! the ground truth wrapped in `\boxed{}`, an exception scored 0), with `trainer`,
+//! `style`, `call`, `trainer_args`, `kwargs` and `chat_template` as their users would
+//! set them. rwb's rows must equal, number for number, what
+//! tests/corpus_trainers/direct.py gets by calling each function the way its trainer's
+//! code does (cited there and in tests/corpus/TRAINERS.md), templates rendered by
+//! `transformers`; where the trainer logs more than a score (OpenRLHF's `extra_logs`,
+//! TRL's `log_extra` and `log_metric`, EasyR1's score keys), the same metrics; and
+//! where the trainer scores a call that raised (`call.on_error`), the row carries the
+//! exception (its `result_error`) and the run's summary counts them.
 //!
 //! Needs `RWB_HF_PYTHON` (an interpreter with transformers, jinja2 and numpy; `.ci/run`
 //! makes one); without it the test says why it does nothing.
@@ -23,7 +28,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-type Rows = BTreeMap<(u64, String), (Option<f64>, Value)>;
+/// (sample, evaluator) -> (score, metrics, whether the call raised and was scored
+/// anyway: direct.py's `warned`, rwb's `result_error`).
+type Rows = BTreeMap<(u64, String), (Option<f64>, Value, bool)>;
 
 fn rows(stdout: &[u8]) -> Rows {
     String::from_utf8_lossy(stdout)
@@ -35,7 +42,8 @@ fn rows(stdout: &[u8]) -> Rows {
                 v["sample"].as_u64().unwrap(),
                 v["evaluator"].as_str().unwrap().to_string(),
             );
-            (key, (v["score"].as_f64(), v["metrics"].clone()))
+            let warned = v["warned"].as_bool().unwrap_or(false) || v["result_error"].is_string();
+            (key, (v["score"].as_f64(), v["metrics"].clone(), warned))
         })
         .collect()
 }
@@ -73,7 +81,7 @@ fn every_trainers_functions_score_as_the_trainer_computes() {
         .filter(|p| p.join("rwb.toml").is_file())
         .collect();
     workspaces.sort();
-    assert!(workspaces.len() >= 13, "{workspaces:?}");
+    assert!(workspaces.len() >= 16, "{workspaces:?}");
     let mut compared = 0;
     for ws in &workspaces {
         let name = ws.file_name().unwrap().to_string_lossy().into_owned();
@@ -111,10 +119,17 @@ fn every_trainers_functions_score_as_the_trainer_computes() {
             expected.len(),
             String::from_utf8_lossy(&out.stderr)
         );
-        for (key, (score, metrics)) in &expected {
-            let (ours, our_metrics) = got
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let mut warned: BTreeMap<&str, usize> = BTreeMap::new();
+        for (key, (score, metrics, raised)) in &expected {
+            let (ours, our_metrics, our_warning) = got
                 .get(key)
                 .unwrap_or_else(|| panic!("{name}: rwb has no row for {key:?}"));
+            assert_eq!(
+                our_warning, raised,
+                "{name} {key:?}: the trainer's call raised: {raised}, rwb's row carries it: {our_warning}"
+            );
+            *warned.entry(key.1.as_str()).or_default() += usize::from(*raised);
             match (score, ours) {
                 (Some(a), Some(b)) => assert!(
                     (a - b).abs() <= 1e-12,
@@ -149,6 +164,11 @@ fn every_trainers_functions_score_as_the_trainer_computes() {
                 }
             }
             compared += 1;
+        }
+        // a score given despite an exception is never silent: the summary counts them
+        for (evaluator, n) in warned.into_iter().filter(|&(_, n)| n > 0) {
+            let said = format!("warning: {evaluator}: {n} of ");
+            assert!(stderr.contains(&said), "{name}: no {said:?} in\n{stderr}");
         }
     }
     assert!(compared >= 800, "only {compared} rows compared");

@@ -158,7 +158,9 @@ fn the_workbench_asks_a_repeated_judge_k_times_shows_the_mean_and_the_spread_and
                 "samples = [\"samples.jsonl\"]\n\
                  [evaluators.judge]\nfunction = \"judge/main.py::evaluate\"\nrepeat = 3\n\
                  kwargs = {{ calls_dir = \"{}\" }}\n\
+                 [sandbox]\nwritable = [\"{}\"]\n\
                  [training]\ngroup = \"uid\"\n",
+                calls_dir.path().display(),
                 calls_dir.path().display()
             ),
         ),

@@ -1,7 +1,8 @@
 //! verifiers 1.x Tasks through the real binary (SPEC §3, "verifiers 1.x"): a `vf.Task`
-//! subclass named in rwb.toml scores chat samples, prompt-completion samples and saved
-//! traces, and every row's score and components are what verifiers' own code records
-//! for the same trace. The expected values come from running verifiers itself (a
+//! subclass named in rwb.toml scores chat samples, prompt-completion samples, saved
+//! traces and the rows of a traces.jsonl read as it is (multi-turn and delegated
+//! rollouts included), and every row's score and components are what verifiers' own
+//! code records for the same trace. The expected values come from running verifiers itself (a
 //! script that builds each sample's trace the way a rollout records it and awaits
 //! `Task.score`, and that writes saved traces with verifiers' traces.jsonl writer and
 //! re-scores them as `vf-replay` does): nothing here is a hard-coded number.
@@ -263,20 +264,26 @@ fn toml_inline(value: &Value) -> String {
 
 /// What verifiers records for each line of samples.jsonl (which the script writes).
 fn expected(ws: &Ws, python: &str) -> Vec<Value> {
+    script_lines(ws, python, &["expected.py", TRAINER_ARGS])
+}
+
+/// The JSON lines a Python script of the workspace prints (run in the workspace).
+fn script_lines(ws: &Ws, python: &str, args: &[&str]) -> Vec<Value> {
     let mut command = Command::new(python);
     command
-        .args(["expected.py", TRAINER_ARGS])
+        .args(args)
         .current_dir(ws.path())
         .env("PYTHONDONTWRITEBYTECODE", "1");
     let out = output_within(&mut command, RUN_LIMIT);
     assert!(
         out.status.success(),
-        "expected.py failed:\n{}",
+        "{} failed:\n{}",
+        args[0],
         String::from_utf8_lossy(&out.stderr)
     );
     String::from_utf8_lossy(&out.stdout)
         .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}: {l}", args[0])))
         .collect()
 }
 
@@ -319,32 +326,7 @@ fn every_row_scores_what_verifiers_task_score_records() {
             continue;
         }
         scored += 1;
-        assert!(row["error"].is_null(), "{shown}");
-        assert_eq!(row["score"].as_f64(), want["reward"].as_f64(), "{shown}");
-        // every reward (unweighted) and metric is a component, in verifiers' order
-        let mut names = Vec::new();
-        for pair in want["rewards"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .chain(want["metrics"].as_array().unwrap())
-        {
-            let name = pair[0].as_str().unwrap();
-            names.push(name.to_string());
-            assert_eq!(row["metrics"][name]["score"], pair[1], "{name}: {shown}");
-            assert_eq!(
-                row["metrics"][name]["is_score_valid"],
-                !pair[1].is_null(),
-                "{shown}"
-            );
-        }
-        let got: Vec<String> = row["metrics"]
-            .as_object()
-            .unwrap()
-            .keys()
-            .cloned()
-            .collect();
-        assert_eq!(got, names, "{shown}");
+        let names = assert_as_recorded(&row, want, &shown);
         // the reward that needs a runtime is skipped offline, with a word
         assert!(!names.contains(&"executes".to_string()), "{shown}");
         let reason = row["reason"].as_str().unwrap_or("");
@@ -368,4 +350,249 @@ fn every_row_scores_what_verifiers_task_score_records() {
     // weighs 3 instead of its decorator's 2
     let first = run.row(0, "qa");
     assert_eq!(first["metrics"]["correct"]["reason"], "reward, weight 3");
+}
+
+/// Checks that `row` (rwb's) is what verifiers recorded (`want`: its `reward`, then
+/// `rewards` and `metrics` as `[name, value]` pairs): the score is the reward, and every
+/// reward (unweighted) and metric is a component, in verifiers' order. Returns the names.
+fn assert_as_recorded(row: &Value, want: &Value, shown: &str) -> Vec<String> {
+    assert!(row["error"].is_null(), "{shown}");
+    assert_eq!(row["score"].as_f64(), want["reward"].as_f64(), "{shown}");
+    let mut names = Vec::new();
+    for pair in want["rewards"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .chain(want["metrics"].as_array().unwrap())
+    {
+        let name = pair[0].as_str().unwrap();
+        names.push(name.to_string());
+        assert_eq!(row["metrics"][name]["score"], pair[1], "{name}: {shown}");
+        assert_eq!(
+            row["metrics"][name]["is_score_valid"],
+            !pair[1].is_null(),
+            "{shown}"
+        );
+    }
+    let got: Vec<String> = row["metrics"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(got, names, "{shown}");
+    names
+}
+
+/// A task graded on every reply the model generated: `each_turn` the share of turns
+/// whose reply is the one expected there, `final` whether the reply (`last_reply`: the
+/// root agent's `root_reply` when the trace has one) is the last one expected.
+const TURNS_TASK: &str = r#####"
+import verifiers.v1 as vf
+
+
+class TurnsData(vf.TaskData):
+    answer: str
+    """The reply expected at each turn, comma-separated."""
+
+
+class TurnsTask(vf.Task[TurnsData]):
+    @vf.reward
+    async def each_turn(self, trace) -> float:
+        want = self.data.answer.split(",")
+        got = [(m.content or "").strip() for m in trace.assistant_messages]
+        return sum(g == w for g, w in zip(got, want)) / len(want)
+
+    @vf.reward
+    async def final(self, trace) -> float:
+        return float(trace.last_reply == self.data.answer.split(",")[-1])
+
+    @vf.metric
+    async def turns(self, trace) -> float:
+        return trace.num_turns
+"#####;
+
+/// Records three rollouts of TurnsTask with verifiers' own code, the way a live run
+/// records them, and writes them with verifiers' traces.jsonl writer: each model call is
+/// what the interception server (`verifiers/v1/interception/server.py`) makes of it, the
+/// harness's request parsed by the chat dialect, resolved against the message graph
+/// (`graph.prepare_turn`) and the model's completion committed as a sampled node, the
+/// call recorded; the finished rollout is scored with `Task.score` (the logged values).
+/// Two answer over two user turns (right twice; right, then wrong); in the third the
+/// root agent delegates a check to a subagent (its own branch, linked by a semantic
+/// edge as the ACP harness links it) whose unfinished text is the last sampled message,
+/// while the agent's reply is `root_reply`, as the ACP harness records it. Then reads
+/// the file back and re-scores each trace as vf-replay's `rescore` does, printing what
+/// it records, one line per trace.
+const TURNS_TRACES: &str = r#####"
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, ".")
+
+import verifiers.v1 as vf
+from verifiers.v1 import graph
+from verifiers.v1.configs.agent import WireAgentConfig
+from verifiers.v1.dialects.chat import ChatDialect
+from verifiers.v1.episode import EnvInfo, Episode
+from verifiers.v1.state import state_cls
+from verifiers.v1.task import WireTaskData
+from verifiers.v1.utils.trace_store import read_episodes, write_episode
+
+import tasks
+
+CHAT = ChatDialect()
+
+
+class Rollout:
+    def __init__(self, prompt, answer):
+        data = tasks.TurnsData(prompt=prompt, answer=answer)
+        self.task = tasks.TurnsTask(data)
+        self.trace = vf.Trace(
+            task=vf.TraceTask(type="TurnsTask", data=data, key=self.task.key, hash=self.task.hash),
+            state=state_cls(tasks.TurnsTask)(),
+            agent=vf.AgentInfo(config=vf.AgentConfig(model="stand-in")),
+        )
+
+    def call(self, messages, content, tool_calls=None, request_id=None):
+        """One model call: the request's messages, the model's reply; returns the reply
+        as the harness appends it to its conversation."""
+        request = CHAT.parse_request({"model": "stand-in", "messages": messages})
+        turn = graph.prepare_turn(self.trace, request.messages, request.tools)
+        message = {"role": "assistant", "content": content}
+        if tool_calls:
+            message["tool_calls"] = tool_calls
+        raw = {
+            "id": "chatcmpl-%d" % len(self.trace.calls),
+            "object": "chat.completion",
+            "created": 1800000000,
+            "model": "stand-in",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+        }
+        response = CHAT.parse_response(CHAT.validate_response(raw))
+        node = turn.commit(response)
+        self.trace.calls.append(
+            vf.ModelCall(
+                node=node,
+                model="stand-in",
+                endpoint=CHAT.upstream_path,
+                finish_reason=response.finish_reason,
+                acp=None if request_id is None else vf.ACPInfo(request_id=request_id),
+            )
+        )
+        return message
+
+    async def finish(self):
+        self.trace.stop("agent_completed")
+        self.trace.ok = True
+        await self.task.score(self.trace)
+        return self.trace
+
+
+async def two_turns(first, second):
+    rollout = Rollout("What is 6*7?", "42,84")
+    messages = [{"role": "user", "content": "What is 6*7?"}]
+    messages.append(rollout.call(messages, first))
+    messages.append({"role": "user", "content": "And twice that?"})
+    rollout.call(messages, second)
+    return await rollout.finish()
+
+
+async def delegated():
+    rollout = Rollout("What is 6*7*2?", "84")
+    root = [
+        {"role": "system", "content": "Have a subagent check your arithmetic."},
+        {"role": "user", "content": "What is 6*7*2?"},
+    ]
+    spawn = {"id": "call_1", "type": "function", "function": {"name": "spawn_checker", "arguments": "{\"task\": \"Check 6*7*2\"}"}}
+    root.append(rollout.call(root, "", tool_calls=[spawn], request_id="root-1"))
+    root.append({"role": "tool", "tool_call_id": "call_1", "content": "checker started"})
+    rollout.call(root, "84", request_id="root-2")
+    checker = [{"role": "system", "content": "You check arithmetic."}, {"role": "user", "content": "Check 6*7*2"}]
+    rollout.call(checker, "Checking: 6*7 = 42, and 42*2 ...", request_id="sub-1")
+    edges = [vf.SemanticEdge(source_request_id="root-1", target_request_id="sub-1", type="subagent_call")]
+    rollout.trace.add_semantic_edges(vf.SemanticEdgeSet(edges=edges))
+    # what the ACP harness records as the agent's reply to the turn
+    rollout.trace.root_reply = "84\n".strip()
+    return await rollout.finish()
+
+
+async def main():
+    traces = [await two_turns("42", "84"), await two_turns("42", "85"), await delegated()]
+    folder = Path(".")
+    for trace in traces:
+        write_episode(folder, Episode(env=EnvInfo(id="turns"), task=trace.task, traces=[trace], ok=trace.ok))
+    data_cls = tasks.TurnsTask.data_type()
+    episodes = read_episodes(folder, vf.Trace[WireTaskData, state_cls(tasks.TurnsTask), WireAgentConfig])
+    for live, episode in zip(traces, episodes):
+        trace = episode.traces[0].model_copy(deep=True)
+        row = data_cls.model_validate(trace.task.data.model_dump())
+        trace.info.pop("judge_calls", None)
+        trace.rewards, trace.metrics, trace.extra_usage = {}, {}, []
+        await tasks.TurnsTask(row).score(trace)
+        print(json.dumps({
+            "reward": float(trace.reward),
+            "rewards": [[k, None if r is None else r.score] for k, r in trace.rewards.items()],
+            "metrics": [[k, v] for k, v in trace.metrics.items()],
+            "logged": float(live.reward),
+            "last_reply": trace.last_reply,
+        }))
+
+
+asyncio.run(main())
+"#####;
+
+/// A row of traces.jsonl is scored on its trace as written (SPEC §3, "verifiers 1.x":
+/// "the trace is the row's single trace as written in traces.jsonl"), not on the chat
+/// made of its final branch: every turn the model generated counts (a reply before a
+/// later user turn too), and a delegated agent's reply is its `root_reply`, not the last
+/// sampled text. rwb's rows are what verifiers' own `Task.score` records for the traces
+/// verifiers wrote, read straight from the file.
+#[test]
+fn a_traces_jsonl_row_is_scored_on_its_trace_as_written() {
+    let Some(python) = verifiers_python() else {
+        return;
+    };
+    let ws = Ws::new(&[
+        ("tasks.py", TURNS_TASK),
+        ("traces.py", TURNS_TRACES),
+        (
+            "rwb.toml",
+            "samples = [\"traces.jsonl\"]\n[evaluators.vf]\nfunction = \"tasks.py::TurnsTask\"\nlogged = \"reward\"\n",
+        ),
+    ]);
+    let want = script_lines(&ws, &python, &["traces.py"]);
+    assert_eq!(want.len(), 3, "{want:?}");
+    // the traces are what they are meant to be: two generated turns each, both graded;
+    // a delegated reply that is the root agent's and not the last sampled message
+    let turns = |w: &Value| w["metrics"][0].clone();
+    assert_eq!(turns(&want[0]), serde_json::json!(["turns", 2.0]));
+    assert_eq!(want[0]["reward"], 2.0);
+    assert_eq!(want[1]["reward"], 0.5);
+    assert_eq!(turns(&want[2]), serde_json::json!(["turns", 3.0]));
+    assert_eq!(want[2]["last_reply"], "84");
+    assert_eq!(want[2]["reward"], 1.0);
+    let run = ws.run(&["--no-cache", "--python", &python]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    // every row at once first (the chat of the final branch scores 1, 0 and 0 here)
+    let scores: Vec<Value> = (0..want.len())
+        .map(|n| run.row(n as u64, "vf")["score"].clone())
+        .collect();
+    let rewards: Vec<Value> = want.iter().map(|w| w["reward"].clone()).collect();
+    assert_eq!(scores, rewards, "{}", run.stdout);
+    for (sample, want) in want.iter().enumerate() {
+        let row = run.row(sample as u64, "vf");
+        let shown = format!("sample {sample}: row {row}\nverifiers: {want}");
+        assert_as_recorded(&row, want, &shown);
+        // and what the live run logged (no reward here needs a runtime)
+        assert_eq!(row["logged_score"], want["logged"], "{shown}");
+    }
+    assert!(
+        run.stderr
+            .contains("\nvf (logged as reward): 0 of 3 rollouts score differently than logged; 0 flip across 0.5\n"),
+        "{}",
+        run.stderr
+    );
 }

@@ -62,6 +62,35 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
             r["first_call"] = json!(call);
         }
     }
+    // how each evaluator's worker runs (SPEC §18)
+    let containment = session
+        .runner
+        .engine()
+        .info()
+        .await
+        .ok()
+        .map(|i| i.containment);
+    for (r, p) in report.iter_mut().zip(&prepared) {
+        if let Some(state) = containment_of(&session, p, containment.as_ref()) {
+            r["containment"] = json!(state);
+        }
+    }
+    // the size of each call a per-group evaluator was given (SPEC §3: groups are
+    // the trainer's groups)
+    let checked = crate::runner::checked_samples(&session.workspace.samples, args.max_samples)
+        .map_err(|e| Fail::Usage(e.to_string()))?;
+    for ((r, p), style) in report.iter_mut().zip(&prepared).zip(&styles) {
+        if let Some(style) = style.filter(|s| Style::per_group(Some(*s), &p.spec)) {
+            let sizes: Vec<usize> = crate::runner::calls(style, &p.spec, &checked)
+                .iter()
+                .map(Vec::len)
+                .collect();
+            r["group_calls"] = json!({
+                "by": p.spec.group.as_deref().unwrap_or("prompt"),
+                "sizes": sizes,
+            });
+        }
+    }
     for ((r, p), (style, warning)) in report
         .iter_mut()
         .zip(&prepared)
@@ -140,6 +169,67 @@ fn evaluator_reports(
         .collect()
 }
 
+/// How an evaluator's worker runs, as `rwb check` says it: `contained` (with `, no
+/// network` where it has none), `open: WHY`; `None` for one that runs elsewhere.
+/// `engine` is the zygote's report (`None`: it did not start).
+fn containment_of(
+    session: &Session,
+    p: &Prepared,
+    engine: Option<&Option<String>>,
+) -> Option<String> {
+    if p.spec.source.is_remote() {
+        return None;
+    }
+    if session.runner.engine().ray().is_some() {
+        return Some("open: on Ray, workers run on the cluster's terms".into());
+    }
+    let state = engine?;
+    Some(match state.as_deref() {
+        Some("contained") => {
+            let network = p.spec.network.unwrap_or_else(|| {
+                session
+                    .workspace
+                    .config
+                    .sandbox
+                    .as_ref()
+                    .and_then(|s| s.network)
+                    .unwrap_or(true)
+            });
+            if network {
+                "contained".to_string()
+            } else {
+                "contained, no network".to_string()
+            }
+        }
+        Some(open) if open.starts_with("open") => format!(
+            "{open} (the kernel allows no unprivileged user namespace; on Ubuntu 24.04 `sysctl kernel.apparmor_restrict_unprivileged_userns=0`, in Docker `--security-opt seccomp=unconfined`)"
+        ),
+        _ => "open: [sandbox] workers = \"open\" or --no-contain".to_string(),
+    })
+}
+
+/// The sizes of a check's group calls in words: each one (`4, 4, 3`) when there are
+/// few, else how many calls had each size (`4 ×120, 3 ×2`).
+fn sizes_text(sizes: &[Value]) -> String {
+    let sizes: Vec<u64> = sizes.iter().filter_map(Value::as_u64).collect();
+    if sizes.len() <= 12 {
+        return sizes
+            .iter()
+            .map(u64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
+    }
+    let mut counts: std::collections::BTreeMap<std::cmp::Reverse<u64>, usize> = Default::default();
+    for s in sizes {
+        *counts.entry(std::cmp::Reverse(s)).or_default() += 1;
+    }
+    counts
+        .into_iter()
+        .map(|(s, n)| format!("{} ×{n}", s.0))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One evaluator's report as text.
 fn print_evaluator_report(r: &Value) {
     let style = r["style"].as_str().unwrap_or("?");
@@ -171,8 +261,22 @@ fn print_evaluator_report(r: &Value) {
     if let Some(call) = r["call"].as_str() {
         println!("  call: {call}");
     }
+    if let Some(state) = r["containment"].as_str() {
+        println!("  runs {state}");
+    }
     if let Some(form) = r["arguments"].as_str() {
         println!("  arguments: {form}");
+    }
+    if let Some(sizes) = r["group_calls"]["sizes"].as_array() {
+        let by = match r["group_calls"]["by"].as_str() {
+            Some("prompt") | None => "prompt".to_string(),
+            Some(column) => format!("`{column}`"),
+        };
+        println!(
+            "  group calls: {} (one per rollout group, by {by}), of {} sample(s)",
+            sizes.len(),
+            sizes_text(sizes)
+        );
     }
     if let Some(args) = r["first_call"].as_array().filter(|a| !a.is_empty()) {
         println!("  the call for the first sample:");

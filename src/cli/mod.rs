@@ -113,6 +113,10 @@ pub struct Shared {
     /// Evaluate everything; neither read nor write the cache.
     #[arg(long)]
     no_cache: bool,
+    /// Run the rewards with your full power, not contained (as `[sandbox] workers =
+    /// "open"` in rwb.toml).
+    #[arg(long)]
+    no_contain: bool,
 }
 
 #[derive(Args, Debug)]
@@ -284,6 +288,7 @@ impl Shared {
             timeout: self.timeout,
             concurrency: self.concurrency,
             serving: false,
+            no_contain: self.no_contain,
         }
     }
 
@@ -345,6 +350,16 @@ pub(crate) fn print_warnings(workspace: &Workspace) {
 }
 
 pub fn main() -> ExitCode {
+    // rwb starting a contained process through itself (src/sandbox/contain.rs): set
+    // the box up and become the program, before anything else runs
+    let mut raw = std::env::args_os();
+    if raw
+        .nth(1)
+        .is_some_and(|a| a == crate::sandbox::contain::SUBCOMMAND)
+    {
+        let rest: Vec<std::ffi::OsString> = raw.collect();
+        return crate::sandbox::contain::main(&rest);
+    }
     let cli = Cli::parse();
     end_quietly_when_stdout_closes();
     let result = match cli.command {

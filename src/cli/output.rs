@@ -305,6 +305,8 @@ pub struct Printer {
     /// (see [`Known`]).
     known_files: Vec<Vec<u8>>,
     known_names: Vec<Vec<u8>>,
+    /// Per evaluator: called in batches (see [`Printer::batch_calls`]).
+    batched: Vec<bool>,
 }
 
 impl Printer {
@@ -350,6 +352,7 @@ impl Printer {
             repeats: vec![None; n],
             human: None,
             member: None,
+            batched: vec![false; n],
         }
     }
 
@@ -357,6 +360,17 @@ impl Printer {
     /// disk), once a write has met one: nothing is written after it.
     pub fn unwritten(&self) -> Option<&std::io::Error> {
         self.out.get_ref().failed.as_ref()
+    }
+
+    /// Marks the evaluators called in batches: their rows' times are each sample's
+    /// share of the call's (`seconds_of = "batch"`), ranked in no slowest list.
+    pub fn batch_calls(&mut self, batched: &[bool]) {
+        for (i, &b) in batched.iter().enumerate() {
+            if b && !self.batched.get(i).copied().unwrap_or(false) {
+                self.seconds[i] = SecondsBuilder::of_batches();
+            }
+        }
+        self.batched = batched.to_vec();
     }
 
     /// Takes a batch of the run's events, in the order they came.
@@ -469,6 +483,7 @@ impl Printer {
             &self.names[i],
             &sample.outcomes[i],
         );
+        row.seconds_of = self.batched[i].then_some("batch");
         let mut known = self.known(sample.at.file, i);
         if let Some(member) = facts.and_then(|f| f.file.as_deref()) {
             // a folder's or glob's row names its own file
@@ -521,7 +536,9 @@ impl Printer {
         for (i, outcome) in sample.outcomes.iter().enumerate() {
             if plain {
                 let file = sample.at.file;
-                let row = ResultRow::new(&sample.at, &self.labels[file], &self.names[i], outcome);
+                let mut row =
+                    ResultRow::new(&sample.at, &self.labels[file], &self.names[i], outcome);
+                row.seconds_of = self.batched[i].then_some("batch");
                 row.write_json(&mut text, self.known(file, i));
             } else {
                 self.row(sample, i).write_to(&mut text);
@@ -1037,7 +1054,16 @@ pub fn write_summary(
         names.len(),
         stats.evaluated.iter().sum::<usize>(),
         stats.cached.iter().sum::<usize>(),
-    )
+    )?;
+    // a score given despite an exception (call.on_error) is never silent
+    for (name, s) in names.iter().zip(summaries).filter(|(_, s)| s.warned > 0) {
+        writeln!(
+            out,
+            "warning: {name}: {} of {} results scored despite an error (call.on_error, or the result's own): see each row's result_error",
+            s.warned, s.count
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -42,6 +42,11 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         .map(|f| f.label.clone())
         .collect();
     let mut printer = Printer::new(args.format, names.clone(), labels);
+    let batched: Vec<bool> = prepared
+        .iter()
+        .map(|p| p.style.is_some_and(|s| s.is_batched()) && !p.spec.source.is_remote())
+        .collect();
+    printer.batch_calls(&batched);
     let logged: Vec<Option<String>> = names
         .iter()
         .map(|n| {

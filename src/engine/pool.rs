@@ -626,7 +626,11 @@ impl Lane<'_> {
                 return Some(false);
             }
             Next::Retired => {
-                flight.requeue(w.loaded.style.is_batched(), &mut self.retry);
+                flight.requeue(
+                    w.loaded.style.is_batched(),
+                    w.retired_to_split(),
+                    &mut self.retry,
+                );
                 return Some(false);
             }
         }
@@ -673,9 +677,17 @@ impl Flight {
     }
 
     /// The worker retired (after a timeout): everything not answered runs again on a
-    /// fresh worker, a caller's batch as the same batch.
-    fn requeue(&mut self, batched: bool, retry: &mut VecDeque<PoolWork>) {
-        for batch in self.unanswered() {
+    /// fresh worker, a caller's batch as the same batch. With `split`, the oldest
+    /// batch is the batched call that timed out (SPEC §3: a batch that times out
+    /// names its sample): its samples go again one a call, so that the one that
+    /// hangs is the `Timeout` row and the others get their scores.
+    fn requeue(&mut self, batched: bool, split: bool, retry: &mut VecDeque<PoolWork>) {
+        let mut batches = self.unanswered().into_iter();
+        if batched && split {
+            let timed_out = batches.next().unwrap_or_default();
+            retry.extend(timed_out.into_iter().map(|job| PoolWork::Batch(vec![job])));
+        }
+        for batch in batches {
             requeue(batch, batched, retry);
         }
     }
@@ -701,10 +713,23 @@ impl Flight {
     ) {
         let mut batches = self.unanswered().into_iter();
         if worker.loaded.style.is_batched() {
-            // a batched call is one call: its whole batch failed; the batches queued
-            // behind it have not started and run again as the same batches
-            for job in batches.next().unwrap_or_default() {
-                sink(job.id, failed.clone());
+            // a batched call is one call: its whole batch failed (SPEC §3) — but one
+            // killed at the deadline goes again one sample a call, to find the sample
+            // that hangs; the batches queued behind it have not started and run
+            // again as the same batches
+            let lost = batches.next().unwrap_or_default();
+            let hung = failed
+                .error
+                .as_ref()
+                .is_some_and(|e| e.kind == kinds::TIMEOUT);
+            if hung && lost.len() > 1 {
+                for job in lost.into_iter().rev() {
+                    retry.push_front(PoolWork::Batch(vec![job]));
+                }
+            } else {
+                for job in lost {
+                    sink(job.id, failed.clone());
+                }
             }
             for batch in batches {
                 requeue(batch, true, retry);

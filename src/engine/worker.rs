@@ -53,6 +53,9 @@ pub struct Worker {
     alive: bool,
     busy: bool,
     line: Vec<u8>,
+    /// The worker retired because a batched call timed out (`{"retire":"split"}`):
+    /// the batch it was on goes again one sample a call, to find the one that hangs.
+    split: bool,
 }
 
 impl Worker {
@@ -81,7 +84,14 @@ impl Worker {
             alive: true,
             busy: false,
             line: Vec::with_capacity(4096),
+            split: false,
         }
+    }
+
+    /// Whether the worker retired because a batched call (of more than one sample)
+    /// timed out, leaving that batch unanswered to be split.
+    pub fn retired_to_split(&self) -> bool {
+        self.split
     }
 
     pub fn pid(&self) -> i32 {
@@ -286,7 +296,8 @@ impl Worker {
                 }
             };
             self.line.clear();
-            if parsed.retire.is_some() {
+            if let Some(why) = &parsed.retire {
+                self.split = why == "split";
                 self.end();
                 return Next::Retired;
             }

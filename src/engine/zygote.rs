@@ -55,6 +55,17 @@ pub struct ZygoteInfo {
     /// The cluster, when the engine runs on Ray.
     #[serde(default)]
     pub ray: Option<super::RayInfo>,
+    /// How its workers run (SPEC §18): `contained`, or `open: WHY`; `None` when rwb
+    /// did not box the zygote (Ray, `[sandbox] workers = "open"`).
+    #[serde(default)]
+    pub containment: Option<String>,
+}
+
+impl ZygoteInfo {
+    /// Whether the workers it forks are contained.
+    pub fn contained(&self) -> bool {
+        self.containment.as_deref() == Some("contained")
+    }
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -102,6 +113,10 @@ struct Shared {
     stderr_tail: Arc<StdMutex<VecDeque<u8>>>,
     listener: tokio::task::JoinHandle<()>,
     groups: Groups,
+    /// The box the zygote (and so every worker) starts in, `None`: open (SPEC §18).
+    containment: StdMutex<Option<crate::sandbox::contain::Plan>>,
+    /// Variables the zygote (and so every worker) is started with.
+    env: StdMutex<Vec<(String, String)>>,
 }
 
 impl Drop for Shared {
@@ -213,6 +228,11 @@ impl Engine {
                 stderr_tail: Default::default(),
                 listener: task,
                 groups: Groups::default(),
+                containment: StdMutex::new(Some(crate::sandbox::contain::Plan {
+                    writable: Vec::new(),
+                    network: true,
+                })),
+                env: StdMutex::default(),
             }
         });
         Ok(Engine { shared })
@@ -220,6 +240,45 @@ impl Engine {
 
     pub fn python(&self) -> &Path {
         &self.shared.python
+    }
+
+    /// The folder of rwb's own Python files the workers run.
+    pub fn code_dir(&self) -> &Path {
+        &self.shared.code
+    }
+
+    /// rwb's private runtime folder (sockets, mark pages), writable inside the box.
+    pub fn runtime_dir(&self) -> &Path {
+        self.shared.runtime.path()
+    }
+
+    /// Variables every zygote started from now on (and so its workers) gets.
+    pub fn set_env(&self, vars: Vec<(String, String)>) {
+        *self.shared.env.lock().unwrap() = vars;
+    }
+
+    /// Sets the box the zygote starts in (`None`: open), for a zygote started from
+    /// now on. The user's cache folder, rwb's runtime folder and the folder of rwb's
+    /// own Python are always kept writable inside.
+    pub fn set_containment(&self, plan: Option<crate::sandbox::contain::Plan>) {
+        *self.shared.containment.lock().unwrap() = plan;
+    }
+
+    /// The box the next zygote starts in, with the folders rwb itself needs writable.
+    fn containment_plan(&self) -> Option<crate::sandbox::contain::Plan> {
+        let mut plan = self.shared.containment.lock().unwrap().clone()?;
+        let cache = directories::BaseDirs::new().map(|d| d.cache_dir().to_path_buf());
+        let needed = [
+            cache,
+            Some(self.shared.runtime.path().to_path_buf()),
+            Some(self.shared.code.clone()),
+        ];
+        for path in needed.into_iter().flatten() {
+            if !plan.writable.iter().any(|w| path.starts_with(w)) {
+                plan.writable.push(path);
+            }
+        }
+        Some(plan)
     }
 
     pub fn root(&self) -> &Path {
@@ -372,6 +431,7 @@ impl Engine {
                 "grader": grader,
                 "grader_settings": grader_settings,
                 "timeout": spec.timeout,
+                "network": spec.network,
                 "flush_ms": self.shared.flush_us.load(Ordering::Relaxed) as f64 / 1000.0,
             }
         })
@@ -482,16 +542,31 @@ impl Engine {
                 &shared.root,
             ),
             None => {
-                let mut command = Command::new(&shared.python);
-                command
-                    .arg("-X")
-                    .arg("utf8")
-                    .arg(&script)
-                    .arg(&shared.socket)
-                    .arg(&compat);
-                command
+                let args: Vec<std::ffi::OsString> = vec![
+                    "-X".into(),
+                    "utf8".into(),
+                    script.into(),
+                    shared.socket.clone().into(),
+                    compat.into(),
+                ];
+                // boxed in by rwb itself (SPEC §18), when the interpreter is there
+                // to start (else its own spawn error says what is missing)
+                let plan = self
+                    .containment_plan()
+                    .filter(|_| program_exists(&shared.python));
+                match plan.and_then(|plan| {
+                    crate::sandbox::contain::wrap_tokio(&plan, &shared.python, &args).ok()
+                }) {
+                    Some(command) => command,
+                    None => {
+                        let mut command = Command::new(&shared.python);
+                        command.args(&args);
+                        command
+                    }
+                }
             }
         };
+        command.envs(shared.env.lock().unwrap().iter().cloned());
         command
             .current_dir(&shared.root)
             .env("PYTHONUNBUFFERED", "1")
@@ -503,6 +578,15 @@ impl Engine {
             .kill_on_drop(true);
         command
     }
+}
+
+/// Whether `program` can be started: a path that is a file, or a name found on `PATH`.
+fn program_exists(program: &Path) -> bool {
+    if program.components().count() > 1 {
+        return program.is_file();
+    }
+    std::env::var_os("PATH")
+        .is_some_and(|paths| std::env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
 /// Reads the worker's reply to loading its evaluator, within the import time limit;
@@ -676,6 +760,8 @@ mod tests {
             chat_template: Default::default(),
             call: None,
             trainer_args: Default::default(),
+            group: None,
+            network: None,
             repeat: 1,
             repeat_index: 0,
             watch: false,

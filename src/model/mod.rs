@@ -132,6 +132,20 @@ impl Style {
         })
     }
 
+    /// Whether the evaluator is called once per rollout group (the samples of one
+    /// prompt, in file order) rather than per batch of `batch_size`: slime's group
+    /// reward, and a `call` described `per = "group"`.
+    pub fn per_group(style: Option<Style>, spec: &EvaluatorSpec) -> bool {
+        match style {
+            Some(Style::SlimeGroup) => true,
+            Some(Style::CallBatch) => spec
+                .call
+                .as_ref()
+                .is_some_and(|c| c.per == crate::model::Per::Group),
+            _ => false,
+        }
+    }
+
     pub fn is_batched(self) -> bool {
         matches!(
             self,
@@ -414,6 +428,12 @@ pub struct EvaluatorSpec {
     /// `trainer_args = { ... }`: the trainer's own arguments a reward reads (handed
     /// as a namespace to ms-swift's constructors and slime's rewards).
     pub trainer_args: Map<String, Value>,
+    /// What makes samples one rollout group for a call made once per group (slime's
+    /// `--group-rm`, `call = { per = "group" }`): a column (`group = "uid"` for the
+    /// evaluator, or the workspace's `[training] group`), or `None` for the prompt.
+    pub group: Option<String>,
+    /// `network = false` under the evaluator: its worker has no network (SPEC §18).
+    pub network: Option<bool>,
     /// `repeat = K` / `--repeat K`: separate calls per sample (SPEC §16; 1: once).
     pub repeat: usize,
     /// Which of the K calls this spec makes (0 for the first, and for a spec that is
@@ -620,6 +640,10 @@ pub struct ResultRow<'a> {
     pub duration_ms: f64,
     /// The evaluation's time in seconds (SPEC §16).
     pub seconds: f64,
+    /// `"batch"` when `seconds` is the sample's share of a batch call's time (SPEC
+    /// §3): not its own time, so no slowest list ranks it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub seconds_of: Option<&'static str>,
     /// What the evaluator printed for this sample (only when it printed).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output: &'a Option<String>,
@@ -649,6 +673,7 @@ impl<'a> ResultRow<'a> {
             result_error: &o.result_error,
             duration_ms: o.duration_ms,
             seconds: o.duration_ms / 1000.0,
+            seconds_of: None,
             output: &o.output,
             scores: o.repeat.as_ref().map(|r| &r.scores[..]),
             score_std: o.repeat.as_ref().map(|r| r.score_std),
@@ -705,6 +730,9 @@ impl<'a> ResultRow<'a> {
         }
         value(out, b",\"duration_ms\":", &self.duration_ms);
         value(out, b",\"seconds\":", &self.seconds);
+        if let Some(of) = self.seconds_of {
+            value(out, b",\"seconds_of\":", of);
+        }
         if let Some(o) = self.output {
             value(out, b",\"output\":", o);
         }
@@ -853,10 +881,18 @@ pub fn py_float(x: f64) -> String {
 pub struct Summary {
     pub count: usize,
     pub errors: usize,
+    /// Scored results that carry an error beside their score (`result_error`): an
+    /// exception the trainer scores (`call.on_error`), or one the result reports.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub warned: usize,
     pub mean: Option<f64>,
     pub std: Option<f64>,
     pub min: Option<f64>,
     pub max: Option<f64>,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// Accumulates a [`Summary`] one outcome at a time (Welford's algorithm).
@@ -864,6 +900,7 @@ pub struct Summary {
 pub struct SummaryBuilder {
     count: usize,
     errors: usize,
+    warned: usize,
     scored: usize,
     mean: f64,
     m2: f64,
@@ -878,6 +915,7 @@ impl SummaryBuilder {
             self.errors += 1;
             return;
         }
+        self.warned += usize::from(outcome.result_error.is_some());
         if let Some(x) = outcome.score {
             self.scored += 1;
             let delta = x - self.mean;
@@ -893,6 +931,7 @@ impl SummaryBuilder {
         Summary {
             count: self.count,
             errors: self.errors,
+            warned: self.warned,
             mean: has.then_some(self.mean),
             std: has.then(|| (self.m2 / self.scored as f64).sqrt()),
             min: self.min,

@@ -15,7 +15,7 @@ use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{LineFiles, SampleLine, SamplesFile};
 use bytestring::ByteString;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
@@ -111,6 +111,8 @@ pub(super) struct Feed<'a> {
     outbox: Vec<Event>,
     /// Per evaluator, the batch being filled (always empty for pointwise styles).
     filling: Vec<Vec<Member>>,
+    /// Per evaluator called once per rollout group, the groups being filled.
+    groups: Vec<Option<Groups>>,
     /// Per evaluator, the samples (by index) fed first by [`Feed::feed_first`] and
     /// skipped when the files are fed in order.
     first: Vec<HashSet<usize>>,
@@ -147,6 +149,13 @@ impl<'a> Feed<'a> {
             direct,
             outbox: Vec::new(),
             filling: (0..n).map(|_| Vec::new()).collect(),
+            groups: evaluators
+                .iter()
+                .map(|p| {
+                    crate::model::Style::per_group(p.style, &p.spec)
+                        .then(|| Groups::new(p.spec.group.as_deref()))
+                })
+                .collect(),
             first: vec![HashSet::new(); n],
             feeding_first: false,
             keyed: true,
@@ -281,11 +290,20 @@ impl<'a> Feed<'a> {
                     self.unreadable(index, &line, &why);
                     continue;
                 }
-                self.filling[index].push(Member {
+                let member = Member {
                     at: line.at.clone(),
                     hash: line.hash,
                     raw: line.raw.clone(),
-                });
+                };
+                if let Some(groups) = &mut self.groups[index] {
+                    // a group is whole only when the files are: it goes at the end,
+                    // unless its line names no group (then it is a group of one)
+                    if let Some(alone) = groups.add(member) {
+                        self.send_batch(index, vec![alone]).await;
+                    }
+                    continue;
+                }
+                self.filling[index].push(member);
                 if self.filling[index].len() >= size {
                     self.flush(index).await;
                 }
@@ -359,6 +377,23 @@ impl<'a> Feed<'a> {
     /// there, else to the pool as one unit.
     async fn flush(&mut self, index: usize) {
         let members = std::mem::take(&mut self.filling[index]);
+        self.send_batch(index, members).await;
+    }
+
+    /// Sends every rollout group evaluator `index` gathered, one batch each, in the
+    /// order the files first showed them.
+    async fn flush_groups(&mut self, index: usize) {
+        let Some(groups) = self.groups[index].as_mut() else {
+            return;
+        };
+        for members in groups.take() {
+            self.send_batch(index, members).await;
+        }
+    }
+
+    /// Sends one batch of evaluator `index`: from the cache when every member is
+    /// there, else to the pool as one unit.
+    async fn send_batch(&mut self, index: usize, members: Vec<Member>) {
         if members.is_empty() {
             return;
         }
@@ -417,9 +452,51 @@ impl<'a> Feed<'a> {
     pub async fn finish(mut self) -> RunStats {
         for index in 0..self.evaluators.len() {
             self.flush(index).await;
+            self.flush_groups(index).await;
         }
         self.send_outbox();
         self.stats
+    }
+}
+
+/// The rollout groups of an evaluator called once per group, as the files show them:
+/// each group's members in file order, the groups in the order of their first member.
+struct Groups {
+    by: crate::training::GroupBy,
+    order: Vec<crate::training::GroupKey>,
+    members: HashMap<crate::training::GroupKey, Vec<Member>>,
+}
+
+impl Groups {
+    fn new(column: Option<&str>) -> Groups {
+        Groups {
+            by: crate::training::GroupBy::parse(column.unwrap_or("prompt")),
+            order: Vec::new(),
+            members: HashMap::new(),
+        }
+    }
+
+    /// Adds a member to its group; a line that names no group (no prompt, or not the
+    /// column) is given back: it is a group of its own.
+    fn add(&mut self, member: Member) -> Option<Member> {
+        let Some(key) = crate::training::place(&member.raw, &self.by).key else {
+            return Some(member);
+        };
+        let group = self.members.entry(key).or_default();
+        if group.is_empty() {
+            self.order.push(key);
+        }
+        group.push(member);
+        None
+    }
+
+    /// Every group gathered, in order; none is left.
+    fn take(&mut self) -> Vec<Vec<Member>> {
+        let mut members = std::mem::take(&mut self.members);
+        std::mem::take(&mut self.order)
+            .into_iter()
+            .filter_map(|key| members.remove(&key))
+            .collect()
     }
 }
 

@@ -539,6 +539,60 @@ pub struct CheckReport {
     pub breaks: Vec<(String, Vec<SampleRef>)>,
 }
 
+/// The valid samples a check calls evaluators on: the first `max_samples` lines of
+/// the files (a `BadSample` line counts, and is left out).
+pub fn checked_samples(
+    files: &[SamplesFile],
+    max_samples: usize,
+) -> std::io::Result<Vec<SampleLine>> {
+    let mut samples: Vec<SampleLine> = Vec::new();
+    for line in SamplesReader::new(files) {
+        let line = line?;
+        if samples.len() >= max_samples {
+            break;
+        }
+        if line.bad.is_none() {
+            samples.push(line);
+        }
+    }
+    Ok(samples)
+}
+
+/// How a check hands `samples` to an evaluator in `style`: one rollout group a call
+/// for a call per group (the groups in the order the samples first show them), else
+/// `batch_size` consecutive samples for a batched style and 16 at a time for the
+/// others (each sample still its own call).
+pub fn calls(style: Style, spec: &EvaluatorSpec, samples: &[SampleLine]) -> Vec<Vec<SampleLine>> {
+    if Style::per_group(Some(style), spec) {
+        let by = crate::training::GroupBy::parse(spec.group.as_deref().unwrap_or("prompt"));
+        // a line that names no group is a group of its own (keyed by its position)
+        type Key = (Option<crate::training::GroupKey>, usize);
+        let mut order: Vec<Key> = Vec::new();
+        let mut groups: HashMap<Key, Vec<SampleLine>> = HashMap::new();
+        for (n, s) in samples.iter().enumerate() {
+            let key = match crate::training::place(&s.raw, &by).key {
+                Some(k) => (Some(k), 0),
+                None => (None, n),
+            };
+            let group = groups.entry(key).or_default();
+            if group.is_empty() {
+                order.push(key);
+            }
+            group.push(s.clone());
+        }
+        return order
+            .into_iter()
+            .filter_map(|k| groups.remove(&k))
+            .collect();
+    }
+    let size = if style.is_batched() {
+        spec.batch_size.max(1)
+    } else {
+        16
+    };
+    samples.chunks(size).map(<[SampleLine]>::to_vec).collect()
+}
+
 /// Groups the breaks of a check by evaluator (one report each, in order) and kind.
 pub fn group_breaks(breaks: &[Breaks], evaluators: usize) -> Vec<CheckReport> {
     let mut out = vec![CheckReport::default(); evaluators];
@@ -605,16 +659,7 @@ impl Runner {
         files: &[SamplesFile],
         max_samples: usize,
     ) -> std::io::Result<Vec<Breaks>> {
-        let mut samples: Vec<SampleLine> = Vec::new();
-        for line in SamplesReader::new(files) {
-            let line = line?;
-            if samples.len() >= max_samples {
-                break;
-            }
-            if line.bad.is_none() {
-                samples.push(line);
-            }
-        }
+        let samples = checked_samples(files, max_samples)?;
         let mut out = Vec::new();
         for (e, p) in evaluators.iter().enumerate() {
             if let Some(failure) = &p.failure {
@@ -650,15 +695,10 @@ impl Runner {
         samples: &[SampleLine],
         out: &mut Vec<Breaks>,
     ) {
-        let size = if worker.loaded.style.is_batched() {
-            p.spec.batch_size.max(1)
-        } else {
-            16
-        };
         let by_id: HashMap<u64, &SampleLine> =
             samples.iter().map(|s| (s.at.index as u64, s)).collect();
-        for chunk in samples.chunks(size) {
-            if !check_chunk(&mut worker, e, chunk, &by_id, out).await {
+        for chunk in calls(worker.loaded.style, &p.spec, samples) {
+            if !check_chunk(&mut worker, e, &chunk, &by_id, out).await {
                 return;
             }
         }
@@ -679,13 +719,8 @@ impl Runner {
         let Ok(mut worker) = self.engine().spawn_worker(&p.spec).await else {
             return;
         };
-        let size = if worker.loaded.style.is_batched() {
-            p.spec.batch_size.max(1)
-        } else {
-            16
-        };
         let mut scores: HashMap<u64, Option<f64>> = HashMap::new();
-        for chunk in samples.chunks(size) {
+        for chunk in calls(worker.loaded.style, &p.spec, samples) {
             let jobs: Vec<(u64, &str)> =
                 chunk.iter().map(|s| (s.at.index as u64, &*s.raw)).collect();
             if worker.send(&jobs, 1).await.is_err() {
@@ -795,6 +830,13 @@ fn code_key(identity: &str, spec: &EvaluatorSpec, memo: &ImportMemo) -> CodeKey 
     // the key of a run without `repeat`, so adding `repeat` reuses what is cached
     if spec.repeat_index > 0 {
         part(&mut h, &format!("repeat {}", spec.repeat_index));
+    }
+    // a call per rollout group depends on what makes a group
+    if Style::per_group(Some(memo.style), spec) {
+        part(
+            &mut h,
+            &format!("group {}", spec.group.as_deref().unwrap_or("prompt")),
+        );
     }
     for text in [
         CACHE_VERSION,

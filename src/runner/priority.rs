@@ -43,7 +43,9 @@ impl Priority {
         evaluators
             .iter()
             .map(|p| {
-                if p.failure.is_some() {
+                // a rollout group is whole only once the files are read: an
+                // evaluator called per group is fed in file order only
+                if p.failure.is_some() || crate::model::Style::per_group(p.style, &p.spec) {
                     return HashSet::new();
                 }
                 let size = p

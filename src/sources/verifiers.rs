@@ -25,11 +25,12 @@
 //! several agents is several rows): the final branch's messages (the last leaf's path,
 //! as `Trace.messages` takes it) up to its last sampled message (the completion) in
 //! chat form, `prompt` and `completion` (before it, and it) kept as columns, the turns
-//! after it (a tool result a `@stop` ended on) as `observations`, `answer` and `info` from the task's
-//! data and the whole data as `task_data`; the reward (`Trace.reward`: the weighted sum
-//! of the rewards), each reward's score and each metric are logged; the group is the
-//! episode's group, else the task's key. An episode with no trace (a failed
-//! rollout) holds no sample.
+//! after it (a tool result a `@stop` ended on) as `observations`, `answer` and `info`
+//! from the task's data and the whole data as `task_data`, and the trace itself as
+//! written as `trace` (what a verifiers Task scores: every generated turn, `root_reply`,
+//! the whole graph); the reward (`Trace.reward`: the weighted sum of the rewards), each
+//! reward's score and each metric are logged; the group is the episode's group, else
+//! the task's key. An episode with no trace (a failed rollout) holds no sample.
 //!
 //! prime-rl writes the same records: `{output_dir}/rollouts/step_{N}/{train|eval}/
 //! {all|effective}/traces.jsonl` (PrimeIntellect-ai/prime-rl@559b4477
@@ -162,6 +163,21 @@ fn final_branch(nodes: &[Value]) -> (Vec<Value>, usize) {
     (messages, last_sampled)
 }
 
+/// The `trace` column: the trace as the file holds it, every node of its message graph
+/// (all branches, `sampled` flags, semantic links), `root_reply` and the rest, so that
+/// a verifiers Task scores the trace itself, as `vf-replay` does, and not the chat made
+/// of its final branch (SPEC §3, "verifiers 1.x"). A trace written without its own
+/// `task` takes the episode's.
+fn trace_as_written(episode: &Value, trace: &Value) -> Value {
+    let mut whole = trace.clone();
+    if let (Value::Object(fields), Some(task)) = (&mut whole, episode.get("task")) {
+        if fields.get("task").is_none_or(Value::is_null) {
+            fields.insert("task".into(), task.clone());
+        }
+    }
+    whole
+}
+
 fn trace_row(episode: &Value, trace: &Value, paths: &[String]) -> Row {
     let mut facts = Facts::default();
     json_rows::add_logged_paths(trace, paths, &mut facts);
@@ -220,6 +236,7 @@ fn trace_row(episode: &Value, trace: &Value, paths: &[String]) -> Row {
         "error".into(),
         last_error(trace).map_or(Value::Null, Value::String),
     );
+    sample.insert("trace".into(), trace_as_written(episode, trace));
     // the logged scores: the reward as verifiers sums it, then each reward and metric
     let rewards = trace["rewards"].as_object();
     let reward: f64 = rewards
@@ -329,5 +346,39 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn a_trace_row_carries_its_trace_as_written() {
+        // two user turns, each answered; a root reply; a trace without its own task
+        let node = |parent: Value, role: &str, content: &str, sampled: bool| {
+            let message = serde_json::json!({"role": role, "content": content});
+            serde_json::json!({"parent": parent, "message": message, "sampled": sampled})
+        };
+        let trace = serde_json::json!({
+            "agent": {"config": {}, "name": "agent"},
+            "nodes": [
+                node(Value::Null, "user", "6*7?", false),
+                node(0.into(), "assistant", "42", true),
+                node(1.into(), "user", "twice?", false),
+                node(2.into(), "assistant", "84", true),
+            ],
+            "root_reply": "84",
+            "rewards": {},
+            "ok": true
+        });
+        let task = serde_json::json!({"type": "T", "data": {"answer": "84"}, "key": "k"});
+        let episode = serde_json::json!({"env": {"id": "e"}, "task": task, "traces": [trace]});
+        let rows = episode_rows(&episode, &[]);
+        let sample: Value = serde_json::from_str(&rows[0].sample).unwrap();
+        // the chat form keeps only the last reply as the completion ...
+        assert_eq!(
+            sample["completion"],
+            serde_json::json!([{"role": "assistant", "content": "84"}])
+        );
+        // ... the trace column is the whole trace, the episode's task filled in
+        let mut whole = trace.clone();
+        whole["task"] = task;
+        assert_eq!(sample["trace"], whole);
     }
 }

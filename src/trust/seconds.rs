@@ -24,6 +24,10 @@ pub struct SecondsSummary {
     /// Slowest first; equal times in sample order.
     pub slowest: Vec<Slow>,
     pub timeouts: usize,
+    /// `"batch"`: the times are each sample's share of its batch call's time, and
+    /// `slowest` is left empty (a share cannot point at the sample that took long).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub of: Option<&'static str>,
 }
 
 /// Gathers evaluation times one outcome at a time.
@@ -32,9 +36,19 @@ pub struct SecondsBuilder {
     times: Vec<f64>,
     slowest: Vec<Slow>,
     timeouts: usize,
+    /// The times are shares of batch calls (see [`SecondsSummary::of`]).
+    shares: bool,
 }
 
 impl SecondsBuilder {
+    /// A builder of an evaluator called in batches: its times are shares of a call's.
+    pub fn of_batches() -> SecondsBuilder {
+        SecondsBuilder {
+            shares: true,
+            ..Default::default()
+        }
+    }
+
     /// Takes one outcome: a timeout is counted apart; a sample that was never
     /// evaluated (a `BadSample` line) has no time.
     pub fn add(&mut self, at: &SampleRef, outcome: &Outcome) {
@@ -51,6 +65,9 @@ impl SecondsBuilder {
             return;
         }
         self.times.push(seconds);
+        if self.shares {
+            return;
+        }
         let slower =
             |s: &Slow| s.seconds > seconds || (s.seconds == seconds && s.sample < at.index);
         if self.slowest.len() < SLOWEST || self.slowest.last().is_some_and(|s| !slower(s)) {
@@ -76,6 +93,7 @@ impl SecondsBuilder {
             max: times.last().copied(),
             slowest: self.slowest.clone(),
             timeouts: self.timeouts,
+            of: self.shares.then_some("batch"),
         }
     }
 }
@@ -119,6 +137,9 @@ pub fn describe(name: &str, s: &SecondsSummary) -> String {
     );
     if !slowest.is_empty() {
         text += &format!("; slowest: {}", slowest.join(", "));
+    }
+    if s.of == Some("batch") {
+        text += " (each sample's share of its batch call: no slowest sample)";
     }
     text += &format!(
         "; {} timeout{}",

@@ -118,6 +118,8 @@ fn column(name: String, source: Source, timeout: f64) -> EvaluatorSpec {
         chat_template: Default::default(),
         call: None,
         trainer_args: Default::default(),
+        group: None,
+        network: None,
         repeat: 1,
         repeat_index: 0,
         watch: false,

@@ -48,6 +48,32 @@ pub struct Config {
     /// `[graders]`: the OpenAI-compatible endpoints OpenAI graders call (SPEC §17).
     #[serde(default)]
     pub graders: Option<GradersConfig>,
+    /// `[sandbox]`: how rewards are contained and the policy's code is run (SPEC §18).
+    #[serde(default)]
+    pub sandbox: Option<SandboxConfig>,
+}
+
+/// `[sandbox]` (SPEC §18).
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Memory of one sandboxed run, in MiB (default 1024).
+    pub memory_mb: Option<u64>,
+    /// Seconds one sandboxed run may take (default 10).
+    pub timeout: Option<f64>,
+    /// Sandboxed runs at once (default: the core count).
+    pub slots: Option<usize>,
+    /// Whether the workers keep the network (default true).
+    pub network: Option<bool>,
+    /// Folders (relative to the workspace) the workers may write.
+    pub writable: Option<Vec<String>>,
+    /// `"contained"` (the default) or `"open"`.
+    pub workers: Option<String>,
+    /// A local stand-in for E2B's AsyncSandbox first on the workers' path.
+    pub e2b: Option<bool>,
+    /// Run the policy's code even where nothing can box it in.
+    #[serde(rename = "unsafe")]
+    pub unsafe_: Option<bool>,
 }
 
 /// `[graders]`: where score_model and label_model ask (`endpoint`, with the key in
@@ -157,6 +183,11 @@ pub struct EvaluatorConfig {
     pub call: Option<Map<String, Value>>,
     /// The trainer's own arguments a reward reads, over the top-level table's.
     pub trainer_args: Option<Map<String, Value>>,
+    /// What makes samples one rollout group for a call made once per group: a
+    /// column, or `"prompt"` (over the workspace's `[training] group`).
+    pub group: Option<String>,
+    /// `network = false`: this evaluator's worker has no network (SPEC §18).
+    pub network: Option<bool>,
     /// An OpenAI grader file (SPEC §17), relative to the workspace.
     pub grader: Option<String>,
 }
@@ -345,7 +376,12 @@ fn check_calls(config: &Config, text: &str) -> Result<(), String> {
                 .map(|n| format!("line {n}: "))
                 .unwrap_or_default()
         };
-        crate::model::CallSpec::from_table(call)
+        let spec = crate::model::CallSpec::from_table(call)
+            .map_err(|e| format!("{}[evaluators.{name}] {e}", line_for(&e)))?;
+        // its `trainer_args.KEY` sources name keys the evaluator's trainer_args have
+        let mut trainer_args = config.trainer_args.clone().unwrap_or_default();
+        trainer_args.extend(entry.trainer_args.clone().unwrap_or_default());
+        spec.check_trainer_args(&trainer_args, name)
             .map_err(|e| format!("{}[evaluators.{name}] {e}", line_for(&e)))?;
         if entry.style.is_some() {
             let line = line_for("");

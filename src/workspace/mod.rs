@@ -16,7 +16,9 @@ mod samples;
 pub mod template;
 mod watcher;
 
-pub use config::{Config, EvaluatorConfig, GenerateConfig, TrainingConfig, MAX_REPEAT};
+pub use config::{
+    Config, EvaluatorConfig, GenerateConfig, SandboxConfig, TrainingConfig, MAX_REPEAT,
+};
 pub use graders::inline_spec as grader_spec;
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
@@ -71,6 +73,8 @@ pub struct Overrides {
     /// The command answers requests (`rwb serve`): it reads no samples, and with no
     /// evaluators still serves the graders API (SPEC §17), so neither is required.
     pub serving: bool,
+    /// `--no-contain`: the workers run open (SPEC §18).
+    pub no_contain: bool,
 }
 
 /// One samples file: where it is and how results name it.
@@ -358,6 +362,8 @@ pub(crate) fn base_spec(name: &str, source: Source) -> EvaluatorSpec {
         chat_template: Default::default(),
         call: None,
         trainer_args: Map::new(),
+        group: None,
+        network: None,
         repeat: 1,
         repeat_index: 0,
         watch: false,
@@ -399,13 +405,18 @@ fn resolve_evaluators(
             trainer_args.extend(own.clone());
         }
         spec.trainer_args = trainer_args;
+        spec.group = entry
+            .and_then(|e| e.group.clone())
+            .or_else(|| config.group_by())
+            .filter(|g| g != "prompt");
+        spec.network = entry.and_then(|e| e.network);
         if let Some(call) = entry.and_then(|e| e.call.as_ref()) {
             // checked when rwb.toml was read
             let call = crate::model::CallSpec::from_table(call)
                 .map_err(|e| WorkspaceError(format!("rwb.toml: [evaluators.{}] {e}", spec.name)))?;
             spec.style = Some(match call.per {
                 crate::model::Per::Sample => Style::Call,
-                crate::model::Per::Batch => Style::CallBatch,
+                crate::model::Per::Batch | crate::model::Per::Group => Style::CallBatch,
             });
             spec.call = Some(call);
         }

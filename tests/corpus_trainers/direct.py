@@ -29,6 +29,12 @@ the facts in full):
   ms-swift  modelscope/ms-swift @ 3602360a562313afbf2ef6065fdf61f271a2c5b9
   slime     THUDM/slime @ 624b824a898ab0ec1fcb4d373004c7f3852bf515
   SkyRL     NovaSky-AI/SkyRL @ a9564572eb8e91076be43c1bd5e4615e3de17265
+  open-instruct  allenai/open-instruct @ e6c3044aa6201c8bfa4573c1b03142af599e730d
+  NeMo-RL   NVIDIA-NeMo/RL @ 7ea279abfbeb698b092856d0dab61e7cf39bc909
+
+Where the trainer itself catches an exception and scores the sample anyway (NeMo-RL's
+`except: score = 0.0`), the line also has "warned": true: rwb's row must carry the
+exception beside the score (its result_error).
 """
 
 import argparse
@@ -72,6 +78,11 @@ CALLS = {
     ("slime", "group_majority"): "slime-group",
     ("slime", "f1"): "slime-rm-f1",
     **{("skyrl", e): "skyrl" for e in ("strict", "flexible")},
+    **{("open_instruct", e): "open-instruct" for e in ("gsm8k", "string_f1", "up_to_max_length")},
+    **{("open_instruct_code", e): "open-instruct" for e in ("code", "code_all_or_nothing")},
+    ("nemo_rl", "math"): "nemo-math",
+    ("nemo_rl", "vlm"): "nemo-vlm",
+    ("nemo_rl", "math_worker"): "nemo-math-worker",
 }
 
 
@@ -530,6 +541,88 @@ def skyrl_score(fn, sample):
         return float(pool.submit(fn, completion_text(sample), ground_truth).result())
 
 
+# ---------------------------------------------------------------- the long tail
+
+def open_instruct_rows(cls, batch, args):
+    """open-instruct (open_instruct/ground_truth_utils.py @ e6c3044a):
+    build_all_verifiers (L1188-1210) builds each verifier once,
+    `subclass(subclass.get_config_class().from_args(args, streaming_config))`, its
+    config's fields taken by name from the trainer's args (VerifierConfig.from_args,
+    L57-74); apply_verifiable_reward (L1247-1300) then awaits, for each response,
+    `reward_func.async_call(tokenized_prediction=..., prediction=..., label=gt,
+    query=query, rollout_state=rollout_state)` all together (asyncio.gather) and reads
+    `result.score if hasattr(result, "score") else result` (the verification_reward
+    multiplier and the verifier's weight come after: the workspace's [training], not
+    the call). tokenized_prediction is the response's token ids (result.responses,
+    vllm_utils.py compute_rewards), prediction its decoded text, label the ground
+    truth (a string label stays one), query the dataset's raw prompt, "role: content"
+    lines joined by newlines (dataset_transformation.py L1648, RAW_PROMPT_KEY);
+    rollout_state is the step's ({} outside tool environments: no verifier here reads
+    it)."""
+    instance = cls(cls.get_config_class().from_args(args))
+
+    def query(sample):
+        return "\n".join("%s: %s" % (m["role"], m["content"]) for m in prompt_turns(sample))
+
+    async def score_all():
+        tasks = [
+            instance.async_call(
+                tokenized_prediction=s.get("completion_ids"),
+                prediction=completion_text(s),
+                label=s["ground_truth"],
+                query=query(s),
+                rollout_state={},
+            )
+            for _, s in batch
+        ]
+        return await asyncio.gather(*tasks)
+
+    results = asyncio.run(score_all())
+    return [float(r.score if hasattr(r, "score") else r) for r in results]
+
+
+def nemo_response(sample):
+    """NeMo-RL's environments (MathEnvironment.step, VLMEnvironment.step): the
+    assistant turns' contents of the message log, joined."""
+    return "".join(str(m["content"]) for m in completion_turns(sample) if m["role"] == "assistant")
+
+
+def nemo_math_score(verify_func, sample):
+    """NeMo-RL HFVerifyWorker.verify (nemo_rl/environments/math_environment.py @
+    7ea279ab): `ground_truth_parsable = "\\boxed{" + ground_truth + "}"`,
+    `ret_score, extracted_answer = self.verify_func([ground_truth_parsable],
+    [response])`, `score = float(ret_score)`, all in a try whose
+    `except (Exception, TimeoutException)` scores 0.0. (score, whether it raised)."""
+    try:
+        ret_score, _ = verify_func(["\\boxed{" + sample["ground_truth"] + "}"], [nemo_response(sample)])
+        return float(ret_score), False
+    except Exception:
+        return 0.0, True
+
+
+def nemo_vlm_score(verify_func, sample):
+    """NeMo-RL VLMVerifyWorker.verify (nemo_rl/environments/vlm_environment.py @
+    7ea279ab): `ret_score, _ = self.verify_func(ground_truth, response)` in a try
+    whose except scores 0.0, then `float(ret_score)`."""
+    try:
+        ret_score, _ = verify_func(sample["ground_truth"], nemo_response(sample))
+        return float(ret_score), False
+    except Exception:
+        return 0.0, True
+
+
+def nemo_math_worker_rows(cls, batch, impl):
+    """NeMo-RL MathEnvironment.step (math_environment.py @ 7ea279ab): the verify
+    worker is built once (`worker_cls.options(...).remote()`, no arguments) and each
+    chunk of the batch goes to `worker.verify.remote(chunk, ground_truth_chunk,
+    return_extracted_answer, math_verify_impl=cfg["math_verify_impl"])`, the
+    results flattened in order (one chunk here: a worker's scores are per sample)."""
+    worker = cls()
+    responses = [nemo_response(s) for _, s in batch]
+    truths = [s["ground_truth"] for _, s in batch]
+    return [float(v) for v in worker.verify(responses, truths, False, math_verify_impl=impl)]
+
+
 # ---------------------------------------------------------------- driver
 
 def load(root, entry):
@@ -556,6 +649,7 @@ def score_workspace(root, tag=None):
             fn = load(root, entry["function"])
         template = template_for(root, config, entry)
         rows = []  # (sample, score, metrics)
+        warned = set()  # samples whose call raised and the trainer scored anyway
         with contextlib.redirect_stdout(sys.stderr):  # evaluators print; stdout is ours
             if how in ("tunix", "tunix-verl-compatible", "trl"):
                 size = entry["batch_size"]
@@ -592,6 +686,23 @@ def score_workspace(root, tag=None):
                         rows += [(i, v, None) for (i, _), v in zip(batch, swift_rows(fn, batch))]
                     else:
                         rows += [(i, v, None) for (i, _), v in zip(batch, slime_rows(how, fn, batch, args, template))]
+            elif how == "open-instruct":
+                # the verifier config's fields are among the trainer's args
+                args = argparse.Namespace(**vars(trainer_args(config, entry))["verifier_config"])
+                rows = [(i, v, None) for (i, _), v in zip(data, open_instruct_rows(fn, data, args))]
+            elif how in ("nemo-math", "nemo-vlm"):
+                score = nemo_math_score if how == "nemo-math" else nemo_vlm_score
+                for i, s in data:
+                    value, raised = score(fn, s)
+                    rows.append((i, value, None))
+                    if raised:
+                        warned.add(i)
+            elif how == "nemo-math-worker":
+                size = entry["batch_size"]
+                impl = entry.get("kwargs", {}).get("math_verify_impl", "hf_math_verify")
+                for start in range(0, len(data), size):
+                    batch = data[start : start + size]
+                    rows += [(i, v, None) for (i, _), v in zip(batch, nemo_math_worker_rows(fn, batch, impl))]
             elif how == "verl-old-rllm":
                 rows = [(i, verl_score(fn, s, template, True, "llm_solution"), None) for i, s in data]
             else:
@@ -602,6 +713,8 @@ def score_workspace(root, tag=None):
             line = {"sample": i, "evaluator": name, "score": score}
             if metrics is not None:
                 line["metrics"] = metrics
+            if i in warned:
+                line["warned"] = True
             if tag:
                 line = {"workspace": tag, **line}
             lines.append(line)

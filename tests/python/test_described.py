@@ -3,15 +3,19 @@ presets and their detection (styles/presets.py, styles/frameworks.py), and the
 loading of a reward file named like a standard-library module."""
 
 import asyncio
+import copy
+import dataclasses
 import importlib
+import json
 import math
 import os
 import sys
 import tempfile
 import textwrap
+import types
 import unittest
 
-from test_worker_helpers import W
+from test_worker_helpers import W, send_batch, start_worker
 
 D = importlib.import_module("rwb_py_under_test.styles.described")
 F = importlib.import_module("rwb_py_under_test.styles.frameworks")
@@ -151,6 +155,280 @@ class DescribedCallTest(unittest.TestCase):
             with self.assertRaises(W.InvalidResult, msg=repr(value)) as caught:
                 reading(path).read(value)
             self.assertTrue(str(caught.exception).startswith(start), str(caught.exception))
+
+
+@dataclasses.dataclass
+class Verification:
+    """open-instruct's VerificationResult shape."""
+
+    score: float
+    cost: float = 0.0
+
+
+class LongTailTest(unittest.TestCase):
+    """The long tail's calls (SPEC §3, issue 46): build, method, templates, attribute
+    paths, on_error."""
+
+    def test_a_template_formats_its_sources_and_escapes_braces(self):
+        ctx = D.Context(spec())
+        conv = W.parts(CHAT)
+        boxed = D.compiled("\\boxed{{{ground_truth}}}")
+        self.assertIsInstance(boxed, D.Template)
+        self.assertEqual(D.value_of(boxed, CHAT, conv, ctx), "\\boxed{#### 4}")
+        self.assertEqual(D.value_of(D.compiled("{response}/{meta.target.1}"), CHAT, conv, ctx), "4/4")
+        # a list of sources is a list, a template inside it too (NeMo-RL's [gold], [response])
+        self.assertEqual(
+            D.value_of(D.compiled([["\\boxed{{{ground_truth}}}"], ["response"]]), CHAT, conv, ctx),
+            [["\\boxed{#### 4}"], ["4"]],
+        )
+        self.assertEqual(D.value_of(D.compiled("{{literal}}"), CHAT, conv, ctx), "{literal}")
+        with self.assertRaises(D.CallSourceMissing) as caught:
+            D.value_of(D.compiled("\\boxed{{{solution}}}"), CHAT, conv, ctx)
+        message = str(caught.exception)
+        self.assertTrue(
+            message.startswith(
+                'ev: the template "\\boxed{{{solution}}}" in call of [evaluators.ev] in rwb.toml: call source \'solution\''
+            ),
+            message,
+        )
+        self.assertIn("is neither one of rwb's sources (", message)
+        self.assertIn("its columns: answer, meta, prompt_ids", message)
+        for text, why in [
+            ("{ground_truth", "has a { that is not closed"),
+            ("a}b", "has a } that closes nothing"),
+            ("{}", "names {}, which is no source name"),
+            ("{x:>3}", "names {x:>3}, which is no source name"),
+        ]:
+            with self.assertRaises(ValueError, msg=text) as caught:
+                D.Template(text)
+            self.assertIn(why, str(caught.exception))
+            self.assertIn("{{ or }} for a brace", str(caught.exception))
+
+    def test_trainer_args_keys_are_sources_read_by_key_and_attribute(self):
+        ctx = D.Context(spec(trainer_args={"verifier_config": {"max_length": 8, "judge": {"model": "m"}}, "n": 2}))
+        conv = W.parts(CHAT)
+        config = D.value_of("trainer_args.verifier_config", CHAT, conv, ctx)
+        self.assertEqual((config.max_length, config["max_length"], config.judge.model), (8, 8, "m"))
+        self.assertIs(D.value_of("trainer_args.verifier_config", PAIR, W.parts(PAIR), ctx), config)
+        self.assertEqual(D.value_of("trainer_args.n", CHAT, conv, ctx), 2)
+        self.assertFalse(hasattr(config, "threshold"))
+        with self.assertRaises(AttributeError) as caught:
+            config.judge.temperature
+        self.assertEqual(
+            str(caught.exception),
+            "trainer_args has no verifier_config.judge.temperature: write trainer_args = { verifier_config = "
+            "{ judge = { temperature = ... } } } in rwb.toml (at the top, or in [evaluators.ev])",
+        )
+        with self.assertRaises(KeyError):
+            config["threshold"]
+        copied = copy.deepcopy(config)
+        copied.max_length = 9
+        self.assertEqual((copied["max_length"], config.max_length), (9, 8))
+        with self.assertRaises(D.CallSourceMissing) as caught:
+            D.value_of("trainer_args.verifier_config.api_url", CHAT, conv, ctx)
+        self.assertIn("trainer_args has no verifier_config.api_url: write trainer_args = {", str(caught.exception))
+        # in a batch, one value for all its samples
+        self.assertEqual(D.batch_value("trainer_args.n", [CHAT, PAIR], [conv, W.parts(PAIR)], ctx), 2)
+        self.assertEqual(
+            D.batch_value(D.compiled("n={trainer_args.n}"), [CHAT, PAIR], [conv, W.parts(PAIR)], ctx), "n=2"
+        )
+
+    def open_instruct_verifier(self):
+        class GSM8K:
+            built = []
+
+            def __init__(self, verifier_config=None):
+                GSM8K.built.append(verifier_config)
+                self.verifier_config = verifier_config
+
+            def __call__(self, tokenized_prediction, prediction, label, query=None, rollout_state=None):
+                return Verification(score=float(prediction.strip() == str(label).strip("# ")))
+
+            async def async_call(self, tokenized_prediction, prediction, label, query=None, rollout_state=None):
+                await asyncio.sleep(0)
+                return self(tokenized_prediction, prediction, label, query)
+
+        return GSM8K
+
+    OPEN_INSTRUCT = {
+        "build": {"args": ["trainer_args.verifier_config"]},
+        "method": "async_call",
+        "keywords": {"tokenized_prediction": "completion_ids", "prediction": "response", "label": "ground_truth"},
+        "score": ["score"],
+        "score_text": ".score",
+    }
+
+    def test_a_class_is_built_once_and_its_async_method_awaited(self):
+        GSM8K = self.open_instruct_verifier()
+        caller = D.SampleCaller(GSM8K, {}, spec(self.OPEN_INSTRUCT, trainer_args={"verifier_config": {"k": 1}}))
+        self.assertEqual(len(GSM8K.built), 1)
+        self.assertEqual(GSM8K.built[0].k, 1)
+        self.assertTrue(asyncio.iscoroutinefunction(caller.fn))
+        self.assertEqual(caller.result(call(caller, CHAT))["score"], 1.0)
+        self.assertEqual(caller.result(call(caller, dict(CHAT, answer="5")))["score"], 0.0)
+        self.assertEqual(len(GSM8K.built), 1, "built once per worker, not per sample")
+        self.assertEqual(
+            caller.d.text(),
+            "built = GSM8K(trainer_args.verifier_config), once per worker; built.async_call("
+            "tokenized_prediction=completion_ids, prediction=response, label=ground_truth), awaited; "
+            "one sample a call; the score at .score",
+        )
+        # __call__ when no method is named; an empty build takes no arguments
+        plain = D.SampleCaller(GSM8K, {}, spec(dict(self.OPEN_INSTRUCT, method=None, build={})))
+        self.assertFalse(asyncio.iscoroutinefunction(plain.fn))
+        self.assertIsNone(GSM8K.built[-1])
+        self.assertEqual(plain.result(call(plain, CHAT))["score"], 1.0)
+        # the worker's own loop awaits it too (the worker's path)
+        worker = S.make_caller(GSM8K, "call", {}, spec(self.OPEN_INSTRUCT, trainer_args={"verifier_config": {}}))
+        self.assertEqual(worker.result(W._awaited(worker.fn)(**worker.arguments(CHAT)))["score"], 1.0)
+
+    def test_what_cannot_be_built_or_called_names_the_evaluator_and_the_line(self):
+        GSM8K = self.open_instruct_verifier()
+        with self.assertRaises(D.CallBuildError) as caught:
+            D.SampleCaller(GSM8K, {}, spec(self.OPEN_INSTRUCT))
+        self.assertEqual(
+            str(caught.exception),
+            "ev: cannot build GSM8K(trainer_args.verifier_config): call source 'trainer_args.verifier_config': "
+            "trainer_args has no verifier_config: write trainer_args = { verifier_config = ... } in rwb.toml "
+            "(at the top, or in [evaluators.ev])",
+        )
+
+        class Code:
+            def __init__(self, verifier_config):
+                self.threshold = verifier_config.code_pass_rate_reward_threshold
+
+            async def async_call(self, **kwargs):
+                return Verification(1.0)
+
+            def verify_batch(self):
+                pass
+
+        with self.assertRaises(D.CallBuildError) as caught:
+            D.SampleCaller(Code, {}, spec(self.OPEN_INSTRUCT, trainer_args={"verifier_config": {}}))
+        self.assertEqual(
+            str(caught.exception),
+            "ev: cannot build Code(trainer_args.verifier_config) as call.build in [evaluators.ev] of rwb.toml says: "
+            "AttributeError: trainer_args has no verifier_config.code_pass_rate_reward_threshold: write "
+            "trainer_args = { verifier_config = { code_pass_rate_reward_threshold = ... } } in rwb.toml "
+            "(at the top, or in [evaluators.ev])",
+        )
+        built = {"verifier_config": {"code_pass_rate_reward_threshold": 0.5}}
+        with self.assertRaises(D.CallBuildError) as caught:
+            D.SampleCaller(Code, {}, spec(dict(self.OPEN_INSTRUCT, method="verify"), trainer_args=built))
+        self.assertEqual(
+            str(caught.exception),
+            "ev: the built Code has no method 'verify' (call.method in [evaluators.ev] of rwb.toml); "
+            "its methods: async_call, verify_batch",
+        )
+        with self.assertRaises(D.CallBuildError) as caught:
+            D.SampleCaller(Code, {}, spec(dict(self.OPEN_INSTRUCT, method=None), trainer_args=built))
+        self.assertIn("the built Code cannot be called: name its entry point with call = { ..., method", str(caught.exception))
+        self.assertIn("its methods: async_call, verify_batch", str(caught.exception))
+        with self.assertRaises(D.CallBuildError) as caught:
+            D.SampleCaller(lambda **kw: 1.0, {}, spec(self.OPEN_INSTRUCT, trainer_args=built))
+        self.assertIn("ev: call.build builds a class, but <lambda> is function", str(caught.exception))
+        # a per-sample source cannot build (rwb.toml is checked for it too)
+        with self.assertRaises(D.CallBuildError) as caught:
+            D.SampleCaller(Code, {}, spec(dict(self.OPEN_INSTRUCT, build={"args": ["response"]})))
+        self.assertIn("call.build reads 'response', a value of each sample", str(caught.exception))
+        # the worker reports it as the evaluator's load error, on its rows
+        with self.assertRaises(D.CallBuildError):
+            S.make_caller(Code, "call", {}, spec(dict(self.OPEN_INSTRUCT, method="verify"), trainer_args=built))
+
+    def test_attribute_paths_read_objects_and_say_what_came_back(self):
+        def reading(text):
+            path = [int(p[1:-1]) if p.startswith("[") else p for p in text.replace("[", ".[").strip(".").split(".") if p]
+            return D.Reading(D.Description({"score": path, "score_text": text}), D.Context(spec()))
+
+        self.assertEqual(reading(".score").read(Verification(0.75))["score"], 0.75)
+        self.assertEqual(reading("[0].score").read((Verification(0.5), "x"))["score"], 0.5)
+        result = types.SimpleNamespace(reward=1, other=2)
+        self.assertEqual(reading("result.reward").read({"result": result})["score"], 1.0)
+        self.assertEqual(reading("result.reward").read(types.SimpleNamespace(result={"reward": True}))["score"], 1.0)
+        with self.assertRaises(W.InvalidResult) as caught:
+            reading(".score").read((0.5, None))
+        self.assertIn("ev: the score is at .score, but the function returned tuple (0.5, None), which has no 'score'", str(caught.exception))
+        with self.assertRaises(W.InvalidResult) as caught:
+            reading("result.reward").read({"result": types.SimpleNamespace(value=1)})
+        self.assertIn(
+            "ev: the score is at result.reward, but result is SimpleNamespace namespace(value=1), which has no "
+            "'reward' (its attributes: value): write call = { ..., score = \"result.value\" }",
+            str(caught.exception),
+        )
+
+    def test_on_error_scores_an_exception_as_the_trainer_does_and_keeps_it(self):
+        def verify_func(golds, predictions):
+            if "{" in predictions[0] and "}" not in predictions[0]:
+                raise ValueError("unbalanced braces")
+            return float(golds == ["\\boxed{%s}" % predictions[0]]), None
+
+        table = {"args": [["\\boxed{{{ground_truth}}}"], ["response"]], "score": [0], "score_text": "[0]", "on_error": 0.0}
+        caller = D.SampleCaller(verify_func, {}, spec(table))
+        self.assertEqual(caller.result(call(caller, dict(PAIR, ground_truth="9")))["score"], 1.0)
+        raised = caller.result(call(caller, dict(PAIR, completion="\\boxed{9")))
+        self.assertEqual(
+            raised,
+            {
+                "score": 0.0,
+                "is_score_valid": True,
+                "reason": "the call raised ValueError; scored 0.0 as the trainer scores an exception (call.on_error)",
+                "metrics": {},
+                "step_outputs": None,
+                "error": "ValueError: unbalanced braces",
+            },
+        )
+        self.assertEqual(
+            caller.d.text(),
+            'fn(["\\boxed{{{ground_truth}}}"], [response]); one sample a call; the score at [0]; '
+            "an exception scores 0.0 (on_error), the row keeping it as a warning",
+        )
+        # rwb's timeout is no exception of the user's: it still ends the call
+        def slow(**kwargs):
+            raise W.EvalTimeout()
+
+        with self.assertRaises(W.EvalTimeout):
+            call(D.SampleCaller(slow, {}, spec({"on_error": 0.0})), PAIR)
+        # an async call, and a batch: every sample of the batch that raised
+        async def judge(**kwargs):
+            raise RuntimeError("judge down")
+
+        out = D.SampleCaller(judge, {}, spec({"on_error": -1.0}))
+        self.assertEqual(out.result(call(out, PAIR))["score"], -1.0)
+
+        def batch(responses):
+            raise KeyError("x")
+
+        batched = D.BatchCaller(batch, {}, spec({"args": ["response"], "per": "batch", "on_error": 0.0}))
+        results = batched.results(call(batched, [CHAT, PAIR]), 2)
+        self.assertEqual([(r["score"], r["error"]) for r in results], [(0.0, "KeyError: 'x'")] * 2)
+        # without on_error, an exception is the sample's error, as before
+        with self.assertRaises(ValueError):
+            plain = D.SampleCaller(verify_func, {}, spec(dict(table, on_error=None)))
+            call(plain, dict(PAIR, completion="\\boxed{9"))
+
+    def test_a_worker_scores_on_error_rows_with_their_exception(self):
+        source = textwrap.dedent(
+            """
+            def verify(gold, response):
+                if not response.isdigit():
+                    raise ValueError("not a number: %r" % response)
+                return float(gold == response), gold
+            """
+        )
+        table = {"args": ["ground_truth", "response"], "score": [0], "score_text": "[0]", "on_error": 0.0}
+        ours, thread = start_worker(source, {"function": "verify", "style": "call", "call": table})
+        send_batch(ours, "B", [PAIR, dict(PAIR, completion="nine")])
+        thread.join(10)
+        with ours.makefile("rb") as answers:
+            lines = [json.loads(line) for line in answers]
+        ours.close()
+        ready = lines[0]
+        self.assertTrue(ready["ready"], ready)
+        self.assertIn("an exception scores 0.0 (on_error)", ready["call"])
+        got = {line["i"]: line["ok"] for line in lines if "i" in line}
+        self.assertEqual(got[0]["score"], 1.0)
+        self.assertIsNone(got[0]["error"])
+        self.assertEqual((got[1]["score"], got[1]["error"]), (0.0, "ValueError: not a number: 'nine'"))
 
 
 class FrameworksTest(unittest.TestCase):

@@ -294,6 +294,87 @@ class TaskScoringTest(unittest.TestCase):
         row = run(self.caller(), {"trace": self.saved(answer="41"), "answer": "42"})
         self.assertEqual(row["metrics"]["correct"]["score"], 0.0)
 
+    def recorded_rollout(self, answer, calls, root_reply=None):
+        """A trace as a live rollout records it, built by verifiers' own code: each model
+        call's request parsed by the chat dialect, resolved against the message graph
+        (`graph.prepare_turn`) and its reply committed as a sampled node, as the
+        interception server does; `root_reply` set as the ACP harness sets it. `calls`
+        are (request messages, reply content, tool calls) in the order they committed.
+        Returns the trace as traces.jsonl holds it (a JSON object)."""
+        from verifiers.v1 import graph
+        from verifiers.v1.dialects.chat import ChatDialect
+
+        chat = ChatDialect()
+        data = self.tasks.QAData(prompt=calls[0][0][-1]["content"], answer=answer)
+        task = self.tasks.QATask(data)
+        trace = vf.Trace(
+            task=vf.TraceTask(type="QATask", data=data, key=task.key, hash=task.hash),
+            agent=vf.AgentInfo(config=vf.AgentConfig(model="m")),
+        )
+        for n, (messages, content, tool_calls) in enumerate(calls):
+            request = chat.parse_request({"model": "m", "messages": messages})
+            turn = graph.prepare_turn(trace, request.messages, request.tools)
+            reply = {"role": "assistant", "content": content}
+            if tool_calls:
+                reply["tool_calls"] = tool_calls
+            raw = {
+                "id": "chatcmpl-%d" % n,
+                "object": "chat.completion",
+                "created": 1800000000,
+                "model": "m",
+                "choices": [{"index": 0, "message": reply, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+            }
+            turn.commit(chat.parse_response(chat.validate_response(raw)))
+        if root_reply is not None:
+            trace.root_reply = root_reply.strip()
+        trace.stop("agent_completed")
+        trace.ok = True
+        return json.loads(trace.model_dump_json(exclude_none=True))
+
+    def assert_scored_as_verifiers_scores(self, line):
+        """The row rwb makes of the saved trace is what `Task.score` records for it."""
+        caller = self.caller()
+        row = run(caller, {"trace": line, "task_data": line["task"]["data"], "answer": line["task"]["data"]["answer"]})
+        trace = caller.wire_trace.model_validate(line)
+        data = self.tasks.QAData.model_validate(trace.task.data.model_dump())
+        W._awaited(self.tasks.QATask(data).score)(trace=trace)
+        self.assertEqual(row["score"], float(trace.reward))
+        for name, reward in trace.rewards.items():
+            if reward is not None:
+                self.assertEqual(row["metrics"][name]["score"], reward.score, name)
+        for name, value in trace.metrics.items():
+            self.assertEqual(row["metrics"][name]["score"], value, name)
+        return row
+
+    def test_a_saved_multi_turn_trace_keeps_every_generated_turn(self):
+        opening = [{"role": "user", "content": "What is 6*5?"}]
+        follow_up = opening + [{"role": "assistant", "content": "30"}, {"role": "user", "content": "And 6*7?"}]
+        line = self.recorded_rollout("42", [(opening, "30", None), (follow_up, "42", None)])
+        self.assertEqual([n.get("sampled", False) for n in line["nodes"]], [False, True, False, True])
+        row = self.assert_scored_as_verifiers_scores(line)
+        # both replies are the model's: two turns, the second one graded
+        self.assertEqual(row["metrics"]["turns"]["score"], 2.0)
+        self.assertEqual(row["metrics"]["correct"]["score"], 1.0)
+
+    def test_a_saved_delegated_trace_is_graded_on_its_root_reply(self):
+        if "root_reply" not in vf.Trace.model_fields:
+            self.skipTest("this verifiers' Trace has no root_reply")
+        root = [{"role": "system", "content": "Delegate checks."}, {"role": "user", "content": "What is 6*7?"}]
+        spawn = [{"id": "c1", "type": "function", "function": {"name": "spawn", "arguments": "{}"}}]
+        after = root + [
+            {"role": "assistant", "content": "", "tool_calls": spawn},
+            {"role": "tool", "tool_call_id": "c1", "content": "checker started"},
+        ]
+        checker = [{"role": "system", "content": "You check."}, {"role": "user", "content": "Check 6*7"}]
+        line = self.recorded_rollout(
+            "42", [(root, "", spawn), (after, "42", None), (checker, "Checking 6*7 ...", None)], root_reply="42\n"
+        )
+        self.assertEqual(line["root_reply"], "42")
+        row = self.assert_scored_as_verifiers_scores(line)
+        # the reply is the root agent's, not the checker's last sampled text
+        self.assertEqual(row["metrics"]["correct"]["score"], 1.0)
+        self.assertEqual(row["metrics"]["turns"]["score"], 3.0)
+
     def test_a_failed_rollout_is_not_scored(self):
         line = self.saved(ok=False, stop_condition="task_error")
         with self.assertRaises(Exception) as raised:

@@ -194,7 +194,7 @@ def batch_task(spec, local_root, op, batch):
         _leave(saved)
     if worker.retiring:
         _retire(spec)
-        yield _dumps({"retire": "timeout"})
+        yield _dumps({"retire": worker.retire_reason})
         return
     done = {"done": len(batch)}
     worker._imports_report(done)

@@ -260,6 +260,8 @@ mod tests {
             chat_template: Default::default(),
             call: None,
             trainer_args: Default::default(),
+            group: None,
+            network: None,
             repeat: 1,
             repeat_index: 0,
             watch: false,

@@ -75,6 +75,8 @@ struct Shared {
     noted: Mutex<std::collections::HashSet<blake3::Hash>>,
     /// What the graders API routes run graders with (SPEC §17).
     graders: Option<graders::Graders>,
+    /// The sandbox behind `/run_code` and its siblings (SPEC §18).
+    sandbox: Option<Arc<crate::sandbox::service::Service>>,
 }
 
 /// How to start a server.
@@ -85,6 +87,9 @@ pub struct Options {
     /// can require a (generated) key on a server that is already running.
     pub access: Arc<Access>,
     pub notes: Option<Notes>,
+    /// The sandbox `POST /run_code`, `GET /v1/ping` and `POST /execute_batch` run
+    /// code in (SPEC §18); `None`: not served.
+    pub sandbox: Option<Arc<crate::sandbox::service::Service>>,
 }
 
 impl Options {
@@ -95,6 +100,7 @@ impl Options {
             port,
             access: Arc::new(Access::from_env()),
             notes: None,
+            sandbox: None,
         }
     }
 }
@@ -139,7 +145,10 @@ impl Drop for Server {
 }
 
 /// Starts serving the session's evaluators.
-pub async fn start(session: &Session, options: Options) -> Result<Server, String> {
+pub async fn start(session: &Session, mut options: Options) -> Result<Server, String> {
+    options
+        .sandbox
+        .get_or_insert_with(|| session.sandbox.clone());
     start_with(session.runner.clone(), &session.workspace, options).await
 }
 
@@ -258,6 +267,7 @@ pub async fn start_with(
             runner.clone(),
             workspace.config.clone(),
         )),
+        sandbox: options.sandbox.clone(),
     });
     let stop = CancellationToken::new();
     let task = tokio::spawn(listen::run(

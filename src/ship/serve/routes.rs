@@ -21,7 +21,7 @@ use std::sync::Arc;
 /// cap, then the `Host`), and evaluations also need the key, a JSON body and the
 /// whole body within the body timeout.
 pub(super) fn router(shared: Arc<Shared>) -> Router {
-    let protected = Router::new()
+    let mut protected = Router::new()
         .route("/evaluate", post(evaluate_default))
         .route("/evaluate/{name}", post(evaluate_named))
         .route("/batch/{name}", post(batch))
@@ -33,11 +33,18 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/v1/fine_tuning/alpha/graders/validate",
             post(super::graders::validate),
-        )
-        .route_layer(axum::middleware::from_fn_with_state(
-            shared.clone(),
-            authorize,
-        ));
+        );
+    if let Some(sandbox) = &shared.sandbox {
+        // the sandbox runs code on this machine: behind the key like the rest
+        let service = crate::sandbox::http::routes(sandbox.clone());
+        for path in crate::sandbox::http::PATHS {
+            protected = protected.route_service(path, service.clone());
+        }
+    }
+    let protected = protected.route_layer(axum::middleware::from_fn_with_state(
+        shared.clone(),
+        authorize,
+    ));
     Router::new()
         .route("/health", get(health))
         .route("/", get(index))

@@ -43,6 +43,26 @@ def missing_module_hint(exc, roots):
     )
 
 
+def refused_write_hint(exc, roots):
+    """For a write the box refused (SPEC §18: a contained reward's filesystem is
+    read-only but for its temporary folders, ~/.cache and `[sandbox] writable`): the
+    path, why, and the rwb.toml line that allows it. None for any other error."""
+    if not isinstance(exc, OSError) or exc.errno != 30 or os.environ.get("RWB_CONTAINED") != "1":
+        return None
+    path = exc.filename if isinstance(exc.filename, str) else None
+    if not path:
+        return None
+    path = os.path.abspath(path)
+    folder = path if os.path.isdir(path) else os.path.dirname(path)
+    root = roots[0] if roots else ""
+    shown = os.path.relpath(folder, root) + "/" if root and folder.startswith(root + os.sep) else folder
+    return (
+        "rwb contains rewards and refused to write %s: outside TMPDIR, /tmp and ~/.cache the files "
+        "are read-only to them; to let rewards write there, add writable = [%r] under [sandbox] in "
+        "rwb.toml (or run with --no-contain)" % (path, shown)
+    )
+
+
 def _error_info(exc, roots, kind=None, skip_frames=0):
     """Describe an exception: bare type name, message, a traceback without rwb's own
     frames, and the innermost frame that lies in the project (for the source pane)."""
@@ -64,6 +84,9 @@ def _error_info(exc, roots, kind=None, skip_frames=0):
         if _is_project_file(path, roots):
             where_file, where_line = path, exc.lineno
     info = {"type": kind or type(exc).__name__, "message": str(exc), "traceback": text}
+    refused = refused_write_hint(exc, roots)
+    if refused:
+        info["message"] = "%s (%s)" % (info["message"], refused)
     if where_file:
         root = roots[0]
         if where_file.startswith(root + os.sep):

@@ -48,6 +48,9 @@ class Worker:
         self.flush_seconds = flush_ms / 1000.0 if isinstance(flush_ms, (int, float)) else FLUSH_SECONDS
         self.mark = None
         self.retiring = False
+        # why it retires: "timeout", or "split" when a batched call of several samples
+        # overran and rwb is to call them one at a time to find the one that hangs
+        self.retire_reason = "timeout"
         self._concurrent = None
 
     def open_mark(self, path):
@@ -212,7 +215,7 @@ class Worker:
                 # half-updated module state) must not outlive it. Say so and leave;
                 # the worker's process group dies with it and rwb goes on with a
                 # fresh worker.
-                self.pending.append(_dumps({"retire": "timeout"}))
+                self.pending.append(_dumps({"retire": self.retire_reason}))
                 self.flush()
                 return
             done = {"done": count}
@@ -300,9 +303,15 @@ class Worker:
                 {"i": ident, "ms": ms, "ok": NO_SCORE if r is None else r} for ident, r in zip(idents, results)
             ]
         except EvalTimeout:
+            self.retiring = True
+            if len(batch) > 1:
+                # no row yet: rwb calls these samples again one at a time (SPEC §3,
+                # a batch that times out names its sample)
+                self.retire_reason = "split"
+                self.evaluation.take_output()
+                return
             ms = (time.perf_counter() - t0) * 1000.0
             messages = [self._timeout(ident, ms) for ident in idents]
-            self.retiring = True
         except InvalidResult as exc:
             err = {"type": "InvalidResult", "message": str(exc)}
             messages = [{"i": ident, "ms": 0.0, "err": err} for ident in idents]

@@ -28,6 +28,73 @@ def _set_parent_death_signal():
         pass
 
 
+# How rwb started this zygote (SPEC §18): "contained" when rwb boxed it in (a user
+# namespace of its own, where it may make narrower ones for its workers), "open: WHY"
+# when the kernel refused, empty when rwb ran it open on purpose.
+CONTAINMENT = os.environ.pop("RWB_CONTAINMENT", "")
+CONTAINED = CONTAINMENT == "contained"
+
+# unshare(2) flags
+_NEW_PID = 0x20000000
+_NEW_NET = 0x40000000
+
+
+def _unshare(flags):
+    """unshare(2) through libc (os.unshare is Python 3.12+); False when refused."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.unshare(flags) == 0
+    except Exception:
+        return False
+
+
+def _forks_at_home():
+    """After forking a worker into a PID namespace of its own: the zygote's next
+    forks (a subprocess an import starts) go to its own namespace again, not to the
+    worker's (where they would fail once the worker is gone)."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        fd = os.open("/proc/self/ns/pid", os.O_RDONLY)
+        try:
+            libc.setns(fd, _NEW_PID)
+        finally:
+            os.close(fd)
+    except Exception:
+        pass
+
+
+def _host_pid():
+    """This process's pid as rwb sees it: in a PID namespace of its own a worker is
+    pid 1 to itself, but /proc (the host's) names it as the host does."""
+    if CONTAINED:
+        try:
+            return int(os.readlink("/proc/self"))
+        except (OSError, ValueError):
+            pass
+    return os.getpid()
+
+
+def _contain_child(evaluator):
+    """A contained worker's own narrower box: no network when its evaluator says
+    `network = false`, and a private temporary folder (TMPDIR) of its own."""
+    if not CONTAINED:
+        return
+    os.environ["RWB_CONTAINED"] = "1"  # what errors.refused_write_hint reads
+    if evaluator.get("network") is False and not _unshare(_NEW_NET):
+        sys.__stderr__.write("rwb: the worker for %s keeps the network: unshare refused\n" % evaluator.get("name"))
+    try:
+        import tempfile
+
+        os.environ["TMPDIR"] = tempfile.mkdtemp(prefix="rwb-worker-", dir="/tmp")
+        tempfile.tempdir = None
+    except OSError:
+        pass
+
+
 def _own_process_group():
     """Make this process the leader of a new process group, so that what its
     evaluations start can be killed with it."""
@@ -49,14 +116,14 @@ def _leave(code):
     os._exit(code)
 
 
-def _stacks_on_request(folder):
+def _stacks_on_request(folder, pid=None):
     """SIGUSR1 makes this worker write every thread's Python stack to
     stacks-PID.txt beside its mark page: what a stuck run's report shows (tests'
     output_within, scripts/stress_hang.py) when py-spy is not installed."""
     try:
         import faulthandler
 
-        path = os.path.join(folder, "stacks-%d.txt" % os.getpid())
+        path = os.path.join(folder, "stacks-%d.txt" % (pid or os.getpid()))
         stream = open(path, "w")
         faulthandler.register(signal.SIGUSR1, file=stream, all_threads=True, chain=False)
     except Exception:
@@ -71,9 +138,11 @@ def _child(sock_path, token, root, spec):
     os.dup2(null, 0)
     os.close(null)
     os.dup2(2, 1)  # C-level writes to stdout must never reach the zygote's control pipe
+    _contain_child(spec)
+    me = _host_pid()
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.connect(sock_path)
-    sock.sendall(_dumps({"hello": token, "pid": os.getpid()}))
+    sock.sendall(_dumps({"hello": token, "pid": me}))
     if "random" in sys.modules:
         sys.modules["random"].seed()
     folder = spec.get("folder") or os.path.dirname(spec["file"])
@@ -83,8 +152,8 @@ def _child(sock_path, token, root, spec):
             sys.path.remove(entry)
     sys.path[0:0] = [folder, root]
     worker = Worker(sock, spec, root)
-    worker.open_mark(os.path.join(os.path.dirname(sock_path), "mark-%d" % os.getpid()))
-    _stacks_on_request(os.path.dirname(sock_path))
+    worker.open_mark(os.path.join(os.path.dirname(sock_path), "mark-%d" % me))
+    _stacks_on_request(os.path.dirname(sock_path), me)
     sys.stdin = open(os.devnull)
     sys.stdout = worker.capture
     sys.stderr = worker.capture
@@ -106,6 +175,14 @@ def _kill_worker_groups(pids):
     its group is someone else's."""
     me = os.getpid()
     for pid in pids:
+        if CONTAINED:
+            # the pids are this PID namespace's (the first of which the zygote is):
+            # every one of them is a worker or gone, and /proc is the host's
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+            continue
         try:
             with open("/proc/%d/stat" % pid, "rb") as stat:
                 fields = stat.read().rsplit(b")", 1)[1].split()
@@ -145,7 +222,11 @@ def _compile_once(code_dir):
     mark = os.path.join(code_dir, "compiled-%s" % sys.implementation.cache_tag)
     if os.path.exists(mark):
         return
+    if CONTAINED:
+        _unshare(_NEW_PID)  # forks go where the last unshare said: a namespace of its own
     if os.fork() != 0:
+        if CONTAINED:
+            _forks_at_home()
         return  # reaped by the kernel (SIGCHLD is ignored); in the zygote's group,
         # it goes with the run (a compile cut short leaves no mark, and is redone)
     code = 0
@@ -181,6 +262,7 @@ def main(argv):
             "python": sys.version.split()[0],
             "executable": sys.executable,
             "reward_kit": info,
+            "containment": CONTAINMENT or None,
         }
     )
     _compile_once(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -200,10 +282,16 @@ def main(argv):
                 from . import graders  # noqa: F401
             sys.stderr.flush()
             forked = _live_groups(forked)
+            if CONTAINED:
+                # the worker is the first process of a PID namespace of its own: what
+                # its evaluations start, however detached, dies with it
+                _unshare(_NEW_PID)
             pid = os.fork()
             if pid == 0:
                 signal.signal(signal.SIGINT, signal.SIG_DFL)
                 _child(sock_path, command["token"], command["root"], command["evaluator"])
+            if CONTAINED:
+                _forks_at_home()
             try:
                 os.setpgid(pid, pid)  # also here, so that no kill can race the child's own call
             except OSError:

@@ -4,14 +4,24 @@ presets.py are the same description, named).
 A description says which value goes in each position (`args`) and keyword
 (`keywords`), whether every column is passed as a keyword too (`columns`), one
 sample or one batch a call (`per`), and where the score is in what the function
-returns (`score`, a path of keys and indexes). Each value comes from a *source*: one
-of SOURCES below, a column of the sample (a dotted name reaches in), or a dict of
-sources. The description is read once, when the worker loads its evaluator: a
-sample costs one lookup per argument.
+returns (`score`, a path of keys, attributes and indexes). Each value comes from a
+*source*: one of SOURCES below, a column of the sample (a dotted name reaches in), a
+key of the trainer's args (`trainer_args.verifier_config`), a template formatting
+sources into text (`"\\boxed{{{ground_truth}}}"`), or a dict or list of sources.
+
+The long tail's calls (SPEC §3) add three steps, each taken once per worker: the
+function is a class built from trainer_args (`build`), the entry point is one of its
+methods (`method`, awaited when it is an `async def`), and an exception the trainer
+itself would catch scores `on_error` (the row keeps the exception as a warning).
+
+The description is read once, when the worker loads its evaluator: a sample costs
+one lookup per argument.
 """
 
+import inspect
 import math
 import numbers
+import traceback
 
 from ..asyncs import _is_async
 from ..results import NO_SCORE, InvalidResult, _as_result, _describe, _number
@@ -58,6 +68,62 @@ class Namespace:
         return self
 
 
+def _toml_line(dotted):
+    """`a.b` as the rwb.toml text that sets it: `a = { b = ... }`."""
+    line = "..."
+    for part in reversed(dotted.split(".")):
+        line = "%s = %s" % (part, line if line == "..." else "{ %s }" % line)
+    return line
+
+
+def missing_trainer_arg(dotted, evaluator):
+    """What to say when `trainer_args.<dotted>` is not set."""
+    return "trainer_args has no %s: write trainer_args = { %s } in rwb.toml (at the top, or in [evaluators.%s])" % (
+        dotted,
+        _toml_line(dotted),
+        evaluator,
+    )
+
+
+class ConfigTable(dict):
+    """A table of trainer_args (`trainer_args.verifier_config`) as a trainer hands its
+    config on: read by key (NeMo-RL's configs are dicts) and by attribute
+    (open-instruct's VerifierConfig is a dataclass). A missing entry says which
+    rwb.toml line sets it; `hasattr` is False for it, as for a dataclass field."""
+
+    def __init__(self, values=(), path="", evaluator="NAME"):
+        dict.__init__(self)
+        self.__dict__["_rwb_where"] = (path, evaluator)
+        for key, value in dict(values).items():
+            dict.__setitem__(self, key, _config_value(value, "%s.%s" % (path, key), evaluator))
+
+    def _rwb_missing(self, name):
+        path, evaluator = self.__dict__.get("_rwb_where", ("", "NAME"))
+        return missing_trainer_arg("%s.%s" % (path, name) if path else str(name), evaluator)
+
+    def __getattr__(self, name):
+        if name.startswith("__") or name.startswith("_rwb"):
+            raise AttributeError(name)
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(self._rwb_missing(name)) from None
+
+    def __setattr__(self, name, value):
+        self[name] = value
+
+    def __missing__(self, key):
+        raise KeyError(self._rwb_missing(key))
+
+
+def _config_value(value, path, evaluator):
+    if isinstance(value, dict):
+        return ConfigTable(value, path, evaluator)
+    if isinstance(value, list):
+        return [_config_value(v, "%s.%d" % (path, n), evaluator) for n, v in enumerate(value)]
+    return value
+
+
 class Context:
     """What sources read besides the sample: the evaluator's name, its chat template,
     its trainer args, and the extra values a preset adds (slime's Sample type)."""
@@ -70,6 +136,33 @@ class Context:
         self.sources = dict(SOURCES)
         if extra_sources:
             self.sources.update(extra_sources)
+        # `trainer_args.KEY` values, made once: every call gets the same object, as
+        # the trainer hands every call its one config
+        self.configs = {}
+
+    def trainer_arg(self, source):
+        """The value of `trainer_args.a.b`: a table as a ConfigTable."""
+        if source in self.configs:
+            return self.configs[source]
+        dotted = source[len(_TRAINER_ARGS) :]
+        value = self.trainer_args
+        walked = []
+        for part in dotted.split("."):
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+                value = value[int(part)]
+            else:
+                raise CallSourceMissing(
+                    "call source %r: %s" % (source, missing_trainer_arg(".".join(walked + [part]), self.evaluator))
+                )
+            walked.append(part)
+        value = _config_value(value, dotted, self.evaluator)
+        self.configs[source] = value
+        return value
+
+
+_TRAINER_ARGS = "trainer_args."
 
 
 def _column(sample, conv, name):
@@ -181,36 +274,160 @@ SOURCES = {
 SHARED = frozenset(("trainer_args", "trainer_state"))
 
 
+class Template:
+    """A source that formats other sources into text: `"\\boxed{{{ground_truth}}}"`
+    is `\\boxed{` + the ground truth + `}` (NeMo-RL's math environment wraps the
+    ground truth so). `{NAME}` is a source's value as str() gives it; `{{` and `}}`
+    are braces. Parsed once, when the description is read."""
+
+    __slots__ = ("text", "parts", "names")
+
+    def __init__(self, text):
+        self.text = text
+        # literal strings, and 1-tuples holding a source name
+        self.parts = []
+        literal = []
+        n = 0
+        while n < len(text):
+            c = text[n]
+            if c in "{}" and text[n + 1 : n + 2] == c:
+                literal.append(c)
+                n += 2
+                continue
+            if c == "}":
+                raise ValueError(self._bad("has a } that closes nothing"))
+            if c == "{":
+                end = n + 1
+                while end < len(text) and text[end] not in "{}":
+                    end += 1
+                if end == len(text):
+                    raise ValueError(self._bad("has a { that is not closed"))
+                if text[end] == "{":
+                    raise ValueError(self._bad("has a { inside {%s" % text[n + 1 : end]))
+                name = text[n + 1 : end]
+                if not name or any(ch.isspace() or ch in ":!" for ch in name):
+                    raise ValueError(self._bad("names {%s}, which is no source name" % name))
+                if literal:
+                    self.parts.append("".join(literal))
+                    literal = []
+                self.parts.append((name,))
+                n = end + 1
+                continue
+            literal.append(c)
+            n += 1
+        if literal:
+            self.parts.append("".join(literal))
+        self.names = [p[0] for p in self.parts if isinstance(p, tuple)]
+
+    def _bad(self, why):
+        return "the template %r %s; write {NAME} for a source's value and {{ or }} for a brace" % (self.text, why)
+
+    def render(self, read, evaluator="NAME"):
+        """The text, each name's value given by read(name). A name no source gives
+        is a CallSourceMissing naming the evaluator, the template and the sources."""
+        out = []
+        for part in self.parts:
+            if isinstance(part, str):
+                out.append(part)
+                continue
+            try:
+                value = read(part[0])
+            except CallSourceMissing as exc:
+                raise CallSourceMissing(
+                    "%s: the template \"%s\" in call of [evaluators.%s] in rwb.toml: %s" % (evaluator, self.text, evaluator, exc)
+                ) from None
+            out.append(format(value))
+        return "".join(out)
+
+    def __str__(self):
+        return '"%s"' % self.text
+
+    def __eq__(self, other):
+        return isinstance(other, Template) and other.text == self.text
+
+    def __hash__(self):
+        return hash(self.text)
+
+
+def compiled(source):
+    """A source as a description keeps it: a string with a brace is a Template, a
+    dict or list of sources keeps its shape; anything else is as written."""
+    if isinstance(source, str) and ("{" in source or "}" in source):
+        return Template(source)
+    if isinstance(source, dict):
+        return {k: compiled(v) for k, v in source.items()}
+    if isinstance(source, list):
+        return [compiled(v) for v in source]
+    return source
+
+
 def value_of(source, sample, conv, ctx):
     """The value `source` gives for one sample."""
     if isinstance(source, dict):
         return {k: value_of(v, sample, conv, ctx) for k, v in source.items()}
+    if isinstance(source, list):
+        return [value_of(v, sample, conv, ctx) for v in source]
     if source is None:
         return None
+    if isinstance(source, Template):
+        return source.render(lambda name: value_of(name, sample, conv, ctx), ctx.evaluator)
     get = ctx.sources.get(source)
     if get is not None:
         return get(sample, conv, ctx)
+    if source.startswith(_TRAINER_ARGS):
+        return ctx.trainer_arg(source)
     return _column(sample, conv, source)
+
+
+def _shared(source):
+    """Whether `source` is the same for every sample (the trainer's args)."""
+    if isinstance(source, Template):
+        return bool(source.names) and all(_shared(name) for name in source.names)
+    return isinstance(source, str) and (source in SHARED or source.startswith(_TRAINER_ARGS))
 
 
 def batch_value(source, samples, each, ctx):
     """The value `source` gives for a batch: a list over it (one value for a shared
     source such as the trainer's args)."""
-    if isinstance(source, str) and source in SHARED:
+    if _shared(source):
         return value_of(source, samples[0] if samples else {}, each[0] if each else None, ctx)
     return [value_of(source, s, p, ctx) for s, p in zip(samples, each)]
 
 
+def build_value(source, ctx):
+    """A source of `call.build`, read once per worker: trainer_args, one of its keys,
+    or a template, dict or list of them (there is no sample yet)."""
+    if isinstance(source, dict):
+        return {k: build_value(v, ctx) for k, v in source.items()}
+    if isinstance(source, list):
+        return [build_value(v, ctx) for v in source]
+    if isinstance(source, Template):
+        return source.render(lambda name: build_value(name, ctx), ctx.evaluator)
+    if source == "trainer_args":
+        return ctx.namespace
+    if isinstance(source, str) and source.startswith(_TRAINER_ARGS):
+        return ctx.trainer_arg(source)
+    raise CallSourceMissing(
+        "call.build reads %r, a value of each sample, but the class is built once per worker, before any "
+        "sample: build it from trainer_args or one of its keys (\"trainer_args.NAME\")" % (source,)
+    )
+
+
 class Description:
     """A call description, read once: positional sources, keyword sources, whether
-    the columns (or another source's dict) are spread as keywords, the score path."""
+    the columns (or another source's dict) are spread as keywords, the score path;
+    for the long tail, the class to build and with what, the method to call and the
+    score an exception gets."""
 
-    __slots__ = ("name", "args", "keywords", "batched", "columns", "spread", "score", "score_text", "where")
+    __slots__ = (
+        "name", "args", "keywords", "batched", "columns", "spread", "score", "score_text", "where",
+        "build", "method", "on_error", "callee", "awaited",
+    )
 
     def __init__(self, table, name="call", where=None):
         self.name = name
-        self.args = list(table.get("args") or ())
-        self.keywords = dict(table.get("keywords") or {})
+        self.args = [compiled(s) for s in table.get("args") or ()]
+        self.keywords = {k: compiled(v) for k, v in (table.get("keywords") or {}).items()}
         self.batched = table.get("per") in ("batch", "group")
         self.columns = bool(table.get("columns"))
         # a source whose dict is passed as keywords (AReaL's **data)
@@ -219,6 +436,21 @@ class Description:
         self.score_text = table.get("score_text") or _path_text(self.score)
         # how an error says where to change the description
         self.where = where
+        # call.build: (positional sources, keyword sources), or None
+        build = table.get("build")
+        self.build = None
+        if build is not None:
+            self.build = (
+                [compiled(s) for s in build.get("args") or ()],
+                {k: compiled(v) for k, v in (build.get("keywords") or {}).items()},
+            )
+        self.method = table.get("method") or None
+        on_error = table.get("on_error")
+        self.on_error = None if on_error is None or isinstance(on_error, bool) else float(on_error)
+        # what the worker found when it resolved the entry point (entry_point): the
+        # class's or function's name, and whether the call is awaited
+        self.callee = None
+        self.awaited = False
 
     def text(self):
         """The description as `rwb check` shows it: the call's shape."""
@@ -230,12 +462,36 @@ class Description:
             parts_.append("**columns")
         per = "one call per batch, each value a list over it" if self.batched else "one sample a call"
         score = "the score at %s" % self.score_text if self.score else "the return is the score"
-        return "fn(%s); %s; %s" % (", ".join(parts_), per, score)
+        fn = "fn"
+        steps = []
+        if self.build is not None:
+            cls = self.callee or "Class"
+            args, keywords = self.build
+            made = [_source_text(s) for s in args] + ["%s=%s" % (k, _source_text(v)) for k, v in keywords.items()]
+            steps.append("built = %s(%s), once per worker" % (cls, ", ".join(made)))
+            fn = "built"
+        elif self.method and self.callee:
+            fn = self.callee
+        if self.method:
+            fn += "." + self.method
+        call = "%s(%s)" % (fn, ", ".join(parts_))
+        if self.awaited and (self.build is not None or self.method):
+            call += ", awaited"
+        tail = [per, score]
+        if self.on_error is not None:
+            tail.append("an exception scores %s (on_error), the row keeping it as a warning" % _number_text(self.on_error))
+        return "; ".join(steps + [call] + tail)
+
+
+def _number_text(x):
+    return repr(float(x))
 
 
 def _source_text(source):
     if isinstance(source, dict):
         return "{%s}" % ", ".join("%s: %s" % (k, _source_text(v)) for k, v in source.items())
+    if isinstance(source, list):
+        return "[%s]" % ", ".join(_source_text(v) for v in source)
     return "None" if source is None else str(source)
 
 
@@ -246,6 +502,144 @@ def _path_text(path):
             out += "[%d]" % step
         else:
             out += ("." if out else "") + str(step)
+    return out
+
+
+class CallBuildError(Exception):
+    """A description's entry point cannot be made: the class cannot be built from
+    what call.build gives it, or it has no such method."""
+
+
+def _methods(obj):
+    """The public methods of `obj` (an instance, or a class), `__call__` first when an
+    instance's class defines one: for a message that says what there is to call."""
+    names = []
+    for name in dir(obj):
+        if name.startswith("_"):
+            continue
+        try:
+            member = getattr(obj, name)
+        except Exception:
+            continue
+        if callable(member) and not inspect.isclass(member):
+            names.append(name)
+    if not inspect.isclass(obj) and any("__call__" in vars(k) for k in type(obj).__mro__[:-1]):
+        names.insert(0, "__call__")
+    return ", ".join(names) or "none"
+
+
+def entry_point(fn, d, ctx):
+    """What a description calls, resolved once per worker: `fn` itself; the instance
+    `call.build` makes of the class `fn` (built from trainer_args); or `call.method`
+    of either. A class that cannot be built, or a method it lacks, is a
+    CallBuildError naming the evaluator, the class and what to write in rwb.toml."""
+    where = "[evaluators.%s] of rwb.toml" % ctx.evaluator
+    name = getattr(fn, "__name__", None) or type(fn).__name__
+    d.callee = name
+    target = fn
+    if d.build is not None:
+        if not inspect.isclass(fn):
+            raise CallBuildError(
+                "%s: call.build builds a class, but %s is %s: name a class in `function`, or take build out of "
+                "call in %s" % (ctx.evaluator, name, _describe(fn), where)
+            )
+        sources, keyword_sources = d.build
+        shown = ", ".join(
+            [_source_text(s) for s in sources] + ["%s=%s" % (k, _source_text(v)) for k, v in keyword_sources.items()]
+        )
+        try:
+            args = [build_value(s, ctx) for s in sources]
+            kwargs = {k: build_value(v, ctx) for k, v in keyword_sources.items()}
+        except CallSourceMissing as exc:
+            raise CallBuildError("%s: cannot build %s(%s): %s" % (ctx.evaluator, name, shown, exc)) from None
+        try:
+            target = fn(*args, **kwargs)
+        except Exception as exc:
+            raise CallBuildError(
+                "%s: cannot build %s(%s) as call.build in %s says: %s: %s"
+                % (ctx.evaluator, name, shown, where, type(exc).__name__, _first_line(exc))
+            ) from exc
+    if d.method:
+        try:
+            method = getattr(target, d.method)
+        except AttributeError:
+            method = None
+        if method is None or not callable(method):
+            what = "the built %s" % name if d.build is not None else name
+            raise CallBuildError(
+                "%s: %s has no method %r (call.method in %s); its methods: %s"
+                % (ctx.evaluator, what, d.method, where, _methods(target))
+            )
+        target = method
+    elif d.build is not None and not callable(target):
+        raise CallBuildError(
+            "%s: the built %s cannot be called: name its entry point with call = { ..., method = \"NAME\" } in %s; "
+            "its methods: %s" % (ctx.evaluator, name, where, _methods(target))
+        )
+    d.awaited = _is_async(target)
+    return target
+
+
+def _first_line(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else "(no message)"
+
+
+class Raised:
+    """A call that raised, under `on_error`: the trainer's own `except: return
+    SCORE`. The row keeps SCORE and shows the exception as its warning (the result's
+    error, which rwb counts and the run's summary says), as a verifiers Rubric's
+    swallowed exception is shown."""
+
+    __slots__ = ("kind", "text", "score")
+
+    def __init__(self, exc, score):
+        # the exception's words, not the exception: its traceback would keep the
+        # frames of the call (and the worker's, through them) alive
+        self.kind = type(exc).__name__
+        self.text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        self.score = score
+
+    def result(self):
+        return {
+            "score": self.score,
+            "is_score_valid": True,
+            "reason": "the call raised %s; scored %s as the trainer scores an exception (call.on_error)"
+            % (self.kind, _number_text(self.score)),
+            "metrics": {},
+            "step_outputs": None,
+            "error": self.text,
+        }
+
+
+def guarded(fn, score):
+    """`fn` with the trainer's `except Exception: return score` around it: what it
+    raises comes back as Raised. rwb's timeout (a BaseException) still ends the call."""
+    if _is_async(fn):
+
+        async def call_async(**kwargs):
+            try:
+                return await fn(**kwargs)
+            except Exception as exc:
+                return Raised(exc, score)
+
+        return call_async
+
+    def call(**kwargs):
+        try:
+            return fn(**kwargs)
+        except Exception as exc:
+            return Raised(exc, score)
+
+    return call
+
+
+def described_callable(fn, d, ctx):
+    """The function a described Caller calls with its keywords: the entry point,
+    its positions filled from POSITIONAL, the trainer's except around it."""
+    out = positional_call(entry_point(fn, d, ctx))
+    if d.on_error is not None:
+        out = guarded(out, d.on_error)
     return out
 
 
@@ -321,10 +715,7 @@ class Reading:
                 elif hasattr(walked, step) and not isinstance(walked, (str, bytes, numbers.Number)):
                     walked = getattr(walked, step)
                 else:
-                    raise InvalidResult(
-                        "%s: the score is at %s, but the function returned %s, which has no %r: %s"
-                        % (self.ctx.evaluator, self.d.score_text, _describe(walked), step, self.fix('"[0]"' if isinstance(walked, (list, tuple)) else "nothing (the return is the score)"))
-                    )
+                    raise InvalidResult(self._no_attribute(walked, path, n))
         score = _plain(walked)
         if batch_item and isinstance(score, float) and math.isnan(score):
             score = None  # NaN in a batch is the trainer's "no score"
@@ -337,6 +728,32 @@ class Reading:
                 "%s: the score at %s is %s, not a number" % (self.ctx.evaluator, self.d.score_text, _describe(score))
             )
         return {"score": _number(score, "score"), "is_score_valid": True, "reason": None, "metrics": metrics, "step_outputs": None, "error": None}
+
+    def _no_attribute(self, walked, path, n):
+        """What to say when the object at path[:n] has no attribute path[n]: what it
+        is, the attributes it has, and the path to write."""
+        before = _path_text(path[:n])
+        what = "%s is" % before if n else "the function returned"
+        names = _attributes(walked)
+        has = " (its attributes: %s)" % ", ".join(names) if names else ""
+        number = next((k for k in names if _is_number(_plain(getattr(walked, k, None)))), None)
+        if isinstance(walked, (list, tuple)):
+            suggestion = '"%s[0]"' % before
+        elif number is not None:
+            suggestion = '"%s.%s"' % (before, number)
+        elif n == 0:
+            suggestion = "nothing (the return is the score)"
+        else:
+            suggestion = '"KEY"'
+        return "%s: the score is at %s, but %s %s, which has no %r%s: %s" % (
+            self.ctx.evaluator,
+            self.d.score_text,
+            what,
+            _describe(walked),
+            path[n],
+            has,
+            self.fix(suggestion),
+        )
 
     def _whole(self, value):
         """No path: a number or bool is the score, None no score; a dict with `score`
@@ -364,6 +781,20 @@ class Reading:
                 "%s returned %s where one score was expected: %s" % (self.ctx.evaluator, _describe(value), self.fix('"[0]"'))
             )
         return _as_result(value, False)
+
+
+def _attributes(value):
+    """The data attributes of an object, for a message: a dataclass's fields, else
+    its instance attributes (none for a str, number or container)."""
+    if isinstance(value, (str, bytes, numbers.Number, list, tuple, dict)) or value is None:
+        return []
+    fields = getattr(type(value), "__dataclass_fields__", None)
+    if fields:
+        return list(fields)
+    try:
+        return [k for k in vars(value) if not k.startswith("_")]
+    except TypeError:
+        return [k for k in getattr(type(value), "__slots__", ()) if not k.startswith("_")]
 
 
 def _plain(value):
@@ -414,7 +845,7 @@ class SampleCaller(Pointwise):
         self.d = description or Description(spec.get("call") or {}, where="call")
         self.ctx = ctx or Context(spec)
         self.reading = Reading(self.d, self.ctx, hint)
-        self.fn = positional_call(fn)
+        self.fn = described_callable(fn, self.d, self.ctx)
 
     def arguments(self, sample):
         conv = parts(sample)
@@ -431,6 +862,8 @@ class SampleCaller(Pointwise):
         return kwargs
 
     def result(self, value):
+        if type(value) is Raised:
+            return value.result()
         return self.reading.read(value)
 
 
@@ -445,7 +878,7 @@ class BatchCaller(Batched):
         self.d = description or Description(spec.get("call") or {}, where="call")
         self.ctx = ctx or Context(spec)
         self.reading = Reading(self.d, self.ctx, hint)
-        self.fn = positional_call(fn)
+        self.fn = described_callable(fn, self.d, self.ctx)
 
     def arguments(self, samples):
         each = [parts(s) for s in samples]
@@ -463,6 +896,9 @@ class BatchCaller(Batched):
         return kwargs
 
     def results(self, value, count):
+        if type(value) is Raised:
+            # the trainer's except around the batch's call: every sample of it
+            return [value.result() for _ in range(count)]
         value = _plain(value)
         if not isinstance(value, (list, tuple)):
             raise InvalidResult(

@@ -35,17 +35,40 @@ def _only_parameter(fn):
     return params[0].name if len(params) == 1 else None
 
 
+def _easyr1_parameter(fn):
+    """`reward_inputs` or `reward_input` when that is `fn`'s first parameter and every
+    other it declares has a default (EasyR1's own `compute_score(reward_inputs,
+    format_weight=0.1)`: AutoRewardManager passes only the inputs and the config's
+    `reward_function_kwargs`), else None."""
+    try:
+        params = [
+            p
+            for p in inspect.signature(fn).parameters.values()
+            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
+        ]
+    except (TypeError, ValueError):
+        return None
+    if not params or params[0].name not in ("reward_inputs", "reward_input"):
+        return None
+    if params[0].kind is params[0].KEYWORD_ONLY:
+        return None
+    if any(p.default is p.empty for p in params[1:]):
+        return None
+    return params[0].name
+
+
 def _easyr1(seen, style):
-    """It declares a single `reward_inputs` or `reward_input` (EasyR1's reward
-    function), and EasyR1 would call it as `style`."""
-    if inspect.isclass(seen.fn) or _only_parameter(seen.fn) not in ("reward_inputs", "reward_input"):
+    """It declares `reward_inputs` or `reward_input` first, the rest with defaults
+    (EasyR1's reward function), and EasyR1 would call it as `style`."""
+    if inspect.isclass(seen.fn) or _easyr1_parameter(seen.fn) is None:
         return None
     if easyr1_style(seen.fn) != style:
         return None
     how = "batch" if style == "easyr1" else "sequential"
     declared = getattr(inspect.getmodule(seen.fn), "REWARD_TYPE", None)
     why = 'its module\'s REWARD_TYPE = "%s"' % declared if declared else "its parameter's name"
-    return "%s a single %s (EasyR1's reward function; %s by %s)" % (seen.what, _only_parameter(seen.fn), how, why)
+    name = _easyr1_parameter(seen.fn)
+    return "%s %s first (EasyR1's reward function; %s by %s)" % (seen.what, name, how, why)
 
 
 def easyr1_batch(seen):
@@ -63,7 +86,7 @@ def easyr1_style(fn):
     module = inspect.getmodule(fn)
     kind = getattr(module, "REWARD_TYPE", None)
     if kind is None:
-        kind = "sequential" if _only_parameter(fn) == "reward_input" else "batch"
+        kind = "sequential" if _easyr1_parameter(fn) == "reward_input" else "batch"
     return "easyr1-sequential" if kind == "sequential" else "easyr1"
 
 

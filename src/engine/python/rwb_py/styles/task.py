@@ -3,11 +3,14 @@ verifiers' own replay scores one (`verifiers/v1/cli/replay.py`, `Task.score`).
 
 The installed package's own classes do the work, so the scores are verifiers' to the
 bit: the sample's trace is validated as replay reads one (`Trace[WireTaskData,
-state, WireAgentConfig]`), or built from a chat / prompt-completion sample; its
-recorded rewards and metrics are cleared; the task is built from its data with
-`trainer_args` validated into `Task.config_type()`; `await task.score(trace)` runs
-with no runtime. The row's score is `trace.reward` (Σ score × weight), each reward
-and metric one of its components.
+state, WireAgentConfig]`), or built from a chat / prompt-completion sample. A row of
+traces.jsonl carries its trace as written in its `trace` column (rwb's reader,
+src/sources/verifiers.rs), so it is that trace that is scored (every generated turn,
+`root_reply`, the whole message graph), never the chat made of its final branch: only
+rows that are not traces are built. The trace's recorded rewards and metrics are
+cleared; the task is built from its data with `trainer_args` validated into
+`Task.config_type()`; `await task.score(trace)` runs with no runtime. The row's score
+is `trace.reward` (Σ score × weight), each reward and metric one of its components.
 """
 
 import inspect

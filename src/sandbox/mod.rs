@@ -1,0 +1,59 @@
+//! Code rewards, contained (SPEC §18): every reward rwb runs locally is boxed in
+//! ([`contain`]), and the code a policy wrote runs in a stricter sandbox of its own.
+
+pub mod contain;
+pub mod http;
+pub mod service;
+
+use crate::workspace::Workspace;
+use contain::Plan;
+
+/// The box a workspace's workers run in (SPEC §18): `None` with `--no-contain` or
+/// `[sandbox] workers = "open"`; else the workspace's `[sandbox] writable` folders and
+/// `network`. A `workers` value rwb does not know is an error naming the line.
+pub fn workers_plan(workspace: &Workspace, no_contain: bool) -> Result<Option<Plan>, String> {
+    let sandbox = workspace.config.sandbox.clone().unwrap_or_default();
+    match sandbox.workers.as_deref() {
+        None | Some("contained") => {}
+        Some("open") => return Ok(None),
+        Some(other) => {
+            return Err(format!(
+                "rwb.toml: [sandbox] workers = {other:?} is not one of \"contained\" (the default) or \"open\" (the rewards run with your full power)"
+            ))
+        }
+    }
+    if no_contain {
+        return Ok(None);
+    }
+    let writable = sandbox
+        .writable
+        .unwrap_or_default()
+        .iter()
+        .map(|p| workspace.root.join(p))
+        .collect();
+    Ok(Some(Plan {
+        writable,
+        network: sandbox.network.unwrap_or(true),
+    }))
+}
+
+/// The sandbox service of a session and the listeners its workers reach it on: the
+/// fork server starts with the first program run (SPEC §18); the listeners cost a
+/// bind. The workers the engine forks from now on get their addresses.
+pub fn start_for_workers(
+    engine: &crate::engine::Engine,
+    workspace: &Workspace,
+) -> std::io::Result<std::sync::Arc<service::Service>> {
+    let settings = service::Settings::from_config(workspace.config.sandbox.as_ref());
+    let service = service::Service::new(
+        engine.python().to_path_buf(),
+        engine.code_dir().join(SERVER_SCRIPT),
+        settings,
+    );
+    let listening = http::listen(service.clone(), &engine.runtime_dir().join("sandbox.sock"))?;
+    engine.set_env(listening.env());
+    Ok(service)
+}
+
+/// The fork server's file in the workers' code folder.
+pub const SERVER_SCRIPT: &str = "rwb_sandbox_server.py";
