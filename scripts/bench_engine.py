@@ -1243,6 +1243,32 @@ def scenario_i(bench, n):
             "note": "; ".join(x for x in notes if x)}
 
 
+def scenario_o(bench, n):
+    """O: what containment (SPEC §18) costs: the same runs contained (the default) and
+    open (--no-contain), alternating, in this invocation: the undecorated evaluator on
+    n samples --no-cache and warm from the cache, and the ~1.5 ms evaluator on n // 10.
+    The box is built once per fork server, so the ratio should be ~1.0 (noise aside)."""
+    bench.log("\n[O] contained vs --no-contain, alternating, %d repeats" % bench.args.repeat)
+    rows = []
+    cases = (("plain --no-cache", "plain", n, False), ("plain warm", "plain", n, True),
+             ("slow 1.5 ms --no-cache", "slow15", n // 10, False))
+    for label, evaluator, count, cache in cases:
+        root = bench.workspace("ws_o_%s_%d" % (evaluator, count), [evaluator], count)
+        if cache:
+            bench.rwb_run(root, [evaluator], count, cache=True, label="filling the cache")
+        times = {"contained": [], "open": []}
+        for _ in range(bench.args.repeat):
+            times["contained"].append(bench.rwb_run(root, [evaluator], count, cache=cache, label="contained")[0])
+            times["open"].append(bench.rwb_run(root, [evaluator], count, cache=cache, label="open",
+                                               extra=["--no-contain"])[0])
+        contained, opened = statistics.median(times["contained"]), statistics.median(times["open"])
+        ratio = contained / opened
+        rows.append({"scenario": "O %s %dk contained/open" % (label, max(1, count // 1000)), "rwb": contained,
+                     "base": opened, "ratio": "%.3f" % ratio, "target": "<= 1.10", "ok": ratio <= 1.10,
+                     "note": "; ".join(x for x in ["base = the same run with --no-contain", _disturbed(bench)] if x)})
+    return rows
+
+
 def check_rows_streaming(path, evaluator, n, what):
     """check_rows for one evaluator without holding the rows (a million of them)."""
     seen = bytearray(n)
@@ -1600,7 +1626,7 @@ def main():
                      "R": (scenario_repeat, WAITING_SAMPLES),
                      "I": (scenario_i, small), "M": (scenario_m, 10 * large),
                      "P": (scenario_p, 10 * large), "S": (scenario_s, 10 * large),
-                     "K": (scenario_graders, large)}
+                     "K": (scenario_graders, large), "O": (scenario_o, large)}
         for key in args.only.upper():
             if key not in scenarios:
                 parser.error("--only: unknown scenario %r" % key)

@@ -10,6 +10,8 @@
 //! tests say why they do nothing.
 
 mod common;
+#[path = "common/resetting.rs"]
+mod resetting;
 use common::*;
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader};
@@ -764,4 +766,38 @@ print(json.dumps(out))
         serde_json::from_str::<Value>(&body).unwrap(),
         json!({"detail": "no evaluators are served"})
     );
+}
+
+/// A judge that resets one connection has that call asked again, as a 429 is: the
+/// sample is scored, not failed with `ConnectionResetError`.
+#[test]
+fn a_model_graders_call_the_judge_resets_is_asked_again() {
+    let judge = resetting::Resetting::start(1, |_, body| {
+        json!({"id": "chatcmpl-1", "object": "chat.completion", "model": body["model"],
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": "{\"result\": 0.75}"}, "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 20, "completion_tokens": 5, "total_tokens": 25}})
+    });
+    let grader = json!({"type": "score_model", "name": "judge", "model": "judge-1",
+        "input": [{"role": "user", "content": "Grade: {{ sample.output_text }}"}], "range": [0, 1]});
+    let toml = format!(
+        "[graders]\nendpoint = \"{}/v1\"\n[evaluators.judge]\ngrader = \"judge.json\"\n",
+        judge.base()
+    );
+    let ws = Ws::new(&[
+        ("samples.jsonl", &chat("the cat sat", json!({}))),
+        ("judge.json", &grader.to_string()),
+        ("rwb.toml", &toml),
+    ]);
+    let mut command = Command::new(RWB);
+    command
+        .args(["run", ".", "--format", "jsonl"])
+        .current_dir(ws.path())
+        .env_remove("VIRTUAL_ENV")
+        .env_remove("OPENAI_API_KEY");
+    let run = Run::from(output_within(&mut command, RUN_LIMIT));
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    assert_eq!(score(&run, 0, "judge"), 0.75);
+    assert_eq!(judge.resets(), 1);
+    assert_eq!(judge.requests().len(), 1);
+    assert_eq!(judge.requests()[0].0, "/v1/chat/completions");
 }

@@ -11,6 +11,8 @@ fn python_unit_tests_pass() {
         .args(["-m", "unittest", "discover", "-s", "tests/python", "-v"])
         .current_dir(root)
         .env("PYTHONDONTWRITEBYTECODE", "1")
+        // the sandbox's tests start its fork server in rwb's box, as rwb does
+        .env("RWB_BIN", env!("CARGO_BIN_EXE_rwb"))
         .output()
         .expect("python3 runs");
     let report = String::from_utf8_lossy(&output.stderr);
@@ -20,7 +22,8 @@ fn python_unit_tests_pass() {
 
 /// Every Python file under src/engine/python is embedded (a style module added to the
 /// worker package but not to `PYTHON_FILES` would be missing from the runtime folder),
-/// at the path the runtime folder gives it: the bundled reward_kit under `compat/`.
+/// at the path the runtime folder gives it: the bundled reward_kit and rwb's package
+/// for reward code (`rwb`) under `compat/`.
 #[test]
 fn every_python_file_is_embedded() {
     fn walk(dir: &std::path::Path, base: &std::path::Path, out: &mut Vec<String>) {
@@ -34,9 +37,11 @@ fn every_python_file_is_embedded() {
                     .unwrap()
                     .to_string_lossy()
                     .into_owned();
-                out.push(match rel.strip_prefix("reward_kit/") {
-                    Some(rest) => format!("compat/reward_kit/{rest}"),
-                    None => rel,
+                let bundled = rel.starts_with("reward_kit/") || rel.starts_with("rwb/");
+                out.push(if bundled {
+                    format!("compat/{rel}")
+                } else {
+                    rel
                 });
             }
         }
@@ -45,9 +50,11 @@ fn every_python_file_is_embedded() {
     let mut on_disk = Vec::new();
     walk(&base, &base, &mut on_disk);
     on_disk.sort();
+    // (the E2B stand-in's dist-info METADATA is embedded too: not a .py file)
     let mut embedded: Vec<String> = reward_workbench::engine::PYTHON_FILES
         .iter()
         .map(|(rel, _)| rel.to_string())
+        .filter(|rel| rel.ends_with(".py"))
         .collect();
     embedded.sort();
     assert_eq!(embedded, on_disk);

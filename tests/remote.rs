@@ -3,6 +3,8 @@
 //! every kind of endpoint failure on its rows, bounded concurrency, and no caching.
 
 mod common;
+#[path = "common/resetting.rs"]
+mod resetting;
 
 use axum::body::Bytes;
 use axum::extract::State;
@@ -346,4 +348,28 @@ fn the_workbench_shows_a_remote_column_and_a_save_does_not_call_it_again() {
         ))
     });
     tmux.key("q");
+}
+
+/// An endpoint that resets one connection (a restarting server, a load balancer
+/// dropping a connection) has that request asked again, as a 429 would be: every row
+/// scores, none fails with the reset.
+#[test]
+fn a_connection_the_endpoint_resets_is_asked_again() {
+    let endpoint = resetting::Resetting::start(1, |_, body| {
+        let text = body["messages"][1]["content"].as_str().unwrap_or("");
+        json!({"score": text.chars().count() as f64 / 100.0, "reason": "counted"})
+    });
+    let toml = format!(
+        "[evaluators.judge]\nurl = \"{}/evaluate\"\n",
+        endpoint.base()
+    );
+    let ws = workspace(&toml, &["a", "bb", "ccc"]);
+    let run = run_env(&ws, &[]);
+    assert_eq!(run.code, 0, "{}\n{}", run.stdout, run.stderr);
+    let scores: Vec<Value> = (0..3)
+        .map(|i| run.row(i, "judge")["score"].clone())
+        .collect();
+    assert_eq!(scores, vec![json!(0.01), json!(0.02), json!(0.03)]);
+    assert_eq!(endpoint.resets(), 1);
+    assert_eq!(endpoint.requests().len(), 3, "each sample answered once");
 }

@@ -380,3 +380,134 @@ fn the_workbench_reads_the_human_column_and_labels_given_here_override_it() {
         "{a}"
     );
 }
+
+/// Labels are seen and their sharing said (issue 48): `+`/`-` mark the sample in the
+/// list and say the label in the conversation and the breakdown; a label given on a
+/// line whose text is on another line says it applies there too; `labels.jsonl`
+/// records where it was given (file, line, the row's id) beside the content key; and
+/// `rwb run --format jsonl` rows carry the label, only on labelled rows.
+#[test]
+fn a_label_shows_in_the_list_and_the_panes_and_says_which_lines_share_it() {
+    let row = |i: usize, s: f64| {
+        json!({"id": format!("row-{i}"),
+               "messages": [{"role": "user", "content": format!("question {i}")},
+                            {"role": "assistant", "content": format!("answer {i}")}],
+               "s": s})
+        .to_string()
+    };
+    let twin = json!({"id": "twin",
+                      "messages": [{"role": "user", "content": "question twin"},
+                                   {"role": "assistant", "content": "answer twin"}],
+                      "s": 0.9})
+    .to_string();
+    // lines 5 and 7 are the same text
+    let lines = [
+        row(1, 0.1),
+        row(2, 0.2),
+        row(3, 0.3),
+        row(4, 0.4),
+        twin.clone(),
+        row(6, 0.6),
+        twin,
+    ];
+    let ws = Ws::new(&[
+        ("metrics/judge/main.py", SCORED),
+        ("samples.jsonl", &(lines.join("\n") + "\n")),
+    ]);
+    let tmux = Tmux::start(&ws, 200, 40, RWB);
+    tmux.wait_for("the scores", |s| {
+        s.contains("Samples 7/7") && s.matches("0.900").count() >= 2
+    });
+    for _ in 0..4 {
+        tmux.key("j");
+    }
+    tmux.key("+");
+    tmux.wait_for("the label on line 5, shared with line 7", |s| {
+        s.contains("line 5 labelled pass; the same text is on line 7, which shares the label")
+    });
+    // both lines of the text carry the mark; no other line does
+    let screen = tmux.wait_for("the marks", |s| {
+        s.lines().filter(|l| l.contains("+ question twin")).count() == 2
+    });
+    assert!(!screen.contains("+ question 4"), "{screen}");
+    tmux.key("j");
+    tmux.key("j");
+    tmux.key("-");
+    let screen = tmux.wait_for("the label on line 7 replacing line 5's", |s| {
+        s.contains("line 7 labelled fail; the same text is on line 5, which shares the label")
+    });
+    let screen = if screen
+        .lines()
+        .filter(|l| l.contains("- question twin"))
+        .count()
+        == 2
+    {
+        screen
+    } else {
+        tmux.wait_for("the fail marks", |s| {
+            s.lines().filter(|l| l.contains("- question twin")).count() == 2
+        })
+    };
+    // the conversation says the label and its twin, the breakdown how it compares
+    assert!(
+        screen.contains("label fail (given here, kept in labels.jsonl)"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("the same text is on line 5, which shares this label"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("human label fail: this score disagrees (threshold 0.5)"),
+        "{screen}"
+    );
+    tmux.key("q");
+    drop(tmux);
+    let kept: Vec<Value> = std::fs::read_to_string(ws.file("labels.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let places: Vec<(Value, Value, Value, Value)> = kept
+        .iter()
+        .map(|v| {
+            assert_eq!(v["key"], json!(key(&lines[4])), "{v}");
+            (
+                v["label"].clone(),
+                v["file"].clone(),
+                v["line"].clone(),
+                v["id"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        places,
+        vec![
+            (json!(true), json!("samples.jsonl"), json!(5), json!("twin")),
+            (
+                json!(false),
+                json!("samples.jsonl"),
+                json!(7),
+                json!("twin")
+            ),
+        ]
+    );
+    // rwb run's rows carry the label on both lines of the text, and on no other
+    let run = ws.run(&[]);
+    let labels: Vec<Option<Value>> = run.rows().iter().map(|r| r.get("label").cloned()).collect();
+    assert_eq!(
+        labels,
+        [
+            None,
+            None,
+            None,
+            None,
+            Some(json!("fail")),
+            None,
+            Some(json!("fail"))
+        ],
+        "{}",
+        run.stdout
+    );
+    assert_eq!(run.row(4, "judge")["disagrees"], json!(true));
+}

@@ -399,6 +399,7 @@ fn the_status_line_says_where_each_evaluator_runs() {
             Placement::Local {
                 workers: 2,
                 concurrency: 8,
+                contained: Some(true),
             },
         ),
         placed(

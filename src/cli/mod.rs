@@ -6,6 +6,7 @@ mod check_calls;
 mod check_trust;
 mod deploy;
 mod deploy_targets;
+mod error_list;
 mod generate;
 mod human;
 mod init;

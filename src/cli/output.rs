@@ -134,6 +134,9 @@ struct Row<'a> {
     /// threshold (SPEC §16).
     #[serde(skip_serializing_if = "Option::is_none")]
     disagrees: Option<bool>,
+    /// The sample's human label (`"pass"`, `"fail"` or the number), when it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    label: Option<serde_json::Value>,
     /// The row's file and evaluator, already written (not a field of its own).
     #[serde(skip)]
     known: Known<'a>,
@@ -164,6 +167,7 @@ impl Row<'_> {
         field(text, "epoch", &self.epoch);
         field(text, "split", &self.split);
         field(text, "disagrees", &self.disagrees);
+        field(text, "label", &self.label);
     }
 }
 
@@ -514,6 +518,10 @@ impl Printer {
                     o.score.filter(|_| !o.is_error()),
                 )
             }),
+            label: self.human.as_ref().and_then(|h| {
+                h.label(sample.at.index, &sample.hash)
+                    .map(crate::trust::agreement::Label::row_value)
+            }),
             known,
         }
     }
@@ -726,7 +734,12 @@ impl Printer {
                 for line in self.trust_lines(rewards.as_ref()) {
                     let _ = writeln!(self.out, "{line}");
                 }
-                let _ = self.write_error_list();
+                let _ = super::error_list::write_error_list(
+                    &mut self.out,
+                    &self.kept,
+                    &self.labels,
+                    &self.names,
+                );
                 let _ = self.out.flush();
             }
         }
@@ -823,46 +836,6 @@ impl Printer {
                 write!(self.out, "  {:>8}  {:>9}", show(reward), show(advantage))?;
             }
             writeln!(self.out)?;
-        }
-        Ok(())
-    }
-
-    fn write_error_list(&mut self) -> std::io::Result<()> {
-        const SHOWN: usize = 20;
-        let mut listed = 0;
-        for sample in &self.kept {
-            for (i, outcome) in sample.outcomes.iter().enumerate() {
-                let Some(e) = &outcome.error else { continue };
-                if listed == 0 {
-                    writeln!(self.out, "\nerrors:")?;
-                }
-                listed += 1;
-                if listed > SHOWN {
-                    continue;
-                }
-                let first_line = e.message.lines().next().unwrap_or("");
-                let place = match (&e.file, e.line) {
-                    (Some(f), Some(l)) => format!("  ({f}:{l})"),
-                    _ => String::new(),
-                };
-                writeln!(
-                    self.out,
-                    "  {}:{}  {}  {}: {}{}",
-                    self.labels[sample.at.file],
-                    sample.at.line,
-                    self.names[i],
-                    e.kind,
-                    first_line,
-                    place
-                )?;
-            }
-        }
-        if listed > SHOWN {
-            writeln!(
-                self.out,
-                "  … and {} more (see --format jsonl for all)",
-                listed - SHOWN
-            )?;
         }
         Ok(())
     }

@@ -53,7 +53,8 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
 
 /// What the server answers, with its evaluators, and a request to try.
 fn routes_text(server: &Server) -> Vec<String> {
-    let mut lines: Vec<String> = crate::ship::serve::ROUTES
+    let mut lines: Vec<String> = server
+        .answered()
         .iter()
         .map(|(route, what)| format!("{route:<22} {what}"))
         .collect();

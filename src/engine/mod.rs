@@ -128,6 +128,34 @@ pub const PYTHON_FILES: &[(&str, &str)] = &[
     ("rwb_ray.py", include_str!("python/rwb_ray.py")),
     ("rwb_ray_task.py", include_str!("python/rwb_ray_task.py")),
     (
+        "rwb_sandbox_server.py",
+        include_str!("python/rwb_sandbox_server.py"),
+    ),
+    (
+        "compat/rwb/__init__.py",
+        include_str!("python/rwb/__init__.py"),
+    ),
+    (
+        "compat/rwb/sandbox.py",
+        include_str!("python/rwb/sandbox.py"),
+    ),
+    (
+        "standins/e2b/__init__.py",
+        include_str!("python/standins/e2b/__init__.py"),
+    ),
+    (
+        "standins/e2b-1.0.0+rwb.dist-info/METADATA",
+        include_str!("python/standins/e2b-1.0.0+rwb.dist-info/METADATA"),
+    ),
+    (
+        "standins/e2b_code_interpreter/__init__.py",
+        include_str!("python/standins/e2b_code_interpreter/__init__.py"),
+    ),
+    (
+        "standins/e2b_code_interpreter/models.py",
+        include_str!("python/standins/e2b_code_interpreter/models.py"),
+    ),
+    (
         "compat/reward_kit/__init__.py",
         include_str!("python/reward_kit/__init__.py"),
     ),

@@ -117,6 +117,8 @@ struct Shared {
     containment: StdMutex<Option<crate::sandbox::contain::Plan>>,
     /// Variables the zygote (and so every worker) is started with.
     env: StdMutex<Vec<(String, String)>>,
+    /// What the last zygote said of its box (`contained`, `open: WHY`).
+    containment_said: StdMutex<Option<String>>,
 }
 
 impl Drop for Shared {
@@ -231,8 +233,11 @@ impl Engine {
                 containment: StdMutex::new(Some(crate::sandbox::contain::Plan {
                     writable: Vec::new(),
                     network: true,
+                    tmp_read_only: true,
+                    first: Vec::new(),
                 })),
                 env: StdMutex::default(),
+                containment_said: StdMutex::default(),
             }
         });
         Ok(Engine { shared })
@@ -262,6 +267,18 @@ impl Engine {
     /// own Python are always kept writable inside.
     pub fn set_containment(&self, plan: Option<crate::sandbox::contain::Plan>) {
         *self.shared.containment.lock().unwrap() = plan;
+    }
+
+    /// Whether the workers are contained: as the running zygote said, else as the next
+    /// one is to be started; `false` on Ray (the cluster's terms).
+    pub fn contained(&self) -> Option<bool> {
+        if self.shared.ray.is_some() {
+            return Some(false);
+        }
+        if let Some(said) = self.shared.containment_said.lock().unwrap().as_deref() {
+            return Some(said == "contained");
+        }
+        Some(self.shared.containment.lock().unwrap().is_some())
     }
 
     /// The box the next zygote starts in, with the folders rwb itself needs writable.
@@ -518,6 +535,11 @@ impl Engine {
         if let Some(cluster) = &info.ray {
             *shared.cluster.lock().unwrap() = Some(cluster.clone());
         }
+        *shared.containment_said.lock().unwrap() = Some(
+            info.containment
+                .clone()
+                .unwrap_or_else(|| "open: [sandbox] workers = \"open\" or --no-contain".into()),
+        );
         drain_replies(stdout);
         Ok(Zygote {
             child,

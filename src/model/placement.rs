@@ -6,8 +6,13 @@ use super::{EvaluatorSpec, Source};
 /// Where one evaluator's evaluations run.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Placement {
-    /// Forked local workers: `workers` slots, `concurrency` evaluations in flight each.
-    Local { workers: usize, concurrency: usize },
+    /// Forked local workers: `workers` slots, `concurrency` evaluations in flight each;
+    /// `contained` when rwb boxes them in (SPEC §18), `None` when not known.
+    Local {
+        workers: usize,
+        concurrency: usize,
+        contained: Option<bool>,
+    },
     /// A `generic_server`-compatible endpoint.
     Remote { url: String },
     /// A deployed Fireworks evaluator.
@@ -26,6 +31,7 @@ impl Placement {
             _ => Placement::Local {
                 workers: workers.max(1),
                 concurrency: concurrency.unwrap_or(1).max(1),
+                contained: None,
             },
         }
     }
@@ -50,6 +56,7 @@ impl Placement {
             Placement::Local {
                 workers,
                 concurrency,
+                ..
             } if *concurrency > 1 => format!("local ×{workers}, concurrency {concurrency}"),
             Placement::Local { workers, .. } => format!("local ×{workers}"),
             Placement::Remote { url } => format!("remote {}", host_of(url)),
@@ -66,6 +73,28 @@ impl Placement {
             full
         } else {
             self.short()
+        }
+    }
+
+    /// The status line's label: [`Placement::fit`], and for local workers whether
+    /// they are `contained` or `open` (SPEC §18) when that is known.
+    pub fn status(&self, width: usize) -> String {
+        let word = match self {
+            Placement::Local {
+                contained: Some(true),
+                ..
+            } => " contained",
+            Placement::Local {
+                contained: Some(false),
+                ..
+            } => " open",
+            _ => "",
+        };
+        let full = format!("{}{word}", self.label());
+        if full.chars().count() <= width {
+            full
+        } else {
+            format!("{}{word}", self.short())
         }
     }
 }
@@ -86,9 +115,23 @@ mod tests {
         let local = |workers, concurrency| Placement::Local {
             workers,
             concurrency,
+            contained: None,
         };
         assert_eq!(local(2, 1).label(), "local ×2");
         assert_eq!(local(4, 8).label(), "local ×4, concurrency 8");
+        let boxed = |contained| Placement::Local {
+            workers: 2,
+            concurrency: 1,
+            contained,
+        };
+        assert_eq!(boxed(Some(true)).status(40), "local ×2 contained");
+        assert_eq!(boxed(Some(false)).status(40), "local ×2 open");
+        assert_eq!(boxed(None).status(40), "local ×2");
+        assert_eq!(
+            boxed(Some(true)).label(),
+            "local ×2",
+            "the run summary is as it was"
+        );
         let remote = Placement::Remote {
             url: "https://judge.example.com:8443/evaluate?x=1".into(),
         };

@@ -1,6 +1,7 @@
 //! One `generic_server`-compatible endpoint: the sample posted as reward-kit's
 //! `RewardFunction(mode="remote")` posts it, the answer read into an [`Outcome`].
 
+use super::retry::{self, Reach};
 use crate::model::{kinds, EvalError, Outcome};
 use serde_json::{Map, Value};
 use std::time::{Duration, Instant};
@@ -17,6 +18,8 @@ pub struct Endpoint {
     timeout: Duration,
     /// The key is a deploy's, held for the session (not from `api_key_env`).
     held_key: bool,
+    /// Whether the endpoint answered yet, or is down (see `retry.rs`).
+    reach: Reach,
 }
 
 impl Endpoint {
@@ -36,6 +39,7 @@ impl Endpoint {
             client,
             timeout,
             held_key: false,
+            reach: Reach::default(),
         })
     }
 
@@ -57,7 +61,49 @@ impl Endpoint {
         outcome
     }
 
+    /// Posts the body until it is answered (see `retry.rs`: a 429, a busy gateway,
+    /// a refused or reset connection are tried again), then reads the answer.
     async fn post(&self, body: String) -> Outcome {
+        let mut attempt = 0;
+        loop {
+            let last = attempt + 1 >= retry::TRIES;
+            match self.post_once(body.clone()).await {
+                Ok(answer) => {
+                    self.reach.answered();
+                    if retry::status_retried(answer.status.as_u16()) && !last {
+                        let wait = answer.retry_after.unwrap_or(retry::backoff(attempt));
+                        tokio::time::sleep(wait).await;
+                        attempt += 1;
+                        continue;
+                    }
+                    return if answer.status.is_success() {
+                        read_result(&self.url, &answer.text)
+                    } else {
+                        Outcome::failed(status_error(
+                            &self.url,
+                            answer.status,
+                            &answer.text,
+                            self.held_key,
+                        ))
+                    };
+                }
+                Err(e) if retry::dropped(&e) && !last && self.reach.worth_another_try() => {
+                    tokio::time::sleep(retry::backoff(attempt)).await;
+                    attempt += 1;
+                }
+                Err(e) => {
+                    if e.is_connect() && last {
+                        self.reach.refused_every_try();
+                    }
+                    let error = super::transport_error(&self.url, self.timeout, &e, attempt + 1);
+                    return Outcome::failed(error);
+                }
+            }
+        }
+    }
+
+    /// One try: the status, its `Retry-After` and the answer's text.
+    async fn post_once(&self, body: String) -> Result<Answer, reqwest::Error> {
         let mut request = self
             .client
             .post(&self.url)
@@ -66,19 +112,28 @@ impl Endpoint {
         if let Some(key) = &self.api_key {
             request = request.header("X-Api-Key", key);
         }
-        let answer = async {
-            let response = request.send().await?;
-            let status = response.status();
-            Ok::<_, reqwest::Error>((status, response.text().await?))
-        };
-        match answer.await {
-            Ok((status, text)) if status.is_success() => read_result(&self.url, &text),
-            Ok((status, text)) => {
-                Outcome::failed(status_error(&self.url, status, &text, self.held_key))
-            }
-            Err(e) => Outcome::failed(super::transport_error(&self.url, self.timeout, &e)),
-        }
+        let response = request.send().await?;
+        let status = response.status();
+        let retry_after = retry::retry_after(
+            response
+                .headers()
+                .get(reqwest::header::RETRY_AFTER)
+                .and_then(|v| v.to_str().ok()),
+        );
+        let text = response.text().await?;
+        Ok(Answer {
+            status,
+            retry_after,
+            text,
+        })
     }
+}
+
+/// What one try got back.
+struct Answer {
+    status: reqwest::StatusCode,
+    retry_after: Option<Duration>,
+    text: String,
 }
 
 /// The request body: the sample's keys flat (`messages`, `ground_truth` and every

@@ -6,12 +6,13 @@
 //! below `runner/`, which hands it the same queue of sample lines it hands the worker
 //! pool. Must not touch the cache (remote results are never stored nor read back),
 //! draw, or spawn processes. `fireworks/` is the Fireworks API client (also used by
-//! `ship/` to deploy), `host.rs` reads host names.
+//! `ship/` to deploy), `host.rs` reads host names, `retry.rs` says what is asked again.
 
 mod deployed;
 mod endpoint;
 pub mod fireworks;
 pub mod host;
+mod retry;
 
 pub use endpoint::Endpoint;
 
@@ -120,9 +121,9 @@ fn http_client(timeout: Duration) -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot start the HTTP client: {e}"))
 }
 
-/// A request that got no answer: `Timeout`, or `Unreachable` with the innermost cause
-/// (reqwest's own text is generic).
-fn transport_error(url: &str, timeout: Duration, e: &reqwest::Error) -> EvalError {
+/// A request that got no answer after `tries` tries: `Timeout`, or `Unreachable` with
+/// the innermost cause (reqwest's own text is generic).
+fn transport_error(url: &str, timeout: Duration, e: &reqwest::Error, tries: u32) -> EvalError {
     if e.is_timeout() {
         return EvalError::new(
             kinds::TIMEOUT,
@@ -138,8 +139,15 @@ fn transport_error(url: &str, timeout: Duration, e: &reqwest::Error) -> EvalErro
         cause = s.to_string();
         source = s.source();
     }
+    let tried = if tries > 1 {
+        format!(", {tries} tries")
+    } else {
+        String::new()
+    };
     EvalError::new(
         kinds::UNREACHABLE,
-        format!("cannot reach {url}: {cause} (is the server running? check `url` in rwb.toml)"),
+        format!(
+            "cannot reach {url}: {cause}{tried} (is the server running? check `url` in rwb.toml)"
+        ),
     )
 }

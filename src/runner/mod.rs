@@ -170,7 +170,18 @@ impl Runner {
             Some(cluster) if !spec.source.is_remote() => crate::model::Placement::Ray {
                 nodes: cluster.nodes,
             },
-            _ => remote::placement(spec, self.pool.jobs()),
+            _ => match remote::placement(spec, self.pool.jobs()) {
+                crate::model::Placement::Local {
+                    workers,
+                    concurrency,
+                    ..
+                } => crate::model::Placement::Local {
+                    workers,
+                    concurrency,
+                    contained: self.pool.engine().contained(),
+                },
+                other => other,
+            },
         }
     }
 

@@ -31,7 +31,7 @@ use std::path::{Path, PathBuf};
 
 /// At most this many of the entries of `/tmp` are bound back read-only; past them, an
 /// entry's changes land in the box's private layer (and vanish with it).
-const MAX_TMP_ENTRIES: usize = 4096;
+const MAX_TMP_ENTRIES: usize = 1024;
 
 /// The hidden subcommand that sets a box up and becomes its program.
 pub const SUBCOMMAND: &str = "__contain";
@@ -48,6 +48,20 @@ pub struct Plan {
     /// Whether the box keeps the host's network (false: a network namespace of its
     /// own, with nothing but a loopback device).
     pub network: bool,
+    /// Whether what lies in `/tmp` when the box is built is bound back read-only over
+    /// the private layer (else changes to it land in the layer, and vanish with the
+    /// box). A box whose programs get a fresh `/tmp` of their own anyway (the
+    /// sandbox's) skips it: one mount fewer per entry for every run to copy.
+    #[serde(default = "yes")]
+    pub tmp_read_only: bool,
+    /// Folders whose entry in `/tmp` is bound back first (the workspace), whatever
+    /// else `/tmp` holds.
+    #[serde(default)]
+    pub first: Vec<PathBuf>,
+}
+
+fn yes() -> bool {
+    true
 }
 
 /// `program args…` as a command that runs it in a box made by `plan` (through this
@@ -315,9 +329,14 @@ pub fn enter(plan: &Plan) -> Result<(), String> {
         .collect();
     // what lies in /tmp now, held by descriptor: bound back read-only over the layer
     let present: Vec<(std::fs::File, PathBuf)> = std::fs::read_dir("/tmp")
+        .ok()
+        .filter(|_| plan.tmp_read_only)
         .map(|entries| {
+            let mut entries: Vec<std::fs::DirEntry> = entries.flatten().collect();
+            // the plan's own folders first: they are bound back whatever the cap
+            entries.sort_by_key(|e| !plan.first.iter().any(|f| f.starts_with(e.path())));
             entries
-                .flatten()
+                .into_iter()
                 .take(MAX_TMP_ENTRIES)
                 .filter(|e| e.file_type().is_ok_and(|t| t.is_dir() || t.is_file()))
                 .filter_map(|e| {
@@ -576,6 +595,8 @@ mod tests {
         let plan = Plan {
             writable: vec![PathBuf::from("/home/u/.cache")],
             network: false,
+            tmp_read_only: true,
+            first: Vec::new(),
         };
         let args: Vec<OsString> = vec![
             serde_json::to_string(&plan).unwrap().into(),

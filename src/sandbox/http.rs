@@ -19,13 +19,16 @@ use std::sync::Arc;
 pub fn routes(service: Arc<Service>) -> Router {
     Router::new()
         .route("/run_code", post(run_code))
-        .route("/v1/ping", get(ping))
+        .route(PING, get(ping))
         .route("/execute_batch", post(execute_batch))
         .with_state(service)
 }
 
 /// The paths [`routes`] answers, for a server that mounts them.
-pub const PATHS: [&str; 3] = ["/run_code", "/v1/ping", "/execute_batch"];
+pub const PATHS: [&str; 3] = ["/run_code", PING, "/execute_batch"];
+
+/// SandboxFusion's liveness probe (it runs nothing).
+pub const PING: &str = "/v1/ping";
 
 async fn ping() -> Json<Value> {
     Json(json!("pong"))
@@ -157,6 +160,9 @@ fn uuid_like() -> String {
 pub struct Listening {
     pub url: String,
     pub socket: PathBuf,
+    /// Runs at once, and a run's memory in MiB (what veRL's config would say).
+    pub slots: usize,
+    pub memory_mb: u64,
 }
 
 impl Listening {
@@ -169,6 +175,8 @@ impl Listening {
                 "RWB_SANDBOX_SOCKET".into(),
                 self.socket.to_string_lossy().into_owned(),
             ),
+            ("RWB_SANDBOX_SLOTS".into(), self.slots.to_string()),
+            ("RWB_SANDBOX_MEMORY_MB".into(), self.memory_mb.to_string()),
         ]
     }
 }
@@ -182,6 +190,7 @@ pub fn listen(service: Arc<Service>, socket: &Path) -> std::io::Result<Listening
     let tcp = tokio::net::TcpListener::from_std(tcp)?;
     let _ = std::fs::remove_file(socket);
     let unix = tokio::net::UnixListener::bind(socket)?;
+    let (slots, memory_mb) = (service.settings.slots, service.settings.memory_mb);
     let app = routes(service);
     let for_unix = app.clone();
     tokio::spawn(async move {
@@ -193,5 +202,7 @@ pub fn listen(service: Arc<Service>, socket: &Path) -> std::io::Result<Listening
     Ok(Listening {
         url: format!("http://127.0.0.1:{port}"),
         socket: socket.to_path_buf(),
+        slots,
+        memory_mb,
     })
 }

@@ -2,6 +2,7 @@
 //! ([`contain`]), and the code a policy wrote runs in a stricter sandbox of its own.
 
 pub mod contain;
+pub mod executor;
 pub mod http;
 pub mod service;
 
@@ -34,6 +35,8 @@ pub fn workers_plan(workspace: &Workspace, no_contain: bool) -> Result<Option<Pl
     Ok(Some(Plan {
         writable,
         network: sandbox.network.unwrap_or(true),
+        tmp_read_only: true,
+        first: vec![std::path::absolute(&workspace.root).unwrap_or_else(|_| workspace.root.clone())],
     }))
 }
 
@@ -47,13 +50,15 @@ pub fn start_for_workers(
     let settings = service::Settings::from_config(workspace.config.sandbox.as_ref());
     let service = service::Service::new(
         engine.python().to_path_buf(),
-        engine.code_dir().join(SERVER_SCRIPT),
+        executor::server_path(engine.code_dir()),
         settings,
     );
     let listening = http::listen(service.clone(), &engine.runtime_dir().join("sandbox.sock"))?;
-    engine.set_env(listening.env());
+    let mut env = listening.env();
+    if workspace.config.sandbox.as_ref().and_then(|s| s.e2b) == Some(true) {
+        // rwb's E2B stand-in first on the workers' path (zygote.py)
+        env.push(("RWB_E2B_STANDIN".into(), "1".into()));
+    }
+    engine.set_env(env);
     Ok(service)
 }
-
-/// The fork server's file in the workers' code folder.
-pub const SERVER_SCRIPT: &str = "rwb_sandbox_server.py";

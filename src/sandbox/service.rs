@@ -218,9 +218,15 @@ impl Service {
         let plan = Plan {
             writable: Vec::new(),
             network: false,
+            tmp_read_only: false,
+            first: Vec::new(),
         };
         let mut command = contain::wrap_tokio(&plan, &self.python, &args)
             .map_err(|e| format!("cannot start the sandbox: {e}"))?;
+        if self.settings.unsafe_ok {
+            // `[sandbox] unsafe = true`: where no namespace can be had, run anyway
+            command.env("RWB_SANDBOX_UNSAFE", "1");
+        }
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -246,10 +252,18 @@ impl Service {
                 self.script.display()
             ));
         }
-        let containment = ready["containment"]
-            .as_str()
-            .unwrap_or("open: the fork server did not say")
-            .to_string();
+        // the fork server says how far it could box its runs in
+        let isolation = &ready["isolation"];
+        let containment = if isolation["namespaces"] == true {
+            "contained".to_string()
+        } else {
+            format!(
+                "open: {}",
+                isolation["why"]
+                    .as_str()
+                    .unwrap_or("the sandbox's fork server has no namespaces to run code in")
+            )
+        };
         let pending = self.pending.clone();
         tokio::spawn(async move {
             let mut line = String::new();
@@ -335,6 +349,10 @@ pub fn check_request(body: &Value) -> Result<Map<String, Value>, Vec<Value>> {
     field("stdin", false, Kind::OptStr);
     field("files", false, Kind::Files);
     field("fetch_files", false, Kind::StrList);
+    // rwb's own (rwb.sandbox.run): a nonce the run writes after its last test, and
+    // the output cap of a stream
+    field("nonce", false, Kind::OptStr);
+    field("output_cap", false, Kind::Int);
     if problems.is_empty() {
         Ok(out)
     } else {

@@ -23,6 +23,14 @@ impl Label {
         }
     }
 
+    /// The label as a result row carries it: `"pass"`, `"fail"` or the number.
+    pub fn row_value(self) -> serde_json::Value {
+        match self {
+            Label::Pass(b) => serde_json::Value::from(if b { "pass" } else { "fail" }),
+            Label::Number(x) => serde_json::Value::from(x),
+        }
+    }
+
     fn passes(self, threshold: f64) -> bool {
         match self {
             Label::Pass(b) => b,
@@ -34,6 +42,17 @@ impl Label {
         match self {
             Label::Pass(b) => f64::from(u8::from(b)),
             Label::Number(x) => x,
+        }
+    }
+}
+
+/// `pass`, `fail` or the number, as the workbench says a label.
+impl std::fmt::Display for Label {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Label::Pass(true) => f.write_str("pass"),
+            Label::Pass(false) => f.write_str("fail"),
+            Label::Number(x) => write!(f, "{x}"),
         }
     }
 }

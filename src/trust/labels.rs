@@ -1,7 +1,12 @@
 //! `labels.jsonl` in the workspace: the labels a human gave in the workbench, one
-//! `{"key", "label", "time"}` line per sample content key (SPEC §16). A clear
-//! rewrites the file without the entry; a damaged line is named and skipped, the
-//! good ones kept. It is never read as a samples file.
+//! `{"key", "label", "time", "file", "line", "id"}` line per label given (SPEC §16):
+//! the sample's content key (what the label is kept by: every line of the same text
+//! shares it), and where it was given, for a reader to find the row (the samples
+//! file, its line, the row's own `id` when it has one; lines written before these
+//! were kept have only the key, and read the same). A clear rewrites the file
+//! without the key's entries; a damaged line is named and skipped, the good ones
+//! kept. It is never read as a samples file. The workbench loads and saves it
+//! (`src/workbench/labels.rs`), `rwb run` reads it.
 
 use super::agreement::Label;
 use std::collections::HashMap;
@@ -68,16 +73,45 @@ pub fn load(root: &Path) -> (Labels, Vec<String>) {
     }
 }
 
-/// Sets (`Some`) or clears (`None`) the label of `key`: a set appends a line, a
-/// clear rewrites the file without the key's lines (keeping every other line as it
-/// was, damaged ones too: nothing is lost).
-pub fn save(root: &Path, key: &[u8; 16], label: Option<Label>, time: f64) -> std::io::Result<()> {
+/// Where a label was given: the samples file as rows name it, the 1-based line and
+/// the row's own `id` (when it has one).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Place {
+    pub file: String,
+    pub line: usize,
+    pub id: Option<serde_json::Value>,
+}
+
+/// The `labels.jsonl` line of a label given at `place`.
+pub fn entry(key: &[u8; 16], label: Label, place: &Place, time: f64) -> String {
+    let mut line = serde_json::json!({
+        "key": key_text(key),
+        "label": label,
+        "time": time,
+        "file": place.file,
+        "line": place.line,
+    });
+    if let Some(id) = place.id.as_ref().filter(|id| !id.is_null()) {
+        line["id"] = id.clone();
+    }
+    line.to_string()
+}
+
+/// Sets (`Some`, with where it was given) or clears (`None`) the label of `key`: a
+/// set appends a line, a clear rewrites the file without the key's lines (keeping
+/// every other line as it was, damaged ones too: nothing is lost).
+pub fn save(
+    root: &Path,
+    key: &[u8; 16],
+    given: Option<(Label, &Place)>,
+    time: f64,
+) -> std::io::Result<()> {
     use std::io::Write;
     let path = root.join(LABELS_FILE);
     let hex = key_text(key);
-    match label {
-        Some(label) => {
-            let line = serde_json::json!({"key": hex, "label": label, "time": time});
+    match given {
+        Some((label, place)) => {
+            let line = entry(key, label, place, time);
             let mut f = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
@@ -202,12 +236,57 @@ mod tests {
     #[test]
     fn a_clear_rewrites_the_file_without_the_key() {
         let dir = tempfile::tempdir().unwrap();
-        save(dir.path(), &[1; 16], Some(Label::Pass(true)), 1.0).unwrap();
-        save(dir.path(), &[2; 16], Some(Label::Pass(false)), 2.0).unwrap();
+        let place = Place::default();
+        save(dir.path(), &[1; 16], Some((Label::Pass(true), &place)), 1.0).unwrap();
+        save(
+            dir.path(),
+            &[2; 16],
+            Some((Label::Pass(false), &place)),
+            2.0,
+        )
+        .unwrap();
         save(dir.path(), &[1; 16], None, 3.0).unwrap();
         let (labels, warnings) = load(dir.path());
         assert!(warnings.is_empty());
         assert_eq!(labels.len(), 1);
         assert_eq!(labels.get(&[2; 16]), Some(&Label::Pass(false)));
+    }
+
+    #[test]
+    fn an_entry_says_where_the_label_was_given_and_old_entries_read_the_same() {
+        let dir = tempfile::tempdir().unwrap();
+        let place = Place {
+            file: "samples.jsonl".into(),
+            line: 7,
+            id: Some(serde_json::json!("q-7")),
+        };
+        save(
+            dir.path(),
+            &[3; 16],
+            Some((Label::Number(0.25), &place)),
+            5.0,
+        )
+        .unwrap();
+        let written = std::fs::read_to_string(dir.path().join(LABELS_FILE)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(written.trim()).unwrap();
+        assert_eq!(
+            v,
+            serde_json::json!({"key": key_text(&[3; 16]), "label": 0.25, "time": 5.0,
+                               "file": "samples.jsonl", "line": 7, "id": "q-7"})
+        );
+        // a row without an id writes none
+        let bare = Place { id: None, ..place };
+        let line: serde_json::Value =
+            serde_json::from_str(&entry(&[4; 16], Label::Pass(false), &bare, 6.0)).unwrap();
+        assert!(line.get("id").is_none(), "{line}");
+        // an entry written before places were kept (key, label, time) reads as before
+        let old = format!(
+            "{{\"key\":\"{}\",\"label\":true,\"time\":1}}\n{written}",
+            key_text(&[9; 16])
+        );
+        let (labels, warnings) = parse(&old, "labels.jsonl");
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(labels.get(&[9; 16]), Some(&Label::Pass(true)));
+        assert_eq!(labels.get(&[3; 16]), Some(&Label::Number(0.25)));
     }
 }

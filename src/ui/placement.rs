@@ -7,7 +7,7 @@ use crate::model::Placement;
 /// for it: the whole label when it fits, else the URL cut to its host. `None` when
 /// the workbench was not told.
 pub fn where_label(placement: Option<&Placement>, width: usize) -> Option<String> {
-    placement.map(|p| p.fit(width))
+    placement.map(|p| p.status(width))
 }
 
 /// Columns each evaluator's placement may take on a status line `width` wide shared
@@ -49,6 +49,7 @@ mod tests {
         let local = Placement::Local {
             workers: 2,
             concurrency: 1,
+            contained: None,
         };
         assert_eq!(no_file_notice("length", &local), None);
         assert_eq!(

@@ -61,17 +61,7 @@ impl Live {
                 }
                 Effect::DropColumn { name } => self.drop_column(&name),
                 Effect::Copy(text) => copy_to_clipboard(&text),
-                Effect::SaveLabel { key, label } => {
-                    let now = std::time::SystemTime::now()
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map_or(0.0, |d| d.as_secs_f64());
-                    let root = &self.session.workspace.root;
-                    if let Err(e) = crate::trust::labels::save(root, &key, label, now) {
-                        self.app.update(Msg::Notice(format!(
-                            "cannot keep the label in labels.jsonl: {e}"
-                        )));
-                    }
-                }
+                Effect::SaveLabel { key, label, at } => self.save_label(key, label, &at),
                 Effect::Generate { file, line, have } => self.generate(file, line, have),
                 Effect::Probes | Effect::Check => self.run_report(effect_is_probes(&effect)),
                 Effect::History { evaluator } => {

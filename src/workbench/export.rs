@@ -52,7 +52,7 @@ impl Live {
 }
 
 /// A sample line's own `id` (any JSON value), or null.
-fn sample_id(line: &str) -> serde_json::Value {
+pub(super) fn sample_id(line: &str) -> serde_json::Value {
     #[derive(serde::Deserialize)]
     struct Id {
         #[serde(default)]

@@ -15,6 +15,7 @@ mod first;
 mod follow;
 mod generation;
 mod indexing;
+mod labels;
 #[cfg(test)]
 mod live_column_tests;
 mod live_columns;
@@ -222,11 +223,7 @@ impl Live {
         self.app.update(Msg::Config(self.settings()));
         let training = self.session.workspace.config.training();
         self.app.update(Msg::Training(training));
-        let (labels, warnings) = crate::trust::labels::load(&self.session.workspace.root);
-        self.app.update(Msg::Labels(labels));
-        if let Some(w) = warnings.first() {
-            self.app.update(Msg::Notice(w.clone()));
-        }
+        self.load_labels();
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
         self.show_warnings(&[]);
     }

@@ -21,7 +21,7 @@ mod slime;
 
 pub use limits::configured_port;
 pub use log::{LogSummary, RequestLog};
-pub use routes::ROUTES;
+pub use routes::{answered, ROUTES, SANDBOX_ROUTES};
 
 use super::guard::{Access, HostPolicy};
 use super::listen::{self, Timing};
@@ -113,6 +113,8 @@ pub struct Server {
     pub routes: Vec<String>,
     /// The key it requires and the extra hosts it answers.
     pub access: Arc<Access>,
+    /// It serves the sandbox's routes (`/run_code` and its siblings).
+    pub sandbox: bool,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     drains: Vec<tokio::task::JoinHandle<()>>,
@@ -122,6 +124,11 @@ impl Server {
     /// `http://HOST:PORT`, the root the routes hang from.
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// Every route it answers, with what each takes and gives.
+    pub fn answered(&self) -> Vec<(&'static str, &'static str)> {
+        answered(self.sandbox)
     }
 
     /// Stops accepting, lets requests in flight finish for up to [`SHUTDOWN_GRACE`],
@@ -281,6 +288,7 @@ pub async fn start_with(
         log,
         routes,
         access: options.access,
+        sandbox: options.sandbox.is_some(),
         stop,
         task,
         drains,

@@ -38,17 +38,26 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         // the sandbox runs code on this machine: behind the key like the rest
         let service = crate::sandbox::http::routes(sandbox.clone());
         for path in crate::sandbox::http::PATHS {
-            protected = protected.route_service(path, service.clone());
+            if path != crate::sandbox::http::PING {
+                protected = protected.route_service(path, service.clone());
+            }
         }
     }
     let protected = protected.route_layer(axum::middleware::from_fn_with_state(
         shared.clone(),
         authorize,
     ));
-    Router::new()
+    let mut open = Router::new()
         .route("/health", get(health))
-        .route("/", get(index))
-        .merge(protected)
+        .route("/", get(index));
+    if let Some(sandbox) = &shared.sandbox {
+        // SandboxFusion's liveness probe, like /health: it runs nothing
+        open = open.route_service(
+            crate::sandbox::http::PING,
+            crate::sandbox::http::routes(sandbox.clone()),
+        );
+    }
+    open.merge(protected)
         .fallback(no_route)
         .layer(DefaultBodyLimit::max(shared.limits.max_body))
         .layer(axum::middleware::from_fn_with_state(shared.clone(), admit))
@@ -166,9 +175,9 @@ fn closing(mut response: Response) -> Response {
     response
 }
 
-/// What the server answers, one line per route (what `GET /`, an unknown path and
-/// `rwb serve` on start say).
-pub const ROUTES: [(&str, &str); 7] = [
+/// What every server answers, one line per route (what `GET /`, an unknown path and
+/// `rwb serve` on start say), before the sandbox's (see [`answered`]).
+pub const ROUTES: [(&str, &str); 6] = [
     (
         "POST /evaluate",
         "the default evaluator: {\"messages\": [...], \"ground_truth\": ..., \"kwargs\": {...}} -> an EvaluateResult (reward-kit's generic_server)",
@@ -179,6 +188,10 @@ pub const ROUTES: [(&str, &str); 7] = [
         "OpenRLHF's remote reward: {\"query\": [...], \"prompts\": [...], \"labels\": [...]} -> {\"rewards\", \"scores\", \"extra_logs\"}",
     ),
     (
+        "POST /slime/{name}",
+        "slime's remote reward model (--rm-type remote_rm): {\"prompt\", \"response\", \"label\"} -> the reward, a bare number",
+    ),
+    (
         "POST /v1/fine_tuning/alpha/graders/run",
         "OpenAI's graders API: {\"grader\": {...}, \"model_sample\": \"...\", \"item\": {...}} -> {\"reward\", \"metadata\", \"sub_rewards\", ...}",
     ),
@@ -186,14 +199,44 @@ pub const ROUTES: [(&str, &str); 7] = [
         "POST /v1/fine_tuning/alpha/graders/validate",
         "{\"grader\": {...}} -> {\"grader\": {...}}, or 400 naming what is wrong",
     ),
+];
+
+/// The sandbox's routes (SPEC §18), one for each of `crate::sandbox::http::PATHS`,
+/// answered when the server has a sandbox.
+pub const SANDBOX_ROUTES: [(&str, &str); 3] = [
+    (
+        "POST /run_code",
+        "SandboxFusion's run: {\"code\", \"language\", \"run_timeout\", ...} -> {\"status\", \"run_result\", ...}",
+    ),
+    ("GET /v1/ping", "SandboxFusion's ping: \"pong\""),
+    (
+        "POST /execute_batch",
+        "open-r1's E2B router: {\"scripts\": [...], \"languages\": [...], \"timeout\"} -> each script's last expression",
+    ),
+];
+
+/// The routes after the others: health and this list.
+const LAST_ROUTES: [(&str, &str); 2] = [
     ("GET /health", "status, evaluators and import errors"),
     ("GET /", "this list"),
 ];
 
+/// Every route a server answers, in the order it lists them: the sandbox's only
+/// when it has one.
+pub fn answered(sandbox: bool) -> Vec<(&'static str, &'static str)> {
+    let sandboxed: &[(&str, &str)] = if sandbox { &SANDBOX_ROUTES } else { &[] };
+    ROUTES
+        .iter()
+        .chain(sandboxed)
+        .chain(&LAST_ROUTES)
+        .copied()
+        .collect()
+}
+
 /// `GET /`: the routes, and (with the key, or when none is required) the evaluators.
 async fn index(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Json<Value> {
-    let routes: Map<String, Value> = ROUTES
-        .iter()
+    let routes: Map<String, Value> = answered(s.sandbox.is_some())
+        .into_iter()
         .map(|(route, what)| (route.to_string(), json!(what)))
         .collect();
     if s.access.check(&headers) != Verdict::Granted {
@@ -209,8 +252,11 @@ async fn index(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Json<Value> 
 }
 
 /// Any other path or method: 404 with the routes there are.
-async fn no_route(request: Request) -> Response {
-    let routes: Vec<&str> = ROUTES.iter().map(|(route, _)| *route).collect();
+async fn no_route(State(s): State<Arc<Shared>>, request: Request) -> Response {
+    let routes: Vec<&str> = answered(s.sandbox.is_some())
+        .into_iter()
+        .map(|(route, _)| route)
+        .collect();
     detail(
         StatusCode::NOT_FOUND,
         format!(
@@ -242,4 +288,34 @@ async fn health(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Json<Value>
         "import_errors": broken,
         "requests": summary.requests,
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sandbox_routes_are_the_paths_it_mounts() {
+        let paths: Vec<&str> = SANDBOX_ROUTES
+            .iter()
+            .map(|(route, _)| route.split_once(' ').expect("METHOD /path").1)
+            .collect();
+        assert_eq!(paths, crate::sandbox::http::PATHS);
+    }
+
+    #[test]
+    fn every_route_is_listed_and_the_sandbox_only_with_one() {
+        let plain: Vec<&str> = answered(false).iter().map(|(r, _)| *r).collect();
+        assert!(plain.contains(&"POST /slime/{name}"), "{plain:?}");
+        assert!(!plain.contains(&"POST /run_code"), "{plain:?}");
+        let all: Vec<&str> = answered(true).iter().map(|(r, _)| *r).collect();
+        for route in [
+            "POST /run_code",
+            "GET /v1/ping",
+            "POST /execute_batch",
+            "GET /",
+        ] {
+            assert!(all.contains(&route), "{all:?}");
+        }
+    }
 }

@@ -27,6 +27,7 @@ mod trust;
 pub use baseline::{Baseline, BaselineOf};
 pub use filter::{parse_filter, Cond, Op};
 pub use generation::GenerationMsg;
+pub use labels::{label_mark, Labels};
 pub use logged::{
     logged_sort_evaluator, logged_sort_index, LoggedCell, LoggedReport, StepMeans, LOGGED_ADVANTAGE,
 };
@@ -99,10 +100,11 @@ pub enum Effect {
     /// Put this text on the clipboard (OSC 52).
     Copy(String),
     /// Keep (or clear, `None`) the human label of the sample with this content key
-    /// in `labels.jsonl`.
+    /// (every line of its text shares it), given on the sample at `at`.
     SaveLabel {
         key: [u8; 16],
         label: Option<crate::trust::agreement::Label>,
+        at: crate::model::SampleRef,
     },
     /// Ask the policy server (`[generate]`) for more completions of this sample's
     /// prompt: the sample's line, its samples file, and how many its rollout group
@@ -167,12 +169,13 @@ pub enum Msg {
     /// `[training]` (at start and after `rwb.toml` changed): how the trainer turns
     /// rewards into advantages, or `None` without the section.
     Training(Option<crate::training::Settings>),
-    /// The workspace's human labels (`labels.jsonl`, SPEC §16), at start.
-    Labels(crate::trust::labels::Labels),
+    /// The human labels given in the workbench (SPEC §16), as the live loop loaded
+    /// them at start.
+    Labels(Labels),
     /// The labels of the samples files' `human` columns by content key, and the
     /// columns' names (each time the samples are indexed).
     HumanColumn {
-        labels: crate::trust::labels::Labels,
+        labels: Labels,
         names: Vec<String>,
     },
     /// The run just started watches these evaluators' calls for the exceptions they
@@ -285,11 +288,11 @@ pub struct App {
     /// The baseline or the samples changed since its advantages were computed.
     pinned_stale: bool,
     pub history: Option<History>,
-    /// Human labels by sample content key (`+`/`-`/`0`, `labels.jsonl`).
-    pub labels: crate::trust::labels::Labels,
+    /// Human labels given here by sample content key (`+`/`-`/`0`).
+    pub labels: Labels,
     /// Labels from the samples files' `human = "COLUMN"` columns by content key, and
     /// the columns' names: under `labels` (a label given here wins).
-    pub column_labels: crate::trust::labels::Labels,
+    pub column_labels: Labels,
     pub label_columns: Vec<String>,
     /// Where the labels `v` counts come from (see [`App::labels_note`]), computed
     /// with `stats_report`.

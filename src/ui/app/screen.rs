@@ -42,6 +42,8 @@ pub struct Shown {
     pub titles: HashMap<usize, String>,
     /// The selected sample's line: (sample index, its hash, the text).
     pub text: Option<(usize, [u8; 16], String)>,
+    /// When it is labelled, the other lines of its text, which share the label.
+    pub(super) twins: super::labels::Twins,
 }
 
 impl App {
@@ -61,6 +63,7 @@ impl App {
         }
         self.fill_titles();
         self.fill_text();
+        self.fill_twins();
         if self.baseline.is_some() {
             if let Some(sample) = self.selected() {
                 self.rank_change(sample, self.evaluator);

@@ -4,6 +4,7 @@
 use super::error::draw_error;
 use super::{clip, pane, scrolled, title_span, Ctx};
 use crate::model::{EvalError, Outcome};
+use crate::trust::agreement::disagrees;
 use crate::ui::app::{App, Focus, RunState};
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -74,6 +75,7 @@ pub(super) fn draw_breakdown(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect
 /// moved to) and the sample's rollout group.
 fn context_lines(app: &App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
     let p = &ctx.theme.palette;
+    label_line(app, o, ctx, lines);
     logged_line(app, ctx, lines);
     if let Some(before) = app
         .selected()
@@ -116,6 +118,31 @@ fn context_lines(app: &App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static
         ));
         lines.push(Line::raw(""));
     }
+}
+
+/// The selected sample's human label beside this score: whether the two fall on the
+/// same side of the threshold.
+fn label_line(app: &App, o: &Outcome, ctx: &Ctx, lines: &mut Vec<Line<'static>>) {
+    let p = &ctx.theme.palette;
+    let Some(label) = app.selected_sample().and_then(|s| app.label_of(&s.hash)) else {
+        return;
+    };
+    let score = o.score.filter(|_| !o.is_error());
+    let (verdict, color) = match disagrees(score, Some(label), app.threshold) {
+        Some(true) => ("disagrees", p.bad),
+        Some(false) => ("agrees", p.good),
+        None => ("", p.muted),
+    };
+    let text = if verdict.is_empty() {
+        format!("human label {label}")
+    } else {
+        format!(
+            "human label {label}: this score {verdict} (threshold {})",
+            app.threshold
+        )
+    };
+    lines.push(Line::styled(text, Style::default().fg(color)));
+    lines.push(Line::raw(""));
 }
 
 /// The selected score beside the one the samples' source logged, when it has one.

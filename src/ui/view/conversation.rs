@@ -39,7 +39,21 @@ pub(super) fn draw_conversation(
     ]);
     let block = pane(title, app.focus == Focus::Conversation, ctx);
     let inner_w = block.inner(area).width.max(1) as usize;
-    let lines = sample_lines(app.selected_text(), sample.bad.as_deref(), ctx, inner_w);
+    // a labelled sample says its label first, and which lines of its text share it
+    let mut lines: Vec<Line> = app
+        .label_lines()
+        .into_iter()
+        .map(|l| Line::styled(l, Style::default().fg(p.accent)))
+        .collect();
+    if !lines.is_empty() {
+        lines.push(Line::raw(""));
+    }
+    lines.extend(sample_lines(
+        app.selected_text(),
+        sample.bad.as_deref(),
+        ctx,
+        inner_w,
+    ));
     Some(scrolled(frame, lines, block, area, app.conversation_scroll))
 }
 

@@ -1,7 +1,8 @@
 //! The sample list: one row per sample, a score column per evaluator.
 
 use super::{clip, pane, title_span, Ctx};
-use crate::ui::app::{logged_sort_evaluator, App, Cell, Focus, SignalColumn};
+use crate::trust::agreement::Label;
+use crate::ui::app::{label_mark, logged_sort_evaluator, App, Cell, Focus, SignalColumn};
 use crate::ui::layout::first_row;
 use ratatui::layout::Rect;
 use ratatui::style::{Modifier, Style};
@@ -420,7 +421,16 @@ fn list_row(app: &App, ctx: &Ctx, columns: &Columns, pos: usize) -> Line<'static
         Style::default().fg(p.muted),
     )];
     let title = app.title(i);
-    spans.push(Span::raw(format!("{:<text_w$}", clip(title, text_w))));
+    // a labelled sample's mark (`+`, `-`, the number) before its text
+    let mark = app.label_of(&sample.hash).map(|l| label_span(l, ctx));
+    match mark {
+        Some(mark) if text_w > mark.width() + 2 => {
+            let rest = text_w - mark.width();
+            spans.push(mark);
+            spans.push(Span::raw(format!("{:<rest$}", clip(title, rest))));
+        }
+        _ => spans.push(Span::raw(format!("{:<text_w$}", clip(title, text_w)))),
+    }
     for slot in columns.cells() {
         let col = match slot {
             Slot::Left => {
@@ -491,6 +501,20 @@ fn list_row(app: &App, ctx: &Ctx, columns: &Columns, pos: usize) -> Line<'static
     } else {
         line
     }
+}
+
+/// A labelled sample's mark and a space: pass green, fail red, a number accented.
+fn label_span(label: Label, ctx: &Ctx) -> Span<'static> {
+    let p = &ctx.theme.palette;
+    let color = match label {
+        Label::Pass(true) => p.good,
+        Label::Pass(false) => p.bad,
+        Label::Number(_) => p.accent,
+    };
+    Span::styled(
+        format!("{} ", label_mark(label)),
+        Style::default().fg(color).add_modifier(Modifier::BOLD),
+    )
 }
 
 /// The advantage column: reinforced green, penalised red, no signal muted.

@@ -49,9 +49,14 @@ FUNCTIONS = {
     "sqrt": math.sqrt,
     "log": math.log,
 }
-# HTTP statuses tried again (with backoff), as `rwb generate` does
+# HTTP statuses tried again (with backoff), as `rwb generate` does; a refused or
+# reset connection is tried again too
 RETRIED = (429, 500, 502, 503, 504)
 TRIES = 5
+# the endpoints (roots) that answered in this process, and those that refused every
+# try of a call before they ever answered: a call to one of those is not tried again
+_ANSWERED = set()
+_DOWN = set()
 
 
 class TemplateError(Exception):
@@ -569,8 +574,8 @@ def _evaluate(node, values):
 
 
 def _post(root, route, body, settings):
-    """POST JSON to root + route, tried again on 429 and 5xx (Retry-After honoured).
-    urllib is imported here: only model graders post, and it costs ~20 ms of start-up."""
+    """POST JSON to root + route, tried again on 429 and 5xx (Retry-After honoured) and
+    on a refused or reset connection (backoff). urllib is imported here: only model graders post, and it costs ~20 ms of start-up."""
     import urllib.error
     import urllib.request
 
@@ -588,15 +593,29 @@ def _post(root, route, body, settings):
         request = urllib.request.Request(url, data=data, headers=headers, method="POST")
         try:
             with urllib.request.urlopen(request, timeout=settings.get("timeout") or 120) as answer:
-                return json.loads(answer.read())
+                answered = answer.read()
+            _ANSWERED.add(root)
+            return json.loads(answered)
         except urllib.error.HTTPError as exc:
+            _ANSWERED.add(root)
             text = exc.read().decode("utf-8", "replace")
             if exc.code in RETRIED and attempt + 1 < TRIES:
                 time.sleep(_wait(exc.headers.get("Retry-After"), attempt))
                 continue
             raise ConnectionError("POST %s answered %d: %s" % (url, exc.code, _message(text))) from None
-        except urllib.error.URLError as exc:
-            raise ConnectionError("cannot reach %s: %s" % (url, exc.reason)) from None
+        except (urllib.error.URLError, ConnectionError) as exc:
+            # a refused connection comes wrapped in URLError, a reset while the answer
+            # is read as it is: both are asked again like a 429, unless the server
+            # refused every try of an earlier call and never answered (it is down)
+            reason = getattr(exc, "reason", exc)
+            dropped = isinstance(reason, ConnectionError)
+            if dropped and attempt + 1 < TRIES and (root not in _DOWN or root in _ANSWERED):
+                time.sleep(_wait(None, attempt))
+                continue
+            if isinstance(reason, ConnectionRefusedError) and attempt + 1 == TRIES and root not in _ANSWERED:
+                _DOWN.add(root)
+            tries = ", %d tries" % (attempt + 1) if attempt else ""
+            raise ConnectionError("cannot reach %s: %s%s" % (url, reason, tries)) from None
 
 
 def _wait(retry_after, attempt):

@@ -8,6 +8,7 @@ import sys
 
 def _load_reward_kit(compat_dir):
     """Import reward_kit once in the zygote. Returns a description for rwb."""
+    _load_rwb(compat_dir)
     real_error = None
     try:
         import reward_kit  # noqa: F401
@@ -29,6 +30,24 @@ def _load_reward_kit(compat_dir):
     if real_error:
         out["real_error"] = real_error
     return out
+
+
+def _load_rwb(compat_dir):
+    """rwb's package for reward code (`from rwb.sandbox import run`), bundled beside
+    reward_kit in compat/: importable in every worker, from there whatever else is on
+    sys.path (its submodules load when first imported)."""
+    init = os.path.join(compat_dir, "rwb", "__init__.py")
+    if "rwb" in sys.modules or not os.path.isfile(init):
+        return
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("rwb", init, submodule_search_locations=[os.path.dirname(init)])
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["rwb"] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception:
+        del sys.modules["rwb"]
 
 
 def evaluator_function(spec, name, path):

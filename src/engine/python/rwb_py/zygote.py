@@ -249,6 +249,10 @@ def main(argv):
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # children are reaped by the kernel
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _stacks_on_request(os.path.dirname(sock_path))
+    if os.environ.get("RWB_E2B_STANDIN"):
+        # `[sandbox] e2b = true`: rwb's local E2B first on every worker's path (SPEC §18)
+        code_dir = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        sys.path.insert(0, os.path.join(code_dir, "standins"))
     info = _load_reward_kit(compat_dir)
 
     def reply(obj):

@@ -196,6 +196,7 @@ fn a_remote_evaluator_has_no_file_to_edit_and_keeps_its_outcomes_whole() {
             Placement::Local {
                 workers: 2,
                 concurrency: 1,
+                contained: None,
             },
         ),
         placed("b", Placement::Remote { url: url.into() }),

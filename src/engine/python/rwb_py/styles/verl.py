@@ -30,6 +30,9 @@ class Caller(Pointwise):
         self.template = spec.get("chat_template") or "chatml"
         # DeepScaleR's fork names the argument llm_solution
         self.solution_key = "llm_solution" if "llm_solution" in self.accepted[0] else "solution_str"
+        if spec.get("trainer") == "verl":
+            self.extra = dict(self.extra, **sandbox_fusion_arguments(self.accepted[0], self.extra))
+
 
     def arguments(self, sample):
         ground_truth = sample.get("ground_truth")
@@ -55,6 +58,25 @@ class Caller(Pointwise):
             metrics = {k: _verl_metric(k, v) for k, v in value.items() if k != "score"}
             value = {"score": value.get("score"), "metrics": metrics}
         return _as_result(value, self.strict)
+def sandbox_fusion_arguments(declared, given):
+    """What veRL's trainer adds to `default_compute_score` when its config has
+    `reward_model.sandbox_fusion.url` (verl/trainer/ppo/reward.py): rwb's sandbox
+    (SPEC §18) as the URL, a semaphore sized to its slots and its memory limit, for
+    the parameters the function declares and the evaluator's kwargs do not set."""
+    import os
+    import threading
+
+    url = os.environ.get("SANDBOX_FUSION_ENDPOINT")
+    if not url:
+        return {}
+    values = {
+        "sandbox_fusion_url": url.rstrip("/") + "/run_code",
+        "concurrent_semaphore": threading.Semaphore(int(os.environ.get("RWB_SANDBOX_SLOTS") or 2)),
+        "memory_limit_mb": int(os.environ.get("RWB_SANDBOX_MEMORY_MB") or 1024),
+    }
+    return {k: v for k, v in values.items() if k in declared and k not in given}
+
+
 def _verl_metric(name, value):
     if isinstance(value, (int, float)):
         return {"score": _number(value, "metric %r" % name), "reason": None}
