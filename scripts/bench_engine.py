@@ -1252,8 +1252,8 @@ def scenario_o(bench, n):
     rows = []
     cases = (("plain --no-cache", "plain", n, False), ("plain warm", "plain", n, True),
              ("slow 1.5 ms --no-cache", "slow15", n // 10, False))
-    for label, evaluator, count, cache in cases:
-        root = bench.workspace("ws_o_%s_%d" % (evaluator, count), [evaluator], count)
+    for number, (label, evaluator, count, cache) in enumerate(cases):
+        root = bench.workspace("ws_o%d_%s_%d" % (number, evaluator, count), [evaluator], count)
         if cache:
             bench.rwb_run(root, [evaluator], count, cache=True, label="filling the cache")
         times = {"contained": [], "open": []}

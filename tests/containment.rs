@@ -399,3 +399,27 @@ fn where_the_kernel_refuses_namespaces_the_workers_run_open_and_say_why() {
         panic!("unshare(1) is needed to deny user namespaces to rwb (util-linux)");
     }
 }
+
+#[test]
+fn the_workbench_says_its_rewards_are_contained_and_shows_a_refused_write() {
+    let home = Home::new();
+    let ws = Ws::new(&[
+        ("reward.py", HOSTILE),
+        (
+            "samples.jsonl",
+            "{\"prompt\": \"p\", \"completion\": \"c\"}\n",
+        ),
+        (
+            "rwb.toml",
+            "samples = [\"samples.jsonl\"]\n[evaluators.home]\nfunction = \"reward.py::writes_home\"\n",
+        ),
+    ]);
+    let command = format!("HOME={} {}", home.path().display(), common::RWB);
+    let tmux = common::Tmux::start(&ws, 160, 40, &command);
+    let screen = tmux.wait_for("the status line and the refused write", |s| {
+        s.contains("local ×") && s.contains("contained") && s.contains("Read-only file system")
+    });
+    assert!(screen.contains("pwned.txt"), "{screen}");
+    assert!(!home.path().join("pwned.txt").exists());
+    tmux.keys(&["q"]);
+}

@@ -87,8 +87,10 @@ pub fn wrap(
 fn helper() -> std::io::Result<PathBuf> {
     let me = std::env::current_exe()?;
     let is_rwb = |p: &Path| p.file_name().is_some_and(|n| n == "rwb") && p.is_file();
-    if is_rwb(&me) {
-        return Ok(me);
+    if me.file_name().is_some_and(|n| n == "rwb") {
+        // this very executable, even should its file have been replaced since it
+        // started (an upgrade, a rebuild): the kernel's link to the running image
+        return Ok(PathBuf::from("/proc/self/exe"));
     }
     let beside = me.parent().map(|d| d.join("rwb"));
     let above = me.parent().and_then(Path::parent).map(|d| d.join("rwb"));
@@ -377,35 +379,16 @@ pub fn enter(plan: &Plan) -> Result<(), String> {
     read_only(&private)?;
     // binds take their source's flags: read-only by now
     for (file, path) in &present {
-        use std::os::fd::AsRawFd;
-        let source = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         step(
             &format!("cannot keep {} read-only", path.display()),
-            mount(
-                Some(&source),
-                path,
-                None,
-                libc::MS_BIND | libc::MS_REC,
-                None,
-            ),
+            bind_back(file, path),
         )?;
     }
     drop(present);
     for (file, path) in &holes {
-        use std::os::fd::AsRawFd;
-        let source = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
         // a bind takes its source's flags (read-only by now): made writable again
         let what = format!("cannot keep {} writable", path.display());
-        step(
-            &what,
-            mount(
-                Some(&source),
-                path,
-                None,
-                libc::MS_BIND | libc::MS_REC,
-                None,
-            ),
-        )?;
+        step(&what, bind_back(file, path))?;
         let kept = locked_flags(path).unwrap_or(0);
         step(
             &what,
@@ -427,6 +410,20 @@ pub fn enter(plan: &Plan) -> Result<(), String> {
 }
 
 use std::os::unix::fs::OpenOptionsExt;
+
+/// Binds the host folder or file held by `file` (an `O_PATH` descriptor opened before
+/// anything covered it) back over `path`.
+fn bind_back(file: &std::fs::File, path: &Path) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let source = PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+    mount(
+        Some(&source),
+        path,
+        None,
+        libc::MS_BIND | libc::MS_REC,
+        None,
+    )
+}
 
 /// Mounts the box's private tmpfs on the first of the usual places that exists
 /// (`/dev/shm` first: the box then also has a shared memory of its own) and returns

@@ -22,24 +22,12 @@ def areal(seen):
     return None
 
 
-def _only_parameter(fn):
-    """The name of the single parameter `fn` declares besides **kwargs, or None."""
-    try:
-        params = [
-            p
-            for p in inspect.signature(fn).parameters.values()
-            if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)
-        ]
-    except (TypeError, ValueError):
-        return None
-    return params[0].name if len(params) == 1 else None
-
-
 def _easyr1_parameter(fn):
-    """`reward_inputs` or `reward_input` when that is `fn`'s first parameter and every
-    other it declares has a default (EasyR1's own `compute_score(reward_inputs,
-    format_weight=0.1)`: AutoRewardManager passes only the inputs and the config's
-    `reward_function_kwargs`), else None."""
+    """`reward_inputs` or `reward_input` when that is `fn`'s first parameter, else
+    None. EasyR1's AutoRewardManager passes only the inputs and the config's
+    `reward_function_kwargs`: the other parameters have defaults (its own
+    `compute_score(reward_inputs, format_weight=0.1)`) or come from the evaluator's
+    `kwargs` (DAPO's `max_response_length`, …)."""
     try:
         params = [
             p
@@ -51,8 +39,6 @@ def _easyr1_parameter(fn):
     if not params or params[0].name not in ("reward_inputs", "reward_input"):
         return None
     if params[0].kind is params[0].KEYWORD_ONLY:
-        return None
-    if any(p.default is p.empty for p in params[1:]):
         return None
     return params[0].name
 
