@@ -646,6 +646,12 @@ print(json.dumps(out))
         out["template"]["metadata"]["errors"]["invalid_variable_error"],
         true
     );
+    // which variable, beside OpenAI's flag (issue 48): the SDK keeps the extra field
+    assert_eq!(
+        out["template"]["metadata"]["errors"]["invalid_variable"], "item.nope",
+        "{}",
+        out["template"]
+    );
     assert_eq!(out["python"], 0.75);
 }
 

@@ -177,6 +177,19 @@ fn token_usage(o: &Outcome) -> (Value, Value, Map<String, Value>) {
     (first, total.map_or(Value::Null, |t| json!(t)), per_model)
 }
 
+/// The `item.…`/`sample.…` variable a template error names, when it names one.
+fn template_variable(message: &str) -> Option<String> {
+    let start = ["item.", "sample."]
+        .iter()
+        .filter_map(|p| message.find(p))
+        .min()?;
+    let name: String = message[start..]
+        .chars()
+        .take_while(|c| c.is_alphanumeric() || matches!(c, '.' | '_' | '[' | ']' | '-'))
+        .collect();
+    Some(name.trim_end_matches('.').to_string())
+}
+
 /// `{reward, metadata, sub_rewards, model_grader_token_usage_per_model}` of an
 /// outcome, as OpenAI answers it.
 fn answer(g: &Value, o: &Outcome, seconds: f64) -> Value {
@@ -203,7 +216,14 @@ fn answer(g: &Value, o: &Outcome, seconds: f64) -> Value {
     if let Some(e) = &o.error {
         let detail = format!("{}: {}", e.kind, e.message);
         match e.kind.as_str() {
-            "TemplateError" => errors["invalid_variable_error"] = json!(true),
+            "TemplateError" => {
+                // OpenAI's flag names nothing: rwb adds which variable, and why
+                errors["invalid_variable_error"] = json!(true);
+                errors["invalid_variable_error_details"] = json!(e.message);
+                if let Some(variable) = template_variable(&e.message) {
+                    errors["invalid_variable"] = json!(variable);
+                }
+            }
             "ConnectionError" => {
                 errors["model_grader_server_error"] = json!(true);
                 errors["model_grader_server_error_details"] = json!(detail);
@@ -333,6 +353,12 @@ mod tests {
         assert_eq!(
             a["metadata"]["errors"]["invalid_variable_error"],
             json!(true)
+        );
+        // the variable named, beside OpenAI's flag (issue 48)
+        assert_eq!(a["metadata"]["errors"]["invalid_variable"], json!("item.a"));
+        assert_eq!(
+            a["metadata"]["errors"]["invalid_variable_error_details"],
+            json!("the sample has no item.a")
         );
         assert_eq!(a["metadata"]["token_usage"], Value::Null);
         assert_eq!(a["metadata"]["type"], json!("string_check"));
