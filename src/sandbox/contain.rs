@@ -376,37 +376,46 @@ pub fn enter(plan: &Plan) -> Result<(), String> {
             Some(&overlay),
         ),
     )?;
-    read_only(&private)?;
-    // binds take their source's flags: read-only by now
+    // From here on the mounts are changed: a failure can no longer fall back to an
+    // open program (it would see a half-built box). What can be done without is
+    // skipped; a hole that cannot be bound (the program could not work) ends here.
+    let partly = read_only(&private).err();
+    // binds take their source's flags: read-only by now. An entry removed from /tmp
+    // since it was listed is gone: nothing to keep.
     for (file, path) in &present {
-        step(
-            &format!("cannot keep {} read-only", path.display()),
-            bind_back(file, path),
-        )?;
+        let _ = bind_back(file, path);
     }
     drop(present);
     for (file, path) in &holes {
         // a bind takes its source's flags (read-only by now): made writable again
-        let what = format!("cannot keep {} writable", path.display());
-        step(&what, bind_back(file, path))?;
-        let kept = locked_flags(path).unwrap_or(0);
-        step(
-            &what,
+        let bound = bind_back(file, path).and_then(|()| {
+            let kept = locked_flags(path).unwrap_or(0);
             mount(
                 None,
                 path,
                 None,
                 libc::MS_REMOUNT | libc::MS_BIND | kept,
                 None,
-            ),
-        )?;
+            )
+        });
+        if let Err(e) = bound {
+            eprintln!(
+                "rwb {SUBCOMMAND}: cannot keep {} writable in the box: {e}",
+                path.display()
+            );
+            std::process::exit(70);
+        }
     }
     // the working folder, entered before the box was built, is looked up again
     // through the box's mounts (else relative paths bypass the holes bound over it)
     if let Ok(cwd) = std::env::current_dir() {
         let _ = std::env::set_current_dir(cwd);
     }
-    Ok(())
+    match partly {
+        // a mount that stayed writable: the box is not whole, and says so
+        Some(why) => Err(format!("partly read-only ({why})")),
+        None => Ok(()),
+    }
 }
 
 use std::os::unix::fs::OpenOptionsExt;
@@ -462,11 +471,13 @@ fn private_tmpfs() -> Result<PathBuf, String> {
 /// Remounts every mount read-only but the box's own (the private tmpfs and the `/tmp`
 /// layer), keeping the flags the kernel locks in a user namespace. A mount hidden under
 /// another cannot be reached by its path, and needs nothing; a pseudo filesystem that
-/// refuses stays as it is (their files are not the host's data).
+/// refuses stays as it is (their files are not the host's data). Every mount is tried;
+/// the first that stayed writable is the error.
 fn read_only(private: &Path) -> Result<(), String> {
     let table = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("cannot read the mount table: {e}"))?;
     let private_root = private.parent().unwrap_or(private);
+    let mut first = None;
     for line in table.lines() {
         let Some((point, fstype)) = mount_point(line) else {
             continue;
@@ -482,10 +493,10 @@ fn read_only(private: &Path) -> Result<(), String> {
             if is_pseudo(&fstype) || e.raw_os_error() == Some(libc::ENOENT) {
                 continue;
             }
-            return Err(format!("cannot make {} read-only: {e}", point.display()));
+            first.get_or_insert_with(|| format!("cannot make {} read-only: {e}", point.display()));
         }
     }
-    Ok(())
+    first.map_or(Ok(()), Err)
 }
 
 /// The flags of the mount at `path` that a remount inside a user namespace must keep
