@@ -294,6 +294,10 @@ pub fn enter(plan: &Plan) -> Result<(), String> {
     if !plan.network {
         flags |= libc::CLONE_NEWNET;
     }
+    // tried first in a child: where the kernel lets a user namespace be made but
+    // not mapped (Ubuntu 24.04's AppArmor restriction), this process must not be
+    // left in one unmapped (it would be nobody to its own files)
+    probe(flags, uid, gid)?;
     // SAFETY: the process is single-threaded here (a fresh exec of rwb).
     step(
         "no user namespace (unshare)",
@@ -301,12 +305,7 @@ pub fn enter(plan: &Plan) -> Result<(), String> {
     )?;
     // from here on a failure leaves the process in the new namespaces, where the host
     // is still what it sees: it runs open, as said
-    step(
-        "cannot map the user",
-        std::fs::write("/proc/self/setgroups", "deny")
-            .and_then(|()| std::fs::write("/proc/self/uid_map", format!("0 {uid} 1")))
-            .and_then(|()| std::fs::write("/proc/self/gid_map", format!("0 {gid} 1"))),
-    )?;
+    step("cannot map the user", map_user(uid, gid))?;
     step(
         "cannot make the mounts private",
         mount(
@@ -419,6 +418,47 @@ pub fn enter(plan: &Plan) -> Result<(), String> {
 }
 
 use std::os::unix::fs::OpenOptionsExt;
+
+/// Maps the calling process's user and group to root in its new user namespace.
+fn map_user(uid: libc::uid_t, gid: libc::gid_t) -> std::io::Result<()> {
+    std::fs::write("/proc/self/setgroups", "deny")?;
+    std::fs::write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    std::fs::write("/proc/self/gid_map", format!("0 {gid} 1"))
+}
+
+/// Whether a user namespace can be made with `flags` and mapped: tried in a child
+/// process, which says why not through its exit status (2: the map; 3 + errno:
+/// unshare).
+fn probe(flags: libc::c_int, uid: libc::uid_t, gid: libc::gid_t) -> Result<(), String> {
+    // SAFETY: single-threaded; the child only makes system calls and exits.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(format!("cannot fork: {}", std::io::Error::last_os_error()));
+    }
+    if child == 0 {
+        let code = if unsafe { libc::unshare(flags) } != 0 {
+            let errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(0);
+            3 + errno.clamp(0, 250)
+        } else if map_user(uid, gid).is_err() {
+            2
+        } else {
+            0
+        };
+        unsafe { libc::_exit(code) };
+    }
+    let mut status = 0;
+    // SAFETY: waits for the child just forked.
+    unsafe { libc::waitpid(child, &mut status, 0) };
+    match libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status)) {
+        Some(0) => Ok(()),
+        Some(2) => Err("a user namespace cannot be mapped (uid_map refused)".into()),
+        Some(code) if code >= 3 => Err(format!(
+            "no user namespace (unshare): {}",
+            std::io::Error::from_raw_os_error(code - 3)
+        )),
+        _ => Err("no user namespace (unshare): the probe did not finish".into()),
+    }
+}
 
 /// Binds the host folder or file held by `file` (an `O_PATH` descriptor opened before
 /// anything covered it) back over `path`.
