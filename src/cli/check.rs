@@ -76,11 +76,17 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
         }
     }
     // the size of each call a per-group evaluator was given (SPEC §3: groups are
-    // the trainer's groups)
-    let checked = crate::runner::checked_samples(&session.workspace.samples, args.max_samples)
-        .map_err(|e| Fail::Usage(e.to_string()))?;
+    // the trainer's groups); the samples are read again only when there is one
+    let per_group =
+        |p: &Prepared, s: &Option<Style>| s.is_some_and(|s| Style::per_group(Some(s), &p.spec));
+    let checked = if prepared.iter().zip(&styles).any(|(p, s)| per_group(p, s)) {
+        crate::runner::checked_samples(&session.workspace.samples, args.max_samples)
+            .map_err(|e| Fail::Usage(e.to_string()))?
+    } else {
+        Vec::new()
+    };
     for ((r, p), style) in report.iter_mut().zip(&prepared).zip(&styles) {
-        if let Some(style) = style.filter(|s| Style::per_group(Some(*s), &p.spec)) {
+        if let Some(style) = style.filter(|_| per_group(p, style)) {
             let sizes: Vec<usize> = crate::runner::calls(style, &p.spec, &checked)
                 .iter()
                 .map(Vec::len)

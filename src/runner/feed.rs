@@ -15,7 +15,7 @@ use crate::model::{kinds, EvalError, Outcome, SampleRef};
 use crate::store::{CacheReader, CodeKey, SampleHash, Store};
 use crate::workspace::{LineFiles, SampleLine, SamplesFile};
 use bytestring::ByteString;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex};
@@ -111,8 +111,9 @@ pub(super) struct Feed<'a> {
     outbox: Vec<Event>,
     /// Per evaluator, the batch being filled (always empty for pointwise styles).
     filling: Vec<Vec<Member>>,
-    /// Per evaluator called once per rollout group, the groups being filled.
-    groups: Vec<Option<Groups>>,
+    /// Per evaluator called once per rollout group: what makes a group, and the
+    /// members gathered (grouped when the files are read).
+    groups: Vec<Option<(crate::training::GroupBy, Vec<Member>)>>,
     /// Per evaluator, the samples (by index) fed first by [`Feed::feed_first`] and
     /// skipped when the files are fed in order.
     first: Vec<HashSet<usize>>,
@@ -152,8 +153,10 @@ impl<'a> Feed<'a> {
             groups: evaluators
                 .iter()
                 .map(|p| {
-                    crate::model::Style::per_group(p.style, &p.spec)
-                        .then(|| Groups::new(p.spec.group.as_deref()))
+                    crate::model::Style::per_group(p.style, &p.spec).then(|| {
+                        let by = p.spec.group.as_deref().unwrap_or("prompt");
+                        (crate::training::GroupBy::parse(by), Vec::new())
+                    })
                 })
                 .collect(),
             first: vec![HashSet::new(); n],
@@ -295,12 +298,9 @@ impl<'a> Feed<'a> {
                     hash: line.hash,
                     raw: line.raw.clone(),
                 };
-                if let Some(groups) = &mut self.groups[index] {
-                    // a group is whole only when the files are: it goes at the end,
-                    // unless its line names no group (then it is a group of one)
-                    if let Some(alone) = groups.add(member) {
-                        self.send_batch(index, vec![alone]).await;
-                    }
+                if let Some((_, gathered)) = &mut self.groups[index] {
+                    // a group is whole only when the files are: sent at the end
+                    gathered.push(member);
                     continue;
                 }
                 self.filling[index].push(member);
@@ -383,10 +383,11 @@ impl<'a> Feed<'a> {
     /// Sends every rollout group evaluator `index` gathered, one batch each, in the
     /// order the files first showed them.
     async fn flush_groups(&mut self, index: usize) {
-        let Some(groups) = self.groups[index].as_mut() else {
+        let Some((by, gathered)) = self.groups[index].as_mut() else {
             return;
         };
-        for members in groups.take() {
+        let gathered = std::mem::take(gathered);
+        for members in crate::training::in_groups(gathered, by, |m| &m.raw) {
             self.send_batch(index, members).await;
         }
     }
@@ -456,47 +457,6 @@ impl<'a> Feed<'a> {
         }
         self.send_outbox();
         self.stats
-    }
-}
-
-/// The rollout groups of an evaluator called once per group, as the files show them:
-/// each group's members in file order, the groups in the order of their first member.
-struct Groups {
-    by: crate::training::GroupBy,
-    order: Vec<crate::training::GroupKey>,
-    members: HashMap<crate::training::GroupKey, Vec<Member>>,
-}
-
-impl Groups {
-    fn new(column: Option<&str>) -> Groups {
-        Groups {
-            by: crate::training::GroupBy::parse(column.unwrap_or("prompt")),
-            order: Vec::new(),
-            members: HashMap::new(),
-        }
-    }
-
-    /// Adds a member to its group; a line that names no group (no prompt, or not the
-    /// column) is given back: it is a group of its own.
-    fn add(&mut self, member: Member) -> Option<Member> {
-        let Some(key) = crate::training::place(&member.raw, &self.by).key else {
-            return Some(member);
-        };
-        let group = self.members.entry(key).or_default();
-        if group.is_empty() {
-            self.order.push(key);
-        }
-        group.push(member);
-        None
-    }
-
-    /// Every group gathered, in order; none is left.
-    fn take(&mut self) -> Vec<Vec<Member>> {
-        let mut members = std::mem::take(&mut self.members);
-        std::mem::take(&mut self.order)
-            .into_iter()
-            .filter_map(|key| members.remove(&key))
-            .collect()
     }
 }
 

@@ -576,25 +576,7 @@ pub fn checked_samples(
 pub fn calls(style: Style, spec: &EvaluatorSpec, samples: &[SampleLine]) -> Vec<Vec<SampleLine>> {
     if Style::per_group(Some(style), spec) {
         let by = crate::training::GroupBy::parse(spec.group.as_deref().unwrap_or("prompt"));
-        // a line that names no group is a group of its own (keyed by its position)
-        type Key = (Option<crate::training::GroupKey>, usize);
-        let mut order: Vec<Key> = Vec::new();
-        let mut groups: HashMap<Key, Vec<SampleLine>> = HashMap::new();
-        for (n, s) in samples.iter().enumerate() {
-            let key = match crate::training::place(&s.raw, &by).key {
-                Some(k) => (Some(k), 0),
-                None => (None, n),
-            };
-            let group = groups.entry(key).or_default();
-            if group.is_empty() {
-                order.push(key);
-            }
-            group.push(s.clone());
-        }
-        return order
-            .into_iter()
-            .filter_map(|k| groups.remove(&k))
-            .collect();
+        return crate::training::in_groups(samples.to_vec(), &by, |s| &s.raw);
     }
     let size = if style.is_batched() {
         spec.batch_size.max(1)

@@ -87,7 +87,11 @@ async fn run_cell(service: &Service, script: &str, language: &str, timeout: f64)
     if language != "python" {
         return json!({"execution": null, "exception_str": format!("rwb's stand-in for E2B runs Python cells, not {language}")});
     }
-    let marker = format!("rwb-cell-result-{}", uuid_like());
+    // unguessable: the cell's own code must not be able to print a result of its own
+    let Ok(key) = crate::ship::guard::generate_key() else {
+        return json!({"execution": null, "exception_str": "rwb cannot get random bytes for the cell's marker"});
+    };
+    let marker = format!("rwb-cell-result-{key}");
     let mut request = Map::new();
     request.insert("code".into(), json!(cell_program(script, &marker)));
     request.insert("language".into(), json!("python"));
@@ -145,15 +149,6 @@ fn cell_program(script: &str, marker: &str) -> String {
          \x20   if _rwb_value is not None:\n\
          \x20       _rwb_sys.stdout.write('\\n{marker}\\n' + repr(_rwb_value) + '\\n')\n"
     )
-}
-
-fn uuid_like() -> String {
-    use std::time::{SystemTime, UNIX_EPOCH};
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{:x}{:x}", nanos, std::process::id())
 }
 
 /// Where a run's workers reach the sandbox: a loopback URL and a Unix socket.

@@ -134,6 +134,30 @@ fn prompt_turns<'a, 'm>(messages: &'m [&'a RawValue]) -> &'m [&'a RawValue] {
 
 /// Where a sample line belongs when grouped `by` (see [`Place`]). A chat sample's
 /// prompt is its prompt turns; a sample with a `prompt` key, that prompt.
+/// Sample lines (`text` of each) in their rollout groups, as a call made once per group
+/// gets them: each group's members in the given order, the groups in the order of their
+/// first member; a line that names no group (no prompt, or not the column) is a group of
+/// its own.
+pub fn in_groups<T>(items: Vec<T>, by: &GroupBy, text: impl Fn(&T) -> &str) -> Vec<Vec<T>> {
+    let mut order: Vec<(Option<GroupKey>, usize)> = Vec::new();
+    let mut groups: HashMap<(Option<GroupKey>, usize), Vec<T>> = HashMap::new();
+    for (n, item) in items.into_iter().enumerate() {
+        let key = match place(text(&item), by).key {
+            Some(k) => (Some(k), 0),
+            None => (None, n),
+        };
+        let group = groups.entry(key).or_default();
+        if group.is_empty() {
+            order.push(key);
+        }
+        group.push(item);
+    }
+    order
+        .into_iter()
+        .filter_map(|k| groups.remove(&k))
+        .collect()
+}
+
 pub fn place(line: &str, by: &GroupBy) -> Place {
     let column = match by {
         GroupBy::Prompt => None,
