@@ -4,6 +4,11 @@ through the fork server (in rwb's box, SLOTS at once) against `subprocess.run([p
 "-c", code])` per program at the same concurrency, no box.
 
     python3 scripts/bench_sandbox.py [--n 1000] [--slots CORES] [--rwb target/debug/rwb]
+                                     [--without-namespaces]
+
+`--without-namespaces` runs the server where the kernel refuses user namespaces (a user
+namespace of the script's own that allows no further one, through unshare(1)): rwb
+then confines it with Landlock and seccomp (SPEC §18, "where the kernel says no").
 
 Prints both rates (programs per second), the ratio, and the p50/p95 time of one run
 as the server measured it.
@@ -33,10 +38,14 @@ def expected(i):
     return "%d\n" % (3 * i + 3)
 
 
-def bench_server(rwb, n, slots):
+def bench_server(rwb, n, slots, without_namespaces=False):
     command = [sys.executable, "-X", "utf8", SERVER, str(slots)]
     if rwb:
-        command = [rwb, "__contain", json.dumps({"writable": [], "network": False}), "--"] + command
+        plan = {"writable": [], "network": False, "tmp_read_only": False, "confine": True}
+        command = [rwb, "__contain", json.dumps(plan), "--"] + command
+    if without_namespaces:
+        deny = 'echo 0 > /proc/sys/user/max_user_namespaces && exec "$@"'
+        command = ["unshare", "--user", "--map-root-user", "sh", "-c", deny, "sh"] + command
     proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
     ready = json.loads(proc.stdout.readline())
     assert ready.get("ready"), ready
@@ -91,13 +100,16 @@ def main():
     parser.add_argument("--slots", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--rwb", default=os.path.join(ROOT, "target", "debug", "rwb"),
                         help="rwb's binary, for its box ('' runs the server unboxed)")
+    parser.add_argument("--without-namespaces", action="store_true",
+                        help="deny user namespaces: the server is confined by Landlock and seccomp")
     args = parser.parse_args()
     rwb = args.rwb if args.rwb and os.path.exists(args.rwb) else None
     print("%d short Python programs, %d at once, %s" % (args.n, args.slots, sys.version.split()[0]))
-    elapsed, wrong, isolation, p50, p95 = bench_server(rwb, args.n, args.slots)
+    elapsed, wrong, isolation, p50, p95 = bench_server(rwb, args.n, args.slots, args.without_namespaces)
     server_rate = args.n / elapsed
+    where = " (no box)" if not rwb else (" (confined: no namespaces)" if args.without_namespaces else " (in rwb's box)")
     print("fork server%s: %.2f s, %.0f programs/s (%.2f ms each), %d wrong; one run p50 %.2f ms, p95 %.2f ms; %s" % (
-        " (in rwb's box)" if rwb else " (no box)", elapsed, server_rate, 1000 * elapsed / args.n, wrong,
+        where, elapsed, server_rate, 1000 * elapsed / args.n, wrong,
         1000 * p50, 1000 * p95, json.dumps(isolation)))
     elapsed, wrong = bench_subprocess(args.n, args.slots)
     sub_rate = args.n / elapsed

@@ -183,6 +183,29 @@ fn pass_fail_labels_give_the_confusion_matrix_f1_and_kappa_of_scikit_learn() {
             .map(|(s, l)| json!((*s >= 0.5) != l.as_bool().unwrap()));
         assert_eq!(r.get("disagrees").cloned(), expected, "sample {i}: {r}");
     }
+    // --format csv carries each sample's label too (empty for the unlabelled)
+    let csv = rwb(
+        &["run", ws.path().to_str().unwrap(), "--format", "csv"],
+        ws.path(),
+    );
+    let mut lines = csv.stdout.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let at = header.iter().position(|h| *h == "label").expect("a label column");
+    let mut seen = 0;
+    for line in lines.filter(|l| !l.is_empty()) {
+        let fields: Vec<&str> = line.split(',').collect();
+        let i: usize = fields[0].parse().unwrap();
+        let want = effective.get(i).map_or("", |(_, l)| {
+            if l.as_bool().unwrap() {
+                "pass"
+            } else {
+                "fail"
+            }
+        });
+        assert_eq!(fields[at], want, "sample {i}: {line}");
+        seen += 1;
+    }
+    assert!(seen >= effective.len(), "{}", csv.stdout);
     let kappa = want["kappa"].as_f64().unwrap();
     let above = format!("{}", kappa + 0.01);
     let fails = rwb(

@@ -140,7 +140,7 @@ def verl_fine(data_source, solution_str, ground_truth, extra_info=None):
     );
     assert!(
         table.stdout.contains(
-            "✗ mutated its input: messages — samples.jsonl:1, samples.jsonl:2, samples.jsonl:3"
+            "✗ mutated its input: messages — 3 samples: samples.jsonl:1, samples.jsonl:2, samples.jsonl:3"
         ),
         "{}",
         table.stdout

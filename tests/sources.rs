@@ -1072,7 +1072,8 @@ fn a_folder_is_one_source_of_its_files_in_natural_order_with_their_steps() {
             .filter(|r| !r["score"].is_number())
             .map(|r| (r["file"].clone(), r["error"]["message"].clone()))
             .collect();
-        let message = format!("{}:6: {cut}", source);
+        // its line within 10.jsonl (issue 48: a folder's rows are named by their file)
+        let message = format!("{}:2: {cut}", f("10.jsonl").as_str().unwrap());
         assert_eq!(bad, [(f("10.jsonl"), json!(message))], "{source}");
     }
 
@@ -1115,12 +1116,12 @@ fn discovery_and_mappings_take_a_step_folder_and_a_glob_as_one_source() {
         .iter()
         .map(|r| (r["file"].clone(), r["step"].clone(), r["line"].clone()))
         .collect();
-    let want: Vec<(Value, Value, Value)> = [2, 2, 2, 2, 4, 4]
+    // each row's line is its row in its own file (issue 48)
+    let want: Vec<(Value, Value, Value)> = [(2, 1), (2, 2), (2, 3), (2, 4), (4, 1), (4, 2)]
         .iter()
-        .enumerate()
-        .map(|(i, s)| {
+        .map(|(s, line)| {
             let f = format!("completions/completions_{s:05}.parquet");
-            (json!(f), json!(s), json!(i + 1))
+            (json!(f), json!(s), json!(line))
         })
         .collect();
     assert_eq!(got, want);

@@ -387,8 +387,10 @@ fn check_findings(python: &str) {
         ("samples.jsonl", &samples),
         (
             "rwb.toml",
+            // the writer's folder made writable in rwb's box (it lay in /tmp before)
             &format!(
-                "[evaluators.writer]\nkwargs = {{ out_dir = \"{out_dir}\" }}\n\
+                "[sandbox]\nwritable = [\"{out_dir}\"]\n\
+                 [evaluators.writer]\nkwargs = {{ out_dir = \"{out_dir}\" }}\n\
                  [evaluators.network]\nkwargs = {{ judge_url = \"{}/judge\" }}\n",
                 server.base()
             ),
@@ -502,10 +504,24 @@ fn check_findings(python: &str) {
     );
     assert!(
         text.stdout
-            .contains(&format!("    {judged} — samples.jsonl:1, ")),
+            .lines()
+            .any(|l| l == format!("    {judged} — 6 samples: samples.jsonl:1, samples.jsonl:2, …")),
         "{}",
         text.stdout
     );
+    // the random one's second worker process: one line, its numbers rounded
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.contains("scored differently in another worker process"))
+        .unwrap_or_else(|| panic!("{}", text.stdout));
+    assert!(
+        line.starts_with(
+            "  ✗ scored differently in another worker process on 6 of 6 samples (by up to "
+        ) && line.ends_with(" — samples.jsonl:1, samples.jsonl:2, …"),
+        "{line}"
+    );
+    assert_eq!(text.code, 1);
 }
 
 #[test]

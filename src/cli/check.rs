@@ -1,9 +1,10 @@
 //! `rwb check`: call every evaluator the way its trainer would and report contract
 //! breaks, grouped by what broke. Exits 1 when anything broke (for CI).
 
-use super::{check_calls, CheckArgs, Fail, Format, Session};
+use super::{check_calls, check_trust, CheckArgs, Fail, Format, Session};
 use crate::model::Style;
 use crate::runner::{group_breaks, CheckReport, Prepared};
+use crate::trust::{audit, issues};
 use serde_json::{json, Value};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -14,31 +15,31 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
     super::print_warnings(&session.workspace);
     let prepared = session.prepare_all().await?;
     let reasons = session.runner.style_reasons(&prepared).await;
-    let breaks = session
+    let mut breaks = session
         .runner
         .check(&prepared, &session.workspace.samples, args.max_samples)
         .await
         .map_err(|e| Fail::Usage(e.to_string()))?;
+    // a `repeat = K` evaluator is judged by its repeats, not by a second call
+    crate::runner::for_repeats(&mut breaks, &prepared);
     let grouped = group_breaks(&breaks, prepared.len());
     let styles: Vec<Option<Style>> = prepared
         .iter()
         .zip(&reasons)
         .map(|(p, chosen)| chosen.as_ref().map(|c| c.0).or(p.style))
         .collect();
-    let warnings = check_calls::form_warnings(
+    let threshold = session.workspace.config.threshold();
+    let scored = check_calls::scored(
         &session.runner,
         &prepared,
         &session.workspace.samples,
         args.max_samples,
-        &styles,
+        threshold,
     )
     .await;
+    let warnings =
+        check_calls::form_warnings(&scored, &prepared, &session.workspace.samples, &styles);
     let first = check_calls::first_sample(&session.workspace.samples);
-    let mut total: usize = grouped
-        .iter()
-        .flat_map(|r| &r.breaks)
-        .map(|(_, at)| at.len())
-        .sum();
     let mut report = evaluator_reports(&session, &prepared, &grouped, &reasons);
     let labels: Vec<&str> = session
         .workspace
@@ -46,22 +47,6 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
         .iter()
         .map(|f| f.label.as_str())
         .collect();
-    for (e, r) in report.iter_mut().enumerate() {
-        let trust = super::check_trust::TrustReport::gather(&breaks, e, &labels);
-        total += trust.differs.len();
-        trust.into_json(r);
-    }
-    // the call each evaluator made for the first sample it was checked on
-    for (e, r) in report.iter_mut().enumerate() {
-        let first = breaks
-            .iter()
-            .filter(|b| b.evaluator == e)
-            .min_by_key(|b| b.at.index)
-            .and_then(|b| b.call.as_ref());
-        if let Some(call) = first {
-            r["first_call"] = json!(call);
-        }
-    }
     // how each evaluator's worker runs (SPEC §18)
     let containment = session
         .runner
@@ -73,6 +58,50 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
     for (r, p) in report.iter_mut().zip(&prepared) {
         if let Some(state) = containment_of(&session, p, containment.as_ref()) {
             r["containment"] = json!(state);
+        }
+    }
+    let writable = audit::writable_places(
+        &session.workspace.root,
+        session
+            .workspace
+            .config
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.writable.as_deref())
+            .unwrap_or(&[]),
+    );
+    for (e, r) in report.iter_mut().enumerate() {
+        let judge = audit::Judge {
+            contained: r["containment"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("contained")),
+            writable: writable.clone(),
+        };
+        check_trust::TrustReport::gather(&breaks, e, &labels).into_json(r, &judge);
+    }
+    // a `repeat = K` evaluator's spread over its K scores of each sample
+    for ((r, p), outcomes) in report.iter_mut().zip(&prepared).zip(&scored) {
+        if p.spec.repeat > 1 && !outcomes.is_empty() {
+            let mut spread = crate::trust::Spread::new(p.spec.repeat);
+            for (at, outcome) in outcomes {
+                let label = labels.get(at.file).unwrap_or(&"?");
+                spread.add(format!("{label}:{}", at.line), outcome);
+            }
+            spread
+                .varying
+                .sort_by(|a, b| issues::place(a).cmp(&issues::place(b)));
+            check_trust::spread_json(r, &spread, threshold);
+        }
+    }
+    // the call each evaluator made for the first sample it was checked on
+    for (e, r) in report.iter_mut().enumerate() {
+        let first = breaks
+            .iter()
+            .filter(|b| b.evaluator == e)
+            .min_by_key(|b| b.at.index)
+            .and_then(|b| b.call.as_ref());
+        if let Some(call) = first {
+            r["first_call"] = json!(call);
         }
     }
     // the size of each call a per-group evaluator was given (SPEC §3: groups are
@@ -114,6 +143,7 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
             }
         }
     }
+    let failed: usize = report.iter().map(broken_kinds).sum();
     if args.format == Format::Json {
         println!(
             "{}",
@@ -123,16 +153,38 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
         for r in &report {
             print_evaluator_report(r);
         }
+        // where the kernel refused the box: how the policy's code runs (SPEC §18)
+        let unsafe_ok = session
+            .workspace
+            .config
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.unsafe_)
+            == Some(true);
+        if let Some(line) = containment
+            .as_ref()
+            .and_then(|c| c.as_deref())
+            .and_then(|c| crate::sandbox::without_namespaces(c, unsafe_ok))
+        {
+            println!("{line}");
+        }
     }
-    Ok(if total > 0 {
+    Ok(if failed > 0 {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
     })
 }
 
-/// Each evaluator's report as JSON: its style and why, samples checked, breaks by
-/// kind with the samples (`FILE:LINE`) that showed them, where it runs.
+/// How many kinds of contract break an evaluator's report holds: its breaks by kind,
+/// and what its trust findings add ([`check_trust::failures`]).
+fn broken_kinds(r: &Value) -> usize {
+    r["kinds"].as_array().map_or(0, Vec::len) + check_trust::failures(r)
+}
+
+/// Each evaluator's report as JSON: its style and why, samples checked, breaks
+/// (each distinct issue, and by kind) with the samples (`FILE:LINE`) that showed
+/// them, where it runs.
 fn evaluator_reports(
     session: &Session,
     prepared: &[Prepared],
@@ -161,8 +213,22 @@ fn evaluator_reports(
                     json!({"issue": issue, "samples": at})
                 })
                 .collect();
+            let kinds = issues::kinds(
+                &breaks
+                    .iter()
+                    .map(|b| {
+                        let samples = b["samples"].as_array().into_iter().flatten();
+                        let samples = samples.filter_map(|s| s.as_str().map(String::from));
+                        (
+                            b["issue"].as_str().unwrap_or("").to_string(),
+                            samples.collect(),
+                        )
+                    })
+                    .collect::<Vec<_>>(),
+            );
             json!({
                 "evaluator": p.spec.name,
+                "kinds": kinds,
                 "style": chosen.as_ref().map(|c| c.0).or(p.style).map(|s| s.as_str()),
                 "style_reason": chosen.as_ref().map(|c| c.1.as_str()),
                 "call": chosen.as_ref().and_then(|c| c.2.as_deref()),
@@ -208,7 +274,8 @@ fn containment_of(
             }
         }
         Some(open) if open.starts_with("open") => format!(
-            "{open} (the kernel allows no unprivileged user namespace; on Ubuntu 24.04 `sysctl kernel.apparmor_restrict_unprivileged_userns=0`, in Docker `--security-opt seccomp=unconfined`)"
+            "{open} (the kernel allows no unprivileged user namespace; {})",
+            crate::sandbox::NAMESPACE_SETTING
         ),
         _ => "open: [sandbox] workers = \"open\" or --no-contain".to_string(),
     })
@@ -239,7 +306,7 @@ fn sizes_text(sizes: &[Value]) -> String {
 /// One evaluator's report as text.
 fn print_evaluator_report(r: &Value) {
     let style = r["style"].as_str().unwrap_or("?");
-    let breaks = r["breaks"].as_array().map(|b| b.len()).unwrap_or(0);
+    let breaks = broken_kinds(r);
     let name = r["evaluator"].as_str().unwrap_or("");
     if r["remote"] == true {
         let runs = r["runs"].as_str().unwrap_or("");
@@ -253,7 +320,8 @@ fn print_evaluator_report(r: &Value) {
         );
     } else {
         println!(
-            "{name} ({style}): {breaks} kind(s) of contract break on {} samples",
+            "{name} ({style}): {breaks} kind{} of contract break on {} samples",
+            if breaks == 1 { "" } else { "s" },
             r["samples"]
         );
     }
@@ -337,19 +405,18 @@ fn print_evaluator_report(r: &Value) {
     if let Some(warning) = r["warning"].as_str() {
         println!("  ⚠ {warning}");
     }
-    super::check_trust::print(r);
-    for b in r["breaks"].as_array().into_iter().flatten() {
-        let at: Vec<&str> = b["samples"]
+    check_trust::print(r);
+    for k in r["kinds"].as_array().into_iter().flatten() {
+        let samples: Vec<String> = k["samples"]
             .as_array()
             .into_iter()
             .flatten()
-            .filter_map(|s| s.as_str())
+            .filter_map(|s| s.as_str().map(String::from))
             .collect();
-        let shown = if at.len() > 4 {
-            format!("{} and {} more", at[..4].join(", "), at.len() - 4)
-        } else {
-            at.join(", ")
-        };
-        println!("  ✗ {} — {shown}", b["issue"].as_str().unwrap_or(""));
+        println!(
+            "  ✗ {} — {}",
+            k["issue"].as_str().unwrap_or(""),
+            issues::samples_text(&samples)
+        );
     }
 }

@@ -5,8 +5,8 @@
 //! on its arguments' type).
 
 use crate::engine::chat_template::{templated_prompt, ChatTemplate};
-use crate::model::{EvaluatorSpec, Outcome, SolutionStr, Style};
-use crate::runner::{Event, Prepared, Runner};
+use crate::model::{EvaluatorSpec, Outcome, SampleRef, SolutionStr, Style};
+use crate::runner::{Event, Prepared, Repeats, Runner};
 use crate::workspace::{ReadAhead, SamplesFile};
 use serde_json::Value;
 
@@ -84,41 +84,65 @@ pub(super) fn rendered_prompt(
     Some((which, text))
 }
 
-/// Scores every evaluator on the checked samples (through the cache) and says, per
-/// evaluator, what looks like a function called in a form it was not written for.
-pub(super) async fn form_warnings(
+/// Scores every local evaluator on the checked samples through the cache (a
+/// `repeat = K` one K times, merged as `rwb run` merges them: SPEC §16), per
+/// evaluator the samples in the order they came and their outcomes; none for a
+/// remote evaluator (its contract is checked where it runs).
+pub(super) async fn scored(
     runner: &Runner,
     prepared: &[Prepared],
     files: &[SamplesFile],
     max_samples: usize,
-    styles: &[Option<Style>],
-) -> Vec<Option<String>> {
-    // local evaluators only: a remote one's contract is checked where it runs
+    threshold: f64,
+) -> Vec<Vec<(SampleRef, Outcome)>> {
     let local: Vec<usize> = (0..prepared.len())
         .filter(|&i| !prepared[i].spec.source.is_remote())
         .collect();
-    let scored: Vec<Prepared> = local.iter().map(|&i| prepared[i].clone()).collect();
+    let chosen: Vec<Prepared> = local.iter().map(|&i| prepared[i].clone()).collect();
+    let (runs, of) = runner.expand_repeats(&chosen);
+    let mut repeats = Repeats::new(&chosen, threshold).map(|r| r.with(of));
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let run = runner.run(&scored, files, Some(max_samples), true, false, tx);
+    let run = runner.run(&runs, files, Some(max_samples), true, false, tx);
     let collect = async {
-        let mut outcomes: Vec<Vec<Outcome>> = vec![Vec::new(); prepared.len()];
-        while let Some(Event::Result {
-            evaluator, outcome, ..
-        }) = rx.recv().await
-        {
-            outcomes[local[evaluator]].push(outcome);
+        let mut outcomes: Vec<Vec<(SampleRef, Outcome)>> = vec![Vec::new(); prepared.len()];
+        while let Some(event) = rx.recv().await {
+            let event = match repeats.as_mut() {
+                Some(r) => r.add(event),
+                None => Some(event),
+            };
+            if let Some(Event::Result {
+                evaluator,
+                at,
+                outcome,
+                ..
+            }) = event
+            {
+                outcomes[local[evaluator]].push((at, outcome));
+            }
         }
         outcomes
     };
     let (_, outcomes) = tokio::join!(run, collect);
+    outcomes
+}
+
+/// Per evaluator, what looks like a function called in a form it was not written
+/// for, from its outcomes on the checked samples ([`scored`]).
+pub(super) fn form_warnings(
+    scored: &[Vec<(SampleRef, Outcome)>],
+    prepared: &[Prepared],
+    files: &[SamplesFile],
+    styles: &[Option<Style>],
+) -> Vec<Option<String>> {
     let text = first_sample(files).is_some_and(|s| text_form(&s));
     let label = files.first().map_or("FILE", |f| f.label.as_str());
-    outcomes
+    scored
         .iter()
         .zip(styles)
         .zip(prepared)
         .map(|((o, style), p)| {
-            style.and_then(|s| warning(s, o, &another_form(s, p.spec.trainer, text, label)))
+            let outcomes: Vec<&Outcome> = o.iter().map(|(_, o)| o).collect();
+            style.and_then(|s| warning(s, &outcomes, &another_form(s, p.spec.trainer, text, label)))
         })
         .collect()
 }
@@ -146,7 +170,7 @@ fn another_form(
 }
 
 /// The warning for one evaluator's outcomes, if any.
-fn warning(style: Style, outcomes: &[Outcome], advice: &str) -> Option<String> {
+fn warning(style: Style, outcomes: &[&Outcome], advice: &str) -> Option<String> {
     if outcomes.len() < 2 {
         return None;
     }
@@ -157,7 +181,7 @@ fn warning(style: Style, outcomes: &[Outcome], advice: &str) -> Option<String> {
         }
         _ => "text",
     };
-    let form_error = |o: &Outcome| {
+    let form_error = |o: &&Outcome| {
         o.error.as_ref().is_some_and(|e| {
             matches!(e.kind.as_str(), "TypeError" | "AttributeError")
                 && ["str", "list", "dict", "expected string"]
@@ -179,7 +203,7 @@ fn warning(style: Style, outcomes: &[Outcome], advice: &str) -> Option<String> {
     if scores.len() == outcomes.len() && scores.windows(2).all(|w| w[0] == w[1]) {
         return Some(format!(
             "every sample scores {}: check that the function reads the form it is passed ({passed}); Tunix and OpenRLHF pass templated text, TRL the dataset's own form; {advice}",
-            scores[0]
+            crate::trust::issues::four_digits(scores[0])
         ));
     }
     None

@@ -47,7 +47,7 @@ pub(super) fn write_error_list(
             }
             listed += 1;
             if listed <= SHOWN {
-                let place = format!("{}:{}", labels[sample.at.file], sample.at.line);
+                let place = crate::sources::files::place(labels, &sample.at);
                 lines.push(format!(
                     "  {place}  {}  {}: {}",
                     names[i],

@@ -8,6 +8,7 @@ mod deploy;
 mod deploy_targets;
 mod error_list;
 mod generate;
+mod hacking_run;
 mod human;
 mod init;
 mod output;
@@ -156,6 +157,9 @@ struct RunArgs {
     /// (overrides rwb.toml's `repeat`).
     #[arg(long, value_name = "K", value_parser = parse_repeat, allow_negative_numbers = true)]
     repeat: Option<usize>,
+    /// Exit 1 when the samples' steps show the onset of reward hacking (SPEC §19).
+    #[arg(long)]
+    fail_on_onset: bool,
 }
 
 #[derive(Args, Debug)]
@@ -289,6 +293,7 @@ impl Shared {
             timeout: self.timeout,
             concurrency: self.concurrency,
             serving: false,
+            waits: false,
             no_contain: self.no_contain,
         }
     }
@@ -397,6 +402,7 @@ pub fn main() -> ExitCode {
                     ray: cli.ray,
                     repeat: None,
                     min_agreement: None,
+                    fail_on_onset: false,
                 };
                 block_on(run::run(args))
             }

@@ -1,5 +1,8 @@
 //! `rwb probe`: score reward-hacking variants of the samples and report which
-//! evaluators, and which of their components, give them high scores.
+//! evaluators, and which of their components, give them high scores; for evaluators
+//! that run code, the hacks that game tests (SPEC §18, [`code`]).
+
+mod code;
 
 use super::{Fail, Format, ProbeArgs, Session};
 use crate::runner::probe_report;
@@ -24,6 +27,16 @@ pub(super) async fn probe(args: ProbeArgs) -> Result<ExitCode, Fail> {
         )
         .await
         .map_err(|e| Fail::Usage(e.to_string()))?;
+    let hacks = code::code_hacks(
+        &session.runner,
+        &prepared,
+        &session.workspace.samples,
+        &session.workspace.root,
+        args.max_samples,
+        session.use_cache,
+    )
+    .await
+    .map_err(|e| Fail::Usage(format!("the code hacks failed: {e}")))?;
     if args.format == Format::Json {
         let probes: Vec<_> = rows
             .iter()
@@ -36,11 +49,20 @@ pub(super) async fn probe(args: ProbeArgs) -> Result<ExitCode, Fail> {
                 })
             })
             .collect();
-        let doc = json!({"threshold": threshold, "samples": originals, "probes": probes});
+        let doc = json!({
+            "threshold": threshold,
+            "samples": originals,
+            "probes": probes,
+            "code_hacks": hacks.to_json(),
+        });
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
         return Ok(ExitCode::SUCCESS);
     }
     for line in probe_report(originals, &rows, threshold) {
+        println!("{line}");
+    }
+    println!();
+    for line in hacks.report() {
         println!("{line}");
     }
     Ok(ExitCode::SUCCESS)

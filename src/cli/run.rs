@@ -29,6 +29,13 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         eprintln!("rwb: {}", cluster.describe());
     }
     let mut prepared = session.prepare_all().await?;
+    // where the kernel refused the box, said once (SPEC §18)
+    if let Some(said) = session.runner.engine().containment_said() {
+        let unsafe_ok = session.workspace.config.sandbox.as_ref().and_then(|s| s.unsafe_) == Some(true);
+        if let Some(line) = crate::sandbox::without_namespaces(&said, unsafe_ok) {
+            eprintln!("rwb: {line}");
+        }
+    }
     if let Some(k) = args.repeat {
         for p in &mut prepared {
             std::sync::Arc::make_mut(&mut p.spec).repeat = k;
@@ -103,6 +110,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         threshold,
     );
     let labelled = printer.human.is_some();
+    printer.hacking = Some(hacking_setup(&session, &names, &logged, labelled, args.max_samples));
     let keep = args.save_baseline.is_some();
     let progress = Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
     let (tx, rx) = mpsc::unbounded_channel();
@@ -141,6 +149,9 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let errors = printer.errors;
     let agreements = printer.agreements();
     let regressions = printer.baseline.as_ref().map(|b| b.regressions);
+    let mut printer = printer;
+    printer.hacking_report = printer.hacking.take().and_then(|h| h.report());
+    let onset = printer.hacking_report.as_ref().and_then(|r| r.onset_step());
     let (summaries, unwritten) = printer.finish(&stats, started.elapsed().as_secs_f64());
     for warning in &stats.warnings {
         eprintln!("rwb: warning: {warning}");
@@ -176,13 +187,50 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         eprintln!("rwb: {e}");
         return Ok(ExitCode::from(2));
     }
-    let checks_failed = failed_checks(&args, &names, &summaries, regressions)
+    let mut checks_failed = failed_checks(&args, &names, &summaries, regressions)
         | failed_agreement(args.min_agreement, &names, &agreements);
+    if args.fail_on_onset {
+        if let Some(step) = onset {
+            eprintln!("rwb: the policy started gaming the reward at step {step} (onset@v1; --fail-on-onset)");
+            checks_failed = true;
+        }
+    }
     let failed = errors > 0 || checks_failed;
     Ok(if failed {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
+    })
+}
+
+/// What the run's `hacking` report reads (SPEC §19): which evaluators are held out,
+/// their weights and logged names, `[hacking]`.
+fn hacking_setup(
+    session: &Session,
+    names: &[String],
+    logged: &[Option<String>],
+    labelled: bool,
+    limit: Option<usize>,
+) -> super::hacking_run::HackingRun {
+    let config = &session.workspace.config;
+    let heldout = names
+        .iter()
+        .map(|n| config.evaluators.get(n).and_then(|e| e.heldout) == Some(true))
+        .collect();
+    super::hacking_run::HackingRun::new(super::hacking_run::Setup {
+        params: config.hacking.as_ref().map(|h| h.params()).unwrap_or_default(),
+        names: names.to_vec(),
+        heldout,
+        weights: names.iter().map(|n| session.workspace.weight(n)).collect(),
+        logged: names
+            .iter()
+            .zip(logged)
+            .map(|(n, l)| l.clone().unwrap_or_else(|| n.clone()))
+            .collect(),
+        labelled,
+        files: session.workspace.samples.clone(),
+        limit,
+        group_by: config.group_by(),
     })
 }
 

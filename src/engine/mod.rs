@@ -62,6 +62,7 @@ pub const PYTHON_FILES: &[(&str, &str)] = &[
         "rwb_py/timeouts.py",
         include_str!("python/rwb_py/timeouts.py"),
     ),
+    ("rwb_py/tally.py", include_str!("python/rwb_py/tally.py")),
     ("rwb_py/wire.py", include_str!("python/rwb_py/wire.py")),
     ("rwb_py/worker.py", include_str!("python/rwb_py/worker.py")),
     ("rwb_py/zygote.py", include_str!("python/rwb_py/zygote.py")),

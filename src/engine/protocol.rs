@@ -132,6 +132,9 @@ pub struct BatchLine {
     /// The worker is leaving after an interrupted evaluation (why, e.g. "timeout").
     #[serde(default)]
     pub retire: Option<String>,
+    /// What rwb's sandbox ran for this evaluation (`rwb.sandbox`'s count).
+    #[serde(default)]
+    pub sandbox: Option<Box<crate::model::Sandboxed>>,
 }
 
 /// A line the worker wrote that does not read as a [`BatchLine`] (a result holding a
@@ -250,6 +253,7 @@ impl BatchLine {
                 output: None,
                 repeat: None,
                 swallowed: None,
+                sandbox: None,
             },
             (None, Some(e)) => Outcome::failed(e),
             (None, None) => Outcome::failed(EvalError::new(
@@ -260,6 +264,7 @@ impl BatchLine {
         outcome.duration_ms = self.ns.map_or(self.ms, nanos_to_ms);
         outcome.output = self.out;
         outcome.swallowed = self.swallowed;
+        outcome.sandbox = self.sandbox;
         outcome
     }
 }

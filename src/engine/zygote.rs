@@ -235,6 +235,7 @@ impl Engine {
                     network: true,
                     tmp_read_only: true,
                     first: Vec::new(),
+                    confine: false,
                 })),
                 env: StdMutex::default(),
                 containment_said: StdMutex::default(),
@@ -279,6 +280,12 @@ impl Engine {
             return Some(said == "contained");
         }
         Some(self.shared.containment.lock().unwrap().is_some())
+    }
+
+    /// What the running zygote said of its box (`contained`, `open: WHY`); `None`
+    /// before one started.
+    pub fn containment_said(&self) -> Option<String> {
+        self.shared.containment_said.lock().unwrap().clone()
     }
 
     /// The box the next zygote starts in, with the folders rwb itself needs writable.

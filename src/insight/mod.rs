@@ -5,6 +5,8 @@
 //!
 //! Pure functions over outcomes: no files, no processes, no screen.
 
+pub mod code_hacks;
+pub mod hacking;
 pub mod probes;
 
 use crate::model::Outcome;

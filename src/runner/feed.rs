@@ -253,10 +253,15 @@ impl<'a> Feed<'a> {
             }
         }
         if let Some(why) = &line.bad {
+            // a folder's row names its own file
             let label = &self.files[line.at.file].label;
+            let place = match line.at.facts.as_ref().and_then(|f| f.file.as_deref()) {
+                Some(member) => crate::sources::files::member_label(label, member),
+                None => label.clone(),
+            };
             let error = EvalError::new(
                 kinds::BAD_SAMPLE,
-                format!("{label}:{}: {why}", line.at.line),
+                format!("{place}:{}: {why}", line.at.line),
             );
             for index in 0..self.evaluators.len() {
                 if !self.takes(index, line.at.index) {

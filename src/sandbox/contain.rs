@@ -58,6 +58,10 @@ pub struct Plan {
     /// else `/tmp` holds.
     #[serde(default)]
     pub first: Vec<PathBuf>,
+    /// Where no box can be built, confine the program with Landlock and seccomp
+    /// ([`super::confine`]) rather than let it run open (the sandbox's fork server).
+    #[serde(default)]
+    pub confine: bool,
 }
 
 fn yes() -> bool {
@@ -139,6 +143,15 @@ pub fn main(args: &[OsString]) -> std::process::ExitCode {
             }
             "contained".to_string()
         }
+        Err(why) if plan.confine => match super::confine::confine() {
+            Ok(confined) => {
+                // the program may write only there: its temporary folder too
+                std::env::set_var(super::confine::BASE, &confined.base);
+                std::env::set_var("TMPDIR", &confined.base);
+                format!("confined: {}; {why}", confined.describe())
+            }
+            Err(refused) => format!("open: {why}; {refused}"),
+        },
         Err(why) => format!("open: {why}"),
     };
     let error = std::process::Command::new(&command[0])
@@ -645,6 +658,7 @@ mod tests {
             network: false,
             tmp_read_only: true,
             first: Vec::new(),
+            confine: true,
         };
         let args: Vec<OsString> = vec![
             serde_json::to_string(&plan).unwrap().into(),

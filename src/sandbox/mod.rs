@@ -1,6 +1,7 @@
 //! Code rewards, contained (SPEC §18): every reward rwb runs locally is boxed in
 //! ([`contain`]), and the code a policy wrote runs in a stricter sandbox of its own.
 
+pub mod confine;
 pub mod contain;
 pub mod executor;
 pub mod http;
@@ -8,6 +9,28 @@ pub mod service;
 
 use crate::workspace::Workspace;
 use contain::Plan;
+
+/// What lets rwb build its boxes where the kernel refuses unprivileged user namespaces.
+pub const NAMESPACE_SETTING: &str = "on Ubuntu 24.04 `sysctl kernel.apparmor_restrict_unprivileged_userns=0`, in Docker `--security-opt seccomp=unconfined`";
+
+/// Where the kernel refused a box to the workers (`state` is the zygote's `open:
+/// WHY`, and not `--no-contain`'s): what runs how, said once at start and by `rwb
+/// check` (SPEC §18, "where the kernel says no"). `None` where the workers are
+/// contained or open by choice.
+pub fn without_namespaces(state: &str, unsafe_ok: bool) -> Option<String> {
+    let why = state.strip_prefix("open: ")?;
+    let abi = confine::landlock_abi();
+    let sandbox = if abi > 0 {
+        format!("the policy's code (rwb.sandbox, /run_code) runs confined by Landlock (ABI {abi}) + seccomp + rlimits")
+    } else if unsafe_ok {
+        "the policy's code (rwb.sandbox, /run_code) runs with rlimits only: no Landlock either, and [sandbox] unsafe = true".to_string()
+    } else {
+        "rwb's sandbox refuses to run the policy's code (no Landlock either; [sandbox] unsafe = true runs it with rlimits only)".to_string()
+    };
+    Some(format!(
+        "no box here ({why}): rewards run open, and {sandbox}; to allow boxes, {NAMESPACE_SETTING}"
+    ))
+}
 
 /// The box a workspace's workers run in (SPEC §18): `None` with `--no-contain` or
 /// `[sandbox] workers = "open"`; else the workspace's `[sandbox] writable` folders and
@@ -37,6 +60,7 @@ pub fn workers_plan(workspace: &Workspace, no_contain: bool) -> Result<Option<Pl
         network: sandbox.network.unwrap_or(true),
         tmp_read_only: true,
         first: vec![std::path::absolute(&workspace.root).unwrap_or_else(|_| workspace.root.clone())],
+        confine: false,
     }))
 }
 

@@ -192,7 +192,7 @@ impl Service {
                 *guard = Some(self.start().await?);
             }
             let running = guard.as_mut().expect("just started");
-            if running.containment != "contained" && !self.settings.unsafe_ok {
+            if running.containment.starts_with("open") && !self.settings.unsafe_ok {
                 return Err(format!(
                     "rwb cannot box the policy's code in on this machine ({}), so it runs none; set unsafe = true under [sandbox] in rwb.toml to run it anyway, with your full power",
                     running.containment
@@ -220,6 +220,7 @@ impl Service {
             network: false,
             tmp_read_only: false,
             first: Vec::new(),
+            confine: true,
         };
         let mut command = contain::wrap_tokio(&plan, &self.python, &args)
             .map_err(|e| format!("cannot start the sandbox: {e}"))?;
@@ -256,6 +257,9 @@ impl Service {
         let isolation = &ready["isolation"];
         let containment = if isolation["namespaces"] == true {
             "contained".to_string()
+        } else if isolation["confined"] == true {
+            // no namespaces, but Landlock and seccomp (src/sandbox/confine.rs)
+            format!("confined: {}", isolation["why"].as_str().unwrap_or("no namespaces"))
         } else {
             format!(
                 "open: {}",

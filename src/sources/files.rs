@@ -7,6 +7,15 @@
 //! facts, and a row whose reader knows no step takes the file's: the number its name
 //! (or a folder's) gives it ([`step_in_name`]). A file that cannot be read, or a line
 //! that is no row, is a bad row naming the file (and line): the other files go on.
+//!
+//! The rows are numbered on from one file to the next (the source is one file of rows
+//! to the rest of rwb), each file's from where the last one's ended: a row's number
+//! less the number before its file's first row is its line in its own file, which is
+//! how rows are shown (`steps/2.jsonl:1`; see `workspace::samples`).
+//!
+//! A folder that holds no file yet (or is not there yet: `-s logs/exp/`, its trailing
+//! `/` says it is a folder) has no rows: the workbench waits for the trainer to write
+//! them, and `rwb run` says it is empty ([`members`]).
 
 use super::{detect, json_rows, Format, Options, Peek, Row, Rows};
 use std::cmp::Ordering;
@@ -27,18 +36,54 @@ pub fn is_pattern(path: &Path) -> bool {
     path.to_string_lossy().contains(['*', '?', '['])
 }
 
-/// Whether `path` is a source of several files: a glob, or a folder that is no
-/// Hugging Face dataset.
+/// Whether `path` is a source of several files: a glob, a folder that is no
+/// Hugging Face dataset, or a folder not there yet ([`is_folder_to_be`]).
 pub fn is_many(path: &Path) -> bool {
     is_pattern(path)
+        || is_folder_to_be(path)
         || (path.is_dir()
             && !path.join("state.json").is_file()
             && !path.join("dataset_dict.json").is_file())
 }
 
+/// Whether `path` names a folder that is not there yet: it ends with `/` (a trainer's
+/// log folder given before its first step was written, `-s logs/exp/`).
+pub fn is_folder_to_be(path: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    path.as_os_str().as_bytes().ends_with(b"/") && !path.exists()
+}
+
 /// The files of a folder or glob, in natural order; an error for a glob matching
-/// nothing or a folder holding no samples file.
+/// nothing or a folder holding no samples file (or not there), which `rwb run` has
+/// nothing to read in (the workbench waits for them: see [`found`]).
 pub fn members(path: &Path) -> Result<Vec<PathBuf>, String> {
+    let found = found(path);
+    if !found.is_empty() {
+        return Ok(found);
+    }
+    let shown = path.display();
+    Err(if is_pattern(path) {
+        format!(
+            "no files match {shown} (quote the pattern so that rwb, not the shell, expands it; check the folder and the extension)"
+        )
+    } else {
+        let what = if path.exists() {
+            format!(
+                "an empty folder (no {} file, nor a JSON file a tool wrote, in it or below it)",
+                MEMBERS.join(", ")
+            )
+        } else {
+            "no such folder yet".to_string()
+        };
+        format!(
+            "{shown}: {what}: give the folder the trainer writes its step files to (the workbench, `rwb DIR -s {shown}`, opens on it and waits for them)"
+        )
+    })
+}
+
+/// The files of a folder or glob as they are now, in natural order: none for a glob
+/// matching nothing or a folder with no samples file in it yet (or not there yet).
+pub fn found(path: &Path) -> Vec<PathBuf> {
     let mut found = Vec::new();
     if is_pattern(path) {
         let (base, pattern) = split_pattern(path);
@@ -48,27 +93,14 @@ pub fn members(path: &Path) -> Result<Vec<PathBuf>, String> {
             p.strip_prefix(&base)
                 .is_ok_and(|rel| re.is_match(&rel.to_string_lossy()))
         });
-        if found.is_empty() {
-            return Err(format!(
-                "no files match {} (quote the pattern so that rwb, not the shell, expands it; check the folder and the extension)",
-                path.display()
-            ));
-        }
     } else {
         walk(path, &mut found);
         found.retain(|p| wanted(p));
-        if found.is_empty() {
-            return Err(format!(
-                "{}: an empty folder (no {} file, nor a JSON file a tool wrote, in it or below it): give the folder the trainer writes its step files to",
-                path.display(),
-                MEMBERS.join(", ")
-            ));
-        }
     }
     // prime-rl: `effective/traces.jsonl` repeats episodes of `all/traces.jsonl` beside it
     found.retain(|p| !repeats_all(p));
     found.sort_by(|a, b| natural(&a.to_string_lossy(), &b.to_string_lossy()));
-    Ok(found)
+    found
 }
 
 /// How a row of the folder or glob labelled `label` names its file `member`: the
@@ -80,6 +112,16 @@ pub fn member_label(label: &str, member: &str) -> String {
         PathBuf::from(label)
     };
     base.join(member).to_string_lossy().into_owned()
+}
+
+/// Where a sample is, as a person reads it: `FILE:LINE`, the file in a folder or glob
+/// named by its own label ([`member_label`]; `line` counts within it).
+pub fn place(labels: &[String], at: &crate::model::SampleRef) -> String {
+    let label = labels.get(at.file).map_or("?", String::as_str);
+    match at.facts.as_ref().and_then(|f| f.file.as_deref()) {
+        Some(member) => format!("{}:{}", member_label(label, member), at.line),
+        None => format!("{label}:{}", at.line),
+    }
 }
 
 /// Whether `path` is prime-rl's `…/effective/traces.jsonl` with an `…/all/traces.jsonl`
@@ -276,6 +318,80 @@ pub fn step_in_name(rel: &Path) -> Option<i64> {
         .find_map(|c| named_step(&c.as_os_str().to_string_lossy()))
 }
 
+/// Folders a step-file listing passes over: tools' caches and environments.
+const NOT_WALKED: &[&str] = &["node_modules", "__pycache__", "venv", "target", "wandb"];
+
+/// The folders below `root` (at most a few levels down) whose files a trainer wrote
+/// step by step, each as a folder source would read it (relative to `root`), with how
+/// many such files it holds: a file whose name gives a step is in its folder's
+/// (`logs/exp/train_data_step3.jsonl`: `logs/exp`), one under a folder whose name
+/// gives it in the folder above that (`dumped_evals/global_step_40_evals/a.jsonl`:
+/// `dumped_evals`). Folders inside another one listed are left out.
+pub fn step_folders(root: &Path) -> Vec<(PathBuf, usize)> {
+    const DEPTH: usize = 5;
+    const MOST: usize = 20_000;
+    let mut files = Vec::new();
+    let mut stack = vec![(root.to_path_buf(), 0)];
+    while let Some((dir, depth)) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten().take(MOST) {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') || NOT_WALKED.contains(&name.as_str()) {
+                continue;
+            }
+            match entry.file_type() {
+                Ok(t) if t.is_dir() && depth < DEPTH => stack.push((entry.path(), depth + 1)),
+                Ok(t) if t.is_file() => files.push(entry.path()),
+                _ => {}
+            }
+        }
+        if files.len() > MOST {
+            break;
+        }
+    }
+    let mut counts: std::collections::BTreeMap<PathBuf, usize> = Default::default();
+    for file in files {
+        let Ok(rel) = file.strip_prefix(root) else {
+            continue;
+        };
+        let ext = rel.extension().map(|x| x.to_string_lossy().to_lowercase());
+        let name = rel.file_name().map(|n| n.to_string_lossy().to_lowercase());
+        let sampled =
+            ext.is_some_and(|x| ["jsonl", "parquet", "arrow", "eval"].contains(&x.as_str()));
+        if !sampled || name.is_some_and(|n| NOT_SAMPLES.contains(&n.as_str())) {
+            continue;
+        }
+        let stem = rel.file_stem().unwrap_or_default().to_string_lossy();
+        let in_name = named_step(&stem).is_some()
+            || stem.rsplit_once('_').and_then(|(_, n)| number(n)).is_some();
+        let folder = if in_name {
+            rel.parent()
+        } else {
+            rel.ancestors()
+                .skip(1)
+                .take(3)
+                .find(|a| {
+                    a.file_name()
+                        .is_some_and(|n| named_step(&n.to_string_lossy()).is_some())
+                })
+                .and_then(Path::parent)
+        };
+        if let Some(folder) = folder.filter(|f| !f.as_os_str().is_empty()) {
+            *counts.entry(folder.to_path_buf()).or_default() += 1;
+        }
+    }
+    let mut out: Vec<(PathBuf, usize)> = Vec::new();
+    for (folder, n) in counts {
+        match out.iter_mut().find(|(kept, _)| folder.starts_with(kept)) {
+            Some((_, count)) => *count += n,
+            None => out.push((folder, n)),
+        }
+    }
+    out
+}
+
 /// A name that is a number, or holds `step` followed by one.
 fn named_step(name: &str) -> Option<i64> {
     if let Some(n) = number(name) {
@@ -324,7 +440,7 @@ fn by_shape(path: &Path, options: &Options) -> Result<Option<Rows>, String> {
 /// The rows of the folder or glob at `path`, each file opened by `opener` (a
 /// `[samples.NAME]` mapping opens every file with its columns).
 pub fn open_with(path: &Path, options: &Options, opener: Opener) -> Result<Rows, String> {
-    let files = members(path)?;
+    let files = found(path); // none yet: no rows yet
     let base = if is_pattern(path) {
         split_pattern(path).0
     } else {
@@ -337,6 +453,7 @@ pub fn open_with(path: &Path, options: &Options, opener: Opener) -> Result<Rows,
         opener,
         current: None,
         number: 0,
+        before: 0,
     }))
 }
 
@@ -363,13 +480,17 @@ struct FilesRows {
     options: Options,
     opener: Opener,
     current: Option<Current>,
+    /// The last row's number, and the number before the current file's first row
+    /// (its rows are numbered on from there by their lines in the file).
     number: usize,
+    before: usize,
 }
 
 impl FilesRows {
     /// Opens the next file; a file that cannot be opened is one bad row.
     fn open_next(&mut self) -> Option<Result<Current, Row>> {
         let path = self.files.pop_front()?;
+        self.before = self.number;
         let rel = path.strip_prefix(&self.base).unwrap_or(&path).to_path_buf();
         let label = rel.to_string_lossy().into_owned();
         let step = step_in_name(&rel);
@@ -449,8 +570,11 @@ impl Iterator for FilesRows {
 }
 
 impl FilesRows {
+    /// Numbers a row of the current file on from the rows before it: its line in the
+    /// file after the number before the file's first row (a row that names no line,
+    /// such as a damaged file's error, is the next number).
     fn numbered(&mut self, mut row: Row) -> Row {
-        self.number += 1;
+        self.number = (self.before + row.line).max(self.number + 1);
         row.line = self.number;
         row
     }

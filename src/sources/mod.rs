@@ -35,6 +35,7 @@ mod skyrl;
 mod table;
 mod trackio;
 mod trl;
+pub mod unknown;
 mod verifiers;
 mod verl;
 mod wandb;

@@ -97,6 +97,90 @@ impl RepeatBuilder {
     }
 }
 
+/// How far apart one evaluator's K scores of each sample lie, for `rwb check`: a
+/// `repeat = K` evaluator is judged by its repeats (their spread is what `repeat`
+/// measures), never as a reward that gives a second call another score.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Spread {
+    pub k: usize,
+    /// Samples with at least one repeat that gave a score.
+    pub samples: usize,
+    /// The samples whose scores are not all equal, with the widest gap (max − min).
+    pub varying: Vec<String>,
+    pub widest: Option<f64>,
+    /// The mean of the samples' population std.
+    pub mean_std: Option<f64>,
+    /// Samples whose scores fall on both sides of the threshold.
+    pub flips: usize,
+    /// Samples with a repeat that failed.
+    pub failed: usize,
+    #[serde(skip)]
+    std_sum: f64,
+}
+
+impl Spread {
+    pub fn new(k: usize) -> Spread {
+        Spread {
+            k,
+            ..Default::default()
+        }
+    }
+
+    /// Adds one sample's merged outcome ([`merge`]), `at` naming it.
+    pub fn add(&mut self, at: String, outcome: &Outcome) {
+        let Some(r) = &outcome.repeat else { return };
+        self.failed += usize::from(r.scores.iter().any(Option::is_none));
+        let ok: Vec<f64> = r.scores.iter().flatten().copied().collect();
+        if ok.is_empty() {
+            return;
+        }
+        self.samples += 1;
+        self.std_sum += r.score_std.unwrap_or(0.0);
+        self.mean_std = Some(self.std_sum / self.samples as f64);
+        self.flips += usize::from(r.flips);
+        let low = ok.iter().copied().fold(f64::INFINITY, f64::min);
+        let high = ok.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if high > low {
+            self.varying.push(at);
+            self.widest = Some(self.widest.map_or(high - low, |w| w.max(high - low)));
+        }
+    }
+
+    /// The check's line: "repeat = 3: scores vary across repeats by up to 0.8123 on 4
+    /// of 4 samples (mean std 0.3, 2 on both sides of the threshold 0.5)".
+    pub fn describe(&self, threshold: f64) -> String {
+        let four = super::issues::four_digits;
+        let k = self.k;
+        let mut text = if self.samples == 0 {
+            format!("repeat = {k}: no sample got a score")
+        } else if self.varying.is_empty() {
+            match self.samples {
+                1 => format!("repeat = {k}: the {k} repeats agree on the one sample"),
+                n => format!("repeat = {k}: the {k} repeats agree on all {n} samples"),
+            }
+        } else {
+            format!(
+                "repeat = {k}: scores vary across repeats by up to {} on {} of {} samples (mean std {}, {} on both sides of the threshold {}) — {}",
+                four(self.widest.unwrap_or(0.0)),
+                self.varying.len(),
+                self.samples,
+                four(self.mean_std.unwrap_or(0.0)),
+                self.flips,
+                four(threshold),
+                super::issues::locations(&self.varying)
+            )
+        };
+        if self.failed > 0 {
+            text += &format!(
+                "; {} sample{} had a repeat fail",
+                self.failed,
+                if self.failed == 1 { "" } else { "s" }
+            );
+        }
+        text
+    }
+}
+
 /// The share of samples whose advantages over the repeats (`advantages[r][i]`, NaN
 /// where there is none) include both a positive and a negative value (0 is neither).
 pub fn share_sign_change(advantages: &[Vec<f64>]) -> Option<f64> {
@@ -180,6 +264,29 @@ mod tests {
         // stds 0, 0.5, 0.1, 0 (one score)
         assert!((s.mean_std.unwrap() - 0.15).abs() < 1e-12);
         assert_eq!(s.share_advantage_sign_change, Some(0.25));
+    }
+
+    #[test]
+    fn the_spread_is_the_widest_gap_over_the_samples_whose_repeats_differ() {
+        let mut s = Spread::new(3);
+        let m = |xs: &[f64]| merge(xs.iter().map(|&x| scored(x, 1.0)).collect(), 0.5);
+        s.add("s:1".into(), &m(&[0.5, 0.5, 0.5]));
+        s.add("s:2".into(), &m(&[0.1, 0.9, 0.5]));
+        s.add("s:3".into(), &m(&[0.2, 0.3, 0.2]));
+        assert_eq!(s.varying, ["s:2", "s:3"]);
+        assert!((s.widest.unwrap() - 0.8).abs() < 1e-12);
+        assert_eq!((s.samples, s.flips, s.failed), (3, 1, 0));
+        let text = s.describe(0.5);
+        assert!(
+            text.starts_with("repeat = 3: scores vary across repeats by up to 0.8 on 2 of 3 samples (mean std 0.1246, 1 on both sides of the threshold 0.5) — s:2, s:3"),
+            "{text}"
+        );
+        let mut same = Spread::new(2);
+        same.add("s:1".into(), &m(&[1.0, 1.0]));
+        assert_eq!(
+            same.describe(0.5),
+            "repeat = 2: the 2 repeats agree on the one sample"
+        );
     }
 
     #[test]

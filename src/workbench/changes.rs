@@ -9,28 +9,31 @@ use std::path::{Path, PathBuf};
 use tokio::sync::mpsc;
 
 impl Live {
-    pub(super) fn start_watcher(
-        &mut self,
-        tx: mpsc::UnboundedSender<Vec<PathBuf>>,
-    ) -> Option<Watcher> {
+    /// The folders watched: the workspace, the evaluators' folders, and the folder of
+    /// each samples file (a glob's fixed folder; for a folder not there yet, the
+    /// nearest one above it that is).
+    fn watch_roots(&self) -> Vec<PathBuf> {
         let ws = &self.session.workspace;
         let mut roots = vec![ws.root.clone()];
         for spec in ws.evaluators.iter().filter(|s| !s.source.is_remote()) {
             roots.push(spec.source.folder());
         }
         for f in &ws.samples {
-            if crate::sources::files::is_pattern(&f.path) {
-                roots.push(crate::sources::files::fixed_base(&f.path)); // a glob's folder
-                continue;
-            }
-            if let Some(parent) = f.path.parent() {
-                roots.push(if parent.as_os_str().is_empty() {
-                    PathBuf::from(".")
-                } else {
-                    parent.to_path_buf()
-                });
-            }
+            let folder = if crate::sources::files::is_pattern(&f.path) {
+                crate::sources::files::fixed_base(&f.path) // a glob's folder
+            } else {
+                f.path.parent().map(Path::to_path_buf).unwrap_or_default()
+            };
+            roots.push(existing(folder));
         }
+        roots
+    }
+
+    pub(super) fn start_watcher(
+        &mut self,
+        tx: mpsc::UnboundedSender<Vec<PathBuf>>,
+    ) -> Option<Watcher> {
+        let roots = self.watch_roots();
         match Watcher::start(&roots, tx) {
             Ok(w) => {
                 let shown = w.roots.iter().map(|r| r.display().to_string()).collect();
@@ -79,13 +82,31 @@ impl Live {
                 .any(|f| is(p, &f.path) || crate::sources::files::holds(&f.path, p))
         };
         let mut samples_changed = paths.iter().any(|p| is_samples(p));
+        // a folder made on the way to, or in, a folder or glob source: files may be in
+        // it before it is watched (the trainer writes its first step), so it is read
+        let made_for_source = |p: &Path| {
+            p.is_dir()
+                && ws.samples.iter().any(|f| {
+                    let base = crate::sources::files::fixed_base(&f.path);
+                    crate::sources::files::is_many(&f.path)
+                        && (same_or_inside(p, &base) || same_or_inside(&base, p))
+                })
+        };
+        samples_changed |= paths.iter().any(|p| made_for_source(p));
         // another .jsonl: a new samples file, or one that discovery skips (saved output)
         let other_jsonl = paths
             .iter()
             .any(|p| p.extension().is_some_and(|e| e == "jsonl") && !is_samples(p));
         let before = ws.samples.clone();
-        // a folder created in a watched root (see Watcher::start) is watched from now
-        let mut rewatch = paths.iter().any(|p| p.is_dir());
+        // a folder created right in a watched root (see Watcher::start) is watched
+        // from now (one deeper is, with its parent)
+        let roots = self.watch_roots();
+        let mut rewatch = paths.iter().any(|p| {
+            p.is_dir()
+                && p.parent()
+                    .is_some_and(|parent| roots.iter().any(|r| same_file(parent, r)))
+        });
+        let ws = &self.session.workspace;
         if config_changed || (other_jsonl && self.discovers_samples()) {
             match Workspace::load(&ws.root, &self.options.overrides) {
                 Ok(new) => {
@@ -223,6 +244,30 @@ impl Live {
             })
             .collect();
     }
+}
+
+/// `folder`, or the nearest folder above it that is there (a step folder the trainer
+/// has not made yet is watched from there, and is seen when it is made).
+fn existing(folder: PathBuf) -> PathBuf {
+    let mut folder = folder;
+    while !folder.as_os_str().is_empty() && !folder.is_dir() {
+        folder = folder.parent().map(Path::to_path_buf).unwrap_or_default();
+    }
+    match folder.as_os_str().is_empty() {
+        true => PathBuf::from("."),
+        false => folder,
+    }
+}
+
+/// Whether `path` is `folder` or inside it (made absolute, links resolved where
+/// they are there).
+fn same_or_inside(path: &Path, folder: &Path) -> bool {
+    let abs = |p: &Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    abs(path).starts_with(abs(folder))
 }
 
 pub(super) fn same_file(a: &Path, b: &Path) -> bool {

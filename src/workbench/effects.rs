@@ -128,7 +128,9 @@ impl Live {
                     ),
                 },
                 Ok(prepared) => match runner.check(&prepared, &workspace.samples, 20).await {
-                    Ok(breaks) => {
+                    Ok(mut breaks) => {
+                        // a `repeat = K` evaluator's moving score is what repeat is for
+                        crate::runner::for_repeats(&mut breaks, &prepared);
                         let mut lines = Vec::new();
                         for (p, r) in prepared
                             .iter()
@@ -141,11 +143,27 @@ impl Live {
                                     p.spec.name, r.checked
                                 ));
                             }
-                            for (issue, at) in &r.breaks {
+                            // one line per kind of break, as `rwb check` says them
+                            let named: Vec<(String, Vec<String>)> = r
+                                .breaks
+                                .iter()
+                                .map(|(issue, at)| {
+                                    let at = at.iter().map(|s| {
+                                        let file = workspace
+                                            .samples
+                                            .get(s.file)
+                                            .map_or("?", |f| f.label.as_str());
+                                        format!("{file}:{}", s.line)
+                                    });
+                                    (issue.clone(), at.collect())
+                                })
+                                .collect();
+                            for kind in crate::trust::issues::kinds(&named) {
                                 lines.push(format!(
-                                    "{} ({style}): ✗ {issue} — {} of {} samples",
+                                    "{} ({style}): ✗ {} — {} of {} samples",
                                     p.spec.name,
-                                    at.len(),
+                                    kind.issue,
+                                    kind.samples.len(),
                                     r.checked
                                 ));
                             }

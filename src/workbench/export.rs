@@ -1,6 +1,8 @@
 //! Writing the current results, with baseline and combined scores, to a JSONL file;
 //! each row carries its sample's own `id` (null when the sample has none), to join
-//! the export with the data it came from.
+//! the export with the data it came from, and its human `label` when it has one
+//! (`"pass"`, `"fail"` or the number, as `rwb run`'s rows carry it). A folder's row
+//! names the file in it and its line there, as `rwb run`'s do.
 
 use super::Live;
 use crate::model::ResultRow;
@@ -18,21 +20,20 @@ impl Live {
         let path = dir.join(format!("export-{stamp}.jsonl"));
         let mut out = std::io::BufWriter::new(std::fs::File::create(&path)?);
         for (i, s) in self.app.samples.iter().enumerate() {
-            let label = self
-                .app
-                .samples_labels
-                .get(s.at.file)
-                .map(|l| l.as_str())
-                .unwrap_or("");
+            let file = self.app.file_of(&s.at);
             let id = sample_id(&self.app.text(s));
+            let human = self.app.label_of(&s.hash).map(|l| l.row_value());
             for e in 0..s.cells.len() {
                 let (Some(o), Some(info)) = (self.whole_outcome(i, e), self.app.evaluators.get(e))
                 else {
                     continue;
                 };
-                let mut row = serde_json::to_value(ResultRow::new(&s.at, label, &info.name, &o))?;
+                let mut row = serde_json::to_value(ResultRow::new(&s.at, &file, &info.name, &o))?;
                 if let Some(obj) = row.as_object_mut() {
                     obj.insert("id".into(), id.clone());
+                    if let Some(label) = &human {
+                        obj.insert("label".into(), label.clone());
+                    }
                 }
                 if let (Some(b), Some(obj)) = (&self.app.baseline, row.as_object_mut()) {
                     let before = b.score(s, &info.name).flatten();

@@ -217,6 +217,7 @@ impl Live {
                     Some(samples) => self.app.update(Msg::Samples(samples)),
                     None => self.app.update(Msg::Loaded),
                 };
+                self.say_waiting();
                 let Some(pending) = self.pending_run.take() else {
                     return;
                 };

@@ -41,16 +41,7 @@ impl Live {
     /// Where the sample at `at` is, as `rwb run`'s rows name it: its samples file,
     /// its line and its own `id` (read from its line, when it still has this text).
     fn place_of(&self, key: [u8; 16], at: &SampleRef) -> Place {
-        let file = self
-            .app
-            .samples_labels
-            .get(at.file)
-            .cloned()
-            .unwrap_or_default();
-        let file = match at.facts.as_deref().and_then(|f| f.file.as_deref()) {
-            Some(member) => crate::sources::files::member_label(&file, member),
-            None => file,
-        };
+        let file = self.app.file_of(at);
         let id = self
             .app
             .samples

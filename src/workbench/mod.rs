@@ -30,6 +30,7 @@ mod terminal;
 mod tests;
 mod trace;
 mod user_config;
+mod waiting;
 
 use crate::runner::Prepared;
 use crate::session::{Fail, OpenOptions, Session};
@@ -61,7 +62,9 @@ use user_config::UserConfig;
 const BURST_MAX: usize = 64;
 
 /// Opens the workbench on `dir`.
-pub async fn open(dir: PathBuf, options: OpenOptions) -> Result<ExitCode, Fail> {
+pub async fn open(dir: PathBuf, mut options: OpenOptions) -> Result<ExitCode, Fail> {
+    // a step folder with no file yet (or not there yet) is followed as it fills
+    options.overrides.waits = true;
     let mut session = Session::open(dir, &options)?;
     // On Ray the driver joins the cluster before the terminal is taken: a missing
     // `ray` or an unreachable cluster ends here with its message (exit 2).
@@ -137,6 +140,9 @@ struct Live {
     /// The first load's run, started once the indexer has said something and that
     /// frame is drawn: its workers' start-up does not compete with the first rows.
     follow_later: Option<follow::FollowLines>,
+    /// The folder sources that held no sample at the last index (their labels, and
+    /// whether the folder was there): see `waiting.rs`.
+    waiting: Vec<(String, bool)>,
 }
 
 impl Live {
@@ -185,6 +191,7 @@ impl Live {
             generation_tx,
             generation_rx,
             follow_later: None,
+            waiting: Vec::new(),
         }
     }
 
@@ -351,6 +358,7 @@ impl Live {
             weights: ws.weights(),
             group_by: ws.config.group_by(),
             deploy_id: default_deploy_id(ws),
+            sandbox_unsafe: ws.config.sandbox.as_ref().and_then(|s| s.unsafe_) == Some(true),
             store_details: self.session.runner.store().is_some(),
             logged: ws
                 .config

@@ -51,6 +51,34 @@ pub struct Config {
     /// `[sandbox]`: how rewards are contained and the policy's code is run (SPEC §18).
     #[serde(default)]
     pub sandbox: Option<SandboxConfig>,
+    /// `[hacking]`: the onset's parameters (SPEC §19).
+    #[serde(default)]
+    pub hacking: Option<HackingConfig>,
+}
+
+/// `[hacking]` (SPEC §19): the onset's W, δ, K and minimum samples a step, and the
+/// pass threshold of both sides.
+#[derive(Clone, Debug, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HackingConfig {
+    pub baseline_steps: Option<usize>,
+    pub delta: Option<f64>,
+    pub consecutive: Option<usize>,
+    pub min_samples: Option<usize>,
+    pub threshold: Option<f64>,
+}
+
+impl HackingConfig {
+    /// The parameters as the report takes them.
+    pub fn params(&self) -> crate::insight::hacking::Params {
+        crate::insight::hacking::Params {
+            baseline_steps: self.baseline_steps,
+            delta: self.delta,
+            consecutive: self.consecutive,
+            min_samples: self.min_samples,
+            threshold: self.threshold,
+        }
+    }
 }
 
 /// `[sandbox]` (SPEC §18).
@@ -190,6 +218,8 @@ pub struct EvaluatorConfig {
     pub network: Option<bool>,
     /// An OpenAI grader file (SPEC §17), relative to the workspace.
     pub grader: Option<String>,
+    /// `heldout = true`: the held-out check beside the trainer's proxy (SPEC §19).
+    pub heldout: Option<bool>,
 }
 
 /// `[insight]`: how baselines and rollout groups are read.

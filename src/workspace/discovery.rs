@@ -28,14 +28,16 @@ fn options(config: &Config) -> Options {
     }
 }
 
-/// The samples file at `path` as its shape says (rwb's JSONL, or another tool's).
+/// The samples file at `path` as its shape says (rwb's JSONL, or another tool's). A
+/// folder or glob with no file yet is an error unless the command `waits` for them.
 fn samples_file(
     path: PathBuf,
     label: String,
     root: &Path,
     options: &Options,
+    waits: bool,
 ) -> Result<SamplesFile, String> {
-    if sources::files::is_many(&path) {
+    if sources::files::is_many(&path) && !waits {
         sources::files::members(&path)?; // a glob matching nothing, an empty folder
     }
     Ok(match sources::detect(&path)? {
@@ -62,42 +64,54 @@ pub(super) fn resolve_samples(
     overrides: &Overrides,
 ) -> Result<Resolved, WorkspaceError> {
     let options = options(config);
+    let waits = overrides.waits;
     let mut files = Vec::new();
+    let mut warnings = Vec::new();
     if !overrides.samples.is_empty() {
         for given in &overrides.samples {
             let path = PathBuf::from(given);
-            if !path.exists() && !sources::files::is_pattern(&path) {
-                return err(format!("samples file not found: {given}"));
+            if is_missing(&path, waits) {
+                return err(format!(
+                    "samples file not found: {given}{}",
+                    folder_hint(given)
+                ));
             }
-            files.push(samples_file(path, given.clone(), root, &options).map_err(WorkspaceError)?);
+            let file =
+                samples_file(path, given.clone(), root, &options, waits).map_err(WorkspaceError)?;
+            warnings.extend(unknown_shape(&file, root, false).map(|u| u.text()));
+            files.push(file);
         }
-        return Ok((files, Vec::new()));
+        return Ok((files, warnings));
     }
     match &config.samples {
         Some(SamplesConfig::Paths(listed)) => {
             for rel in listed {
                 let path = root.join(rel);
-                if !path.exists() && !sources::files::is_pattern(&path) {
+                if is_missing(&path, waits) {
                     return err(format!(
-                        "samples file not found: {} (listed in rwb.toml)",
-                        path.display()
+                        "samples file not found: {} (listed in rwb.toml){}",
+                        path.display(),
+                        folder_hint(rel)
                     ));
                 }
-                files
-                    .push(samples_file(path, rel.clone(), root, &options).map_err(WorkspaceError)?);
+                let file = samples_file(path, rel.clone(), root, &options, waits)
+                    .map_err(WorkspaceError)?;
+                warnings.extend(unknown_shape(&file, root, false).map(|u| u.text()));
+                files.push(file);
             }
-            return Ok((files, Vec::new()));
+            return Ok((files, warnings));
         }
         Some(SamplesConfig::Mapped(mapped)) => {
             for (name, mapping) in mapped {
                 let path = root.join(&mapping.path);
-                if !path.exists() && !sources::files::is_pattern(&path) {
+                if is_missing(&path, waits) {
                     return err(format!(
-                        "samples file not found: {} (rwb.toml [samples.{name}] path)",
-                        path.display()
+                        "samples file not found: {} (rwb.toml [samples.{name}] path){}",
+                        path.display(),
+                        folder_hint(&mapping.path)
                     ));
                 }
-                if sources::files::is_many(&path) {
+                if sources::files::is_many(&path) && !waits {
                     sources::files::members(&path).map_err(|e| {
                         WorkspaceError(format!("{e} (rwb.toml [samples.{name}] path)"))
                     })?;
@@ -118,7 +132,7 @@ pub(super) fn resolve_samples(
         }
         None => {}
     }
-    let (files, warnings) = discover(root, &options);
+    let (files, warnings) = discover(root, &options, waits);
     if files.is_empty() && !overrides.serving {
         let skipped = if warnings.is_empty() {
             String::new()
@@ -126,11 +140,82 @@ pub(super) fn resolve_samples(
             format!(" ({})", warnings.join("; "))
         };
         return err(format!(
-            "no samples in {}: put a samples file there or in samples/ (JSONL rows with messages, or prompt and completion; a Parquet or Arrow table; a trainer's or eval tool's log such as TRL's completions/ or a veRL dump), give -s FILE, or run `rwb init DIR` for a workspace that runs at once{skipped}",
-            root.display()
+            "no samples in {}: put a samples file there or in samples/ (JSONL rows with messages, or prompt and completion; a Parquet or Arrow table; a trainer's or eval tool's log such as TRL's completions/ or a veRL dump), give -s FILE, or run `rwb init DIR` for a workspace that runs at once{skipped}{}",
+            root.display(),
+            step_folders_below(root)
         ));
     }
     Ok((files, warnings))
+}
+
+/// Whether a samples path names nothing there: not a file, folder or glob, nor (for a
+/// command that waits for its files) a folder not there yet (`logs/exp/`).
+fn is_missing(path: &Path, waits: bool) -> bool {
+    let waited = waits && sources::files::is_folder_to_be(path);
+    !(path.exists() || sources::files::is_pattern(path) || waited)
+}
+
+/// For a missing path that names a folder (`logs/exp/`): the workbench waits for it.
+fn folder_hint(given: &str) -> String {
+    match given.ends_with('/') {
+        true => format!(
+            " (a folder the trainer has not written yet: the workbench, `rwb DIR -s {given}`, opens on it and waits for its files)"
+        ),
+        false => String::new(),
+    }
+}
+
+/// What to say of an rwb JSONL samples file none of whose lines is a sample (known
+/// already when `no_sample`), when its rows are of a shape rwb does not know (not
+/// saved `rwb run` output): its columns and the `[samples.NAME]` lines to write
+/// (SPEC §13). `None` for any other file: its bad lines are `BadSample` rows, each
+/// saying why (SPEC §9), and so are these, which the message is said once beside.
+fn unknown_shape(
+    file: &SamplesFile,
+    root: &Path,
+    no_sample: bool,
+) -> Option<sources::unknown::Unknown> {
+    if file.foreign.is_some() || !file.path.is_file() {
+        return None;
+    }
+    let first = sources::unknown::first_row(&file.path)?;
+    let keys: Vec<String> = first.keys().cloned().collect();
+    if sources::unknown::is_result_row(&keys) || !(no_sample || holds_no_sample(file)) {
+        return None;
+    }
+    let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let in_toml = match absolute(&file.path).strip_prefix(absolute(root)) {
+        Ok(rel) => rel.to_string_lossy().into_owned(),
+        Err(_) => absolute(&file.path).to_string_lossy().into_owned(),
+    };
+    Some(sources::unknown::unknown_jsonl(
+        Path::new(&file.label),
+        &in_toml,
+        &first,
+    ))
+}
+
+/// The folders below DIR (a few levels down) whose files a trainer wrote step by step
+/// (`logs/exp/train_data_step3.jsonl`, `outputs/completions/completions_00002.parquet`),
+/// said after "no samples" with the `-s` that reads each (empty when there are none).
+fn step_folders_below(root: &Path) -> String {
+    let folders = sources::files::step_folders(root);
+    if folders.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = folders
+        .iter()
+        .map(|(folder, files)| {
+            let given = root.join(folder);
+            let given = given.strip_prefix(".").unwrap_or(&given);
+            let s = if *files == 1 { "" } else { "s" };
+            format!("-s {}/ ({files} step file{s})", given.display())
+        })
+        .collect();
+    format!(
+        "; step folders below it, each read as one source: {}",
+        shown.join(", ")
+    )
 }
 
 /// Extensions of files other tools write that discovery looks at (pickles, to say
@@ -151,15 +236,16 @@ const STEP_FOLDERS: &[&str] = &[
 /// [`discover`] with no evaluator naming a logged path (tests).
 #[cfg(test)]
 pub(super) fn discover_samples(root: &Path) -> Resolved {
-    discover(root, &Options::default())
+    discover(root, &Options::default(), false)
 }
 
-/// Every trainer output folder of [`STEP_FOLDERS`] in DIR (one source each), then
-/// every samples file in DIR and `DIR/samples/`, in name order: `*.jsonl` (except files none of whose lines is a sample, such as saved
-/// output: skipped with a warning each), and Parquet, Arrow, Inspect, eval-protocol
-/// and promptfoo files and Hugging Face dataset folders rwb recognises (others, such
-/// as a `package.json`, are not samples and are passed over).
-fn discover(root: &Path, options: &Options) -> Resolved {
+/// Every trainer output folder of [`STEP_FOLDERS`] in DIR (one source each; one with
+/// no file yet too, for a command that `waits`), then every samples file in DIR and
+/// `DIR/samples/`, in name order: `*.jsonl` (except files none of whose lines is a
+/// sample, such as saved output: skipped with a warning each), and Parquet, Arrow,
+/// Inspect, eval-protocol and promptfoo files and Hugging Face dataset folders rwb
+/// recognises (others, such as a `package.json`, are not samples and are passed over).
+fn discover(root: &Path, options: &Options, waits: bool) -> Resolved {
     let mut files = Vec::new();
     let mut warnings = Vec::new();
     // a trainer's output folder of step files is one source, read in step order
@@ -169,7 +255,7 @@ fn discover(root: &Path, options: &Options) -> Resolved {
             continue;
         }
         let label = format!("{name}/");
-        match samples_file(dir, label.clone(), root, options) {
+        match samples_file(dir, label.clone(), root, options, waits) {
             Ok(file) => files.push(file),
             Err(e) => warnings.push(format!("skipped {label}: {e}")),
         }
@@ -201,11 +287,16 @@ fn discover(root: &Path, options: &Options) -> Resolved {
             if !(hf || jsonl || (path.is_file() && FOREIGN.contains(&ext.as_str()))) {
                 continue;
             }
-            match samples_file(path, label.clone(), root, options) {
+            match samples_file(path, label.clone(), root, options, false) {
                 Ok(file) if file.foreign.is_none() && !jsonl => {} // a JSON file of no tool's
-                Ok(file) if file.foreign.is_none() && holds_no_sample(&file) => warnings.push(format!(
-                    "skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list, or \"prompt\" and \"completion\"), as in saved output; name it with -s to evaluate it anyway"
-                )),
+                Ok(file) if file.foreign.is_none() && holds_no_sample(&file) => {
+                    warnings.push(match unknown_shape(&file, root, true) {
+                        Some(unknown) => format!("skipped {}", unknown.inline()),
+                        None => format!(
+                            "skipped {label}: none of its lines is a sample (a JSON object with a \"messages\" list, or \"prompt\" and \"completion\"), as in saved output; name it with -s to evaluate it anyway"
+                        ),
+                    })
+                }
                 Ok(file) => files.push(file),
                 Err(e) if jsonl || ["parquet", "eval", "pt", "pkl"].contains(&ext.as_str()) || hf => {
                     // one line each (a pickle's export lines show with -s FILE)

@@ -73,6 +73,10 @@ pub struct Overrides {
     /// The command answers requests (`rwb serve`): it reads no samples, and with no
     /// evaluators still serves the graders API (SPEC §17), so neither is required.
     pub serving: bool,
+    /// The command follows the samples as they change (the workbench): a step
+    /// folder (or glob) with no file in it yet, or not there yet (`-s logs/exp/`), is
+    /// a source whose rows come as the trainer writes them, not an error.
+    pub waits: bool,
     /// `--no-contain`: the workers run open (SPEC §18).
     pub no_contain: bool,
 }

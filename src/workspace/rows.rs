@@ -105,7 +105,7 @@ impl Foreign {
         let mut files = vec![path.to_path_buf()];
         if sources::files::is_many(path) {
             // a folder's or glob's files: a new step file makes the row file stale
-            files = sources::files::members(path).unwrap_or_default();
+            files = sources::files::found(path);
         } else if path.is_dir() {
             files = walk(path);
         }

@@ -176,6 +176,8 @@ pub struct SamplesReader {
     /// The marshal form of each line it checks, for the workers (see
     /// [`SamplesReader::packing`]).
     pack: Option<Pack>,
+    /// Where the rows of the folder member being read begin (see [`InFile`]).
+    in_file: InFile,
 }
 
 /// The marshal form of the line just read, when the reader writes one.
@@ -225,6 +227,7 @@ impl SamplesReader {
             from_row: false,
             row_checked: false,
             pack: None,
+            in_file: InFile::default(),
         }
     }
 
@@ -308,10 +311,14 @@ impl SamplesReader {
     /// The next line, its text borrowed from the reader (no copy of it is made): for
     /// a taker that keeps no text. [`Iterator::next`] gives the same lines, owned.
     pub fn read_next(&mut self) -> Option<std::io::Result<LineView<'_>>> {
-        let (at, offset, vouch) = match self.next_raw()? {
+        let (mut at, offset, vouch) = match self.next_raw()? {
             Ok(found) => found,
             Err(e) => return Some(Err(e)),
         };
+        // a folder's row is shown by its line in its own file; its memo keeps the
+        // row's number in the source
+        let row = at.line;
+        self.in_file.number(&mut at);
         // the line's length in bytes, for its memo
         let len = match self.from_row {
             true => self.row_text.len(),
@@ -387,7 +394,7 @@ impl SamplesReader {
         };
         if let (Some(recorder), None) = (&mut self.recorder, remembered) {
             let facts = at.facts.is_some();
-            let line = Remembered::of(offset, at.line, len, bad.is_some(), facts, hash);
+            let line = Remembered::of(offset, row, len, bad.is_some(), facts, hash);
             recorder.record(at.file, line);
         }
         // packed where the parse took the place of the check; a line its memo or
@@ -651,6 +658,38 @@ fn end_line(buf: &mut Vec<u8>, foreign: bool) -> Option<Arc<Facts>> {
     let len = text.len();
     buf.truncate(len);
     facts
+}
+
+/// Where the rows of a folder's (or glob's) file begin among its source's rows. The
+/// source's rows are numbered on from one file to the next, each file's from the
+/// last row before it (`sources::files`): a row's number less that one is its line
+/// in its own file, as it is shown (`steps/2.jsonl:1`, SPEC §13).
+#[derive(Debug, Default)]
+struct InFile {
+    /// The samples file and facts of the current member's rows (its name is
+    /// `facts.file`), and the number before its first row.
+    member: Option<(usize, Arc<Facts>, usize)>,
+    /// The samples file and number of the last row read.
+    last: (usize, usize),
+}
+
+impl InFile {
+    /// Gives a folder's row (one whose facts name its file) its line in its file.
+    fn number(&mut self, at: &mut SampleRef) {
+        let last = std::mem::replace(&mut self.last, (at.file, at.line));
+        let Some(facts) = at.facts.as_ref().filter(|f| f.file.is_some()) else {
+            return;
+        };
+        let same = self.member.as_ref().is_some_and(|(file, known, _)| {
+            *file == at.file && (Arc::ptr_eq(known, facts) || known.file == facts.file)
+        });
+        if !same {
+            let before = if last.0 == at.file { last.1 } else { 0 };
+            self.member = Some((at.file, Arc::clone(facts), before));
+        }
+        let before = self.member.as_ref().map_or(0, |(_, _, before)| *before);
+        at.line = at.line.saturating_sub(before).max(1);
+    }
 }
 
 /// What a vouching memo said of a line [`SamplesReader::next_raw`] gives.

@@ -73,22 +73,27 @@ fn watch_plan(root: &Path) -> Vec<(PathBuf, RecursiveMode)> {
     plan
 }
 
-/// A folder created right in a root: not watched yet (see [`watch_plan`]), so it is
-/// reported for the owner to watch again.
+/// A folder created: one right in a root is not watched yet (see [`watch_plan`]), so
+/// it is reported for the owner to watch again; one deeper is watched with its parent
+/// but may hold files written before it was (a trainer's new step folder), so it is
+/// reported too, for the owner to read what is in it.
 fn new_folder(kind: &EventKind, path: &Path, roots: &[PathBuf]) -> bool {
     matches!(
         kind,
         EventKind::Create(CreateKind::Folder | CreateKind::Any)
     ) && path.is_dir()
-        && path.parent().is_some_and(|p| roots.iter().any(|r| r == p))
-        && !path
-            .file_name()
-            .is_some_and(|n| IGNORED.iter().any(|i| n == *i))
+        && roots.iter().any(|r| {
+            // within the root, no ignored folder on the way (`.venv/lib/…`)
+            path.strip_prefix(r).is_ok_and(|rel| {
+                !rel.components()
+                    .any(|c| IGNORED.iter().any(|i| c.as_os_str() == *i))
+            })
+        })
 }
 
 impl Watcher {
     /// Watches each root (see [`watch_plan`]) and sends every debounced batch of
-    /// relevant changed paths on `tx`; a folder created in a root comes as its path.
+    /// relevant changed paths on `tx`; a folder created comes as its path.
     pub fn start(roots: &[PathBuf], tx: UnboundedSender<Vec<PathBuf>>) -> notify::Result<Watcher> {
         let mut watched: Vec<PathBuf> = Vec::new();
         for root in roots {
@@ -190,6 +195,25 @@ mod tests {
             .unwrap();
         let names: Vec<_> = paths.iter().map(|p| p.file_name().unwrap()).collect();
         assert_eq!(names, ["helpers"]);
+    }
+
+    #[tokio::test]
+    async fn a_folder_made_deeper_arrives_too_and_one_in_an_ignored_folder_does_not() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+        std::fs::create_dir_all(dir.path().join(".venv")).unwrap();
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let _w = Watcher::start(&[dir.path().to_path_buf()], tx).unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        std::fs::create_dir(dir.path().join(".venv/lib")).unwrap();
+        // a trainer's log folder, made in a folder watched with the root
+        std::fs::create_dir(dir.path().join("logs/exp")).unwrap();
+        let paths = tokio::time::timeout(Duration::from_secs(5), rx.recv())
+            .await
+            .unwrap()
+            .unwrap();
+        let names: Vec<_> = paths.iter().map(|p| p.file_name().unwrap()).collect();
+        assert_eq!(names, ["exp"]);
     }
 
     #[tokio::test]

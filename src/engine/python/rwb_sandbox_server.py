@@ -51,9 +51,15 @@ The server's own root is private: the system folders, the Python installation an
 the toolchains, read-only; nothing of the user's home or workspace.
 
 Outside rwb's box the server makes its own namespaces (user, mount, network, PID) when
-the kernel allows them. Where it refuses, every run is a SandboxError naming why,
-unless RWB_SANDBOX_UNSAFE=1 (`[sandbox] unsafe = true`): then runs get rlimits, a
-folder and a process group of their own, and nothing more.
+the kernel allows them. Where the kernel refuses them, `rwb __contain` confines the
+server instead (RWB_CONTAINMENT=`confined: ...`: Landlock, seccomp, see
+src/sandbox/confine.rs) and each run gets, beside its rlimits, a folder of its own
+under RWB_SANDBOX_BASE, a Landlock layer of its own (it reads the system, the Python
+installation and the toolchains, and writes only in its folder; no TCP, no signal or
+abstract socket outside it) and a process group; the server is the subreaper of what
+a run leaves behind and kills it when a step ends. Where neither can be had, every run
+is a SandboxError naming why, unless RWB_SANDBOX_UNSAFE=1 (`[sandbox] unsafe = true`):
+then runs get rlimits, a folder and a process group of their own, and nothing more.
 
 A Python run is the first process of its PID namespace, which the kernel spares the
 signals it does not handle: for the usual fatal ones (TERM, HUP, ALRM, USR1, ...) the
@@ -126,6 +132,7 @@ MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 PR_SET_PDEATHSIG, PR_SET_DUMPABLE, PR_SET_NO_NEW_PRIVS = 1, 4, 38
+PR_SET_CHILD_SUBREAPER = 36
 PR_CAPBSET_DROP, PR_SET_SECUREBITS = 24, 28
 # SECBIT_NOROOT, SECBIT_NO_SETUID_FIXUP, SECBIT_KEEP_CAPS_LOCKED, each locked
 SECURE_ALL_LOCKED = 0x01 | 0x02 | 0x04 | 0x08 | 0x20
@@ -309,6 +316,9 @@ class Isolation:
     pid_limit = False  # a step's PID namespace is capped at PID_LIMIT pids
     why = ""
     unsafe = False  # RWB_SANDBOX_UNSAFE=1: without namespaces, run anyway
+    confined = False  # no namespaces: rwb confined the server; each run gets a Landlock layer
+    homes = ()  # the toolchains' programs (what a confined run may read beside the system)
+    run_rules = None  # a confined run's Landlock rules but its folder's: [(path, rights, is_dir)]
 
 
 ISOLATION = Isolation()
@@ -454,6 +464,13 @@ def _private_root(homes):
 def prepare_isolation(homes):
     state = os.environ.get("RWB_CONTAINMENT", "")
     ISOLATION.unsafe = os.environ.get("RWB_SANDBOX_UNSAFE") == "1"
+    ISOLATION.homes = tuple(homes)
+    if state.startswith("confined") and _landlock_abi() > 0:
+        # rwb found no namespaces and confined this server (Landlock, seccomp)
+        ISOLATION.confined = True
+        ISOLATION.why = state[len("confined: "):] if state.startswith("confined: ") else state
+        _landlock_rules()
+        return
     if state != "contained":
         why = _self_box()
         if why is not None:
@@ -473,6 +490,123 @@ def prepare_isolation(homes):
     except OSError as exc:
         ISOLATION.why = "runs see the host's root (read-only): %s" % exc
     ISOLATION.namespaces = True
+
+
+# Landlock (the same numbers on every architecture)
+SYS_LANDLOCK_CREATE_RULESET, SYS_LANDLOCK_ADD_RULE, SYS_LANDLOCK_RESTRICT_SELF = 444, 445, 446
+LL_EXECUTE, LL_WRITE_FILE, LL_READ_FILE, LL_READ_DIR = 1, 2, 4, 8
+LL_TRUNCATE, LL_IOCTL_DEV = 1 << 14, 1 << 15
+LL_READ = LL_EXECUTE | LL_READ_FILE | LL_READ_DIR
+LL_DEVICE = LL_READ_FILE | LL_WRITE_FILE
+RUN_DEVICES = ("/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom")
+
+
+class _RulesetAttr(ctypes.Structure):
+    _fields_ = [("fs", ctypes.c_uint64), ("net", ctypes.c_uint64), ("scoped", ctypes.c_uint64)]
+
+
+class _PathBeneath(ctypes.Structure):
+    _pack_ = 1
+    _fields_ = [("allowed", ctypes.c_uint64), ("parent_fd", ctypes.c_int32)]
+
+
+def _landlock_abi():
+    abi = _libc().syscall(SYS_LANDLOCK_CREATE_RULESET, None, ctypes.c_size_t(0), ctypes.c_uint32(1))
+    return max(0, abi)
+
+
+def _landlock_fs(abi):
+    """Every filesystem right the kernel's ABI knows."""
+    rights = (1 << 13) - 1  # EXECUTE .. MAKE_SYM
+    if abi >= 2:
+        rights |= 1 << 13  # REFER
+    if abi >= 3:
+        rights |= LL_TRUNCATE
+    if abi >= 5:
+        rights |= LL_IOCTL_DEV
+    return rights
+
+
+def _landlock_rules():
+    """A confined run's Landlock rules but its folder's, [(path, rights, is_dir)]: made
+    once, by the server, when it starts."""
+    if ISOLATION.run_rules is None:
+        fs = _landlock_fs(_landlock_abi())
+        rules = [(path, LL_READ, True) for path, link in _bind_sources(ISOLATION.homes) if link is None]
+        rules.append(("/proc", LL_READ_FILE | LL_READ_DIR, True))
+        rules += [(dev, LL_DEVICE | (fs & LL_IOCTL_DEV), False) for dev in RUN_DEVICES if os.path.exists(dev)]
+        ISOLATION.run_rules = rules
+    return ISOLATION.run_rules
+
+
+def _landlock_run(folder):
+    """A Landlock layer of the run's own over the server's (src/sandbox/confine.rs):
+    it reads and executes the system, the Python installation and the toolchains, reads
+    /proc (Landlock keeps another domain's /proc files from it), reads and writes a few
+    devices, does anything in its folder and nothing else; no TCP; no signal to, and no
+    abstract socket of, a process outside it (the server, another run)."""
+    libc = _libc()
+    abi = _landlock_abi()
+    fs = _landlock_fs(abi)
+    attr = _RulesetAttr(fs, 3 if abi >= 4 else 0, 3 if abi >= 6 else 0)
+    size = 24 if abi >= 6 else (16 if abi >= 4 else 8)
+    ruleset = libc.syscall(SYS_LANDLOCK_CREATE_RULESET, ctypes.byref(attr), ctypes.c_size_t(size), ctypes.c_uint32(0))
+    if ruleset < 0:
+        _check(-1, "landlock_create_ruleset")
+    file_rights = LL_EXECUTE | LL_WRITE_FILE | LL_READ_FILE | (fs & (LL_TRUNCATE | LL_IOCTL_DEV))
+    try:
+        for path, rights, is_dir in _landlock_rules() + [(folder, fs, True)]:
+            try:
+                fd = os.open(path, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                if not is_dir:
+                    rights &= file_rights
+                beneath = _PathBeneath(rights, fd)
+                _check(libc.syscall(SYS_LANDLOCK_ADD_RULE, ruleset, 1, ctypes.byref(beneath), 0),
+                       "landlock_add_rule %s" % path)
+            finally:
+                os.close(fd)
+        prctl(PR_SET_NO_NEW_PRIVS, 1)
+        _check(libc.syscall(SYS_LANDLOCK_RESTRICT_SELF, ruleset, 0), "landlock_restrict_self")
+    finally:
+        os.close(ruleset)
+
+
+def _children():
+    """This process's children: from /proc/self/task/*/children where the kernel
+    keeps it, else by the parent of every process."""
+    try:
+        found = []
+        for task in os.listdir("/proc/self/task"):
+            with open("/proc/self/task/%s/children" % task) as f:
+                found += [int(pid) for pid in f.read().split()]
+        return found
+    except (OSError, ValueError):
+        pass
+    me, found = os.getpid(), []
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open("/proc/%s/stat" % name, "rb") as f:
+                stat = f.read()
+            if int(stat[stat.rfind(b")") + 2:].split()[1]) == me:
+                found.append(int(name))
+        except (OSError, ValueError, IndexError):
+            continue
+    return found
+
+
+def _user_tasks():
+    """How many tasks the machine runs (the fifth field of /proc/loadavg): RLIMIT_NPROC
+    counts all of the user's, so a run's cap is added to them."""
+    try:
+        with open("/proc/loadavg") as f:
+            return int(f.read().split()[3].split("/")[1])
+    except (OSError, ValueError, IndexError):
+        return 0
 
 
 class Slot:
@@ -771,6 +905,8 @@ def _step_process(plan, fds):
         if plan["first"]:
             _prepare_folder(plan)
         os.chdir(plan["folder"])
+        if ISOLATION.confined:
+            _landlock_run(plan["folder"])
     except BaseException as exc:  # noqa: BLE001
         try:
             _say(report, "E", "rwb: cannot set the run up: %s" % exc)
@@ -807,7 +943,7 @@ def _exec_step(plan, fds):
                 signal.signal(sig, signal.SIG_DFL)
             _drop_power()
             _limits(plan["limits"])
-            os.execve(command[0], command, _run_environment())
+            os.execve(command[0], command, _run_environment(plan["folder"]))
         except BaseException as exc:  # noqa: BLE001
             try:
                 os.write(failed_w, str(exc).encode("utf-8", "replace"))
@@ -866,8 +1002,11 @@ def _limits(limits):
     resource.setrlimit(resource.RLIMIT_FSIZE, (FILE_SIZE_LIMIT, FILE_SIZE_LIMIT))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if not ISOLATION.pid_limit:
+        nproc = limits["nproc"]
+        if not ISOLATION.namespaces:
+            nproc += _user_tasks()  # (counted over all the user's tasks, not the run's)
         try:
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits["nproc"], limits["nproc"]))
+            resource.setrlimit(resource.RLIMIT_NPROC, (nproc, nproc))
         except (ValueError, OSError):
             pass
     try:
@@ -879,14 +1018,16 @@ def _limits(limits):
 RUN_ENV_KEYS = ("PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "USER", "LOGNAME", "RWB_CONTAINMENT")
 
 
-def _run_environment():
-    """What a program finds in its environment: none of the server's secrets."""
+def _run_environment(folder):
+    """What a program finds in its environment: none of the server's secrets. Its
+    temporary folder is the slot's /tmp in a box, else the run's folder."""
     env = {k: os.environ[k] for k in RUN_ENV_KEYS if k in os.environ}
     env.setdefault("PATH", "/usr/local/bin:/usr/bin:/bin")
     env.setdefault("LANG", "C.UTF-8")
-    env["TMPDIR"] = "/tmp"
-    env["GOCACHE"] = "/tmp/.cache/go-build"
-    env["GOPATH"] = "/tmp/go"
+    tmp = "/tmp" if ISOLATION.namespaces else folder
+    env["TMPDIR"] = tmp
+    env["GOCACHE"] = tmp + "/.cache/go-build"
+    env["GOPATH"] = tmp + "/go"
     env["GO111MODULE"] = "off"
     return env
 
@@ -898,7 +1039,7 @@ def _python_step(plan, fds):
         for fd, name in enumerate(("in", "out", "err")):
             os.dup2(fds[name], fd)
             os.close(fds[name])
-        env = _run_environment()
+        env = _run_environment(plan["folder"])
         os.environ.clear()
         os.environ.update(env)
         _drop_power()
@@ -1113,7 +1254,7 @@ class Server:
         except BadRequest as exc:
             self.error(rid, str(exc))
             return
-        if not ISOLATION.namespaces and not ISOLATION.unsafe:
+        if not ISOLATION.namespaces and not ISOLATION.confined and not ISOLATION.unsafe:
             self.error(rid, "rwb's sandbox refuses to run code here: it cannot isolate it (%s); "
                             "set [sandbox] unsafe = true to run it without isolation" % ISOLATION.why)
             return
@@ -1149,7 +1290,7 @@ class Server:
             import tempfile
 
             try:
-                slot.folder = tempfile.mkdtemp(prefix="rwb-sandbox-run-")
+                slot.folder = tempfile.mkdtemp(prefix="rwb-sandbox-run-", dir=os.environ.get("RWB_SANDBOX_BASE"))
             except OSError as exc:
                 run.error = "rwb: cannot make the run's folder: %s" % exc
                 self.finish_run(run)
@@ -1336,6 +1477,7 @@ class Server:
             pass
 
     def reap(self):
+        ended = False
         for pid, step in self.steps.items():
             if step.wstatus is not None:
                 continue
@@ -1347,10 +1489,32 @@ class Server:
                 step.wstatus, step.usage = wstatus, usage
                 step.reaped_at = time.monotonic()
                 if not ISOLATION.namespaces:
+                    ended = True
                     try:
                         os.killpg(pid, signal.SIGKILL)  # what it left behind
                     except OSError:
                         pass
+        if ended:
+            self.sweep_orphans()
+
+    def sweep_orphans(self):
+        """(Without namespaces) what a run left behind outside its process group (a
+        child that called setsid and outlived its parent) came back to the server,
+        its subreaper: killed and reaped, until none is left."""
+        for _round in range(16):
+            found = [pid for pid in _children() if pid not in self.steps]
+            if not found:
+                return
+            for pid in found:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            for pid in found:
+                try:
+                    os.waitpid(pid, 0)
+                except ChildProcessError:
+                    pass
 
     def check_deadlines(self, now):
         for step in self.steps.values():
@@ -1604,6 +1768,11 @@ def main(argv):
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     langs, homes = find_languages()
     prepare_isolation(homes)
+    if not ISOLATION.namespaces:
+        try:
+            prctl(PR_SET_CHILD_SUBREAPER, 1)  # what a run leaves behind comes back here
+        except OSError:
+            pass
     try:
         ISOLATION.pid_limit = probe_pid_limit()
         server = Server(slots, langs, out_fd)
@@ -1625,6 +1794,7 @@ def main(argv):
         "private_root": ISOLATION.private_root,
         "pid_limit": PID_LIMIT if ISOLATION.pid_limit else None,
         "unsafe": ISOLATION.unsafe,
+        "confined": ISOLATION.confined,
     }
     if ISOLATION.why:
         isolation["why"] = ISOLATION.why

@@ -102,6 +102,8 @@ struct Rest {
     result_error: Option<String>,
     #[serde(default)]
     output: Option<String>,
+    #[serde(default)]
+    sandbox: Option<Box<crate::model::Sandboxed>>,
 }
 
 /// [`Rest`] borrowed from an outcome, to write it without copying.
@@ -117,6 +119,8 @@ struct RestOf<'a> {
     result_error: &'a Option<String>,
     #[serde(skip_serializing_if = "unset")]
     output: &'a Option<String>,
+    #[serde(skip_serializing_if = "unset")]
+    sandbox: &'a Option<Box<crate::model::Sandboxed>>,
 }
 
 fn no_metrics(m: &&Map<String, Value>) -> bool {
@@ -136,12 +140,14 @@ fn rest_of(o: &Outcome) -> Option<String> {
         error: &o.error,
         result_error: &o.result_error,
         output: &o.output,
+        sandbox: &o.sandbox,
     };
     let empty = rest.metrics.is_empty()
         && unset(&rest.step_outputs)
         && unset(&rest.error)
         && unset(&rest.result_error)
-        && unset(&rest.output);
+        && unset(&rest.output)
+        && unset(&rest.sandbox);
     (!empty).then(|| serde_json::to_string(&rest).expect("outcomes serialize"))
 }
 
@@ -317,6 +323,7 @@ pub(super) fn outcome_of(body: &[u8]) -> Option<Outcome> {
         output: rest.output,
         repeat: None,
         swallowed: None,
+        sandbox: rest.sandbox,
     })
 }
 

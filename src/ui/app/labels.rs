@@ -18,7 +18,7 @@ pub type Labels = HashMap<[u8; 16], Label>;
 #[derive(Debug, Default)]
 pub struct Twins {
     of: Option<(usize, [u8; 16], usize)>,
-    places: Vec<(usize, usize)>,
+    places: Vec<(String, usize)>,
 }
 
 /// The list's mark of a labelled sample: `+` pass, `-` fail, `=` and the number.
@@ -45,29 +45,34 @@ impl App {
             None => self.labels.remove(&key),
         };
         let twins = self.twins_of(i);
-        let line = at.line;
+        let file = self.file_of(&at);
+        // a folder's row: the file in it is named with its line
+        let line = match at.facts.as_deref().is_some_and(|f| f.file.is_some()) {
+            true => format!("{file}:{}", at.line),
+            false => format!("line {}", at.line),
+        };
         let shared = match twins.len() {
             0 => String::new(),
             1 if label.is_some() => format!(
                 "; the same text is on {}, which shares the label",
-                self.places_text(at.file, &twins)
+                places_text(&file, &twins)
             ),
             _ if label.is_some() => format!(
                 "; the same text is on {}, which share the label",
-                self.places_text(at.file, &twins)
+                places_text(&file, &twins)
             ),
             1 => format!(
                 "; the same text is on {}, whose label is cleared too",
-                self.places_text(at.file, &twins)
+                places_text(&file, &twins)
             ),
             _ => format!(
                 "; the same text is on {}, whose labels are cleared too",
-                self.places_text(at.file, &twins)
+                places_text(&file, &twins)
             ),
         };
         self.notice = Some(match label {
-            Some(l) => format!("line {line} labelled {}{shared} (labels.jsonl)", l),
-            None => format!("line {line}: label cleared{shared}"),
+            Some(l) => format!("{line} labelled {}{shared} (labels.jsonl)", l),
+            None => format!("{line}: label cleared{shared}"),
         });
         self.shown.twins = Twins::default();
         self.stats_stale = true;
@@ -77,47 +82,16 @@ impl App {
         vec![Effect::SaveLabel { key, label, at }]
     }
 
-    /// The (file, line) of every other sample with the same text as sample `i`.
-    fn twins_of(&self, i: usize) -> Vec<(usize, usize)> {
+    /// The (file, line) of every other sample with the same text as sample `i`, the
+    /// file as rows name it (a folder's row: the file in it).
+    fn twins_of(&self, i: usize) -> Vec<(String, usize)> {
         let key = self.samples[i].hash;
         self.samples
             .iter()
             .enumerate()
             .filter(|(j, s)| *j != i && s.hash == key)
-            .map(|(_, s)| (s.at.file, s.at.line))
+            .map(|(_, s)| (self.file_of(&s.at), s.at.line))
             .collect()
-    }
-
-    /// "line 5", "lines 5 and 9", "lines 5, 9, 12 and 4 more", with the file named
-    /// for a line of another file than `file`.
-    fn places_text(&self, file: usize, places: &[(usize, usize)]) -> String {
-        const NAMED: usize = 3;
-        let same_file = places.iter().all(|(f, _)| *f == file);
-        let each: Vec<String> = places
-            .iter()
-            .take(NAMED)
-            .map(|(f, line)| match (same_file, *f == file) {
-                (true, _) => line.to_string(),
-                (false, true) => format!("line {line}"),
-                (false, false) => {
-                    let name = self.samples_labels.get(*f).map_or("?", |l| l.as_str());
-                    format!("{name}:{line}")
-                }
-            })
-            .collect();
-        let mut text = match each.as_slice() {
-            [one] => one.clone(),
-            [rest @ .., last] if places.len() <= NAMED => format!("{} and {last}", rest.join(", ")),
-            all => all.join(", "),
-        };
-        if places.len() > NAMED {
-            text += &format!(" and {} more", places.len() - NAMED);
-        }
-        match (same_file, places.len()) {
-            (true, 1) => format!("line {text}"),
-            (true, _) => format!("lines {text}"),
-            (false, _) => text,
-        }
     }
 
     /// Finds the other lines of the selected sample's text when it is labelled and
@@ -169,7 +143,7 @@ impl App {
             };
             lines.push(format!(
                 "the same text is on {}, which {verb} this label",
-                self.places_text(sample.at.file, &twins.places)
+                places_text(&self.file_of(&sample.at), &twins.places)
             ));
         }
         lines
@@ -243,5 +217,34 @@ impl App {
         Some(format!(
             "human labels: {column} from column {names} · {given} given here{over} (labels.jsonl)"
         ))
+    }
+}
+
+/// "line 5", "lines 5 and 9", "lines 5, 9, 12 and 4 more", with the file named for a
+/// line of another file than `file`.
+fn places_text(file: &str, places: &[(String, usize)]) -> String {
+    const NAMED: usize = 3;
+    let same_file = places.iter().all(|(f, _)| f == file);
+    let each: Vec<String> = places
+        .iter()
+        .take(NAMED)
+        .map(|(f, line)| match (same_file, f == file) {
+            (true, _) => line.to_string(),
+            (false, true) => format!("line {line}"),
+            (false, false) => format!("{f}:{line}"),
+        })
+        .collect();
+    let mut text = match each.as_slice() {
+        [one] => one.clone(),
+        [rest @ .., last] if places.len() <= NAMED => format!("{} and {last}", rest.join(", ")),
+        all => all.join(", "),
+    };
+    if places.len() > NAMED {
+        text += &format!(" and {} more", places.len() - NAMED);
+    }
+    match (same_file, places.len()) {
+        (true, 1) => format!("line {text}"),
+        (true, _) => format!("lines {text}"),
+        (false, _) => text,
     }
 }

@@ -22,6 +22,7 @@ mod signal;
 mod slow;
 mod stats;
 mod text_match;
+mod titles;
 mod trust;
 
 pub use baseline::{Baseline, BaselineOf};
@@ -222,6 +223,8 @@ pub struct Settings {
     /// Each evaluator's `logged = "NAME"` (by evaluator name): the logged score it
     /// is compared with, when not the one of its own name.
     pub logged: std::collections::BTreeMap<String, String>,
+    /// `[sandbox] unsafe = true`: said on every screen while set (SPEC §18).
+    pub sandbox_unsafe: bool,
 }
 
 /// What preparing an evaluator found (`Msg::Prepared`).
@@ -341,6 +344,8 @@ pub struct App {
     /// The workbench reads outcomes back from the store: cells keep only scores (and
     /// errors); `false` (no store, tests) keeps every outcome whole.
     pub store_details: bool,
+    /// `[sandbox] unsafe = true` is set: the status line says so on every screen.
+    pub sandbox_unsafe: bool,
     /// The selected cell's whole outcome (see [`Detail`]).
     pub selected_detail: Option<Detail>,
     /// Each evaluator's code key, by name (where its outcomes are in the store).
@@ -435,6 +440,7 @@ impl App {
             loading: false,
             stats_stale: true,
             store_details: false,
+            sandbox_unsafe: false,
             selected_detail: None,
             code_keys: HashMap::new(),
             fresh: 0,
@@ -627,6 +633,7 @@ impl App {
         }
         self.ship.default_id = settings.deploy_id;
         self.store_details = settings.store_details;
+        self.sandbox_unsafe = settings.sandbox_unsafe;
         if self.logged_names != settings.logged {
             self.logged_names = settings.logged;
             self.pair_logged();

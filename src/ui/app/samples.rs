@@ -117,6 +117,22 @@ pub struct Sample {
 pub type Cells = smallvec::SmallVec<[Cell; 1]>;
 
 impl App {
+    /// The file a sample's rows name (`rwb run`'s `file`): its samples file's label,
+    /// or for a folder's or glob's row, the file in it (`logs/exp/steps/2.jsonl`).
+    pub fn file_of(&self, at: &crate::model::SampleRef) -> String {
+        let label = self.samples_labels.get(at.file).map_or("", String::as_str);
+        match at.facts.as_deref().and_then(|f| f.file.as_deref()) {
+            Some(member) => crate::sources::files::member_label(label, member),
+            None => label.to_string(),
+        }
+    }
+
+    /// Where a sample is, as the panes name it: its file ([`App::file_of`]) and its
+    /// line in that file (`logs/exp/steps/2.jsonl:1`).
+    pub fn place(&self, at: &crate::model::SampleRef) -> String {
+        format!("{}:{}", self.file_of(at), at.line)
+    }
+
     pub(super) fn count_fresh(&mut self) {
         self.fresh = self
             .samples

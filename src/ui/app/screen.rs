@@ -3,7 +3,9 @@
 //! sample's text, its rank change, the highlighted source beside an error, and how
 //! far the panes scroll.
 
-use super::{App, Sample};
+#[cfg(test)]
+pub(super) use super::titles::sample_title;
+use super::App;
 use crate::model::EvalError;
 use crate::ui::layout;
 use ratatui::text::Line;
@@ -83,10 +85,7 @@ impl App {
         let titles = rows
             .iter()
             .map(|&i| {
-                let title = old.remove(&i).unwrap_or_else(|| {
-                    let sample = &self.samples[i];
-                    sample_title(&self.text(sample), sample)
-                });
+                let title = old.remove(&i).unwrap_or_else(|| self.list_title(i));
                 (i, title)
             })
             .collect();
@@ -182,55 +181,6 @@ impl App {
         }
         self.dirty = false;
     }
-}
-
-/// A one-line title for the list: the last user turn, flattened; for a sample of a
-/// prompt and a completion (a trainer's log), the prompt's (its last user turn, or
-/// the tail of a templated text, where the question is) ▸ the completion.
-pub(super) fn sample_title(raw: &str, sample: &Sample) -> String {
-    if let Some(bad) = &sample.bad {
-        return format!("✗ {bad}");
-    }
-    let parsed: Value = serde_json::from_str(raw).unwrap_or(Value::Null);
-    let flat = |text: String| text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let last_turn = |messages: &Value, role: &str| {
-        messages.as_array().and_then(|ms| {
-            ms.iter()
-                .rev()
-                .find(|m| m.get("role").and_then(|r| r.as_str()) == Some(role))
-                .and_then(|m| m.get("content"))
-                .map(content_text)
-        })
-    };
-    if let Some(messages) = parsed.get("messages") {
-        return flat(last_turn(messages, "user").unwrap_or_default());
-    }
-    let Some(prompt) = parsed.get("prompt") else {
-        return String::new();
-    };
-    let prompt = match prompt {
-        Value::Array(_) => flat(last_turn(prompt, "user").unwrap_or_default()),
-        other => tail(&flat(content_text(other)), PROMPT_TAIL),
-    };
-    let completion = match parsed.get("completion") {
-        Some(c @ Value::Array(_)) => last_turn(c, "assistant").unwrap_or_default(),
-        Some(c) => content_text(c),
-        None => return prompt,
-    };
-    format!("{prompt} ▸ {}", flat(completion))
-}
-
-/// How much of a text prompt's end the title keeps.
-const PROMPT_TAIL: usize = 40;
-
-/// The last `n` characters of `text` (`…` before them when cut).
-fn tail(text: &str, n: usize) -> String {
-    let count = text.chars().count();
-    if count <= n {
-        return text.to_string();
-    }
-    let kept: String = text.chars().skip(count - (n - 1)).collect();
-    format!("…{kept}")
 }
 
 /// The text of a message's content: a string, or the text parts of a list.

@@ -44,6 +44,8 @@ pub struct EvaluatorStats {
     pub repeat: Option<crate::trust::RepeatSummary>,
     /// After `R`: the exceptions swallowed in the project's files, most samples first.
     pub swallowed: Option<Vec<super::SwallowedCount>>,
+    /// What rwb's sandbox ran for it (SPEC §18), when it ran anything.
+    pub sandbox: Option<crate::model::SandboxSummary>,
 }
 
 impl App {
@@ -92,6 +94,12 @@ impl App {
             agreement: self.agreement(evaluator),
             repeat: self.repeat_summary(evaluator),
             swallowed: self.swallowed_summary(evaluator),
+            sandbox: crate::model::SandboxSummary::of(
+                self.samples
+                    .iter()
+                    .filter_map(|s| s.cells.get(evaluator).and_then(|c| c.full()))
+                    .filter_map(|o| o.sandbox.as_deref()),
+            ),
             groups: self.group_summary(evaluator),
             alone: self.samples_alone(),
             zero_std: self

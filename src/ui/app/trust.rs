@@ -126,7 +126,8 @@ impl App {
 
     /// Whether an outcome is kept whole for what `v` says of it here.
     pub(super) fn keeps_for_trust(outcome: &Outcome) -> bool {
-        outcome.repeat.is_some() || outcome.swallowed.is_some()
+        // (and what rwb's sandbox ran for it: the statistics count its runs)
+        outcome.repeat.is_some() || outcome.swallowed.is_some() || outcome.sandbox.is_some()
     }
 }
 

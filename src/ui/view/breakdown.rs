@@ -365,6 +365,12 @@ pub(super) fn breakdown_lines(
         ));
     }
     metric_lines(o, ctx, width, lines);
+    if let Some(sandbox) = &o.sandbox {
+        lines.push(Line::styled(
+            format!("sandbox: {}", sandbox.describe()),
+            Style::default().fg(p.muted),
+        ));
+    }
     if let Some(steps) = &o.step_outputs {
         lines.push(Line::raw(""));
         lines.push(Line::styled(

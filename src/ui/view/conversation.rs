@@ -25,15 +25,10 @@ pub(super) fn draw_conversation(
         frame.render_widget(Paragraph::new("").block(block), area);
         return None;
     };
-    let label = app
-        .samples_labels
-        .get(sample.at.file)
-        .cloned()
-        .unwrap_or_default();
     let title = Line::from(vec![
         title_span(format!(" Sample {} ", sample.at.index), ctx),
         Span::styled(
-            format!("{label}:{} ", sample.at.line),
+            format!("{} ", app.place(&sample.at)),
             Style::default().fg(p.muted),
         ),
     ]);

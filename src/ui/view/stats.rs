@@ -91,6 +91,12 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
             Style::default().fg(p.fg),
         ));
     }
+    if let Some(sandbox) = &stats.sandbox {
+        lines.push(Line::styled(
+            format!("  {}", sandbox.describe()),
+            Style::default().fg(p.fg),
+        ));
+    }
     match stats.swallowed.as_deref() {
         None => {}
         Some([]) => lines.push(Line::styled(

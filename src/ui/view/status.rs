@@ -37,7 +37,15 @@ pub(super) fn message_lines(app: &App, ctx: &Ctx, width: u16, height: u16) -> Ve
 pub(super) fn draw_status(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) {
     let p = &ctx.theme.palette;
     let width = area.width as usize;
-    let mut spans = evaluator_spans(app, ctx, area.width);
+    let mut spans = Vec::new();
+    if app.sandbox_unsafe {
+        // `[sandbox] unsafe = true`: the policy's code may run unboxed (SPEC §18)
+        spans.push(Span::styled(
+            "UNSAFE sandbox ",
+            Style::default().fg(p.error).add_modifier(Modifier::BOLD),
+        ));
+    }
+    spans.extend(evaluator_spans(app, ctx, area.width));
     spans.extend(ship_spans(app, ctx));
     let watching = if app.watching.is_empty() {
         String::new()

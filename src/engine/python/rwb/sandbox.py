@@ -46,6 +46,11 @@ import socket
 import urllib.parse
 from concurrent.futures import ThreadPoolExecutor
 
+try:  # in rwb's workers: each run counted with the sample's result
+    from rwb_py import tally as _tally
+except ImportError:  # (elsewhere, nothing counts)
+    _tally = None
+
 __all__ = ["run_code", "run"]
 
 VERDICTS = (
@@ -79,7 +84,10 @@ def run_code(request):
     ValueError naming it."""
     body = _checked(request)
     limit = float(body.get("compile_timeout", 10)) + float(body.get("run_timeout", 10))
-    return _post("/run_code", body, timeout=limit + 600.0)
+    answer = _post("/run_code", body, timeout=limit + 600.0)
+    if _tally is not None and isinstance(answer, dict):
+        _tally.ran(answer)
+    return answer
 
 
 def _checked(request):
@@ -210,6 +218,8 @@ def run(code, tests, *, language="python", timeout=10, memory_mb=1024):
 
     with ThreadPoolExecutor(max_workers=min(32, len(cases))) as pool:
         judged = list(pool.map(one, cases))
+    if _tally is not None:
+        _tally.judged(judged)
     passed = sum(1 for c in judged if c["verdict"] == "pass")
     return {"passed": passed, "total": len(judged), "score": passed / len(judged), "cases": judged}
 

@@ -6,7 +6,7 @@ identical call that returns something else).
 
 import json
 
-from .audit import Recording
+from .audit import Recording, completion_text
 from .results import InvalidResult, _as_result, _describe
 from .timeouts import EvalTimeout
 
@@ -55,15 +55,15 @@ def _preview(worker, sample, copy):
         return None
 
 
-def _watched_call(worker, kwargs, trust):
-    """_call_for_check, recording what the call reached (audit hooks) and the
-    exceptions swallowed in the project's files, and the score it gave, in `trust`
-    (SPEC §16)."""
+def _watched_call(worker, sample, kwargs, trust):
+    """_call_for_check, recording what the call reached (audit hooks: what of
+    `sample`'s completion it ran, too) and the exceptions swallowed in the project's
+    files, and the score it gave, in `trust` (SPEC §16)."""
     from .swallowed import Watch
 
     watch = Watch(worker.roots)
     raised = []
-    with Recording() as reached:
+    with Recording([completion_text(sample)]) as reached:
         with watch:
             value, error = _call_for_check(worker, kwargs, raised)
     trust["reaches"] = reached
@@ -117,7 +117,7 @@ def _check_value(caller, value):
 def _check_pointwise(worker, sample, copy, trust):
     kwargs = worker.caller.arguments(copy.deepcopy(sample))
     before = copy.deepcopy(kwargs)
-    first, error = _watched_call(worker, kwargs, trust)
+    first, error = _watched_call(worker, sample, kwargs, trust)
     if error:
         return [error]
     issues = []
@@ -135,7 +135,8 @@ def _check_pointwise(worker, sample, copy, trust):
 
 def _watched_batch(worker, samples, copy, trusts):
     """The batch's first call (as _call_for_check), recording what it reached (on
-    every sample of the batch: which one reached it cannot be told), the exceptions
+    every sample of the batch: which one reached it cannot be told, but for what ran
+    a sample's completion, which is that sample's), the exceptions
     swallowed in the project's files per sample (swallowed.per_sample: a sample
     called alone again when the batch swallowed something) and each sample's score,
     in `trusts` (SPEC §16). Returns the call's kwargs before and after the call, its
@@ -153,7 +154,8 @@ def _watched_batch(worker, samples, copy, trusts):
             first.update(before=before, kwargs=kwargs, value=value, error=error)
         return raised[0] if raised else None
 
-    with Recording() as reached:
+    recording = Recording([completion_text(s) for s in samples])
+    with recording as reached:
         # the whole batch's call is the first `call`: only it is recorded
         swallowed = per_sample(worker.roots, _first_recorded(call, reached), samples)
     value, error = first["value"], first["error"]
@@ -164,8 +166,8 @@ def _watched_batch(worker, samples, copy, trusts):
             scores = [r["score"] if isinstance(r, dict) else None for r in results]
         except BaseException:
             pass
-    for trust, pairs, score in zip(trusts, swallowed, scores):
-        trust["reaches"] = list(reached)
+    for n, (trust, pairs, score) in enumerate(zip(trusts, swallowed, scores)):
+        trust["reaches"] = [w for w in reached if n in (recording.samples_of(w) or (n,))]
         trust["swallowed"] = pairs
         trust["score"] = score if isinstance(score, (int, float)) and score == score else None
     return first["before"], first["kwargs"], value, error

@@ -10,7 +10,7 @@ import struct
 import sys
 import time
 
-from . import checks
+from . import checks, tally
 from .asyncs import _awaited, _is_async
 from .concurrent import Concurrent
 from .errors import _error_info, missing_module_hint
@@ -243,6 +243,7 @@ class Worker:
         arguments, fn, written = caller.arguments, caller.fn, capture.written
         direct = caller.direct and plain  # veRL reads a dict's other keys as metrics, a described call its path
         clock, mark, pending, pack = time.perf_counter_ns, self.mark, self.pending, _MARK.pack_into
+        sandboxed = tally.CURRENT  # what rwb's sandbox ran for this sample (empty: nothing)
         interval = int(self.flush_seconds * 1e9)
         due = int(self.last_flush * 1e9) + interval
         for ident, raw in batch:
@@ -265,7 +266,7 @@ class Worker:
                 t1 = clock()
                 if evaluation.expired == started:  # it swallowed the signal, then returned late
                     raise EvalTimeout()
-                line = _plain_line(ident, t1 - t0, value) if direct and not written() else None
+                line = _plain_line(ident, t1 - t0, value) if direct and not written() and not sandboxed else None
                 if line is not None:
                     pending.append(line)
                     if len(pending) >= FLUSH_COUNT or t1 >= due:
@@ -283,6 +284,8 @@ class Worker:
             out = evaluation.take_output()
             if out is not None:
                 message["out"] = out
+            if sandboxed:
+                message["sandbox"] = tally.take()
             self.send_result(message)
             due = int(self.last_flush * 1e9) + interval
             if self.retiring:
@@ -309,6 +312,7 @@ class Worker:
                 # a batch that times out names its sample)
                 self.retire_reason = "split"
                 self.evaluation.take_output()
+                tally.take()  # (the samples' own calls count their runs again)
                 return
             ms = (time.perf_counter() - t0) * 1000.0
             messages = [self._timeout(ident, ms) for ident in idents]
@@ -321,6 +325,10 @@ class Worker:
         out = self.evaluation.take_output()
         if out is not None and messages:
             messages[0]["out"] = out
+        ran = tally.take()
+        if ran is not None and messages:
+            ran["of"] = "batch"  # the call's, told with its first sample
+            messages[0]["sandbox"] = ran
         for message in messages:
             self.send_result(message)
 

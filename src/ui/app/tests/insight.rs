@@ -237,3 +237,37 @@ fn a_baseline_pinned_before_the_run_is_done_says_which_samples_get_no_delta() {
         Some("baseline pinned: 3 samples; Δ shows the change from here")
     );
 }
+
+#[test]
+fn statistics_show_what_the_sandbox_ran_per_evaluator() {
+    let mut app = app();
+    for (i, (runs, timeouts, pass)) in [(3u64, 0u64, 3u64), (3, 1, 1)].into_iter().enumerate() {
+        let mut o = scored(pass as f64 / 3.0);
+        let mut verdicts = std::collections::BTreeMap::new();
+        verdicts.insert("pass".to_string(), pass);
+        if runs - pass - timeouts > 0 {
+            verdicts.insert("wrong".to_string(), runs - pass - timeouts);
+        }
+        if timeouts > 0 {
+            verdicts.insert("timeout".to_string(), timeouts);
+        }
+        o.sandbox = Some(Box::new(crate::model::Sandboxed {
+            runs,
+            timeouts,
+            seconds: vec![0.001 * (i + 1) as f64; runs as usize],
+            verdicts,
+            ..Default::default()
+        }));
+        app.update(result(0, i, o));
+    }
+    app.update(key('v'));
+    let report = app.stats_report.clone().unwrap();
+    let sandbox = report[0].sandbox.clone().expect("the sandbox's runs");
+    assert_eq!((sandbox.samples, sandbox.runs, sandbox.timeouts), (2, 6, 1));
+    assert_eq!((sandbox.p50, sandbox.p95), (Some(0.001), Some(0.002)));
+    assert_eq!(
+        sandbox.describe(),
+        "sandbox: 6 run(s) on 2 sample(s), p50 1.0 ms, p95 2.0 ms, 1 timeout(s), 0 memory kill(s); verdicts 4 pass, 1 timeout, 1 wrong"
+    );
+    assert_eq!(report[1].sandbox, None, "an evaluator that ran nothing says nothing");
+}

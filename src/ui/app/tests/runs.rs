@@ -161,12 +161,14 @@ fn settings_arrive_as_a_message_and_a_new_group_by_forgets_the_groups() {
         deploy_id: "my-rewards".into(),
         store_details: true,
         logged: Default::default(),
+        sandbox_unsafe: true,
     };
     app.update(Msg::Config(settings.clone()));
     assert_eq!(app.threshold, 0.7);
     assert_eq!(app.weights, Some(vec![2.0, 1.0]));
     assert_eq!(app.ship.default_id, "my-rewards");
     assert!(app.store_details);
+    assert!(app.sandbox_unsafe);
     assert!(app.groups().is_some(), "the same grouping keeps its groups");
     let combined = app.combined(&app.samples[1]).unwrap();
     assert!((combined - (2.0 * 0.1 + 0.9)).abs() < 1e-12, "{combined}");
