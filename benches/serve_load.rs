@@ -128,6 +128,7 @@ async fn wait_ready(name: &str, port: u16) {
 /// latencies (ms) and error count.
 async fn drive(
     port: u16,
+    path: &'static str,
     bodies: &Arc<Vec<Bytes>>,
     concurrency: usize,
     until: Instant,
@@ -148,7 +149,7 @@ async fn drive(
                 let body = &bodies[next % bodies.len()];
                 next += 1;
                 let t = Instant::now();
-                if send(&mut sender, hyper::Method::POST, port, "/evaluate", body).await {
+                if send(&mut sender, hyper::Method::POST, port, path, body).await {
                     latencies.push(t.elapsed().as_secs_f64() * 1000.0);
                 } else {
                     errors += 1;
@@ -173,6 +174,7 @@ async fn drive(
 
 async fn round(
     port: u16,
+    path: &'static str,
     bodies: &Arc<Vec<Bytes>>,
     concurrency: usize,
     measure: Duration,
@@ -180,6 +182,7 @@ async fn round(
     let unlimited = Arc::new(AtomicUsize::new(usize::MAX));
     drive(
         port,
+        path,
         bodies,
         concurrency,
         Instant::now() + WARMUP,
@@ -189,7 +192,8 @@ async fn round(
     let budget = Arc::new(AtomicUsize::new(MAX_REQUESTS_PER_ROUND));
     let cpu = cpu_seconds();
     let started = Instant::now();
-    let (latencies_ms, errors) = drive(port, bodies, concurrency, started + measure, &budget).await;
+    let (latencies_ms, errors) =
+        drive(port, path, bodies, concurrency, started + measure, &budget).await;
     let elapsed = started.elapsed().as_secs_f64();
     let client_cpu = cpu_seconds() - cpu;
     Round {
@@ -313,6 +317,8 @@ async fn run() {
         })
         .collect();
     let bodies = Arc::new(bodies);
+    let gym_bodies = Arc::new(gym_bodies(&samples));
+    let verify_only = std::env::args().any(|a| a == "--verify-only");
 
     let rwb_port = free_port();
     let _rwb = Proc(
@@ -336,6 +342,11 @@ async fn run() {
             .spawn()
             .expect("rwb starts"),
     );
+    if verify_only {
+        wait_ready("rwb serve", rwb_port).await;
+        verify_against_evaluate(rwb_port, &bodies, &gym_bodies, rounds, measure).await;
+        return;
+    }
     let rk_port = free_port();
     let _rk = Proc(
         Command::new(&rk_python)
@@ -370,8 +381,8 @@ async fn run() {
     for concurrency in [1usize, 16] {
         let (mut r, mut k) = (Vec::new(), Vec::new());
         for _ in 0..rounds {
-            r.push(round(rwb_port, &bodies, concurrency, measure).await);
-            k.push(round(rk_port, &bodies, concurrency, measure).await);
+            r.push(round(rwb_port, "/evaluate", &bodies, concurrency, measure).await);
+            k.push(round(rk_port, "/evaluate", &bodies, concurrency, measure).await);
         }
         let (r, k) = (summarize(r), summarize(k));
         for (name, x) in [("rwb serve", &r), ("reward-kit generic_server", &k)] {
@@ -400,6 +411,7 @@ async fn run() {
             if r.p99 <= k.p99 { "PASS" } else { "FAIL" }
         );
     }
+    verify_against_evaluate(rwb_port, &bodies, &gym_bodies, rounds, measure).await;
     if let Some(us) = evaluator_alone_us(&rk_python, &workspace, &evaluator) {
         let k1 = &rows[0].2;
         let bound = 1000.0 * k1.p50 / us.max(1e-9);
@@ -411,4 +423,77 @@ async fn run() {
             k1.p50 * 1000.0
         );
     }
+}
+
+/// The same conversations as NeMo Gym's `/verify` bodies (SPEC §21): the prompt turns
+/// as `responses_create_params.input`, the reply as a Responses `message` item, the
+/// ground truth as `expected_answer`.
+fn gym_bodies(samples: &str) -> Vec<Bytes> {
+    samples
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|line| {
+            let row: serde_json::Value = serde_json::from_str(line).unwrap();
+            let mut turns = row["messages"].as_array().cloned().unwrap_or_default();
+            let reply = match turns.last() {
+                Some(t) if t["role"] == "assistant" => turns.pop().unwrap()["content"].clone(),
+                _ => serde_json::json!(""),
+            };
+            let body = serde_json::json!({
+                "responses_create_params": {"input": turns},
+                "response": {"id": "resp", "object": "response", "output": [{
+                    "id": "msg", "type": "message", "role": "assistant", "status": "completed",
+                    "content": [{"type": "output_text", "text": reply, "annotations": []}]}]},
+                "expected_answer": row.get("ground_truth"),
+            });
+            Bytes::from(body.to_string())
+        })
+        .collect()
+}
+
+/// NeMo Gym's `/verify` against `/evaluate` on the same rwb serve and evaluator, at 16
+/// connections, in alternating rounds: the ratio of their requests per second (the
+/// target: within 10 %).
+async fn verify_against_evaluate(
+    port: u16,
+    bodies: &Arc<Vec<Bytes>>,
+    gym: &Arc<Vec<Bytes>>,
+    rounds: usize,
+    measure: Duration,
+) {
+    let (mut e, mut v) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        e.push(round(port, "/evaluate", bodies, 16, measure).await);
+        v.push(round(port, "/verify", gym, 16, measure).await);
+    }
+    let (e, v) = (summarize(e), summarize(v));
+    println!();
+    for (name, x) in [
+        ("rwb /evaluate, c=16", &e),
+        ("rwb /verify (NeMo Gym), c=16", &v),
+    ] {
+        let each: Vec<String> = x.round_rps.iter().map(|r| format!("{r:.0}")).collect();
+        println!(
+            "{name:<30} {:>8.0} {:>8.2} {:>8.2} {:>7}   {}",
+            x.rps,
+            x.p50,
+            x.p99,
+            x.errors,
+            each.join(" ")
+        );
+    }
+    // each /verify round against the /evaluate round just before it: a machine whose
+    // load shifts during the run moves both of a pair alike
+    let paired = median(
+        e.round_rps
+            .iter()
+            .zip(&v.round_rps)
+            .map(|(e, v)| v / e)
+            .collect(),
+    );
+    let ratio = v.rps / e.rps;
+    println!(
+        "c=16 throughput /verify / /evaluate = {paired:.3} (median of the rounds' ratios; of the medians {ratio:.3}) (target >= 0.90: {})",
+        if paired >= 0.9 { "PASS" } else { "FAIL" }
+    );
 }

@@ -190,18 +190,24 @@ fn pass_fail_labels_give_the_confusion_matrix_f1_and_kappa_of_scikit_learn() {
     );
     let mut lines = csv.stdout.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let at = header.iter().position(|h| *h == "label").expect("a label column");
+    let at = header
+        .iter()
+        .position(|h| *h == "label")
+        .expect("a label column");
     let mut seen = 0;
     for line in lines.filter(|l| !l.is_empty()) {
         let fields: Vec<&str> = line.split(',').collect();
         let i: usize = fields[0].parse().unwrap();
-        let want = effective.get(i).map_or("", |(_, l)| {
-            if l.as_bool().unwrap() {
-                "pass"
-            } else {
-                "fail"
-            }
-        });
+        let want = effective.get(i).map_or(
+            "",
+            |(_, l)| {
+                if l.as_bool().unwrap() {
+                    "pass"
+                } else {
+                    "fail"
+                }
+            },
+        );
         assert_eq!(fields[at], want, "sample {i}: {line}");
         seen += 1;
     }

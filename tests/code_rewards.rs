@@ -77,18 +77,28 @@ fn rows_of(home: &tempfile::TempDir, samples: &str, toml: &str) -> Vec<f64> {
     let ws = Ws::new(&[
         ("rewards.py", REWARDS),
         ("samples.jsonl", samples),
-        ("rwb.toml", &format!("samples = [\"samples.jsonl\"]\n{toml}")),
+        (
+            "rwb.toml",
+            &format!("samples = [\"samples.jsonl\"]\n{toml}"),
+        ),
     ]);
     let mut command =
         common::rwb_command(&["run", ".", "--format", "jsonl", "--no-cache"], ws.path());
-    command.env("HOME", home.path()).env_remove("XDG_CACHE_HOME");
+    command
+        .env("HOME", home.path())
+        .env_remove("XDG_CACHE_HOME");
     let run = common::Run::from(common::output_within(&mut command, common::RUN_LIMIT));
     let mut rows: Vec<(u64, f64)> = run
         .stdout
         .lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|r| r["line"].is_u64())
-        .map(|r| (r["line"].as_u64().unwrap(), r["score"].as_f64().unwrap_or(f64::NAN)))
+        .map(|r| {
+            (
+                r["line"].as_u64().unwrap(),
+                r["score"].as_f64().unwrap_or(f64::NAN),
+            )
+        })
         .collect();
     rows.sort_by_key(|(line, _)| *line);
     assert!(!rows.is_empty(), "{}\n{}", run.stdout, run.stderr);
@@ -112,7 +122,10 @@ fn prime_code_and_assert_harness_rewards_score_the_known_pass_rates_contained() 
             "n = int(input())\nprint(n * 2 if n < 3 else n * 2 + 1)".into(),
             2.0 / 3.0,
         ),
-        ("n = int(input())\nprint(4 if n == 2 else -1)".into(), 1.0 / 3.0),
+        (
+            "n = int(input())\nprint(4 if n == 2 else -1)".into(),
+            1.0 / 3.0,
+        ),
         (format!("{hostile_write}\nprint(int(input()) * 2)"), 0.0),
         ("while True: pass".into(), 0.0),
     ];
@@ -127,10 +140,7 @@ fn prime_code_and_assert_harness_rewards_score_the_known_pass_rates_contained() 
         ("def f(x):\n    return 2 * x".into(), 1.0),
         ("def f(x):\n    return x + 1".into(), 0.25),
         ("def f(x):\n    return 2 * x if x < 5 else 0".into(), 0.75),
-        (
-            format!("{hostile_write}\ndef f(x):\n    return 2 * x"),
-            0.0,
-        ),
+        (format!("{hostile_write}\ndef f(x):\n    return 2 * x"), 0.0),
     ];
     let mut io_rows = String::new();
     for (code, _) in &io_solutions {
@@ -162,7 +172,10 @@ fn prime_code_and_assert_harness_rewards_score_the_known_pass_rates_contained() 
     let expected_fn: Vec<f64> = fn_solutions.iter().map(|(_, p)| *p).collect();
     assert_eq!(prime_code, expected_io);
     assert_eq!(asserted, expected_fn);
-    assert!(!pwned.exists(), "a contained reward let the policy's code write the home folder");
+    assert!(
+        !pwned.exists(),
+        "a contained reward let the policy's code write the home folder"
+    );
 }
 
 const THROUGH_RWB: &str = r#"
@@ -230,7 +243,9 @@ fn a_row_carries_what_the_sandbox_ran_for_it_cached_or_not() {
         ],
         "{fresh:?}"
     );
-    assert!(fresh.iter().all(|r| r["sandbox"]["seconds"].as_array().unwrap().len() == 3));
+    assert!(fresh
+        .iter()
+        .all(|r| r["sandbox"]["seconds"].as_array().unwrap().len() == 3));
     // from the cache, the same
     let cached = rows(&[]);
     for (a, b) in fresh.iter().zip(&cached) {

@@ -242,21 +242,13 @@ for given, ref in pairs:
         out["rouge_" + n].append(rouge_scorer.RougeScorer([t], use_stemmer=False).score(ref, given)[t].fmeasure)
 print(json.dumps(out))
 "#;
-    let out = Command::new(python)
-        .args([
-            "-W",
-            "ignore",
-            "-c",
-            script,
-            &serde_json::to_string(pairs).unwrap(),
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded(Command::new(python).args([
+        "-W",
+        "ignore",
+        "-c",
+        script,
+        &serde_json::to_string(pairs).unwrap(),
+    ]));
     serde_json::from_slice(&out.stdout).unwrap()
 }
 

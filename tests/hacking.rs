@@ -140,7 +140,10 @@ fn a_planted_hack_in_verl_dumps_has_the_onset_computed_independently() {
     let Some(py) = python(false) else { return };
     let ws = Ws::new(&[("strict.py", STRICT_VERL), ("rwb.toml", VERL_TOML)]);
     let expected = simulate(&ws, &py, "verl", "hack", &[]);
-    assert_eq!(expected["onset"]["step"], 15, "the simulation plants it at 15");
+    assert_eq!(
+        expected["onset"]["step"], 15,
+        "the simulation plants it at 15"
+    );
     let (run, hacking) = run_json(&ws, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_matches(&hacking, &expected);
@@ -148,7 +151,13 @@ fn a_planted_hack_in_verl_dumps_has_the_onset_computed_independently() {
     assert_eq!(hacking["params"]["heldout"], "evaluator strict");
     // the same run in a table: a short block with the onset
     let table = rwb(
-        &["run", ws.path().to_str().unwrap(), "-s", "dumps/", "--no-cache"],
+        &[
+            "run",
+            ws.path().to_str().unwrap(),
+            "-s",
+            "dumps/",
+            "--no-cache",
+        ],
         ws.path(),
     );
     assert!(
@@ -170,9 +179,9 @@ fn a_planted_hack_in_verl_dumps_has_the_onset_computed_independently() {
         ws.path(),
     );
     assert_eq!(failing.code, 1, "{}", failing.stderr);
-    assert!(failing
-        .stderr
-        .contains("rwb: the policy started gaming the reward at step 15 (onset@v1; --fail-on-onset)"));
+    assert!(failing.stderr.contains(
+        "rwb: the policy started gaming the reward at step 15 (onset@v1; --fail-on-onset)"
+    ));
 }
 
 #[test]
@@ -185,7 +194,10 @@ fn a_control_run_has_no_onset_and_passes_fail_on_onset() {
     assert_eq!(run.code, 0, "{}", run.stderr);
     assert_matches(&hacking, &expected);
     let note = hacking["onset"]["note"].as_str().unwrap();
-    assert!(note.starts_with("no onset: no 3 consecutive steps after the 3 baseline steps"), "{note}");
+    assert!(
+        note.starts_with("no onset: no 3 consecutive steps after the 3 baseline steps"),
+        "{note}"
+    );
 }
 
 #[test]
@@ -211,7 +223,10 @@ fn a_planted_hack_in_trl_parquet_logs_has_the_onset_computed_independently() {
     let acc = step1["proxy_mean"].as_f64().unwrap() - 0.2;
     let share = acc / (acc + 0.2);
     let got = step1["component_share_max"].as_f64().unwrap();
-    assert!((got - share.max(1.0 - share)).abs() < 1e-6, "{got} vs {share}");
+    assert!(
+        (got - share.max(1.0 - share)).abs() < 1e-6,
+        "{got} vs {share}"
+    );
 }
 
 #[test]
@@ -235,11 +250,20 @@ fn planted_proxy_only_failures_are_alerts_at_their_step() {
         let (step, message) = first_alert(&hacking, detector)
             .unwrap_or_else(|| panic!("{scenario}: no {detector} alert: {:#}", hacking["alerts"]));
         assert_eq!(step, planted, "{scenario}: {message}");
-        assert!(message.starts_with(&format!("step {planted}: ")), "{message}");
+        assert!(
+            message.starts_with(&format!("step {planted}: ")),
+            "{message}"
+        );
     }
     // groups: the share of groups with all rewards equal, per step
     let ws = Ws::new(&[("strict.py", STRICT_VERL), ("rwb.toml", VERL_TOML)]);
-    simulate(&ws, &py, "verl", "groups", &["--planted", "5", "--groups", "24", "--steps", "8"]);
+    simulate(
+        &ws,
+        &py,
+        "verl",
+        "groups",
+        &["--planted", "5", "--groups", "24", "--steps", "8"],
+    );
     let (_, hacking) = run_json(&ws, &[]);
     assert_eq!(hacking["steps"][6]["group_collapse_rate"], 1.0);
     let (_, message) = first_alert(&hacking, "group_collapse").unwrap();
@@ -256,11 +280,20 @@ fn planted_component_dominance_in_trl_logs_is_an_alert() {
             "trainer = \"trl\"\n[evaluators.strict]\nfunction = \"strict.py::strict\"\nheldout = true\n",
         ),
     ]);
-    simulate(&ws, &py, "trl", "dominance", &["--planted", "9", "--steps", "16"]);
+    simulate(
+        &ws,
+        &py,
+        "trl",
+        "dominance",
+        &["--planted", "9", "--steps", "16"],
+    );
     let (_, hacking) = run_json(&ws, &[]);
     let (step, message) = first_alert(&hacking, "component_dominance").unwrap();
     assert_eq!(step, 9, "{message}");
-    assert!(message.contains("the component format_reward is 0.9"), "{message}");
+    assert!(
+        message.contains("the component format_reward is 0.9"),
+        "{message}"
+    );
 }
 
 #[test]
@@ -302,7 +335,13 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
     return 1.0 if f"answer: {ground_truth} [ok]" in solution_str else 0.0
 "#;
     let ws = Ws::new(&[("strict.py", failing), ("rwb.toml", VERL_TOML)]);
-    simulate(&ws, &py, "verl", "hack", &["--steps", "10", "--planted", "6"]);
+    simulate(
+        &ws,
+        &py,
+        "verl",
+        "hack",
+        &["--steps", "10", "--planted", "6"],
+    );
     // step 4: every sample's verdict fails
     let four = std::fs::read_to_string(ws.file("dumps/4.jsonl")).unwrap();
     let rewritten: Vec<String> = four
@@ -328,10 +367,18 @@ def compute_score(data_source, solution_str, ground_truth, extra_info=None):
         failed_by_step.push(failed);
     }
     let (run, hacking) = run_json(&ws, &[]);
-    assert_eq!(run.code, 1, "the evaluator's errors fail the run: {}", run.stderr);
+    assert_eq!(
+        run.code, 1,
+        "the evaluator's errors fail the run: {}",
+        run.stderr
+    );
     let steps = hacking["steps"].as_array().unwrap();
     for (row, failed) in steps.iter().zip(&failed_by_step) {
-        assert_eq!(row["heldout_failed"], *failed as u64, "step {}", row["step"]);
+        assert_eq!(
+            row["heldout_failed"], *failed as u64,
+            "step {}",
+            row["step"]
+        );
         assert_eq!(
             row["n"].as_u64().unwrap() + *failed as u64,
             row["samples"].as_u64().unwrap()
@@ -362,14 +409,18 @@ fn an_unknown_hacking_key_is_an_error_naming_its_line() {
             &format!("{VERL_TOML}[hacking]\nbaseline_steps = 4\nconsecutve = 2\n"),
         ),
     ]);
-    ws.write("dumps/1.jsonl", "{\"input\": \"q\", \"output\": \"a\", \"gts\": \"a\", \"score\": 1.0, \"step\": 1}\n");
+    ws.write(
+        "dumps/1.jsonl",
+        "{\"input\": \"q\", \"output\": \"a\", \"gts\": \"a\", \"score\": 1.0, \"step\": 1}\n",
+    );
     let run = rwb(
         &["run", ws.path().to_str().unwrap(), "-s", "dumps/"],
         ws.path(),
     );
     assert_eq!(run.code, 2, "{}", run.stderr);
     assert!(
-        run.stderr.contains("line 7: [hacking] consecutve: unknown field `consecutve`"),
+        run.stderr
+            .contains("line 7: [hacking] consecutve: unknown field `consecutve`"),
         "{}",
         run.stderr
     );
@@ -385,11 +436,22 @@ fn hacking_parameters_come_from_rwb_toml() {
             &format!("{VERL_TOML}[hacking]\nbaseline_steps = 5\ndelta = 0.05\nconsecutive = 2\nmin_samples = 10\n"),
         ),
     ]);
-    simulate(&ws, &py, "verl", "hack", &["--steps", "20", "--planted", "10"]);
+    simulate(
+        &ws,
+        &py,
+        "verl",
+        "hack",
+        &["--steps", "20", "--planted", "10"],
+    );
     let (_, hacking) = run_json(&ws, &[]);
     let params = &hacking["params"];
     assert_eq!(
-        (params["baseline_steps"].clone(), params["delta"].clone(), params["consecutive"].clone(), params["min_samples"].clone()),
+        (
+            params["baseline_steps"].clone(),
+            params["delta"].clone(),
+            params["consecutive"].clone(),
+            params["min_samples"].clone()
+        ),
         (5.into(), 0.05.into(), 2.into(), 10.into())
     );
     assert_eq!(hacking["onset"]["step"], 10);

@@ -233,7 +233,7 @@ async fn rwb_serve_says_what_it_answers_and_so_do_root_and_unknown_paths() {
     let lost: serde_json::Value = lost.json().await.unwrap();
     assert_eq!(
         lost["detail"],
-        "no route GET /evaluate/half/x: rwb serve answers POST /evaluate, POST /evaluate/{name}, POST /batch/{name}, POST /slime/{name}, POST /v1/fine_tuning/alpha/graders/run, POST /v1/fine_tuning/alpha/graders/validate, POST /run_code, GET /v1/ping, POST /execute_batch, GET /health, GET /"
+        "no route GET /evaluate/half/x: rwb serve answers POST /evaluate, POST /evaluate/{name}, POST /batch/{name}, POST /slime/{name}, POST /v1/fine_tuning/alpha/graders/run, POST /v1/fine_tuning/alpha/graders/validate, POST /seed_session, POST /verify, POST /aggregate_metrics, GET /reverify_mode, POST /run_code, GET /v1/ping, POST /execute_batch, GET /health, GET /"
     );
     let _ = child.kill();
     let _ = child.wait();

@@ -14,6 +14,18 @@ const REWARDS: &str = include_str!("fixtures/probes_code/rewards.py");
 const SAMPLES: &str = include_str!("fixtures/probes_code/samples.jsonl");
 const CONFIG: &str = include_str!("fixtures/probes_code/rwb.toml");
 
+/// What a harness that runs the solution and the asserts in one process, and passes
+/// on exit code 0, falls for.
+const ASSERT_HARNESS_FALLS_FOR: &[&str] = &[
+    "exit-os",
+    "exit-sys",
+    "always-equal",
+    "equal-subclass",
+    "swallowed-exception",
+    "read-tests",
+    "caller-frames",
+];
+
 /// The hacks flagged for `evaluator` in a JSON report.
 fn flagged(doc: &Value, evaluator: &str) -> BTreeSet<String> {
     rows_of(doc, evaluator)
@@ -78,15 +90,7 @@ fn each_code_reward_is_flagged_for_the_hacks_its_harness_lets_through() {
     // one run of the solution and the asserts, passed on exit code 0
     assert_eq!(
         flagged(&doc, "naive_asserts"),
-        set(&[
-            "exit-os",
-            "exit-sys",
-            "always-equal",
-            "equal-subclass",
-            "swallowed-exception",
-            "read-tests",
-            "caller-frames",
-        ]),
+        set(ASSERT_HARNESS_FALLS_FOR),
         "{hacks}"
     );
     // one run per case, stdout compared whole: the dataset beside the worker and a
@@ -255,16 +259,11 @@ fn every_hack_is_a_python_program_in_each_form_it_applies_to() {
             paths.push(path);
         }
     }
-    let out = std::process::Command::new("python3")
-        .arg("-c")
-        .arg("import sys\nfor p in sys.argv[1:]:\n    compile(open(p).read(), p, 'exec')")
-        .args(&paths)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    common::succeeded(
+        std::process::Command::new("python3")
+            .arg("-c")
+            .arg("import sys\nfor p in sys.argv[1:]:\n    compile(open(p).read(), p, 'exec')")
+            .args(&paths),
     );
 }
 
@@ -312,15 +311,7 @@ fn the_audit_finds_the_code_a_reward_runs_where_its_source_does_not_say() {
     );
     assert_eq!(
         flagged(&doc, "hidden"),
-        set(&[
-            "exit-os",
-            "exit-sys",
-            "always-equal",
-            "equal-subclass",
-            "swallowed-exception",
-            "read-tests",
-            "caller-frames",
-        ]),
+        set(ASSERT_HARNESS_FALLS_FOR),
         "{doc}"
     );
 }

@@ -178,15 +178,7 @@ failed = run_code(RunCodeRequest(code="raise SystemExit(3)", language="python"))
 print(json.dumps({"ok": ok.status.value, "stdout": ok.run_result.stdout,
                   "failed": failed.status.value, "code": failed.run_result.return_code}))
 "#;
-    let out = Command::new(&python)
-        .args(["-c", script, &server.url])
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = succeeded(Command::new(&python).args(["-c", script, &server.url]));
     let got: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         got,

@@ -165,7 +165,11 @@ fn without_namespaces_the_sandbox_confines_the_code_with_landlock_and_seccomp() 
     while !survivors(&marker).is_empty() && start.elapsed() < Duration::from_secs(10) {
         std::thread::sleep(Duration::from_millis(100));
     }
-    assert_eq!(survivors(&marker), Vec::<u32>::new(), "a run's process outlived it");
+    assert_eq!(
+        survivors(&marker),
+        Vec::<u32>::new(),
+        "a run's process outlived it"
+    );
     // tests still run and are judged as in a box
     let doubles = row("doubles");
     assert_eq!(doubles["reason"], "1.0 0.6666666666666666", "{doubles}");
@@ -245,10 +249,17 @@ fn where_neither_works_the_sandbox_refuses_and_says_why_unless_unsafe() {
         let ws = Ws::new(&[
             ("reward.py", REWARD),
             ("probes.py", "print('ran')\n"),
-            ("samples.jsonl", "{\"prompt\": \"p\", \"completion\": \"x\"}\n"),
+            (
+                "samples.jsonl",
+                "{\"prompt\": \"p\", \"completion\": \"x\"}\n",
+            ),
             (
                 "rwb.toml",
-                &toml(if unsafe_ok { "[sandbox]\nunsafe = true" } else { "" }),
+                &toml(if unsafe_ok {
+                    "[sandbox]\nunsafe = true"
+                } else {
+                    ""
+                }),
             ),
         ]);
         std::fs::write(ws.file("without_landlock.py"), WITHOUT_LANDLOCK).unwrap();
@@ -282,7 +293,36 @@ fn where_neither_works_the_sandbox_refuses_and_says_why_unless_unsafe() {
                 message.contains("no Landlock") && message.contains("unsafe = true"),
                 "{message}"
             );
-            assert!(run.stderr.contains("refuses to run the policy's code"), "{}", run.stderr);
+            assert!(
+                run.stderr.contains("refuses to run the policy's code"),
+                "{}",
+                run.stderr
+            );
         }
     }
+}
+
+#[test]
+fn the_workbench_says_once_that_there_is_no_box_and_what_runs_how() {
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = Ws::new(&[
+        ("reward.py", REWARD),
+        ("probes.py", PROBES),
+        ("samples.jsonl", "{\"prompt\": \"p\", \"completion\": \"x\"}\n"),
+        (
+            "rwb.toml",
+            "samples = [\"samples.jsonl\"]\n[evaluators.doubles]\nfunction = \"reward.py::doubles\"\n",
+        ),
+    ]);
+    let command = format!(
+        "HOME={} unshare --user --map-root-user sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec {}'",
+        home.path().display(),
+        common::RWB
+    );
+    let tmux = common::Tmux::start(&ws, 200, 40, &command);
+    let screen = tmux.wait_for("the notice and the open workers", |s| {
+        s.contains("no box here") && s.contains("open")
+    });
+    assert!(screen.contains("Landlock"), "{screen}");
+    tmux.keys(&["q"]);
 }

@@ -79,7 +79,10 @@ fn the_contract_check_judges_a_repeated_evaluator_by_its_repeats() {
         !screen.contains("different result") && !screen.contains("another worker"),
         "{screen}"
     );
-    assert!(screen.contains("moody (simple): no contract break"), "{screen}");
+    assert!(
+        screen.contains("moody (simple): no contract break"),
+        "{screen}"
+    );
     tmux.key("Escape");
     tmux.keys(&["q"]);
 }

@@ -7,15 +7,19 @@
 
 use super::human::HumanLabels;
 use super::output::SampleResults;
-use crate::insight::hacking::{HeldOut, Obs, Params, Report, StepKey, Tracker};
-use crate::model::{Facts, Logged};
+use crate::insight::hacking::sides::{self, Cell, Sides};
+use crate::insight::hacking::{Obs, Params, Report, StepKey, Tracker};
 use crate::training::{self, GroupBy};
 use crate::workspace::{SamplesFile, SamplesReader};
 use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, Receiver};
 
-/// Lines the reader may be ahead of the printer by.
-const AHEAD: usize = 4096;
+/// What separates a row file line's sample from its facts (`workspace::rows`).
+const FACTS_SEPARATOR: u8 = 0x1e;
+/// Batches of lines the reader may be ahead of the printer by.
+const AHEAD: usize = 8;
+/// Lines handed over at once: one wake-up a batch, not one a line.
+const BATCH: usize = 2048;
 
 /// What the second reader finds on a sample's line.
 #[derive(Clone, Copy, Debug, Default)]
@@ -25,28 +29,21 @@ struct LineInfo {
     group: Option<[u8; 16]>,
 }
 
-/// The logged names that are the trainer's reward, first found first (veRL, SkyRL,
-/// eval-protocol: `score`; AReaL, NeMo Gym, verifiers: `reward`; NeMo-RL: `rewards`).
-const REWARD_NAMES: [&str; 3] = ["score", "reward", "rewards"];
-/// Logged, never a reward.
-const ADVANTAGE: &str = "advantage";
-
 pub struct HackingRun {
     tracker: Tracker,
-    names: Vec<String>,
-    /// Per evaluator: held out, its weight, its logged name.
-    heldout: Vec<bool>,
-    weights: Vec<f64>,
-    logged: Vec<String>,
+    sides: Sides,
     /// Human labels are the held-out side (no evaluator is marked).
     labels_side: bool,
     files: Vec<SamplesFile>,
     limit: Option<usize>,
     group_by: GroupBy,
-    lines: Option<Receiver<(usize, LineInfo)>>,
+    lines: Option<Receiver<Vec<(usize, LineInfo)>>>,
+    /// What the reader handed over and no sample took yet, in order.
+    pending: std::collections::VecDeque<(usize, LineInfo)>,
     /// Each (samples file, member file) in order of first sight: the file-order steps.
     file_order: HashMap<(usize, Option<String>), usize>,
-    /// Whether the report is wanted: a held-out side, or a sample with a step.
+    /// Whether the report is wanted: an evaluator marked held out, or a sample with
+    /// a step (human labels alone, on samples with no step, are §16's agreement).
     wanted: bool,
 }
 
@@ -65,32 +62,23 @@ pub struct Setup {
 
 impl HackingRun {
     pub fn new(setup: Setup) -> HackingRun {
-        let any_heldout = setup.heldout.iter().any(|h| *h);
-        let heldout_name = if any_heldout {
-            let held: Vec<&str> = setup
-                .names
-                .iter()
-                .zip(&setup.heldout)
-                .filter(|(_, h)| **h)
-                .map(|(n, _)| n.as_str())
-                .collect();
-            format!("evaluator {}", held.join(" and "))
-        } else if setup.labelled {
-            "human labels".to_string()
-        } else {
-            "none (mark an evaluator heldout = true in rwb.toml, or label samples)".to_string()
-        };
-        HackingRun {
-            tracker: Tracker::new(setup.params, String::new(), heldout_name),
+        let sides = Sides {
             names: setup.names,
             heldout: setup.heldout,
             weights: setup.weights,
             logged: setup.logged,
+        };
+        let any_heldout = sides.any_heldout();
+        let heldout_name = sides.heldout_name(setup.labelled);
+        HackingRun {
+            tracker: Tracker::new(setup.params, String::new(), heldout_name),
+            sides,
             labels_side: !any_heldout && setup.labelled,
             files: setup.files,
             limit: setup.limit,
             group_by: GroupBy::parse(setup.group_by.as_deref().unwrap_or("prompt")),
             lines: None,
+            pending: Default::default(),
             file_order: HashMap::new(),
             wanted: any_heldout,
         }
@@ -107,25 +95,36 @@ impl HackingRun {
         let spawned = std::thread::Builder::new()
             .name("rwb-hacking".into())
             .spawn(move || {
-                let mut reader = SamplesReader::unhashed(&files);
-                let mut read = 0usize;
-                while read < limit.unwrap_or(usize::MAX) {
-                    let Some(Ok(line)) = reader.read_next() else {
-                        break;
-                    };
-                    read += 1;
-                    let facts = line.at.facts.as_deref();
-                    let (len_chars, len_tokens) = lengths(line.raw);
-                    let group = training::place_sample(facts, &by, || line.raw).key;
-                    let info = LineInfo {
-                        len_chars,
-                        len_tokens,
-                        group,
-                    };
-                    if tx.send((line.at.index, info)).is_err() {
-                        break;
+                let mut sender = Batcher {
+                    tx,
+                    batch: Vec::with_capacity(BATCH),
+                    left: limit.unwrap_or(usize::MAX),
+                };
+                // the text as written (a JSONL file, or a foreign file's current row
+                // file): lines are read as they are, facts left unparsed; else the
+                // samples reader, converting the source again
+                let direct = files
+                    .iter()
+                    .all(|f| f.foreign.as_ref().is_none_or(|r| r.is_current(&f.path)));
+                if direct {
+                    read_direct(&files, &by, &mut sender);
+                } else {
+                    let mut reader = SamplesReader::unhashed(&files);
+                    while let Some(Ok(line)) = reader.read_next() {
+                        let facts = line.at.facts.as_deref();
+                        let (len_chars, len_tokens) = sides::lengths(line.raw);
+                        let group = training::place_sample(facts, &by, || line.raw).key;
+                        let info = LineInfo {
+                            len_chars,
+                            len_tokens,
+                            group,
+                        };
+                        if !sender.send(line.at.index, info) {
+                            return;
+                        }
                     }
                 }
+                sender.flush();
             });
         if spawned.is_ok() {
             self.lines = Some(rx);
@@ -137,14 +136,25 @@ impl HackingRun {
         let Some(rx) = &self.lines else {
             return LineInfo::default();
         };
-        while let Ok((i, info)) = rx.recv() {
-            match i.cmp(&index) {
-                std::cmp::Ordering::Less => continue,
-                std::cmp::Ordering::Equal => return info,
-                std::cmp::Ordering::Greater => break,
+        loop {
+            while let Some(&(i, info)) = self.pending.front() {
+                match i.cmp(&index) {
+                    std::cmp::Ordering::Less => {
+                        self.pending.pop_front();
+                    }
+                    std::cmp::Ordering::Equal => {
+                        self.pending.pop_front();
+                        return info;
+                    }
+                    // a line the run did not complete (yet): kept for its turn
+                    std::cmp::Ordering::Greater => return LineInfo::default(),
+                }
+            }
+            match rx.recv() {
+                Ok(batch) => self.pending.extend(batch),
+                Err(_) => return LineInfo::default(),
             }
         }
-        LineInfo::default()
     }
 
     /// Counts one completed sample.
@@ -154,11 +164,15 @@ impl HackingRun {
         if step.is_some() {
             self.wanted = true;
         }
-        if !self.wanted && !self.labels_side {
+        if !self.wanted {
             return;
         }
         self.start();
-        let info = self.line_info(sample.at.index);
+        let mut info = self.line_info(sample.at.index);
+        if let (Some(f), GroupBy::Prompt) = (facts.filter(|f| f.group.is_some()), &self.group_by) {
+            // the group the source logged (read without the line)
+            info.group = training::place_sample(Some(f), &self.group_by, || "").key;
+        }
         let key = match step {
             Some(s) => StepKey::Step(s),
             None => {
@@ -171,10 +185,37 @@ impl HackingRun {
                 StepKey::File(at)
             }
         };
-        let (proxy, components) = self.proxy(sample, facts);
-        let heldout = self.heldout_of(sample, human);
+        let cells: Vec<Cell> = sample
+            .outcomes
+            .iter()
+            .map(|o| match o.score {
+                _ if o.is_error() => Cell::Failed,
+                Some(x) => Cell::Score(x),
+                None => Cell::NoScore,
+            })
+            .collect();
+        let proxy = self.sides.proxy(
+            facts,
+            &cells,
+            |e| {
+                sample.outcomes[e]
+                    .metrics
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.clone(), v.get("score")?.as_f64()?)))
+                    .collect()
+            },
+            self.tracker.proxy_name.is_empty(),
+        );
+        if self.tracker.proxy_name.is_empty() && !proxy.name.is_empty() {
+            self.tracker.proxy_name = proxy.name.clone();
+        }
+        let components = sides::spread(&proxy.parts, &mut self.tracker.components);
+        let heldout = match self.labels_side {
+            true => sides::label(human.and_then(|h| h.label(sample.at.index, &sample.hash))),
+            false => self.sides.heldout(&cells),
+        };
         let obs = Obs {
-            proxy,
+            proxy: proxy.value,
             heldout,
             len_chars: info.len_chars,
             len_tokens: info.len_tokens,
@@ -184,211 +225,100 @@ impl HackingRun {
         self.tracker.add(key, &obs);
     }
 
-    /// The index of component `name` in the tracker's list (added when new).
-    fn component(&mut self, name: &str) -> usize {
-        let names = &mut self.tracker.components;
-        match names.iter().position(|n| n == name) {
-            Some(i) => i,
-            None => {
-                names.push(name.to_string());
-                names.len() - 1
-            }
-        }
-    }
-
-    fn name_proxy(&mut self, name: String) {
-        if self.tracker.proxy_name.is_empty() {
-            self.tracker.proxy_name = name;
-        }
-    }
-
-    /// The proxy of a sample and its components: the logged scores of the proxy's
-    /// evaluators, else the trainer's logged reward, else the combined reward.
-    fn proxy(&mut self, sample: &SampleResults, facts: Option<&Facts>) -> (Option<f64>, Vec<f64>) {
-        let proxies: Vec<usize> = (0..self.names.len()).filter(|e| !self.heldout[*e]).collect();
-        let mut parts: Vec<(usize, f64)> = Vec::new();
-        if let Some(facts) = facts {
-            // the logged scores the proxy's evaluators are paired with
-            let paired: Vec<(usize, f64)> = proxies
-                .iter()
-                .filter_map(|e| match facts.logged(&self.logged[*e]) {
-                    Some(Logged::Score(Some(x))) => Some((*e, self.weights[*e] * x)),
-                    _ => None,
-                })
-                .collect();
-            if !paired.is_empty() {
-                let names: Vec<String> = paired.iter().map(|(e, _)| self.logged[*e].clone()).collect();
-                self.name_proxy(format!("logged score ({})", names.join(" + ")));
-                for ((_, x), name) in paired.iter().zip(&names) {
-                    let i = self.component(name);
-                    parts.push((i, *x));
-                }
-                return (Some(paired.iter().map(|(_, x)| x).sum()), spread(parts));
-            }
-            let held: Vec<&str> = (0..self.names.len())
-                .filter(|e| self.heldout[*e])
-                .map(|e| self.logged[e].as_str())
-                .collect();
-            if let Some((name, x)) = REWARD_NAMES
-                .iter()
-                .find_map(|n| Some((*n, facts.logged(n)?)))
-            {
-                self.name_proxy(format!("logged score ({name})"));
-                return match x {
-                    Logged::Score(Some(x)) => (Some(*x), Vec::new()),
-                    _ => (None, Vec::new()),
-                };
-            }
-            let logged: Vec<(&str, f64)> = facts
-                .logged
-                .iter()
-                .filter(|(n, _)| n != ADVANTAGE && !held.contains(&n.as_str()))
-                .filter_map(|(n, v)| match v {
-                    Logged::Score(Some(x)) => Some((n.as_str(), *x)),
-                    _ => None,
-                })
-                .collect();
-            if !logged.is_empty() {
-                let names: Vec<String> = logged.iter().map(|(n, _)| n.to_string()).collect();
-                self.name_proxy(format!("logged score ({})", names.join(" + ")));
-                for (n, x) in &logged {
-                    let i = self.component(n);
-                    parts.push((i, *x));
-                }
-                return (Some(logged.iter().map(|(_, x)| x).sum()), spread(parts));
-            }
-        }
-        if proxies.is_empty() {
-            return (None, Vec::new());
-        }
-        let names: Vec<String> = proxies.iter().map(|e| self.names[*e].clone()).collect();
-        self.name_proxy(format!("combined reward ({})", names.join(" + ")));
-        let mut total = 0.0;
-        for e in &proxies {
-            let o = &sample.outcomes[*e];
-            let Some(x) = o.score.filter(|_| !o.is_error()) else {
-                return (None, Vec::new());
-            };
-            total += self.weights[*e] * x;
-            if proxies.len() > 1 {
-                let i = self.component(&self.names[*e].clone());
-                parts.push((i, self.weights[*e] * x));
-            }
-        }
-        if let [one] = proxies[..] {
-            // one evaluator: its components are the reward's parts
-            let metrics: Vec<(String, f64)> = sample.outcomes[one]
-                .metrics
-                .iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.get("score")?.as_f64()?)))
-                .collect();
-            for (k, x) in metrics {
-                let i = self.component(&k);
-                parts.push((i, x));
-            }
-        }
-        (Some(total), spread(parts))
-    }
-
-    /// The held-out result of a sample: the lowest score of the held-out evaluators
-    /// (every one must pass), or the human label.
-    fn heldout_of(&self, sample: &SampleResults, human: Option<&HumanLabels>) -> HeldOut {
-        if self.labels_side {
-            return match human.and_then(|h| h.label(sample.at.index, &sample.hash)) {
-                Some(crate::trust::agreement::Label::Pass(b)) => {
-                    HeldOut::Score(if b { 1.0 } else { 0.0 })
-                }
-                Some(crate::trust::agreement::Label::Number(x)) => HeldOut::Score(x),
-                None => HeldOut::Missing,
-            };
-        }
-        let mut lowest: Option<f64> = None;
-        let mut any = false;
-        for (e, o) in sample.outcomes.iter().enumerate() {
-            if !self.heldout[e] {
-                continue;
-            }
-            any = true;
-            if o.is_error() {
-                return HeldOut::Failed;
-            }
-            match o.score {
-                Some(x) => lowest = Some(lowest.map_or(x, |l: f64| l.min(x))),
-                None => return HeldOut::Missing,
-            }
-        }
-        match (any, lowest) {
-            (true, Some(x)) => HeldOut::Score(x),
-            _ => HeldOut::Missing,
-        }
-    }
-
     /// The report, when one is wanted (a held-out side, or steps).
     pub fn report(self) -> Option<Report> {
-        if !(self.wanted || self.labels_side) || self.tracker.is_empty() {
+        if !self.wanted || self.tracker.is_empty() {
             return None;
         }
         let mut tracker = self.tracker;
         if tracker.proxy_name.is_empty() {
-            tracker.proxy_name = "none (no logged score and no evaluator but the held-out ones)".into();
+            tracker.proxy_name =
+                "none (no logged score and no evaluator but the held-out ones)".into();
         }
         Some(tracker.report())
     }
 }
 
-/// Components as the tracker lays them out (NaN where a sample has none).
-fn spread(parts: Vec<(usize, f64)>) -> Vec<f64> {
-    let len = parts.iter().map(|(i, _)| i + 1).max().unwrap_or(0);
-    let mut out = vec![f64::NAN; len];
-    for (i, x) in parts {
-        out[i] = x;
-    }
-    out
+/// Hands the second reader's findings over a batch at a time.
+struct Batcher {
+    tx: std::sync::mpsc::SyncSender<Vec<(usize, LineInfo)>>,
+    batch: Vec<(usize, LineInfo)>,
+    /// Lines still wanted (`--max-samples`).
+    left: usize,
 }
 
-/// The completion's length in characters (a text completion, or the last assistant
-/// turn of `completion` or `messages`) and a `response_length` column, read without
-/// building the whole line.
-fn lengths(raw: &str) -> (Option<usize>, Option<f64>) {
-    #[derive(serde::Deserialize)]
-    struct Fields<'a> {
-        #[serde(borrow, default)]
-        completion: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default)]
-        messages: Option<&'a serde_json::value::RawValue>,
-        #[serde(default)]
-        response_length: Option<serde_json::Value>,
+impl Batcher {
+    /// Takes one line's finding; false once nothing more is wanted.
+    fn send(&mut self, index: usize, info: LineInfo) -> bool {
+        if self.left == 0 {
+            return false;
+        }
+        self.left -= 1;
+        self.batch.push((index, info));
+        if self.batch.len() == BATCH {
+            let full = std::mem::replace(&mut self.batch, Vec::with_capacity(BATCH));
+            if self.tx.send(full).is_err() {
+                return false;
+            }
+        }
+        true
     }
-    let Ok(f) = serde_json::from_str::<Fields>(raw.trim()) else {
-        return (None, None);
-    };
-    let tokens = f.response_length.as_ref().and_then(|v| match v {
-        serde_json::Value::Array(a) => a.first().and_then(serde_json::Value::as_f64),
-        v => v.as_f64(),
-    });
-    let text_len = |r: &serde_json::value::RawValue| -> Option<usize> {
-        if r.get().starts_with('"') {
-            let s: std::borrow::Cow<str> = serde_json::from_str(r.get()).ok()?;
-            return Some(s.chars().count());
+
+    fn flush(&mut self) {
+        let _ = self.tx.send(std::mem::take(&mut self.batch));
+    }
+}
+
+/// Reads the samples' text as written, in the samples reader's order (a line of only
+/// whitespace is no sample), without parsing their facts: the completion's length,
+/// and the group of a line whose facts name none.
+fn read_direct(files: &[SamplesFile], by: &GroupBy, sender: &mut Batcher) {
+    use std::io::BufRead;
+    let mut index = 0usize;
+    for f in files {
+        let Ok(file) = std::fs::File::open(f.text_path()) else {
+            return;
+        };
+        let mut reader = std::io::BufReader::with_capacity(1 << 16, file);
+        let mut buf = Vec::new();
+        let mut first = true;
+        loop {
+            buf.clear();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {}
+            }
+            let mut line = &buf[..];
+            if first {
+                line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
+                first = false;
+            }
+            let (text, facts) = match memchr::memchr(FACTS_SEPARATOR, line) {
+                Some(at) if f.foreign.is_some() => (&line[..at], Some(&line[at + 1..])),
+                _ => (line, None),
+            };
+            if text.iter().all(|b| b.is_ascii_whitespace()) {
+                continue;
+            }
+            let text = String::from_utf8_lossy(text);
+            let (len_chars, len_tokens) = sides::lengths(&text);
+            let named = facts.is_some_and(|f| memchr::memmem::find(f, b"\"group\"").is_some());
+            let group = if named {
+                None
+            } else {
+                let facts =
+                    facts.and_then(|f| serde_json::from_slice::<crate::model::Facts>(f).ok());
+                training::place_sample(facts.as_ref(), by, || text.as_ref()).key
+            };
+            let info = LineInfo {
+                len_chars,
+                len_tokens,
+                group,
+            };
+            if !sender.send(index, info) {
+                return;
+            }
+            index += 1;
         }
-        let turns: Vec<serde_json::Value> = serde_json::from_str(r.get()).ok()?;
-        let last = turns.iter().rev().find(|m| m["role"] == "assistant")?;
-        match &last["content"] {
-            serde_json::Value::String(s) => Some(s.chars().count()),
-            serde_json::Value::Array(parts) => Some(
-                parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .map(|t| t.chars().count())
-                    .sum(),
-            ),
-            _ => None,
-        }
-    };
-    let chars = match (f.completion, f.messages) {
-        (Some(c), _) => text_len(c),
-        (None, Some(m)) => text_len(m),
-        _ => None,
-    };
-    (chars, tokens)
+    }
 }

@@ -7,6 +7,7 @@ mod check_trust;
 mod deploy;
 mod deploy_targets;
 mod error_list;
+mod export;
 mod generate;
 mod hacking_run;
 mod human;
@@ -20,6 +21,7 @@ mod run;
 mod serve;
 mod task_dump;
 mod tunnel;
+mod verifier_run;
 
 pub use crate::session::{Fail, OpenOptions, Session};
 use crate::workspace::{Overrides, Workspace};
@@ -60,6 +62,9 @@ enum Command {
     Tunnel(TunnelArgs),
     /// Deploy the evaluators to Fireworks, Cloud Run or Kubernetes.
     Deploy(DeployArgs),
+    /// Write a folder a trainer runs the reward from: a NeMo Gym resources server
+    /// (nemo-gym) or an installable verifiers taskset package (verifiers).
+    Export(export::ExportArgs),
     /// Score reward-hacking variants of the samples and report what games each evaluator.
     Probe(ProbeArgs),
     /// Call each evaluator the way its trainer would and report contract breaks.
@@ -218,6 +223,9 @@ pub struct ServeArgs {
     /// cluster); overrides rwb.toml's `[engine] ray`.
     #[arg(long, value_name = "ADDRESS", value_parser = parse_ray_address)]
     pub ray: Option<String>,
+    /// The evaluator NeMo Gym's /verify runs (default: the default evaluator).
+    #[arg(long, value_name = "NAME")]
+    pub evaluator: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -380,6 +388,7 @@ pub fn main() -> ExitCode {
         Some(Command::Check(args)) => block_on(check::check(args)),
         Some(Command::Tunnel(args)) => block_on_one_thread(tunnel::tunnel(args)),
         Some(Command::Deploy(args)) => block_on(deploy::deploy(args)),
+        Some(Command::Export(args)) => export::export(args),
         Some(Command::Generate(args)) => block_on(generate::generate(args)),
         None => {
             let dir = cli.dir.unwrap_or_else(|| PathBuf::from("."));

@@ -31,7 +31,13 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let mut prepared = session.prepare_all().await?;
     // where the kernel refused the box, said once (SPEC §18)
     if let Some(said) = session.runner.engine().containment_said() {
-        let unsafe_ok = session.workspace.config.sandbox.as_ref().and_then(|s| s.unsafe_) == Some(true);
+        let unsafe_ok = session
+            .workspace
+            .config
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.unsafe_)
+            == Some(true);
         if let Some(line) = crate::sandbox::without_namespaces(&said, unsafe_ok) {
             eprintln!("rwb: {line}");
         }
@@ -110,7 +116,23 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         threshold,
     );
     let labelled = printer.human.is_some();
-    printer.hacking = Some(hacking_setup(&session, &names, &logged, labelled, args.max_samples));
+    printer.verifier = super::verifier_run::VerifierRun::start(
+        &session.workspace.samples,
+        args.max_samples,
+        prepared.len(),
+        threshold,
+        labelled,
+    );
+    // RWB_NO_HACKING: no per-step report (scripts/bench_hacking.py measures its cost)
+    if std::env::var_os("RWB_NO_HACKING").is_none() {
+        printer.hacking = Some(hacking_setup(
+            &session,
+            &names,
+            &logged,
+            labelled,
+            args.max_samples,
+        ));
+    }
     let keep = args.save_baseline.is_some();
     let progress = Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
     let (tx, rx) = mpsc::unbounded_channel();
@@ -218,7 +240,11 @@ fn hacking_setup(
         .map(|n| config.evaluators.get(n).and_then(|e| e.heldout) == Some(true))
         .collect();
     super::hacking_run::HackingRun::new(super::hacking_run::Setup {
-        params: config.hacking.as_ref().map(|h| h.params()).unwrap_or_default(),
+        params: config
+            .hacking
+            .as_ref()
+            .map(|h| h.params())
+            .unwrap_or_default(),
         names: names.to_vec(),
         heldout,
         weights: names.iter().map(|n| session.workspace.weight(n)).collect(),

@@ -26,7 +26,8 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
     let port = args
         .port
         .unwrap_or_else(|| crate::ship::serve::configured_port(&session.workspace));
-    let mut server = crate::ship::serve::start(&session, server_options(&host, port))
+    let evaluator = args.evaluator.clone();
+    let mut server = crate::ship::serve::start(&session, server_options(&host, port, &evaluator))
         .await
         .map_err(Fail::Usage)?;
     eprintln!("rwb: serving on {} (Ctrl-C stops)", server.url());
@@ -42,7 +43,7 @@ pub(super) async fn serve(args: ServeArgs) -> Result<ExitCode, Fail> {
             _ = &mut stop => break,
             Some(paths) = saves.recv() => {
                 if paths.iter().any(|p| p.extension().is_some_and(|e| e == "py")) {
-                    server = reload(&session, server, &host).await?;
+                    server = reload(&session, server, &host, &evaluator).await?;
                 }
             }
         }
@@ -83,8 +84,9 @@ fn routes_text(server: &Server) -> Vec<String> {
     lines
 }
 
-fn server_options(host: &str, port: u16) -> Options {
+fn server_options(host: &str, port: u16, evaluator: &Option<String>) -> Options {
     let mut options = Options::new(host, port);
+    options.nemo_gym_evaluator = evaluator.clone();
     options.notes = Some(Arc::new(|note: String| eprintln!("rwb: {note}")));
     options
 }
@@ -107,14 +109,19 @@ fn watch(session: &Session, tx: mpsc::UnboundedSender<Vec<PathBuf>>) -> Option<W
 /// closed only while the old server stops and the new one binds the same address.
 /// When no worker can start (the interpreter or the Ray cluster went away), the old
 /// server goes on, and rwb says why.
-async fn reload(session: &Session, old: Server, host: &str) -> Result<Server, Fail> {
+async fn reload(
+    session: &Session,
+    old: Server,
+    host: &str,
+    evaluator: &Option<String>,
+) -> Result<Server, Fail> {
     if let Err(Fail::Usage(e)) = session.prepare_all().await {
         eprintln!("rwb: cannot load the saved code ({e}); still serving the code before");
         return Ok(old);
     }
     let port = old.addr.port();
     old.shutdown().await;
-    let server = crate::ship::serve::start(session, server_options(host, port))
+    let server = crate::ship::serve::start(session, server_options(host, port, evaluator))
         .await
         .map_err(Fail::Usage)?;
     eprintln!("rwb: serving the saved code on {}", server.url());

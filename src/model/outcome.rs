@@ -188,15 +188,16 @@ impl SandboxSummary {
             text += &format!(", {} SandboxError(s)", self.sandbox_errors);
         }
         if !self.verdicts.is_empty() {
-            let verdicts: Vec<String> = self
-                .verdicts
-                .iter()
-                .map(|(v, n)| format!("{n} {v}"))
-                .collect();
-            text += &format!("; verdicts {}", verdicts.join(", "));
+            text += &format!("; verdicts {}", verdicts_text(&self.verdicts));
         }
         text
     }
+}
+
+/// `3 pass, 1 wrong`: each verdict's count, in the verdicts' order.
+fn verdicts_text(verdicts: &std::collections::BTreeMap<String, u64>) -> String {
+    let each: Vec<String> = verdicts.iter().map(|(v, n)| format!("{n} {v}")).collect();
+    each.join(", ")
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -207,15 +208,10 @@ impl Sandboxed {
     /// The breakdown's words: `3 pass, 1 wrong of 4 run(s)` (the verdicts when `run`
     /// judged them), with the timeouts and memory kills.
     pub fn describe(&self) -> String {
-        let verdicts: Vec<String> = self
-            .verdicts
-            .iter()
-            .map(|(verdict, n)| format!("{n} {verdict}"))
-            .collect();
-        let mut text = if verdicts.is_empty() {
+        let mut text = if self.verdicts.is_empty() {
             format!("{} run(s)", self.runs)
         } else {
-            format!("{} of {} run(s)", verdicts.join(", "), self.runs)
+            format!("{} of {} run(s)", verdicts_text(&self.verdicts), self.runs)
         };
         for (n, what) in [
             (self.timeouts, "timed out"),

@@ -2,7 +2,7 @@
 
 use super::{Event, Prepared, Runner};
 use crate::insight::probes::{derive, Probe};
-use crate::model::Outcome;
+use crate::model::{Outcome, SampleRef};
 use crate::workspace::{SamplesFile, SamplesReader};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -103,9 +103,32 @@ impl Runner {
         read_cache: bool,
         kinds: &[Option<Probe>],
     ) -> std::io::Result<Tallies> {
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        let work = self.run(evaluators, probe_files, None, read_cache, false, tx);
         let mut tallies: Tallies = BTreeMap::new();
+        self.each_result(
+            evaluators,
+            probe_files,
+            read_cache,
+            |evaluator, at, outcome| {
+                if let Some(kind) = kinds.get(at.index) {
+                    tallies.entry((*kind, evaluator)).or_default().add(outcome);
+                }
+            },
+        )
+        .await?;
+        Ok(tallies)
+    }
+
+    /// Runs `files` through every evaluator and hands each result to `each` as it
+    /// comes: (evaluator index, the sample, its outcome).
+    pub async fn each_result(
+        &self,
+        evaluators: &[Prepared],
+        files: &[SamplesFile],
+        read_cache: bool,
+        mut each: impl FnMut(usize, &SampleRef, &Outcome),
+    ) -> std::io::Result<()> {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let work = self.run(evaluators, files, None, read_cache, false, tx);
         let consume = async {
             while let Some(Event::Result {
                 evaluator,
@@ -114,14 +137,12 @@ impl Runner {
                 ..
             }) = rx.recv().await
             {
-                if let Some(kind) = kinds.get(at.index) {
-                    tallies.entry((*kind, evaluator)).or_default().add(&outcome);
-                }
+                each(evaluator, &at, &outcome);
             }
         };
         let (ran, ()) = tokio::join!(work, consume);
         ran?;
-        Ok(tallies)
+        Ok(())
     }
 }
 

@@ -95,9 +95,9 @@ pub fn base_folder() -> std::io::Result<PathBuf> {
             else {
                 continue;
             };
-            let mine = entry
-                .metadata()
-                .is_ok_and(|m| std::os::unix::fs::MetadataExt::uid(&m) == unsafe { libc::getuid() });
+            let mine = entry.metadata().is_ok_and(|m| {
+                std::os::unix::fs::MetadataExt::uid(&m) == unsafe { libc::getuid() }
+            });
             if mine && !Path::new(&format!("/proc/{pid}")).exists() {
                 let _ = std::fs::remove_dir_all(entry.path());
             }
@@ -214,10 +214,7 @@ fn arch() -> Result<TargetArch, String> {
     } else if cfg!(target_arch = "riscv64") {
         Ok(TargetArch::riscv64)
     } else {
-        Err(format!(
-            "no seccomp filter for {}",
-            std::env::consts::ARCH
-        ))
+        Err(format!("no seccomp filter for {}", std::env::consts::ARCH))
     }
 }
 
@@ -226,7 +223,13 @@ fn filters() -> Result<Vec<seccompiler::BpfProgram>, String> {
     let fail = |e: seccompiler::BackendError| format!("seccomp filter: {e}");
     let arch = arch()?;
     // x86_64's x32 system calls are the same numbers with this bit set
-    let x32 = |nr: i64| if cfg!(target_arch = "x86_64") { Some(nr | 0x4000_0000) } else { None };
+    let x32 = |nr: i64| {
+        if cfg!(target_arch = "x86_64") {
+            Some(nr | 0x4000_0000)
+        } else {
+            None
+        }
+    };
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     for nr in refused() {
         rules.insert(nr, Vec::new());

@@ -259,7 +259,10 @@ impl Service {
             "contained".to_string()
         } else if isolation["confined"] == true {
             // no namespaces, but Landlock and seccomp (src/sandbox/confine.rs)
-            format!("confined: {}", isolation["why"].as_str().unwrap_or("no namespaces"))
+            format!(
+                "confined: {}",
+                isolation["why"].as_str().unwrap_or("no namespaces")
+            )
         } else {
             format!(
                 "open: {}",

@@ -7,6 +7,7 @@
 
 pub mod cloud_run;
 pub mod container;
+pub mod export;
 pub mod fireworks;
 pub mod guard;
 pub mod k8s;

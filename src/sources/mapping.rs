@@ -30,6 +30,9 @@ pub struct Mapping {
     pub form: Option<String>,
     /// The column holding a human label (a bool or a number) per sample (SPEC §16).
     pub human: Option<String>,
+    /// The column saying whether the sample's answer is right (a bool, or `correct` /
+    /// `incorrect`): what SPEC §20 measures the verifier against.
+    pub label: Option<String>,
 }
 
 impl Mapping {

@@ -30,6 +30,7 @@ mod parquet;
 mod peek;
 mod pickle;
 mod promptfoo;
+pub mod rewardbench;
 mod row_json;
 mod skyrl;
 mod table;
@@ -113,6 +114,7 @@ pub static FORMATS: &[&dyn Format] = &[
     &skyrl::SkyrlEvals,
     &areal::ArealDump,
     &trackio::Trackio,
+    &rewardbench::RewardBench,
     &table::AnyTable,
 ];
 

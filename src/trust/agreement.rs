@@ -31,6 +31,14 @@ impl Label {
         }
     }
 
+    /// A pass/fail label's verdict (`None` for a number).
+    pub fn pass(self) -> Option<bool> {
+        match self {
+            Label::Pass(b) => Some(b),
+            Label::Number(_) => None,
+        }
+    }
+
     fn passes(self, threshold: f64) -> bool {
         match self {
             Label::Pass(b) => b,

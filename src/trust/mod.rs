@@ -13,7 +13,10 @@ pub mod audit;
 pub mod issues;
 pub mod labels;
 pub mod repeat;
+pub mod rewardbench;
 pub mod seconds;
+pub mod truth;
+pub mod verifier;
 
 pub use repeat::{merge, RepeatBuilder, RepeatSummary, Spread};
 pub use seconds::{nearest_rank, seconds_of, SecondsBuilder, SecondsSummary, Slow};

@@ -11,16 +11,33 @@ pub enum Target {
     Fireworks,
     CloudRun,
     K8s,
+    /// `rwb export nemo-gym` into a folder of the workspace (SPEC §21).
+    NemoGym,
+    /// `rwb export verifiers` into a folder of the workspace (SPEC §21).
+    Verifiers,
 }
 
 impl Target {
-    pub const ALL: [Target; 3] = [Target::Fireworks, Target::CloudRun, Target::K8s];
+    pub const ALL: [Target; 5] = [
+        Target::Fireworks,
+        Target::CloudRun,
+        Target::K8s,
+        Target::NemoGym,
+        Target::Verifiers,
+    ];
+
+    /// A folder written for a trainer, not a service deployed: the id is the folder.
+    pub fn is_export(self) -> bool {
+        matches!(self, Target::NemoGym | Target::Verifiers)
+    }
 
     pub fn label(self) -> &'static str {
         match self {
             Target::Fireworks => "Fireworks",
             Target::CloudRun => "Cloud Run",
             Target::K8s => "Kubernetes",
+            Target::NemoGym => "NeMo Gym",
+            Target::Verifiers => "verifiers",
         }
     }
 }
@@ -89,7 +106,7 @@ impl TargetFields {
             switch: true,
         };
         match self.target {
-            Target::Fireworks => Vec::new(),
+            Target::Fireworks | Target::NemoGym | Target::Verifiers => Vec::new(),
             Target::CloudRun => vec![
                 text("GCP project", &self.gcp_project),
                 text("region", &self.gcp_region),
@@ -139,6 +156,9 @@ impl TargetFields {
     /// The request for `id`, or what is missing.
     pub fn request(&self, id: &str) -> Result<TargetRequest, String> {
         let id = id.trim();
+        if id.is_empty() && self.target.is_export() {
+            return Err("give the folder to write".into());
+        }
         if id.is_empty() {
             return Err("give an id".into());
         }
@@ -246,8 +266,37 @@ mod tests {
         press(&mut id, &mut field, &mut f, KeyCode::Right);
         assert_eq!(f.target, Target::K8s);
         press(&mut id, &mut field, &mut f, KeyCode::Right);
+        assert_eq!(f.target, Target::NemoGym);
+        press(&mut id, &mut field, &mut f, KeyCode::Right);
+        assert_eq!(f.target, Target::Verifiers);
+        press(&mut id, &mut field, &mut f, KeyCode::Right);
         assert_eq!(f.target, Target::Fireworks);
         press(&mut id, &mut field, &mut f, KeyCode::Left);
-        assert_eq!(f.target, Target::K8s);
+        assert_eq!(f.target, Target::Verifiers);
+    }
+
+    #[test]
+    fn an_export_target_asks_only_for_its_folder() {
+        let (mut id, mut field, mut f) = (String::new(), 0, TargetFields::default());
+        for _ in 0..3 {
+            press(&mut id, &mut field, &mut f, KeyCode::Right);
+        }
+        assert_eq!(f.target, Target::NemoGym);
+        assert!(f.rows().is_empty());
+        assert_eq!(
+            press(&mut id, &mut field, &mut f, KeyCode::Enter),
+            Some(Err(false))
+        );
+        assert_eq!(f.problem.as_deref(), Some("give the folder to write"));
+        for c in "gym/exact".chars() {
+            press(&mut id, &mut field, &mut f, KeyCode::Char(c));
+        }
+        let Some(Ok(request)) = press(&mut id, &mut field, &mut f, KeyCode::Enter) else {
+            panic!("Enter exports");
+        };
+        assert_eq!(
+            (request.target, request.id.as_str()),
+            (Target::NemoGym, "gym/exact")
+        );
     }
 }

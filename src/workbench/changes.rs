@@ -223,6 +223,10 @@ impl Live {
         self.app.update(Msg::Config(self.settings()));
         let training = self.session.workspace.config.training();
         self.app.update(Msg::Training(training));
+        self.app
+            .update(Msg::Hacking(crate::ui::app::hacking_settings(
+                &self.session.workspace.config,
+            )));
         self.show_warnings(&old_warnings);
         rewatch
     }

@@ -12,6 +12,9 @@ use tokio::sync::mpsc::UnboundedSender;
 
 /// Starts the deploy `request` asks for; reports through `tx`.
 pub(super) fn spawn(tx: UnboundedSender<ShipEvent>, workspace: &Workspace, request: TargetRequest) {
+    if request.target.is_export() {
+        return export(&tx, workspace, &request);
+    }
     let dir = workspace.root.clone();
     let evaluators = workspace.evaluators.clone();
     let python = workspace.python.clone();
@@ -98,4 +101,35 @@ async fn run(
             targets::kubernetes(dir, evaluators, python, &options, progress).await
         }
     }
+}
+
+/// The export targets (SPEC §21): the folder written at once (files only, no tools to
+/// wait for), into the workspace, what was written or why not in the ship panel.
+fn export(tx: &UnboundedSender<ShipEvent>, workspace: &Workspace, request: &TargetRequest) {
+    let log = |line: String| {
+        let _ = tx.send(ShipEvent::Msg(ShipMsg::Log(line)));
+    };
+    let dir = workspace.root.join(&request.id);
+    let done = match request.target {
+        Target::NemoGym => {
+            let rwb = std::env::current_exe().unwrap_or_else(|_| "rwb".into());
+            crate::ship::export::nemo_gym::export(workspace, None, &dir, false, &rwb)
+        }
+        _ => crate::ship::export::verifiers::export(workspace, None, &dir, false),
+    };
+    match done {
+        Ok(done) => {
+            log(format!(
+                "exported for {}: {} ({} files)",
+                request.target.label(),
+                done.dir.display(),
+                done.files.len()
+            ));
+            for line in done.warnings.iter().chain(&done.lines) {
+                log(format!("export: {line}"));
+            }
+        }
+        Err(e) => log(format!("export failed: {e}")),
+    }
+    let _ = tx.send(ShipEvent::Msg(ShipMsg::Busy(None)));
 }

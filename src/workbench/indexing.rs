@@ -47,6 +47,8 @@ pub(super) struct Column {
     pub(super) labels: crate::trust::labels::Labels,
     pub(super) names: Vec<String>,
     pub(super) warnings: Vec<String>,
+    /// SPEC §20: each sample's correctness its file says, by content key.
+    pub(super) correct: crate::ui::app::Correct,
 }
 
 /// A run waiting for the samples index.
@@ -205,6 +207,7 @@ impl Live {
                     };
                     self.app.update(Msg::Notice(format!("{w}{more}")));
                 }
+                self.app.update(Msg::Correct(column.correct));
                 self.app.update(Msg::HumanColumn {
                     labels: column.labels,
                     names: column.names,
@@ -314,6 +317,7 @@ fn index_samples<F: FnMut(Vec<Sample>)>(
     mut stream: Option<Stream<F>>,
 ) -> std::io::Result<(Option<Vec<Sample>>, SampleIndex, LineFiles, Column)> {
     let named = crate::trust::labels::human_columns(files);
+    let truth = crate::trust::truth::Sources::of(files);
     let mut column = Column::default();
     for name in named.iter().flatten() {
         if !column.names.contains(name) {
@@ -339,6 +343,11 @@ fn index_samples<F: FnMut(Vec<Sample>)>(
             {
                 column.labels.insert(l.hash, label);
             }
+        }
+        // SPEC §20: what the file says of the answer's correctness
+        let place = || format!("{}:{}", files[l.at.file].label, l.at.line);
+        if let (Some(Some(right)), _) = truth.read(l.at.file, l.raw, place, &mut column.warnings) {
+            column.correct.insert(l.hash, right);
         }
         let due = match stream.as_mut() {
             Some(stream) => stream.push(&l, &index),

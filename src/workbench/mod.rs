@@ -143,6 +143,8 @@ struct Live {
     /// The folder sources that held no sample at the last index (their labels, and
     /// whether the folder was there): see `waiting.rs`.
     waiting: Vec<(String, bool)>,
+    /// Whether the kernel's refusal of a box was said (once, SPEC §18).
+    no_box_said: bool,
 }
 
 impl Live {
@@ -192,6 +194,7 @@ impl Live {
             generation_rx,
             follow_later: None,
             waiting: Vec::new(),
+            no_box_said: false,
         }
     }
 
@@ -230,6 +233,10 @@ impl Live {
         self.app.update(Msg::Config(self.settings()));
         let training = self.session.workspace.config.training();
         self.app.update(Msg::Training(training));
+        self.app
+            .update(Msg::Hacking(crate::ui::app::hacking_settings(
+                &self.session.workspace.config,
+            )));
         self.load_labels();
         self.app.update(Msg::Evaluators(self.evaluator_infos()));
         self.show_warnings(&[]);

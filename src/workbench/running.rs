@@ -196,6 +196,7 @@ impl Live {
                     *slot = Some(*prepared);
                 }
                 self.app.update(Msg::Prepared(info));
+                self.say_no_box();
             }
             RunMsg::Results(events) => {
                 let mut results = Vec::new();
@@ -312,5 +313,30 @@ impl Live {
             .and_then(|store| self.stored(store, name, &s.hash))
             .map(Arc::new)
             .or_else(|| self.app.outcome_of(sample, evaluator))
+    }
+}
+
+impl Live {
+    /// Where the kernel refused the workers a box, says once what runs how (SPEC §18,
+    /// "where the kernel says no"), as `rwb run` and `rwb check` say it.
+    fn say_no_box(&mut self) {
+        if self.no_box_said {
+            return;
+        }
+        let Some(said) = self.session.runner.engine().containment_said() else {
+            return;
+        };
+        self.no_box_said = true;
+        let unsafe_ok = self
+            .session
+            .workspace
+            .config
+            .sandbox
+            .as_ref()
+            .and_then(|s| s.unsafe_)
+            == Some(true);
+        if let Some(line) = crate::sandbox::without_namespaces(&said, unsafe_ok) {
+            self.app.update(Msg::Notice(line));
+        }
     }
 }

@@ -370,10 +370,12 @@ impl ShipControl {
     /// Deploys to Cloud Run or Kubernetes (`deploy_target.rs`).
     pub fn deploy_target(&mut self, workspace: &Workspace, request: TargetRequest) {
         let target = request.target.label();
-        self.say(ShipMsg::Busy(Some(format!(
-            "deploying {} to {target}…",
-            request.id
-        ))));
+        let doing = if request.target.is_export() {
+            format!("exporting for {target} into {}…", request.id)
+        } else {
+            format!("deploying {} to {target}…", request.id)
+        };
+        self.say(ShipMsg::Busy(Some(doing)));
         super::deploy_target::spawn(self.tx.clone(), &self.columns.without(workspace), request);
     }
 

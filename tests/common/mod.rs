@@ -451,3 +451,15 @@ impl Loopback {
         format!("http://{}", self.addr)
     }
 }
+
+/// Runs `command` to its end and returns its output, failing the test with its stderr
+/// when it did not succeed.
+pub fn succeeded(command: &mut Command) -> std::process::Output {
+    let out = command.output().expect("the command starts");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}

@@ -80,6 +80,8 @@ pub struct Printer {
     /// done, its report (written with the summary).
     pub hacking: Option<super::hacking_run::HackingRun>,
     pub hacking_report: Option<crate::insight::hacking::Report>,
+    /// SPEC §20: the scores gathered for the verifier's statistics.
+    pub verifier: Option<super::verifier_run::VerifierRun>,
 }
 
 impl Printer {
@@ -128,6 +130,7 @@ impl Printer {
             batched: vec![false; n],
             hacking: None,
             hacking_report: None,
+            verifier: None,
         }
     }
 
@@ -193,6 +196,13 @@ impl Printer {
             h.add(sample.at.index, &sample.hash, &sample.outcomes);
         }
         self.compare(&sample);
+        if let Some(v) = self.verifier.as_mut() {
+            let human = self
+                .human
+                .as_ref()
+                .and_then(|h| h.label(sample.at.index, &sample.hash));
+            v.add(&sample, human.and_then(trust::agreement::Label::pass));
+        }
         if let Some(h) = self.hacking.as_mut() {
             h.add(&sample, self.human.as_ref());
         }
@@ -229,6 +239,11 @@ impl Printer {
     ) -> (Vec<Summary>, Option<std::io::Error>) {
         let summaries = self.summaries();
         let rewards = self.training.take().map(RewardRows::finish);
+        // SPEC §20: each evaluator's verifier statistics
+        let (verdicts, verdict_warnings) = match self.verifier.take() {
+            Some(v) => v.finish(),
+            None => (Vec::new(), Vec::new()),
+        };
         match self.format {
             Format::Jsonl => {
                 if let Some(r) = &rewards {
@@ -274,6 +289,9 @@ impl Printer {
                             for (key, part) in self.trust_summary(i, rewards.as_ref()) {
                                 m.insert(key.into(), part);
                             }
+                        }
+                        if let (Some(Some(v)), Some(m)) = (verdicts.get(i), value.as_object_mut()) {
+                            m.insert("verifier".into(), v.to_json());
                         }
                         (n.clone(), value)
                     })
@@ -342,6 +360,12 @@ impl Printer {
         lines.extend(self.attribution_lines());
         if let Some(h) = &self.hacking_report {
             lines.extend(h.lines());
+        }
+        for (name, v) in self.names.iter().zip(&verdicts) {
+            lines.extend(v.iter().flat_map(|v| v.lines(name)));
+        }
+        for w in verdict_warnings {
+            eprintln!("rwb: warning: {w}");
         }
         if !lines.is_empty() {
             let out: &mut dyn Write = if self.format == Format::Table {

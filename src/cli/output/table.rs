@@ -17,7 +17,11 @@ impl Printer {
         let place_width = self
             .kept
             .iter()
-            .map(|s| crate::sources::files::place(&self.labels, &s.at).chars().count())
+            .map(|s| {
+                crate::sources::files::place(&self.labels, &s.at)
+                    .chars()
+                    .count()
+            })
             .max()
             .unwrap_or(6)
             .max(6);

@@ -5,11 +5,10 @@
 
 use crate::insight::code_hacks::{self, detect, HackRow, Scored, Variant};
 use crate::model::Source;
-use crate::runner::{checked_samples, Event, Prepared, Runner};
+use crate::runner::{checked_samples, Prepared, Runner};
 use crate::workspace::SamplesFile;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use tokio::sync::mpsc;
 
 /// Samples the code hacks are derived from (each gives some fifteen programs a form).
 const CODE_SAMPLES: usize = 8;
@@ -212,24 +211,14 @@ async fn score(
 ) -> std::io::Result<Vec<(usize, usize, Option<f64>, Option<String>)>> {
     let (_dir, file) = samples_file(lines)?;
     let files = [file];
-    let (tx, mut rx) = mpsc::unbounded_channel();
-    let work = runner.run(evaluators, &files, None, read_cache, false, tx);
     let mut out = Vec::new();
-    let consume = async {
-        while let Some(Event::Result {
-            evaluator,
-            at,
-            outcome,
-            ..
-        }) = rx.recv().await
-        {
+    runner
+        .each_result(evaluators, &files, read_cache, |evaluator, at, outcome| {
             let error = outcome.error.as_ref().map(|e| e.kind.clone());
             let score = outcome.score.filter(|_| error.is_none());
             out.push((at.index, evaluator, score, error));
-        }
-    };
-    let (ran, ()) = tokio::join!(work, consume);
-    ran?;
+        })
+        .await?;
     Ok(out)
 }
 

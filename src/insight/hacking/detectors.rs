@@ -190,9 +190,11 @@ fn length(steps: &[(i64, &StepAcc)], b: usize, baseline_name: &str, alerts: &mut
     let (mu, sd_means) = mean_std(&base);
     // the spread of a step's mean: the baseline steps' own spread, or a step's
     // standard error when the baseline has too few steps to show one
-    let (n, sum, sq) = steps[..b].iter().fold((0.0, 0.0, 0.0), |(n, s, q), (_, a)| {
-        (n + a.len_n as f64, s + a.len_sum, q + a.len_sq)
-    });
+    let (n, sum, sq) = steps[..b]
+        .iter()
+        .fold((0.0, 0.0, 0.0), |(n, s, q), (_, a)| {
+            (n + a.len_n as f64, s + a.len_sum, q + a.len_sq)
+        });
     let pooled_sd = (n > 1.0).then(|| ((sq - sum * sum / n) / (n - 1.0)).max(0.0).sqrt());
     let mut walk = Walk {
         detector: "length_drift",
@@ -256,7 +258,10 @@ fn ceiling(steps: &[(i64, &StepAcc)], alerts: &mut Vec<Alert>) {
 
 /// A two-sided CUSUM of the step's mean reward (k = 0.5 σ, h = 5 σ of the baseline).
 fn cusum(steps: &[(i64, &StepAcc)], b: usize, baseline_name: &str, alerts: &mut Vec<Alert>) {
-    let means: Vec<f64> = steps[..b].iter().filter_map(|(_, s)| s.proxy_mean()).collect();
+    let means: Vec<f64> = steps[..b]
+        .iter()
+        .filter_map(|(_, s)| s.proxy_mean())
+        .collect();
     let Some((_, pooled_sd, n)) = pooled(&steps[..b]) else {
         return;
     };

@@ -12,6 +12,7 @@
 mod detectors;
 mod onset;
 mod report;
+pub mod sides;
 pub mod stats;
 
 pub use report::{Alert, Onset, OnsetStep, Report, StepRow};
@@ -160,7 +161,7 @@ pub struct StepAcc {
 }
 
 impl StepAcc {
-    pub fn new() -> StepAcc {
+    pub fn empty() -> StepAcc {
         StepAcc {
             proxy_binary: true,
             proxy_unit: true,
@@ -272,7 +273,13 @@ impl StepAcc {
         let means: Vec<f64> = self
             .components
             .iter()
-            .map(|(n, s)| if *n > 0 { (s / *n as f64).abs() } else { f64::NAN })
+            .map(|(n, s)| {
+                if *n > 0 {
+                    (s / *n as f64).abs()
+                } else {
+                    f64::NAN
+                }
+            })
             .collect();
         if means.iter().filter(|m| m.is_finite()).count() < 2 {
             return None;
@@ -324,7 +331,7 @@ impl Tracker {
         let threshold = self.threshold();
         self.steps
             .entry(key)
-            .or_insert_with(StepAcc::new)
+            .or_insert_with(StepAcc::empty)
             .add(obs, threshold);
     }
 

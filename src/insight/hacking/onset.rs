@@ -134,6 +134,9 @@ pub(super) struct Standard {
     pub heldout_std: f64,
 }
 
+/// Per step: the mean z-score gap and Welch's one-sided p.
+pub(super) type PerStep = Vec<(Option<f64>, Option<f64>)>;
+
 /// (n, Σp, Σp², Σh, Σh², Σph) over the samples with both sides.
 type Sums = (f64, f64, f64, f64, f64, f64);
 
@@ -144,7 +147,14 @@ fn sums(s: &StepAcc) -> Sums {
 }
 
 fn add(a: Sums, b: Sums) -> Sums {
-    (a.0 + b.0, a.1 + b.1, a.2 + b.2, a.3 + b.3, a.4 + b.4, a.5 + b.5)
+    (
+        a.0 + b.0,
+        a.1 + b.1,
+        a.2 + b.2,
+        a.3 + b.3,
+        a.4 + b.4,
+        a.5 + b.5,
+    )
 }
 
 /// The moments of the z-score gaps (zp − zh) of samples with these sums.
@@ -167,19 +177,15 @@ fn gap_moments(s: Sums, z: &Standard) -> Moments {
 
 /// The numeric variant: per step the mean z-score gap and Welch's one-sided p
 /// against the baseline's gaps (`None` where they cannot be computed), and the onset.
-pub(super) fn numeric(
-    rows: &[Row],
-    params: &Params,
-) -> (Found, Option<Standard>, Vec<(Option<f64>, Option<f64>)>) {
+pub(super) fn numeric(rows: &[Row], params: &Params) -> (Found, Option<Standard>, PerStep) {
     let w = params.baseline_steps(rows.len()).min(rows.len());
     let pooled = rows
         .iter()
         .take(w)
         .map(|(_, s)| sums(s))
         .fold((0.0, 0.0, 0.0, 0.0, 0.0, 0.0), add);
-    let std = |n: f64, s: f64, ss: f64| {
-        (n > 1.0).then(|| ((ss - s * s / n) / (n - 1.0)).max(0.0).sqrt())
-    };
+    let std =
+        |n: f64, s: f64, ss: f64| (n > 1.0).then(|| ((ss - s * s / n) / (n - 1.0)).max(0.0).sqrt());
     let (n, sp, spp, sh, shh, _) = pooled;
     let standard = match (std(n, sp, spp), std(n, sh, shh)) {
         (Some(ps), Some(hs)) if ps > 0.0 && hs > 0.0 => Some(Standard {

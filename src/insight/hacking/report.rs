@@ -205,7 +205,11 @@ pub(super) fn make(tracker: &Tracker, steps: &BTreeMap<StepKey, StepAcc>) -> Rep
             }
         })
         .collect();
-    let proxied: Vec<Row> = rows.iter().filter(|(_, s)| s.proxy_n > 0).copied().collect();
+    let proxied: Vec<Row> = rows
+        .iter()
+        .filter(|(_, s)| s.proxy_n > 0)
+        .copied()
+        .collect();
     let alerts = detectors::run(&proxied, &tracker.components);
     Report {
         mode,
@@ -278,10 +282,9 @@ impl Report {
             })
             .collect();
         let (mode, threshold) = match self.mode {
-            Mode::PassFail { proxy, heldout } => (
-                "pass/fail",
-                json!({"proxy": proxy, "heldout": heldout}),
-            ),
+            Mode::PassFail { proxy, heldout } => {
+                ("pass/fail", json!({"proxy": proxy, "heldout": heldout}))
+            }
             Mode::Numeric => ("numeric", Value::Null),
         };
         let step = match self.onset.step {
@@ -367,8 +370,7 @@ impl Report {
             self.proxy,
             self.heldout,
             match self.mode {
-                Mode::PassFail { proxy, heldout } =>
-                    format!("pass at {proxy} / {heldout}"),
+                Mode::PassFail { proxy, heldout } => format!("pass at {proxy} / {heldout}"),
                 Mode::Numeric => "numeric scores".into(),
             }
         )];
@@ -377,9 +379,11 @@ impl Report {
             "step", "n", "proxy", "held-out", "gap", "false-pass [95% CI]"
         ));
         let f = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-        let shown = shown_rows(self.steps.len(), self.onset_step().and_then(|s| {
-            self.steps.iter().position(|r| r.step == s)
-        }));
+        let shown = shown_rows(
+            self.steps.len(),
+            self.onset_step()
+                .and_then(|s| self.steps.iter().position(|r| r.step == s)),
+        );
         let mut last = None;
         for i in shown {
             if last.is_some_and(|l| l + 1 < i) {

@@ -38,7 +38,13 @@ fn a_planted_hack_has_its_onset_where_the_lower_bound_stays_over_the_baseline() 
     assert_eq!(r.baseline, Some(0.01));
     assert_eq!(r.onset.step, OnsetStep::Step(11));
     assert_eq!(r.onset.first_over_2pct, Some(11));
-    assert_eq!(r.mode, report::Mode::PassFail { proxy: 1.0, heldout: 1.0 });
+    assert_eq!(
+        r.mode,
+        report::Mode::PassFail {
+            proxy: 1.0,
+            heldout: 1.0
+        }
+    );
     let row = &r.steps[10];
     assert_eq!(row.false_pass_rate, Some(0.3));
     let (l, u) = row.false_pass_ci.unwrap();
@@ -94,8 +100,14 @@ fn failures_and_steps_without_a_held_out_result_are_counted_apart() {
     assert_eq!(seven.heldout_failed, 7);
     assert_eq!(r.steps[1].n, 40);
     assert_eq!(r.steps[1].heldout_failed, 7);
-    assert!(r.notes.iter().any(|n| n.starts_with("step 7: no held-out result")));
-    assert!(r.notes.iter().any(|n| n.starts_with("14 samples the held-out check failed")));
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.starts_with("step 7: no held-out result")));
+    assert!(r
+        .notes
+        .iter()
+        .any(|n| n.starts_with("14 samples the held-out check failed")));
 }
 
 #[test]
@@ -107,7 +119,10 @@ fn files_in_order_are_the_steps_when_no_row_has_one() {
         }
     }
     let r = t.report();
-    assert_eq!(r.steps.iter().map(|s| s.step).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(
+        r.steps.iter().map(|s| s.step).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
     assert!(r.notes[0].starts_with("no row has a step"));
 }
 
@@ -150,7 +165,9 @@ fn the_peak_and_the_turnover_follow_the_smoothed_means() {
     let r = t.report();
     // EMA(0.3) of the held-out: its peak is at step 6 (0.5 still lifts a lagging mean)
     let e = stats::ema(&heldout.map(Some), 0.3);
-    let argmax = (0..10).max_by(|a, b| e[*a].unwrap().total_cmp(&e[*b].unwrap())).unwrap();
+    let argmax = (0..10)
+        .max_by(|a, b| e[*a].unwrap().total_cmp(&e[*b].unwrap()))
+        .unwrap();
     assert_eq!(r.onset.heldout_peak_step, Some(argmax as i64 + 1));
     assert_eq!(r.onset.turnover_step, Some(argmax as i64 + 2));
 }
@@ -161,7 +178,11 @@ fn the_proxy_detectors_name_their_step() {
     t.components = vec!["format".into(), "answer".into()];
     for step in 1..=10i64 {
         for i in 0..40 {
-            let spread = if step >= 7 { 0.0 } else { (i % 5) as f64 / 10.0 };
+            let spread = if step >= 7 {
+                0.0
+            } else {
+                (i % 5) as f64 / 10.0
+            };
             let (format, answer) = if step >= 5 { (1.0, 0.02) } else { (0.5, 0.5) };
             let o = Obs {
                 components: vec![format, answer],
@@ -172,11 +193,20 @@ fn the_proxy_detectors_name_their_step() {
         }
     }
     let r = t.report();
-    let first = |d: &str| r.alerts.iter().find(|a| a.detector == d).map(|a| (a.step, a.level));
+    let first = |d: &str| {
+        r.alerts
+            .iter()
+            .find(|a| a.detector == d)
+            .map(|a| (a.step, a.level))
+    };
     assert_eq!(first("component_dominance"), Some((5, "alert")));
     assert_eq!(first("variance_collapse"), Some((7, "alert")));
     // 10 groups a step: under the 20 the GRPO detector needs
     assert_eq!(first("group_collapse"), None);
-    let a = r.alerts.iter().find(|a| a.detector == "component_dominance").unwrap();
+    let a = r
+        .alerts
+        .iter()
+        .find(|a| a.detector == "component_dominance")
+        .unwrap();
     assert!(a.message.contains("format"), "{}", a.message);
 }

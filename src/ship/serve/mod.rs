@@ -8,12 +8,14 @@
 //! The parts: `limits` (the `[serve]` settings), `routes` (the router, its guards and
 //! `/health`), `request` (a request body read as a sample line), `evaluate` (the
 //! reward-kit routes and what a caller sees of an error), `openrlhf` (the batch route),
-//! `log` (counts and latencies of served requests).
+//! `nemo_gym` (NeMo Gym's resources-server routes, SPEC §21), `log` (counts and
+//! latencies of served requests).
 
 mod evaluate;
 mod graders;
 mod limits;
 mod log;
+pub mod nemo_gym;
 mod openrlhf;
 mod request;
 mod routes;
@@ -77,6 +79,8 @@ struct Shared {
     graders: Option<graders::Graders>,
     /// The sandbox behind `/run_code` and its siblings (SPEC §18).
     sandbox: Option<Arc<crate::sandbox::service::Service>>,
+    /// What NeMo Gym's routes serve (SPEC §21).
+    nemo_gym: nemo_gym::Settings,
 }
 
 /// How to start a server.
@@ -90,6 +94,8 @@ pub struct Options {
     /// The sandbox `POST /run_code`, `GET /v1/ping` and `POST /execute_batch` run
     /// code in (SPEC §18); `None`: not served.
     pub sandbox: Option<Arc<crate::sandbox::service::Service>>,
+    /// The evaluator NeMo Gym's `/verify` runs (SPEC §21); `None`: the default.
+    pub nemo_gym_evaluator: Option<String>,
 }
 
 impl Options {
@@ -101,6 +107,7 @@ impl Options {
             access: Arc::new(Access::from_env()),
             notes: None,
             sandbox: None,
+            nemo_gym_evaluator: None,
         }
     }
 }
@@ -224,6 +231,7 @@ pub async fn start_with(
 ) -> Result<Server, String> {
     let limits = Limits::of(workspace)?;
     let allowed_hosts = workspace.config.allowed_hosts()?;
+    let nemo_gym = nemo_gym::Settings::of(workspace, options.nemo_gym_evaluator.clone())?;
     let waiting: Waiting = Arc::default();
     // each request's client waits for its result: no holding results to send together
     runner.engine().answer_promptly();
@@ -275,6 +283,7 @@ pub async fn start_with(
             workspace.config.clone(),
         )),
         sandbox: options.sandbox.clone(),
+        nemo_gym,
     });
     let stop = CancellationToken::new();
     let task = tokio::spawn(listen::run(

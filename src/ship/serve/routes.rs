@@ -33,7 +33,11 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
         .route(
             "/v1/fine_tuning/alpha/graders/validate",
             post(super::graders::validate),
-        );
+        )
+        // NeMo Gym's resources server (SPEC §21)
+        .route("/seed_session", post(super::nemo_gym::seed_session))
+        .route("/verify", post(super::nemo_gym::verify_route))
+        .route("/aggregate_metrics", post(super::nemo_gym::aggregate_route));
     if let Some(sandbox) = &shared.sandbox {
         // the sandbox runs code on this machine: behind the key like the rest
         let service = crate::sandbox::http::routes(sandbox.clone());
@@ -49,7 +53,9 @@ pub(super) fn router(shared: Arc<Shared>) -> Router {
     ));
     let mut open = Router::new()
         .route("/health", get(health))
-        .route("/", get(index));
+        .route("/", get(index))
+        // no body to check: it checks the key itself
+        .route("/reverify_mode", get(super::nemo_gym::reverify));
     if let Some(sandbox) = &shared.sandbox {
         // SandboxFusion's liveness probe, like /health: it runs nothing
         open = open.route_service(
@@ -227,6 +233,7 @@ pub fn answered(sandbox: bool) -> Vec<(&'static str, &'static str)> {
     let sandboxed: &[(&str, &str)] = if sandbox { &SANDBOX_ROUTES } else { &[] };
     ROUTES
         .iter()
+        .chain(&super::nemo_gym::ROUTES)
         .chain(sandboxed)
         .chain(&LAST_ROUTES)
         .copied()

@@ -52,6 +52,12 @@ pub enum Cond {
     /// `logged`: a score moved from the one the samples' source logged (SPEC §13's
     /// rule), any evaluator's; `logged:NAME`, that evaluator's.
     Logged { evaluator: Option<usize> },
+    /// `hacked`: the proxy passes the sample and the held-out check fails it (SPEC
+    /// §19), newest step first.
+    Hacked,
+    /// `false-negative` / `false-positive`: the selected evaluator fails a right
+    /// answer / passes a wrong one (SPEC §20).
+    FalseVerdict { right: bool },
 }
 
 /// Parses a filter such as `refund score<0.5 error`. Unknown evaluator names are errors.
@@ -96,6 +102,18 @@ pub fn parse_filter(text: &str, evaluators: &[EvaluatorInfo]) -> Result<Vec<Cond
         }
         if lower == "logged" {
             out.push(Cond::Logged { evaluator: None });
+            continue;
+        }
+        if lower == "hacked" {
+            out.push(Cond::Hacked);
+            continue;
+        }
+        if matches!(
+            lower.as_str(),
+            "false-negative" | "false-negatives" | "false-positive" | "false-positives"
+        ) {
+            let right = lower.starts_with("false-negative");
+            out.push(Cond::FalseVerdict { right });
             continue;
         }
         if let Some(name) = word
@@ -199,6 +217,8 @@ impl App {
             }
             Cond::Logged { evaluator } => self.moved_from_log(index, *evaluator),
             Cond::Disagree => self.disagrees(index),
+            Cond::Hacked => self.hacked(index),
+            Cond::FalseVerdict { right } => self.false_verdict(index, *right),
             Cond::Signal { column, op, value } => self
                 .signal_value(index, *column)
                 .is_some_and(|s| op.test(s, *value)),
@@ -252,6 +272,10 @@ impl App {
                 }
                 .then(a.cmp(&b))
             });
+        }
+        if self.sort.is_none() && self.filter.contains(&Cond::Hacked) {
+            // `/hacked`: the newest step first
+            view.sort_by_key(|&i| (std::cmp::Reverse(self.hacked_step(i)), i));
         }
         self.view = view;
         self.cursor = keep

@@ -9,6 +9,7 @@ mod filter;
 mod generation;
 #[cfg(test)]
 mod generation_tests;
+mod hacking;
 mod keys;
 mod labels;
 mod logged;
@@ -24,10 +25,12 @@ mod stats;
 mod text_match;
 mod titles;
 mod trust;
+mod verifier;
 
 pub use baseline::{Baseline, BaselineOf};
 pub use filter::{parse_filter, Cond, Op};
 pub use generation::GenerationMsg;
+pub use hacking::{hacking_settings, HackingSettings, HackingView};
 pub use labels::{label_mark, Labels};
 pub use logged::{
     logged_sort_evaluator, logged_sort_index, LoggedCell, LoggedReport, StepMeans, LOGGED_ADVANTAGE,
@@ -42,6 +45,7 @@ pub use signal::{Member, SignalColumn, TrainingView};
 pub use slow::{time_sort_evaluator, time_sort_index};
 pub use stats::{EvaluatorStats, HISTOGRAM_BINS};
 pub use trust::{swallowed_line, SwallowedCount};
+pub use verifier::Correct;
 
 use super::keymap::{Action, Keymap};
 use crate::model::{EvalError, Outcome};
@@ -179,12 +183,17 @@ pub enum Msg {
         labels: Labels,
         names: Vec<String>,
     },
+    /// SPEC §20: the samples' correctness by content key (each time they are indexed).
+    Correct(Correct),
     /// The run just started watches these evaluators' calls for the exceptions they
     /// swallow (`R`, SPEC §16).
     Watched(Vec<usize>),
     /// Time to bring up to date what results streaming in left for later (see
     /// [`App::deferred`]): the live loop sends it at most a few times a second.
     Refresh,
+    /// `[hacking]` and the `heldout = true` evaluators (SPEC §19), at start and after
+    /// `rwb.toml` changed.
+    Hacking(HackingSettings),
 }
 
 impl Msg {
@@ -297,6 +306,9 @@ pub struct App {
     /// the columns' names: under `labels` (a label given here wins).
     pub column_labels: Labels,
     pub label_columns: Vec<String>,
+    /// SPEC §20: each sample's correctness its file says (a `label` column, a
+    /// RewardBench role), by content key (see `verifier.rs`).
+    pub correct: Correct,
     /// Where the labels `v` counts come from (see [`App::labels_note`]), computed
     /// with `stats_report`.
     pub labels_report: Option<String>,
@@ -329,6 +341,8 @@ pub struct App {
     /// The statistics overlay's figures, computed when it opens and again when
     /// scores changed (never while drawing; see `stats.rs`).
     pub stats_report: Option<Vec<stats::EvaluatorStats>>,
+    /// SPEC §19: the proxy beside the held-out check per step (see `hacking.rs`).
+    pub hacking: HackingView,
     /// Beside them, the comparison with the samples' logged scores (`logged.rs`).
     pub logged_report: Option<LoggedReport>,
     /// Each evaluator's `logged = "NAME"`, by evaluator name (`Settings::logged`).
@@ -420,6 +434,7 @@ impl App {
             labels: Default::default(),
             column_labels: Default::default(),
             label_columns: Vec::new(),
+            correct: Default::default(),
             labels_report: None,
             watched: Default::default(),
             report: None,
@@ -433,6 +448,7 @@ impl App {
             dirty: true,
             view_stale: true,
             stats_report: None,
+            hacking: HackingView::default(),
             logged_report: None,
             logged_names: Default::default(),
             logged_cmp: Default::default(),
@@ -508,6 +524,16 @@ impl App {
             msg,
             Msg::Loaded | Msg::Samples(_) | Msg::Config(_) | Msg::Evaluators(_)
         );
+        if matches!(
+            msg,
+            Msg::Samples(_)
+                | Msg::Evaluators(_)
+                | Msg::Config(_)
+                | Msg::Labels(_)
+                | Msg::HumanColumn { .. }
+        ) {
+            self.hacking_reset();
+        }
         let effects = match msg {
             Msg::Key(key) => self.on_key(key),
             other => {
@@ -521,6 +547,10 @@ impl App {
         } else {
             // the groups the burst touched, at once (the rest at `Msg::Refresh`)
             self.patch_signal(&patch);
+        }
+        if !streaming {
+            // before the list: `/hacked` keeps the samples it finds
+            self.fill_hacking();
         }
         if self.view_stale && !streaming {
             self.refresh_view();
@@ -605,6 +635,7 @@ impl App {
             Msg::Source(source) => self.source = Some(source),
             Msg::Generation(m) => self.on_generation(m),
             Msg::Training(settings) => self.set_training(settings),
+            Msg::Hacking(settings) => self.set_hacking(settings),
             Msg::Labels(labels) => {
                 self.labels = labels;
                 self.stats_stale = true;
@@ -618,6 +649,13 @@ impl App {
                 }
                 self.column_labels = labels;
                 self.label_columns = names;
+            }
+            Msg::Correct(correct) => {
+                if !(correct.is_empty() && self.correct.is_empty()) {
+                    self.stats_stale = true;
+                    self.view_stale = true;
+                }
+                self.correct = correct;
             }
         }
     }

@@ -44,6 +44,7 @@ impl App {
     /// filtered list is recomputed.
     pub(super) fn on_result(&mut self, evaluator: usize, sample: usize, outcome: Outcome) {
         self.take_result(evaluator, sample, outcome);
+        self.hacking_touch(sample);
         if let Some(info) = self.evaluators.get_mut(evaluator) {
             if let RunState::Running { done, total } = &mut info.state {
                 *done += 1;

@@ -46,6 +46,8 @@ pub struct EvaluatorStats {
     pub swallowed: Option<Vec<super::SwallowedCount>>,
     /// What rwb's sandbox ran for it (SPEC §18), when it ran anything.
     pub sandbox: Option<crate::model::SandboxSummary>,
+    /// SPEC §20: against the samples' known correctness, when some sample's is known.
+    pub verifier: Option<crate::trust::verifier::Verifier>,
 }
 
 impl App {
@@ -106,6 +108,7 @@ impl App {
                 .evaluator_signal(evaluator)
                 .and_then(|s| s.frac_reward_zero_std),
             shares: self.variance_shares(evaluator),
+            verifier: self.verifier(evaluator),
         }
     }
 

@@ -50,13 +50,20 @@ pub(super) fn draw(frame: &mut Frame, form: &DeployForm, ctx: &Ctx, area: Rect) 
         Target::CloudRun => {
             "Build this workspace into a container (rwb serve) and run it on Cloud Run."
         }
+        Target::NemoGym => "Write a NeMo Gym resources-server folder (app.py starts rwb serve) into the workspace.",
+        Target::Verifiers => "Write an installable verifiers taskset package (pip install -e FOLDER) into the workspace.",
         _ => "Write deploy/k8s/ID.yaml (Deployment, Service, autoscaler) for this workspace.",
+    };
+    let id_label = if fields.target.is_export() {
+        "folder"
+    } else {
+        "service id"
     };
     let mut lines = vec![
         Line::raw(what),
         Line::raw(""),
         target_line(fields.target, ctx),
-        row(0, "service id", &form.id, false),
+        row(0, id_label, &form.id, false),
     ];
     for (i, r) in fields.rows().iter().enumerate() {
         lines.push(row(i + 1, r.label, &r.value, r.switch));
@@ -69,6 +76,10 @@ pub(super) fn draw(frame: &mut Frame, form: &DeployForm, ctx: &Ctx, area: Rect) 
         "Enter deploys · Tab next field · Space toggles · ←/→ target · Esc cancels",
         Style::default().fg(p.muted),
     ));
-    let title = format!(" Deploy to {} ", fields.target.label());
+    let title = if fields.target.is_export() {
+        format!(" Export for {} ", fields.target.label())
+    } else {
+        format!(" Deploy to {} ", fields.target.label())
+    };
     popup(frame, ctx, area, &title, lines, 86);
 }

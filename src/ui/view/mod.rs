@@ -6,6 +6,7 @@ mod breakdown;
 mod conversation;
 mod deploy_target;
 mod error;
+mod hacking;
 mod history;
 mod list;
 mod overlays;

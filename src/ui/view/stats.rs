@@ -8,6 +8,11 @@ use ratatui::text::{Line, Span};
 use ratatui::Frame;
 
 pub(super) fn draw_stats(frame: &mut Frame, app: &App, ctx: &Ctx, area: Rect) -> u16 {
+    // SPEC §19: the proxy and the held-out check per step, above the statistics
+    let area = match &app.hacking.report {
+        Some(report) => super::hacking::draw_hacking(frame, report, ctx, area),
+        None => area,
+    };
     let mut lines: Vec<Line> = Vec::new();
     // the app computed the figures when the overlay opened or scores changed
     let report = app.stats_report.as_deref().unwrap_or(&[]);
@@ -82,6 +87,15 @@ fn evaluator_lines(stats: &EvaluatorStats, name: &str, ctx: &Ctx, lines: &mut Ve
             format!("  {}", a.describe()),
             Style::default().fg(p.fg),
         ));
+    }
+    if let Some(v) = &stats.verifier {
+        // SPEC §20: "verifier at 0.5: …" without the name
+        for line in v.lines("") {
+            lines.push(Line::styled(
+                format!("  {}", line.trim_start()),
+                Style::default().fg(p.fg),
+            ));
+        }
     }
     if let Some(r) = &stats.repeat {
         // "judge repeat 3: mean std 0.120, unequal 0.500, …" without the name

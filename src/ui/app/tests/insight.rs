@@ -269,5 +269,8 @@ fn statistics_show_what_the_sandbox_ran_per_evaluator() {
         sandbox.describe(),
         "sandbox: 6 run(s) on 2 sample(s), p50 1.0 ms, p95 2.0 ms, 1 timeout(s), 0 memory kill(s); verdicts 4 pass, 1 timeout, 1 wrong"
     );
-    assert_eq!(report[1].sandbox, None, "an evaluator that ran nothing says nothing");
+    assert_eq!(
+        report[1].sandbox, None,
+        "an evaluator that ran nothing says nothing"
+    );
 }

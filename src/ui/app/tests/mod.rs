@@ -3,6 +3,7 @@
 //! Shared helpers here; the tests by subject in the files below.
 
 mod filter;
+mod hacking;
 mod insight;
 mod keys;
 mod logged;

@@ -159,7 +159,10 @@ fn the_deploy_dialog_chooses_cloud_run_or_kubernetes_with_the_arrows() {
     );
 
     app.update(key('d'));
-    app.update(code(KeyCode::Left));
+    // ← from Fireworks: the two export targets (SPEC §21), then Kubernetes
+    for _ in 0..3 {
+        app.update(code(KeyCode::Left));
+    }
     assert!(matches!(&app.overlay, Overlay::Deploy(f) if f.targets.target == Target::K8s));
     for _ in 0..3 {
         app.update(code(KeyCode::Tab));

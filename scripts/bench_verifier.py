@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""Benchmark what the verifier statistics (SPEC §20) add to a labelled run.
+
+Everything is measured in ONE invocation: the same samples, the same evaluator, the
+same machine, the two workspaces run alternately, so the ratio compares like with like.
+
+What it does:
+
+  1. Writes 100,000 samples (10,000 with --quick) in rollout groups of 8 (same prompt),
+     each with a `correct` field (true/false, and "correct"/"incorrect") and a score
+     `s` the evaluator returns, with a seeded RNG.
+  2. Two workspaces over the same file, both mapped with `[samples.main]`:
+       labelled  `label = "correct"`: rwb run computes each evaluator's `verifier`
+                 (confusion matrix, Wilson intervals, AUROC, best-of-n, pass@k)
+       plain     no `label`: the same run without the verifier statistics
+  3. Scenarios, each `rwb run --format jsonl` (rows to /dev/null), alternating plain and
+     labelled, --repeat times (default 5), the median of each:
+       cold   --no-cache: every sample evaluated           (target: labelled/plain - 1 < 2 %)
+       warm   the cache filled: every score from the cache  (reported; the smallest run
+              there is, so the largest share the statistics can take)
+     Each is given twice: wall (elapsed) and cpu (user + system seconds of rwb and the
+     workers it waited for, from getrusage): on a shared machine the wall figure moves
+     with the other processes, the cpu figure is what the statistics cost.
+     The labelled run must print a `verifier` block naming every sample, so a run that
+     skipped the statistics cannot look fast.
+  4. Prints a table: scenario, plain s, labelled s, overhead %, target, PASS/FAIL.
+
+Exit status: 0 when every scenario was measured, 1 when one could not be, 2 for usage.
+
+Usage:
+  python3 scripts/bench_verifier.py [--quick] [--rwb PATH] [--repeat 5] [--keep]
+"""
+
+import argparse
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+EVALUATOR = '''
+def evaluate(messages, s, **kwargs):
+    return s
+'''
+
+
+def write_samples(path, n, seed=7):
+    rng = random.Random(seed)
+    with open(path, "w") as f:
+        for i in range(n):
+            group = i // 8
+            right = rng.random() < 0.4
+            score = min(1.0, max(0.0, rng.gauss(0.7 if right else 0.3, 0.2)))
+            label = right if i % 2 else ("correct" if right else "incorrect")
+            row = {
+                "messages": [
+                    {"role": "user", "content": f"question {group}: what is {group} + {group}?"},
+                    {"role": "assistant", "content": f"answer {i}: {2 * group + (0 if right else 1)}"},
+                ],
+                "s": round(score, 4),
+                "correct": label,
+            }
+            f.write(json.dumps(row) + "\n")
+
+
+def workspace(root, samples, labelled):
+    os.makedirs(os.path.join(root, "metrics", "judge"), exist_ok=True)
+    with open(os.path.join(root, "metrics", "judge", "main.py"), "w") as f:
+        f.write(EVALUATOR)
+    shutil.copy(samples, os.path.join(root, "samples.jsonl"))
+    toml = '[samples.main]\npath = "samples.jsonl"\n'
+    if labelled:
+        toml += 'label = "correct"\n'
+    with open(os.path.join(root, "rwb.toml"), "w") as f:
+        f.write(toml)
+
+
+def run(rwb, root, n, labelled, cache):
+    args = [rwb, "run", root, "--format", "jsonl"]
+    if not cache:
+        args.append("--no-cache")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t = time.perf_counter()
+    p = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    elapsed = time.perf_counter() - t
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    if p.returncode != 0:
+        raise RuntimeError(f"rwb run {root} exited {p.returncode}: {p.stderr[-2000:]}")
+    if labelled and f"judge verifier at 0.5: {n} labelled" not in p.stderr:
+        raise RuntimeError(f"the labelled run printed no verifier block for {n} samples:\n{p.stderr[-2000:]}")
+    if not labelled and "verifier at" in p.stderr:
+        raise RuntimeError("the plain run computed verifier statistics")
+    return elapsed, cpu
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--rwb", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "rwb"))
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--keep", action="store_true")
+    a = ap.parse_args()
+    if not os.path.exists(a.rwb):
+        print(f"no rwb at {a.rwb}: cargo build --release first, or --rwb PATH", file=sys.stderr)
+        return 2
+    n = 10_000 if a.quick else 100_000
+    tmp = tempfile.mkdtemp(prefix="rwb-bench-verifier-")
+    try:
+        samples = os.path.join(tmp, "samples.jsonl")
+        write_samples(samples, n)
+        plain, labelled = os.path.join(tmp, "plain"), os.path.join(tmp, "labelled")
+        workspace(plain, samples, False)
+        workspace(labelled, samples, True)
+        rows = []
+        for name, cache, target in [("cold", False, 0.02), ("warm", True, None)]:
+            if cache:  # fill both caches once
+                run(a.rwb, plain, n, False, True)
+                run(a.rwb, labelled, n, True, True)
+            times = {False: [], True: []}
+            for _ in range(a.repeat):
+                for lab in (False, True):
+                    times[lab].append(run(a.rwb, labelled if lab else plain, n, lab, cache))
+            for what, k in (("wall", 0), ("cpu", 1)):
+                p = statistics.median(t[k] for t in times[False])
+                l = statistics.median(t[k] for t in times[True])
+                rows.append((f"{name} {what}", p, l, l / p - 1.0, target))
+        print(f"\n{n:,} samples in groups of 8, labelled; median of {a.repeat} alternating runs")
+        print("wall: elapsed seconds; cpu: user + system seconds of rwb and its workers")
+        print(f"{'scenario':<12}{'plain s':>10}{'labelled s':>12}{'overhead':>10}{'target':>9}  verdict")
+        for name, p, l, over, target in rows:
+            verdict = "-" if target is None else ("PASS" if over < target else "FAIL")
+            t = "-" if target is None else f"<{target:.0%}"
+            print(f"{name:<12}{p:>10.3f}{l:>12.3f}{over:>+10.2%}{t:>9}  {verdict}")
+        return 0
+    except RuntimeError as e:
+        print(f"could not measure: {e}", file=sys.stderr)
+        return 1
+    finally:
+        if a.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,403 @@
+//! Is the verifier right (SPEC §20): per evaluator, on samples whose correctness is
+//! known (a `label` column, or the human pass/fail labels of §16), the confusion
+//! matrix at `threshold`, its rates with Wilson 95 % intervals, accuracy, balanced
+//! accuracy, F1, Cohen's kappa and AUROC; with rollout groups, best-of-n accuracy and
+//! the true and the verifier's pass@k.
+//!
+//! Pure arithmetic over (score, label, group) triples; the CLI and the workbench
+//! feed it. A sample the evaluator failed on is counted apart (`errors`), never as a
+//! wrong verdict.
+
+use serde::Serialize;
+use std::collections::HashMap;
+
+/// z for a two-sided 95 % interval.
+const Z95: f64 = 1.959_963_984_540_054;
+
+/// A rate with its Wilson 95 % interval.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+pub struct Rate {
+    pub value: f64,
+    pub low: f64,
+    pub high: f64,
+}
+
+/// `k` of `n` as a rate with its Wilson 95 % score interval (`None` when `n` is 0):
+/// centre (p + z²/2n) / (1 + z²/n), half-width z / (1 + z²/n) · √(p(1−p)/n + z²/4n²).
+pub fn wilson(k: usize, n: usize) -> Option<Rate> {
+    if n == 0 {
+        return None;
+    }
+    let (k, n) = (k as f64, n as f64);
+    let p = k / n;
+    let z2 = Z95 * Z95;
+    let denom = 1.0 + z2 / n;
+    let centre = (p + z2 / (2.0 * n)) / denom;
+    let half = Z95 / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    Some(Rate {
+        value: p,
+        low: (centre - half).max(0.0),
+        high: (centre + half).min(1.0),
+    })
+}
+
+/// pass@k of a group of `n` answers of which `c` are right: 1 − C(n−c, k)/C(n, k)
+/// (NeMo Gym's formula), as the product ∏ (n−c−i)/(n−i) over i < k.
+pub fn pass_at_k(n: usize, c: usize, k: usize) -> f64 {
+    if k == 0 || k > n {
+        return f64::NAN;
+    }
+    if n - c < k {
+        return 1.0;
+    }
+    let mut none = 1.0;
+    for i in 0..k {
+        none *= (n - c - i) as f64 / (n - i) as f64;
+    }
+    1.0 - none
+}
+
+/// AUROC of `scores` against `labels` (the Mann–Whitney statistic, ties given half:
+/// scikit-learn's `roc_auc_score`); `None` without both classes.
+pub fn auroc(pairs: &[(f64, bool)]) -> Option<f64> {
+    let pos = pairs.iter().filter(|p| p.1).count();
+    let neg = pairs.len() - pos;
+    if pos == 0 || neg == 0 {
+        return None;
+    }
+    let scores: Vec<f64> = pairs.iter().map(|p| p.0).collect();
+    let ranks = super::agreement::ranks(&scores);
+    let sum: f64 = pairs
+        .iter()
+        .zip(&ranks)
+        .filter(|(p, _)| p.1)
+        .map(|(_, r)| r)
+        .sum();
+    let (pos, neg) = (pos as f64, neg as f64);
+    Some((sum - pos * (pos + 1.0) / 2.0) / (pos * neg))
+}
+
+/// pass@k at one k over the groups at least k large.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PassAtK {
+    pub k: usize,
+    /// Groups of at least k answers, over which the means are taken.
+    pub groups: usize,
+    /// From the labels.
+    #[serde(rename = "true")]
+    pub truth: f64,
+    /// From the evaluator's verdicts (a score at or above the threshold passes).
+    pub verifier: f64,
+    /// verifier − true.
+    pub inflation: f64,
+}
+
+/// What rollout groups add.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Groups {
+    /// Groups of two or more labelled, scored answers.
+    pub groups: usize,
+    /// Groups of one (no best-of-n for them).
+    pub groups_of_one: usize,
+    /// The mean over groups of the share of right answers among the m tied at the
+    /// evaluator's top score (a tie at the top split 1/m).
+    pub best_of_n: Option<f64>,
+    /// The best-of-n an oracle gets: the share of groups with a right answer.
+    pub oracle: Option<f64>,
+    pub pass_at_k: Vec<PassAtK>,
+}
+
+/// `verifier: {...}` of one evaluator.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Verifier {
+    pub threshold: f64,
+    /// Labelled samples scored.
+    pub n: usize,
+    /// Samples without a label.
+    pub unlabelled: usize,
+    /// Labels that could not be read (named in warnings), left out.
+    pub unreadable: usize,
+    /// Labelled samples the evaluator failed on (not counted as verdicts).
+    pub errors: usize,
+    pub tp: usize,
+    pub fp: usize,
+    #[serde(rename = "fn")]
+    pub fn_: usize,
+    pub tn: usize,
+    pub precision: Option<Rate>,
+    pub recall: Option<Rate>,
+    pub false_negative_rate: Option<Rate>,
+    pub false_positive_rate: Option<Rate>,
+    pub accuracy: Option<Rate>,
+    pub balanced_accuracy: Option<f64>,
+    pub f1: Option<f64>,
+    pub kappa: Option<f64>,
+    /// When the scores are not only 0 and 1, and both labels occur.
+    pub auroc: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups: Option<Groups>,
+}
+
+/// Gathers one evaluator's labelled scores.
+#[derive(Clone, Debug, Default)]
+pub struct VerifierBuilder {
+    /// (score, label, group): the group an index among the run's groups, `None` for
+    /// a sample in none.
+    items: Vec<(f64, bool, Option<u32>)>,
+    unlabelled: usize,
+    unreadable: usize,
+    errors: usize,
+}
+
+impl VerifierBuilder {
+    /// One sample: its score (`None` on an error), its label (`None`: unlabelled;
+    /// `Some(None)`: a label that could not be read) and its group.
+    #[inline]
+    pub fn add(&mut self, score: Option<f64>, label: Option<Option<bool>>, group: Option<u32>) {
+        match label {
+            None => self.unlabelled += 1,
+            Some(None) => self.unreadable += 1,
+            Some(Some(l)) => match score.filter(|s| s.is_finite()) {
+                Some(s) => self.items.push((s, l, group)),
+                None => self.errors += 1,
+            },
+        }
+    }
+
+    /// Whether any sample carried a label (readable or not).
+    pub fn labelled(&self) -> bool {
+        !self.items.is_empty() || self.errors > 0 || self.unreadable > 0
+    }
+
+    pub fn finish(&self, threshold: f64) -> Verifier {
+        let (mut tp, mut fp, mut fn_, mut tn) = (0, 0, 0, 0);
+        for &(s, l, _) in &self.items {
+            match (s >= threshold, l) {
+                (true, true) => tp += 1,
+                (true, false) => fp += 1,
+                (false, true) => fn_ += 1,
+                (false, false) => tn += 1,
+            }
+        }
+        let n = self.items.len();
+        let ratio = |a: usize, b: usize| (b > 0).then(|| a as f64 / b as f64);
+        let recall = ratio(tp, tp + fn_);
+        let specificity = ratio(tn, tn + fp);
+        // scikit-learn: the mean of the per-class recalls of the classes present
+        let balanced_accuracy = match (recall, specificity) {
+            (Some(r), Some(s)) => Some((r + s) / 2.0),
+            (r, s) => r.or(s),
+        };
+        let kappa = (n > 0)
+            .then(|| {
+                let nf = n as f64;
+                let po = (tp + tn) as f64 / nf;
+                let pe = ((tp + fp) as f64 * (tp + fn_) as f64
+                    + (fn_ + tn) as f64 * (fp + tn) as f64)
+                    / (nf * nf);
+                (pe < 1.0).then(|| (po - pe) / (1.0 - pe))
+            })
+            .flatten();
+        let binary = self.items.iter().all(|i| i.0 == 0.0 || i.0 == 1.0);
+        let auroc = if binary {
+            None
+        } else {
+            let pairs: Vec<(f64, bool)> = self.items.iter().map(|i| (i.0, i.1)).collect();
+            auroc(&pairs)
+        };
+        Verifier {
+            threshold,
+            n,
+            unlabelled: self.unlabelled,
+            unreadable: self.unreadable,
+            errors: self.errors,
+            tp,
+            fp,
+            fn_,
+            tn,
+            precision: wilson(tp, tp + fp),
+            recall: wilson(tp, tp + fn_),
+            false_negative_rate: wilson(fn_, tp + fn_),
+            false_positive_rate: wilson(fp, fp + tn),
+            accuracy: wilson(tp + tn, n),
+            balanced_accuracy,
+            f1: ratio(2 * tp, 2 * tp + fp + fn_),
+            kappa,
+            auroc,
+            groups: self.groups(threshold),
+        }
+    }
+
+    /// Best-of-n and pass@k over the groups (`None` when no sample is in a group).
+    fn groups(&self, threshold: f64) -> Option<Groups> {
+        let mut by: HashMap<u32, Vec<(f64, bool)>> = HashMap::new();
+        let mut order = Vec::new();
+        for &(s, l, g) in &self.items {
+            let Some(g) = g else { continue };
+            let members = by.entry(g).or_insert_with(|| {
+                order.push(g);
+                Vec::new()
+            });
+            members.push((s, l));
+        }
+        if by.is_empty() {
+            return None;
+        }
+        let mut groups = 0;
+        let mut groups_of_one = 0;
+        let (mut best, mut oracle) = (0.0, 0.0);
+        let mut sizes = Vec::new();
+        for g in &order {
+            let members = &by[g];
+            if members.len() < 2 {
+                groups_of_one += 1;
+                continue;
+            }
+            groups += 1;
+            let top = members
+                .iter()
+                .map(|m| m.0)
+                .fold(f64::NEG_INFINITY, f64::max);
+            let tied: Vec<&(f64, bool)> = members.iter().filter(|m| m.0 == top).collect();
+            best += tied.iter().filter(|m| m.1).count() as f64 / tied.len() as f64;
+            oracle += f64::from(u8::from(members.iter().any(|m| m.1)));
+            let right = members.iter().filter(|m| m.1).count();
+            let passed = members.iter().filter(|m| m.0 >= threshold).count();
+            sizes.push((members.len(), right, passed));
+        }
+        let largest = sizes.iter().map(|s| s.0).max().unwrap_or(0);
+        let mut pass = Vec::new();
+        let mut k = 1;
+        while k <= largest {
+            let at: Vec<&(usize, usize, usize)> = sizes.iter().filter(|s| s.0 >= k).collect();
+            let m = at.len() as f64;
+            let truth = at.iter().map(|s| pass_at_k(s.0, s.1, k)).sum::<f64>() / m;
+            let verifier = at.iter().map(|s| pass_at_k(s.0, s.2, k)).sum::<f64>() / m;
+            pass.push(PassAtK {
+                k,
+                groups: at.len(),
+                truth,
+                verifier,
+                inflation: verifier - truth,
+            });
+            k *= 2;
+        }
+        let mean = |x: f64| (groups > 0).then(|| x / groups as f64);
+        Some(Groups {
+            groups,
+            groups_of_one,
+            best_of_n: mean(best),
+            oracle: mean(oracle),
+            pass_at_k: pass,
+        })
+    }
+}
+
+impl Verifier {
+    /// The short block the table summary and `v` show.
+    pub fn lines(&self, name: &str) -> Vec<String> {
+        let r = |x: &Option<Rate>| {
+            x.map_or("-".to_string(), |r| {
+                format!("{:.3} [{:.3}, {:.3}]", r.value, r.low, r.high)
+            })
+        };
+        let f = |x: &Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+        let mut out = vec![
+            format!(
+                "{name} verifier at {}: {} labelled ({} unlabelled, {} unreadable, {} errors)",
+                self.threshold, self.n, self.unlabelled, self.unreadable, self.errors
+            ),
+            format!(
+                "  tp {} fp {} fn {} tn {}, accuracy {}, balanced {}",
+                self.tp,
+                self.fp,
+                self.fn_,
+                self.tn,
+                r(&self.accuracy),
+                f(&self.balanced_accuracy)
+            ),
+            format!(
+                "  false negatives {}, false positives {}",
+                r(&self.false_negative_rate),
+                r(&self.false_positive_rate)
+            ),
+            format!(
+                "  precision {}, recall {}",
+                r(&self.precision),
+                r(&self.recall)
+            ),
+            format!(
+                "  F1 {}, kappa {}, AUROC {}",
+                f(&self.f1),
+                f(&self.kappa),
+                f(&self.auroc)
+            ),
+        ];
+        if let Some(g) = &self.groups {
+            out.push(format!(
+                "  {} groups: best-of-n {} (oracle {})",
+                g.groups,
+                f(&g.best_of_n),
+                f(&g.oracle)
+            ));
+            for p in &g.pass_at_k {
+                out.push(format!(
+                    "  pass@{}: true {:.3}, verifier {:.3}, inflation {:+.3} ({} groups)",
+                    p.k, p.truth, p.verifier, p.inflation, p.groups
+                ));
+            }
+            if g.groups_of_one > 0 {
+                out.push(format!(
+                    "  {} groups of one answer: no best-of-n for them",
+                    g.groups_of_one
+                ));
+            }
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wilson_of_a_known_case() {
+        // 8 of 10: the textbook interval [0.4902, 0.9433]
+        let r = wilson(8, 10).unwrap();
+        assert!((r.low - 0.490_162).abs() < 1e-5, "{r:?}");
+        assert!((r.high - 0.943_318).abs() < 1e-5, "{r:?}");
+        assert_eq!(wilson(0, 0), None);
+    }
+
+    #[test]
+    fn pass_at_k_is_one_minus_the_chance_of_no_right_answer() {
+        assert_eq!(pass_at_k(4, 0, 2), 0.0);
+        assert_eq!(pass_at_k(4, 4, 2), 1.0);
+        // 1 - C(2,2)/C(4,2) = 1 - 1/6
+        assert!((pass_at_k(4, 2, 2) - 5.0 / 6.0).abs() < 1e-15);
+        assert_eq!(pass_at_k(4, 1, 1), 0.25);
+    }
+
+    #[test]
+    fn a_tie_at_the_top_splits_best_of_n_and_an_error_is_counted_apart() {
+        let mut b = VerifierBuilder::default();
+        // group 0: a tie at the top between a right and a wrong answer: 1/2
+        b.add(Some(1.0), Some(Some(true)), Some(0));
+        b.add(Some(1.0), Some(Some(false)), Some(0));
+        b.add(Some(0.0), Some(Some(false)), Some(0));
+        // group 1: the top one is right: 1
+        b.add(Some(0.9), Some(Some(true)), Some(1));
+        b.add(Some(0.2), Some(Some(false)), Some(1));
+        // group 2: one answer
+        b.add(Some(0.9), Some(Some(true)), Some(2));
+        b.add(None, Some(Some(true)), Some(1));
+        b.add(Some(0.3), Some(None), None);
+        b.add(Some(0.3), None, None);
+        let v = b.finish(0.5);
+        assert_eq!((v.n, v.errors, v.unreadable, v.unlabelled), (6, 1, 1, 1));
+        let g = v.groups.unwrap();
+        assert_eq!((g.groups, g.groups_of_one), (2, 1));
+        assert_eq!(g.best_of_n, Some(0.75));
+    }
+}
