@@ -154,17 +154,10 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
             print_evaluator_report(r);
         }
         // where the kernel refused the box: how the policy's code runs (SPEC §18)
-        let unsafe_ok = session
-            .workspace
-            .config
-            .sandbox
-            .as_ref()
-            .and_then(|s| s.unsafe_)
-            == Some(true);
         if let Some(line) = containment
             .as_ref()
             .and_then(|c| c.as_deref())
-            .and_then(|c| crate::sandbox::without_namespaces(c, unsafe_ok))
+            .and_then(|c| crate::sandbox::without_namespaces(c, &session.workspace))
         {
             println!("{line}");
         }

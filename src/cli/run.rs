@@ -31,14 +31,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let mut prepared = session.prepare_all().await?;
     // where the kernel refused the box, said once (SPEC §18)
     if let Some(said) = session.runner.engine().containment_said() {
-        let unsafe_ok = session
-            .workspace
-            .config
-            .sandbox
-            .as_ref()
-            .and_then(|s| s.unsafe_)
-            == Some(true);
-        if let Some(line) = crate::sandbox::without_namespaces(&said, unsafe_ok) {
+        if let Some(line) = crate::sandbox::without_namespaces(&said, &session.workspace) {
             eprintln!("rwb: {line}");
         }
     }

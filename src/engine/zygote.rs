@@ -435,29 +435,22 @@ impl Engine {
             ),
             _ => (None, serde_json::Value::Null),
         };
+        let mut evaluator = spec.worker_fields(json!(absolute(&spec.source.file())), json!(folder));
+        evaluator.extend([
+            ("grader".to_string(), json!(grader)),
+            ("grader_settings".to_string(), grader_settings),
+            ("timeout".to_string(), json!(spec.timeout)),
+            ("network".to_string(), json!(spec.network)),
+            (
+                "flush_ms".to_string(),
+                json!(self.shared.flush_us.load(Ordering::Relaxed) as f64 / 1000.0),
+            ),
+        ]);
         json!({
             "op": "fork",
             "token": token,
             "root": root,
-            "evaluator": {
-                "name": spec.name,
-                "file": absolute(&spec.source.file()),
-                "folder": folder,
-                "module": spec.source.module(),
-                "function": spec.source.function(),
-                "style": spec.style.map(|s| s.as_str()),
-                "solution_str": spec.solution_str.as_str(),
-                "trainer": spec.trainer.map(|t| t.as_str()),
-                "chat_template": spec.chat_template.kind(),
-                "kwargs": spec.kwargs,
-                "call": spec.call.as_ref().map(|c| c.to_json()),
-                "trainer_args": spec.trainer_args,
-                "grader": grader,
-                "grader_settings": grader_settings,
-                "timeout": spec.timeout,
-                "network": spec.network,
-                "flush_ms": self.shared.flush_us.load(Ordering::Relaxed) as f64 / 1000.0,
-            }
+            "evaluator": evaluator,
         })
         .to_string()
             + "\n"

@@ -453,6 +453,36 @@ pub struct EvaluatorSpec {
     pub watch: bool,
 }
 
+impl EvaluatorSpec {
+    /// How a worker is told to call this evaluator (its name, the file and folder it
+    /// is imported from, and how it is called): the fields rwb's worker reads, for the
+    /// zygote's fork command and for a package that calls the function as rwb does.
+    pub fn worker_fields(
+        &self,
+        file: serde_json::Value,
+        folder: serde_json::Value,
+    ) -> serde_json::Map<String, serde_json::Value> {
+        let fields = serde_json::json!({
+            "name": self.name,
+            "file": file,
+            "folder": folder,
+            "module": self.source.module(),
+            "function": self.source.function(),
+            "style": self.style.map(|s| s.as_str()),
+            "solution_str": self.solution_str.as_str(),
+            "trainer": self.trainer.map(|t| t.as_str()),
+            "chat_template": self.chat_template.kind(),
+            "kwargs": self.kwargs,
+            "call": self.call.as_ref().map(|c| c.to_json()),
+            "trainer_args": self.trainer_args,
+        });
+        match fields {
+            serde_json::Value::Object(map) => map,
+            _ => unreachable!("a JSON object"),
+        }
+    }
+}
+
 /// An exception raised and handled inside the evaluator's own files while a sample
 /// was scored (SPEC §16): its type and where it was caught (`file:line`).
 pub type Caught = (String, String);

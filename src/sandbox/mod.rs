@@ -17,8 +17,9 @@ pub const NAMESPACE_SETTING: &str = "on Ubuntu 24.04 `sysctl kernel.apparmor_res
 /// WHY`, and not `--no-contain`'s): what runs how, said once at start and by `rwb
 /// check` (SPEC §18, "where the kernel says no"). `None` where the workers are
 /// contained or open by choice.
-pub fn without_namespaces(state: &str, unsafe_ok: bool) -> Option<String> {
+pub fn without_namespaces(state: &str, workspace: &Workspace) -> Option<String> {
     let why = state.strip_prefix("open: ")?;
+    let unsafe_ok = workspace.config.sandbox.as_ref().and_then(|s| s.unsafe_) == Some(true);
     let abi = confine::landlock_abi();
     let sandbox = if abi > 0 {
         format!("the policy's code (rwb.sandbox, /run_code) runs confined by Landlock (ABI {abi}) + seccomp + rlimits")

@@ -174,6 +174,18 @@ pub fn bad_row(line: usize, why: &str) -> super::Row {
     }
 }
 
+/// `rows` numbered on from `number` (the rows one line of a file gave, where a line
+/// gives several: an episode's turns, a prompt's completions).
+pub fn numbered(rows: Vec<super::Row>, number: &mut usize) -> Vec<Result<super::Row, String>> {
+    rows.into_iter()
+        .map(|mut row| {
+            *number += 1;
+            row.line = *number;
+            Ok(row)
+        })
+        .collect()
+}
+
 /// The rows of a JSONL file, each line's object made a row by `to_row` (given the
 /// line number); lines that are no objects are bad rows.
 pub fn map_lines<F>(path: &Path, to_row: F) -> Result<super::Rows, String>

@@ -45,13 +45,7 @@ impl Format for RewardBench {
                 }
                 Err(e) => return vec![Err(format!("cannot read {shown}: {e}"))],
             };
-            rows.into_iter()
-                .map(|mut row| {
-                    number += 1;
-                    row.line = number;
-                    Ok(row)
-                })
-                .collect()
+            json_rows::numbered(rows, &mut number)
         })))
     }
 }

@@ -99,13 +99,7 @@ impl Format for VerifiersTraces {
                 Ok((n, Err(why))) => vec![json_rows::bad_row(0, &format!("line {n}: {why}"))],
                 Err(e) => return vec![Err(format!("cannot read {shown}: {e}"))],
             };
-            rows.into_iter()
-                .map(|mut row| {
-                    number += 1;
-                    row.line = number;
-                    Ok(row)
-                })
-                .collect()
+            json_rows::numbered(rows, &mut number)
         })))
     }
 }

@@ -327,15 +327,7 @@ impl Live {
             return;
         };
         self.no_box_said = true;
-        let unsafe_ok = self
-            .session
-            .workspace
-            .config
-            .sandbox
-            .as_ref()
-            .and_then(|s| s.unsafe_)
-            == Some(true);
-        if let Some(line) = crate::sandbox::without_namespaces(&said, unsafe_ok) {
+        if let Some(line) = crate::sandbox::without_namespaces(&said, &self.session.workspace) {
             self.app.update(Msg::Notice(line));
         }
     }

@@ -90,21 +90,9 @@ pub fn export(
         _ => reward_dir.clone(),
     };
     copy_tree(&copy_from, &copy_to, &mut out)?;
-    let worker_spec = json!({
-        "name": spec.name,
-        "file": rel_file,
-        "folder": folder_rel,
-        "module": spec.source.module(),
-        "function": spec.source.function(),
-        "style": spec.style.map(|s| s.as_str()),
-        "solution_str": spec.solution_str.as_str(),
-        "trainer": spec.trainer.map(|t| t.as_str()),
-        "chat_template": spec.chat_template.kind(),
-        "kwargs": spec.kwargs,
-        "call": spec.call.as_ref().map(|c| c.to_json()),
-        "trainer_args": spec.trainer_args,
-        "timeout": 0,
-    });
+    let mut worker_spec = spec.worker_fields(json!(rel_file), json!(folder_rel));
+    worker_spec.insert("timeout".into(), json!(0));
+    let worker_spec = serde_json::Value::Object(worker_spec);
     write(
         &mut out,
         &format!("{pkg}/spec.json"),

@@ -74,6 +74,19 @@ pub(super) fn detail(status: StatusCode, text: impl Into<String>) -> Response {
     (status, Json(json!({"detail": text.into()}))).into_response()
 }
 
+/// The answer to a request the key turns away (401 without one, 403 with a wrong
+/// one), reward-kit's words; `None` when it may pass.
+pub(super) fn refused(s: &Shared, headers: &HeaderMap) -> Option<Response> {
+    match s.access.check(headers) {
+        Verdict::Granted => None,
+        Verdict::Missing => Some(detail(
+            StatusCode::UNAUTHORIZED,
+            "API key required but not provided.",
+        )),
+        Verdict::Wrong => Some(detail(StatusCode::FORBIDDEN, "Invalid API key.")),
+    }
+}
+
 /// Every request first: a place among the requests in flight (503 beyond the cap),
 /// then a `Host` this server answers (421 otherwise: a page the user visits cannot
 /// reach a loopback server through a name that resolves to 127.0.0.1).
@@ -118,15 +131,8 @@ async fn authorize(
     request: Request,
     next: Next,
 ) -> Response {
-    match s.access.check(&headers) {
-        Verdict::Granted => {}
-        Verdict::Missing => {
-            return detail(
-                StatusCode::UNAUTHORIZED,
-                "API key required but not provided.",
-            )
-        }
-        Verdict::Wrong => return detail(StatusCode::FORBIDDEN, "Invalid API key."),
+    if let Some(refused) = refused(&s, &headers) {
+        return refused;
     }
     let content_type = headers
         .get(header::CONTENT_TYPE)

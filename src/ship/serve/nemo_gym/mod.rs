@@ -11,7 +11,6 @@ use super::request::unprocessable;
 use super::routes::detail;
 use super::Shared;
 use crate::model::EvaluatorSpec;
-use crate::ship::guard::Verdict;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
@@ -157,15 +156,8 @@ pub(super) async fn seed_session() -> Json<Value> {
 
 /// `GET /reverify_mode`, behind the key like the other routes (it has no body).
 pub(super) async fn reverify(State(s): State<Arc<Shared>>, headers: HeaderMap) -> Response {
-    match s.access.check(&headers) {
-        Verdict::Granted => {}
-        Verdict::Missing => {
-            return detail(
-                StatusCode::UNAUTHORIZED,
-                "API key required but not provided.",
-            )
-        }
-        Verdict::Wrong => return detail(StatusCode::FORBIDDEN, "Invalid API key."),
+    if let Some(refused) = super::routes::refused(&s, &headers) {
+        return refused;
     }
     let index = match s.gym_evaluator() {
         Ok(i) => i,
