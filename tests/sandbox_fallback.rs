@@ -187,10 +187,9 @@ fn without_namespaces_the_sandbox_confines_the_code_with_landlock_and_seccomp() 
     );
 }
 
-#[test]
-fn rwb_check_says_how_the_sandbox_runs_without_namespaces() {
-    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let ws = Ws::new(&[
+/// A workspace whose one evaluator runs tests in the sandbox (`reward.py::doubles`).
+fn doubles_workspace() -> Ws {
+    Ws::new(&[
         ("reward.py", REWARD),
         ("probes.py", PROBES),
         ("samples.jsonl", "{\"prompt\": \"p\", \"completion\": \"x\"}\n"),
@@ -198,7 +197,13 @@ fn rwb_check_says_how_the_sandbox_runs_without_namespaces() {
             "rwb.toml",
             "samples = [\"samples.jsonl\"]\n[evaluators.doubles]\nfunction = \"reward.py::doubles\"\n",
         ),
-    ]);
+    ])
+}
+
+#[test]
+fn rwb_check_says_how_the_sandbox_runs_without_namespaces() {
+    let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let ws = doubles_workspace();
     let check = without_namespaces(&ws, home.path(), 1, "check .");
     assert!(
         check.stdout.lines().any(|l| l.contains("policy's code")
@@ -305,15 +310,7 @@ fn where_neither_works_the_sandbox_refuses_and_says_why_unless_unsafe() {
 #[test]
 fn the_workbench_says_once_that_there_is_no_box_and_what_runs_how() {
     let home = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let ws = Ws::new(&[
-        ("reward.py", REWARD),
-        ("probes.py", PROBES),
-        ("samples.jsonl", "{\"prompt\": \"p\", \"completion\": \"x\"}\n"),
-        (
-            "rwb.toml",
-            "samples = [\"samples.jsonl\"]\n[evaluators.doubles]\nfunction = \"reward.py::doubles\"\n",
-        ),
-    ]);
+    let ws = doubles_workspace();
     let command = format!(
         "HOME={} unshare --user --map-root-user sh -c 'echo 0 > /proc/sys/user/max_user_namespaces && exec {}'",
         home.path().display(),
