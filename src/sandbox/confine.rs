@@ -23,6 +23,7 @@ use seccompiler::{
     TargetArch,
 };
 use std::collections::BTreeMap;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 /// The environment variable naming the folder a confined server may write in.
@@ -110,8 +111,6 @@ pub fn base_folder() -> std::io::Result<PathBuf> {
         .create(&base)
         .map(|()| base)
 }
-
-use std::os::unix::fs::DirBuilderExt;
 
 fn apply_landlock(base: &Path) -> Result<(), String> {
     use landlock::{

@@ -1802,7 +1802,11 @@ def main(argv):
     try:
         server.serve()
     except BrokenPipeError:
-        return 0
+        pass
+    finally:
+        if ISOLATION.confined and os.environ.get("RWB_SANDBOX_BASE"):
+            # (a server killed outright leaves it: the next one sweeps it)
+            shutil.rmtree(os.environ["RWB_SANDBOX_BASE"], ignore_errors=True)
     return 0
 
 
