@@ -150,7 +150,7 @@ impl Action {
             Action::ColumnsLeft => "scroll the list's columns back left (◂N counts those)",
             Action::Detail => "detail view of the sample",
             Action::Filter => {
-                "filter: text, score<0.5, name>=0.8, error, changed, remote, adv<0, logged, disagree"
+                "filter: text, score<0.5, name>=0.8, error, changed, remote, adv<0, logged, disagree, hacked, false-negative, false-positive"
             }
             Action::Sort => "sort: the evaluator (desc, asc), its |Δ| vs the log, adv, reward, time, off",
             Action::Rerun => "rerun the evaluator (ignores the cache; a repeated judge is asked again)",
