@@ -204,16 +204,7 @@ impl AgreementBuilder {
         // scikit-learn's f1_score: 2tp / (2tp + fp + fn)
         let f1 = ratio(2 * tp, 2 * tp + fp + fn_);
         let accuracy = ratio(tp + tn, n);
-        let kappa = (n > 0)
-            .then(|| {
-                let n = n as f64;
-                let po = (tp + tn) as f64 / n;
-                let pe = ((tp + fp) as f64 * (tp + fn_) as f64
-                    + (fn_ + tn) as f64 * (fp + tn) as f64)
-                    / (n * n);
-                (pe < 1.0).then(|| (po - pe) / (1.0 - pe))
-            })
-            .flatten();
+        let kappa = cohen_kappa(tp, fp, fn_, tn);
         Some(Agreement::PassFail {
             n,
             unlabelled: self.unlabelled,
@@ -303,4 +294,18 @@ mod tests {
         );
         assert_eq!(disagrees(Some(0.5), None, 0.5), None);
     }
+}
+
+/// Cohen's kappa of a 2×2 confusion matrix, as scikit-learn's `cohen_kappa_score`
+/// gives it: (pₒ − pₑ) / (1 − pₑ); `None` with no sample or when pₑ is 1.
+pub fn cohen_kappa(tp: usize, fp: usize, fn_: usize, tn: usize) -> Option<f64> {
+    let n = tp + fp + fn_ + tn;
+    if n == 0 {
+        return None;
+    }
+    let n = n as f64;
+    let po = (tp + tn) as f64 / n;
+    let pe =
+        ((tp + fp) as f64 * (tp + fn_) as f64 + (fn_ + tn) as f64 * (fp + tn) as f64) / (n * n);
+    (pe < 1.0).then(|| (po - pe) / (1.0 - pe))
 }

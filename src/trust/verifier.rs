@@ -12,7 +12,6 @@ use serde::Serialize;
 use std::collections::HashMap;
 
 /// z for a two-sided 95 % interval.
-const Z95: f64 = 1.959_963_984_540_054;
 
 /// A rate with its Wilson 95 % interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -25,19 +24,11 @@ pub struct Rate {
 /// `k` of `n` as a rate with its Wilson 95 % score interval (`None` when `n` is 0):
 /// centre (p + z²/2n) / (1 + z²/n), half-width z / (1 + z²/n) · √(p(1−p)/n + z²/4n²).
 pub fn wilson(k: usize, n: usize) -> Option<Rate> {
-    if n == 0 {
-        return None;
-    }
-    let (k, n) = (k as f64, n as f64);
-    let p = k / n;
-    let z2 = Z95 * Z95;
-    let denom = 1.0 + z2 / n;
-    let centre = (p + z2 / (2.0 * n)) / denom;
-    let half = Z95 / denom * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    let (low, high) = crate::insight::hacking::stats::wilson(k, n)?;
     Some(Rate {
-        value: p,
-        low: (centre - half).max(0.0),
-        high: (centre + half).min(1.0),
+        value: k as f64 / n as f64,
+        low,
+        high,
     })
 }
 
@@ -188,16 +179,7 @@ impl VerifierBuilder {
             (Some(r), Some(s)) => Some((r + s) / 2.0),
             (r, s) => r.or(s),
         };
-        let kappa = (n > 0)
-            .then(|| {
-                let nf = n as f64;
-                let po = (tp + tn) as f64 / nf;
-                let pe = ((tp + fp) as f64 * (tp + fn_) as f64
-                    + (fn_ + tn) as f64 * (fp + tn) as f64)
-                    / (nf * nf);
-                (pe < 1.0).then(|| (po - pe) / (1.0 - pe))
-            })
-            .flatten();
+        let kappa = super::agreement::cohen_kappa(tp, fp, fn_, tn);
         let binary = self.items.iter().all(|i| i.0 == 0.0 || i.0 == 1.0);
         let auroc = if binary {
             None
