@@ -4,6 +4,7 @@
 use super::{check_calls, check_trust, CheckArgs, Fail, Format, Session};
 use crate::model::Style;
 use crate::runner::{group_breaks, CheckReport, Prepared};
+use crate::store::{CheckRecord, Finding};
 use crate::trust::{audit, issues};
 use serde_json::{json, Value};
 use std::path::PathBuf;
@@ -20,6 +21,11 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
         .check(&prepared, &session.workspace.samples, args.max_samples)
         .await
         .map_err(|e| Fail::Usage(e.to_string()))?;
+    // same call, same score? (for rwb serve's /reverify_mode, SPEC §21), from every
+    // repeated call, before a `repeat = K` evaluator's moving score is set aside
+    let mut determinism: Vec<_> = (0..prepared.len())
+        .map(|e| crate::runner::Breaks::determinism(&breaks, e))
+        .collect();
     // a `repeat = K` evaluator is judged by its repeats, not by a second call
     crate::runner::for_repeats(&mut breaks, &prepared);
     let grouped = group_breaks(&breaks, prepared.len());
@@ -80,7 +86,12 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
         check_trust::TrustReport::gather(&breaks, e, &labels).into_json(r, &judge);
     }
     // a `repeat = K` evaluator's spread over its K scores of each sample
-    for ((r, p), outcomes) in report.iter_mut().zip(&prepared).zip(&scored) {
+    for (((r, p), outcomes), found) in report
+        .iter_mut()
+        .zip(&prepared)
+        .zip(&scored)
+        .zip(&mut determinism)
+    {
         if p.spec.repeat > 1 && !outcomes.is_empty() {
             let mut spread = crate::trust::Spread::new(p.spec.repeat);
             for (at, outcome) in outcomes {
@@ -90,9 +101,19 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
             spread
                 .varying
                 .sort_by(|a, b| issues::place(a).cmp(&issues::place(b)));
+            found.repeats_vary = spread.varying.len();
             check_trust::spread_json(r, &spread, threshold);
         }
     }
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0.0, |d| d.as_secs_f64());
+    let records: Vec<Option<CheckRecord>> = prepared
+        .iter()
+        .zip(&determinism)
+        .map(|(p, found)| session.runner.check_record(p, found, now))
+        .collect();
+    record_determinism(&session, &records, &mut report);
     // the call each evaluator made for the first sample it was checked on
     for (e, r) in report.iter_mut().enumerate() {
         let first = breaks
@@ -167,6 +188,43 @@ pub(super) async fn check(args: CheckArgs) -> Result<ExitCode, Fail> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+/// Records what the check found of each evaluator's scores on repeated calls under
+/// its code key, for `rwb serve`'s `/reverify_mode` (SPEC §21), and puts it in its
+/// report as `reverify`: `{mode, finding, detail, samples, recorded}` (`recorded`
+/// false without the cache). An evaluator with no record (nothing compared, or no
+/// code of its own to key it: it runs elsewhere, or failed to import) gets none.
+fn record_determinism(session: &Session, records: &[Option<CheckRecord>], report: &mut [Value]) {
+    let store = session.runner.store();
+    for (r, record) in report.iter_mut().zip(records) {
+        let Some(record) = record else {
+            continue;
+        };
+        let recorded = match store.map(|s| s.record_check(record)) {
+            Some(Ok(())) => true,
+            Some(Err(e)) => {
+                eprintln!(
+                    "rwb: {e}; what check found of {} is not kept",
+                    record.evaluator
+                );
+                false
+            }
+            None => false,
+        };
+        let mode = if record.finding == Finding::Deterministic {
+            "stateless"
+        } else {
+            "unsupported"
+        };
+        r["reverify"] = json!({
+            "mode": mode,
+            "finding": record.finding.as_str(),
+            "detail": record.detail,
+            "samples": record.samples,
+            "recorded": recorded,
+        });
+    }
 }
 
 /// How many kinds of contract break an evaluator's report holds: its breaks by kind,
@@ -411,5 +469,23 @@ fn print_evaluator_report(r: &Value) {
             k["issue"].as_str().unwrap_or(""),
             issues::samples_text(&samples)
         );
+    }
+    // said where it is news: a score that moves is what NeMo Gym's reverify must know
+    if let Some(mode) = r["reverify"]["mode"].as_str().filter(|m| *m != "stateless") {
+        let kept = if r["reverify"]["recorded"] == true {
+            ""
+        } else {
+            " (not kept in .rwb/)"
+        };
+        match r["reverify"]["detail"].as_str().filter(|d| !d.is_empty()) {
+            Some(detail) => println!("  rwb serve's /reverify_mode: \"{mode}\" ({detail}){kept}"),
+            None => {
+                let n = r["reverify"]["samples"].as_u64().unwrap_or(0);
+                let samples = if n == 1 { "sample" } else { "samples" };
+                println!(
+                    "  rwb serve's /reverify_mode: \"{mode}\" (the same score again on {n} {samples}){kept}"
+                )
+            }
+        }
     }
 }

@@ -2,10 +2,12 @@
 //! samples, what its worker says of each call (contract breaks, the call it got, what
 //! it swallowed), and the same samples scored again in a process of their own.
 
-use super::{Prepared, Runner};
-use crate::model::{EvaluatorSpec, SampleRef, Style};
+use super::{code_key, interpreter_identity, memo_is_current, Prepared, Runner};
+use crate::model::{EvaluatorSpec, SampleRef, Source, Style};
+use crate::store::{CheckRecord, CodeKey, Finding, ImportMemo, Store};
 use crate::workspace::{SampleLine, SamplesFile, SamplesReader};
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 /// Contract breaks of one evaluator on one sample.
 #[derive(Clone, Debug)]
@@ -288,6 +290,152 @@ async fn check_chunk(
 /// The issue a second identical call in one worker gives when its score moved: what
 /// `repeat = K` is for, so never a break of a repeated evaluator.
 const MOVED: &str = "a second identical call returned a different result";
+/// The issue a second identical call gives when it raised where the first returned.
+const RAISED_AGAIN: &str = "a second identical call raised ";
+
+/// What one evaluator's check showed of its scores on repeated calls (SPEC §21's
+/// reverify mode): how many samples were compared, and on how many a second call in
+/// the same worker moved, raised, or another worker process scored otherwise.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Determinism {
+    pub compared: usize,
+    pub moved: usize,
+    pub raised_again: usize,
+    pub differs: usize,
+    /// Samples whose `repeat = K` scores were not all equal.
+    pub repeats_vary: usize,
+}
+
+impl Breaks {
+    /// What evaluator `e`'s calls in a check showed of its scores on repeated calls,
+    /// gathered before [`for_repeats`] drops what only says a repeated evaluator's
+    /// score moves. A sample counts as compared when its first call gave a score.
+    pub fn determinism(breaks: &[Breaks], e: usize) -> Determinism {
+        let mut found = Determinism::default();
+        for b in breaks.iter().filter(|b| b.evaluator == e) {
+            let Some(trust) = &b.trust else { continue };
+            let Some(score) = trust["score"].as_f64() else {
+                continue;
+            };
+            found.compared += 1;
+            if b.issues.iter().any(|i| i.starts_with(MOVED)) {
+                found.moved += 1;
+            } else if b.issues.iter().any(|i| i.starts_with(RAISED_AGAIN)) {
+                found.raised_again += 1;
+            }
+            if trust
+                .get("again")
+                .is_some_and(|a| a.as_f64() != Some(score))
+            {
+                found.differs += 1;
+            }
+        }
+        found
+    }
+}
+
+impl Determinism {
+    /// The finding and what showed it, in words; `None` when no sample was compared.
+    pub fn finding(&self) -> Option<(Finding, String)> {
+        let of = |n: usize| format!("{n} of {} samples", self.compared);
+        if self.compared == 0 {
+            return None;
+        }
+        if self.moved > 0 {
+            let words = format!("{MOVED} on {}", of(self.moved));
+            return Some((Finding::Nondeterministic, words));
+        }
+        if self.repeats_vary > 0 {
+            let words = format!(
+                "its repeats scored differently on {}",
+                of(self.repeats_vary)
+            );
+            return Some((Finding::Nondeterministic, words));
+        }
+        if self.differs > 0 {
+            let words = format!(
+                "scored differently in another worker process on {}",
+                of(self.differs)
+            );
+            return Some((Finding::Stateful, words));
+        }
+        if self.raised_again > 0 {
+            let words = format!(
+                "a second identical call raised on {}",
+                of(self.raised_again)
+            );
+            return Some((Finding::Stateful, words));
+        }
+        Some((Finding::Deterministic, String::new()))
+    }
+}
+
+impl Runner {
+    /// The record of a check of `p`'s code that found `found`, checked at `checked`
+    /// (seconds since the Unix epoch); `None` for an evaluator with no code of its
+    /// own here (one that runs elsewhere or failed to import) or no sample compared.
+    /// It is keyed by [`record_key`].
+    pub fn check_record(
+        &self,
+        p: &Prepared,
+        found: &Determinism,
+        checked: f64,
+    ) -> Option<CheckRecord> {
+        if p.spec.source.is_remote() || p.failure.is_some() {
+            return None;
+        }
+        let memo = p.memo.clone()?;
+        let (finding, detail) = found.finding()?;
+        Some(CheckRecord {
+            evaluator: p.spec.name.clone(),
+            key: record_key(&self.identity, &p.spec, &memo),
+            checked,
+            samples: found.compared,
+            finding,
+            detail,
+            memo,
+        })
+    }
+
+    /// The check `store` holds of `spec`'s code as it is now, the newest first: one
+    /// whose import memo is still current (every project file's content, every
+    /// third-party file's stamp) and whose key, made again from that memo with
+    /// `python` and `spec` ([`record_key`]), is the key it was recorded under. No
+    /// Python starts; an edited evaluator (another code key) has none until it is
+    /// checked again.
+    pub fn recorded_check(
+        store: &Store,
+        python: &Path,
+        spec: &EvaluatorSpec,
+    ) -> Option<CheckRecord> {
+        if spec.source.is_remote() {
+            return None;
+        }
+        let identity = interpreter_identity(python);
+        store
+            .checks_of(&spec.name)
+            .ok()?
+            .into_iter()
+            .find(|r| memo_is_current(&r.memo) && record_key(&identity, spec, &r.memo) == r.key)
+    }
+}
+
+/// The code key a check is recorded under: the result cache's code key of the
+/// evaluator given by its absolute path. (The cache's own key holds the project
+/// files' paths relative to the evaluator's folder as the workspace was named, so
+/// `rwb check .` and `rwb serve /abs/path` key the same code apart.)
+fn record_key(identity: &str, spec: &EvaluatorSpec, memo: &ImportMemo) -> CodeKey {
+    let absolute = |p: &PathBuf| std::path::absolute(p).unwrap_or_else(|_| p.clone());
+    let mut spec = spec.clone();
+    match &mut spec.source {
+        Source::Folder(dir) => *dir = absolute(dir),
+        Source::Function { file, .. }
+        | Source::Module { file, .. }
+        | Source::Grader { file, .. } => *file = absolute(file),
+        Source::Remote { .. } | Source::Fireworks { .. } => {}
+    }
+    code_key(identity, &spec, memo)
+}
 
 /// Drops from a `repeat = K` evaluator's breaks what only says that its score moves
 /// between calls (a second identical call, a second worker process): `repeat`
@@ -301,5 +449,73 @@ pub fn for_repeats(breaks: &mut [Breaks], prepared: &[Prepared]) {
         if let Some(trust) = b.trust.as_mut().and_then(serde_json::Value::as_object_mut) {
             trust.remove("again");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn at(index: usize, issues: &[&str], trust: serde_json::Value) -> Breaks {
+        Breaks {
+            evaluator: 0,
+            at: SampleRef {
+                index,
+                file: 0,
+                line: index + 1,
+                facts: None,
+            },
+            issues: issues.iter().map(|i| i.to_string()).collect(),
+            call: None,
+            trust: Some(trust),
+        }
+    }
+
+    #[test]
+    fn a_moved_score_is_nondeterministic_another_process_stateful_none_deterministic() {
+        let same = |i| at(i, &[], json!({"score": 0.5, "again": 0.5}));
+        let clean = [same(0), same(1)];
+        let found = Breaks::determinism(&clean, 0);
+        assert_eq!((found.compared, found.moved, found.differs), (2, 0, 0));
+        assert_eq!(
+            found.finding(),
+            Some((Finding::Deterministic, String::new()))
+        );
+        // not the evaluator asked about
+        assert_eq!(Breaks::determinism(&clean, 1).finding(), None);
+
+        let moved = [
+            same(0),
+            at(1, &[MOVED], json!({"score": 0.25, "again": 0.75})),
+        ];
+        assert_eq!(
+            Breaks::determinism(&moved, 0).finding(),
+            Some((
+                Finding::Nondeterministic,
+                format!("{MOVED} on 1 of 2 samples")
+            ))
+        );
+
+        let elsewhere = [same(0), at(1, &[], json!({"score": 0.25, "again": 1.0}))];
+        assert_eq!(
+            Breaks::determinism(&elsewhere, 0).finding(),
+            Some((
+                Finding::Stateful,
+                "scored differently in another worker process on 1 of 2 samples".into()
+            ))
+        );
+
+        // a first call that gave no score compares nothing
+        let failed = [at(0, &["raised ValueError: x"], json!({"score": null}))];
+        assert_eq!(Breaks::determinism(&failed, 0).finding(), None);
+
+        // a repeated evaluator whose repeats vary
+        let mut repeats = Breaks::determinism(&clean, 0);
+        repeats.repeats_vary = 1;
+        assert_eq!(
+            repeats.finding().map(|f| f.0),
+            Some(Finding::Nondeterministic)
+        );
     }
 }

@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::Duration;
 
+mod checks;
 mod results;
+pub use checks::{CheckRecord, Finding};
 pub use results::CacheReader;
 use results::Write;
 
@@ -22,7 +24,7 @@ pub type SampleHash = [u8; 16];
 /// A stored baseline: outcomes by (evaluator name, sample hash).
 pub type BaselineOutcomes = HashMap<(String, SampleHash), Outcome>;
 
-const SCHEMA_VERSION: i64 = 9;
+const SCHEMA_VERSION: i64 = 10;
 /// What a sample's content key is (`store_info.line_keys`): XXH3-128 of the trimmed
 /// line since schema 8. A store written before keyed lines by the first 16 bytes of
 /// their BLAKE3 hash ([`LEGACY_LINE_KEYS`]) until it is re-keyed (see
@@ -639,6 +641,13 @@ fn open_connection(path: &Path) -> rusqlite::Result<Connection> {
             let _ = conn.execute_batch("ROLLBACK");
             return Err(e);
         }
+    }
+    if version < 10 {
+        // what `rwb check` found of each evaluator's code (see checks)
+        conn.execute_batch(&format!(
+            "BEGIN; {} PRAGMA user_version = 10; COMMIT;",
+            checks::CREATE
+        ))?;
     }
     Ok(conn)
 }

@@ -122,6 +122,8 @@ pub struct Server {
     pub access: Arc<Access>,
     /// It serves the sandbox's routes (`/run_code` and its siblings).
     pub sandbox: bool,
+    /// What `GET /reverify_mode` answers, and why, for the banner.
+    pub reverify: Option<String>,
     stop: CancellationToken,
     task: tokio::task::JoinHandle<()>,
     drains: Vec<tokio::task::JoinHandle<()>>,
@@ -133,9 +135,16 @@ impl Server {
         format!("http://{}", self.addr)
     }
 
-    /// Every route it answers, with what each takes and gives.
-    pub fn answered(&self) -> Vec<(&'static str, &'static str)> {
+    /// Every route it answers, with what each takes and gives (`GET /reverify_mode`:
+    /// what it answers here, and why).
+    pub fn answered(&self) -> Vec<(&'static str, String)> {
         answered(self.sandbox)
+            .into_iter()
+            .map(|(route, what)| match (route, &self.reverify) {
+                ("GET /reverify_mode", Some(said)) => (route, said.clone()),
+                _ => (route, what.to_string()),
+            })
+            .collect()
     }
 
     /// Stops accepting, lets requests in flight finish for up to [`SHUTDOWN_GRACE`],
@@ -232,6 +241,7 @@ pub async fn start_with(
     let limits = Limits::of(workspace)?;
     let allowed_hosts = workspace.config.allowed_hosts()?;
     let nemo_gym = nemo_gym::Settings::of(workspace, options.nemo_gym_evaluator.clone())?;
+    let reverify = nemo_gym.said.clone();
     let waiting: Waiting = Arc::default();
     // each request's client waits for its result: no holding results to send together
     runner.engine().answer_promptly();
@@ -298,6 +308,7 @@ pub async fn start_with(
         routes,
         access: options.access,
         sandbox: options.sandbox.is_some(),
+        reverify,
         stop,
         task,
         drains,

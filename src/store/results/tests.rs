@@ -521,7 +521,7 @@ fn a_cache_with_a_column_for_each_part_reads_the_same_once_packed() {
     let version: i64 = conn
         .pragma_query_value(None, "user_version", |r| r.get(0))
         .unwrap();
-    assert_eq!(version, 9);
+    assert_eq!(version, super::super::SCHEMA_VERSION);
     let rows: i64 = conn
         .query_row("SELECT count(*) FROM results", [], |r| r.get(0))
         .unwrap();

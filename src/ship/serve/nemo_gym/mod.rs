@@ -11,11 +11,14 @@ use super::request::unprocessable;
 use super::routes::detail;
 use super::Shared;
 use crate::model::EvaluatorSpec;
+use crate::runner::Runner;
+use crate::store::{CheckRecord, Finding, Store};
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::Json;
 use serde_json::{json, Map, Value};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 pub use verify::Join;
@@ -49,6 +52,14 @@ pub struct Settings {
     pub join: Join,
     /// `[serve] nemo_gym_reverify`: "stateless" or "unsupported", said outright.
     pub reverify: Option<String>,
+    /// The workspace (its store holds what `rwb check` found) and its interpreter
+    /// (part of an evaluator's code key).
+    pub root: PathBuf,
+    pub python: PathBuf,
+    /// What the start banner says of `GET /reverify_mode` for the evaluator `/verify`
+    /// runs, and why (`NeMo Gym: "unsupported" (rwb check found it nondeterministic
+    /// on 2026-12-06, on 3 samples)`).
+    pub said: Option<String>,
 }
 
 impl Settings {
@@ -101,22 +112,99 @@ impl Settings {
                 ))
             }
         };
-        Ok(Settings {
+        let mut settings = Settings {
             evaluator,
             join,
             reverify,
-        })
+            root: workspace.root.clone(),
+            python: workspace.python.clone(),
+            said: None,
+        };
+        // what the route list says: the mode of the evaluator /verify runs
+        let served = match &settings.evaluator {
+            Some(name) => workspace.evaluators.iter().find(|e| &e.name == name),
+            None => workspace
+                .config
+                .evaluators
+                .iter()
+                .find(|(_, e)| e.default == Some(true))
+                .and_then(|(name, _)| workspace.evaluators.iter().find(|e| &e.name == name))
+                .or(workspace.evaluators.first()),
+        };
+        settings.said = served.map(|spec| {
+            let mode = settings.mode(spec);
+            format!("NeMo Gym: \"{}\" ({})", mode.answer, mode.why)
+        });
+        Ok(settings)
+    }
+
+    /// The check `rwb check` recorded of `spec`'s code as it is now, if any (reads
+    /// files: call it off the async threads).
+    fn recorded(&self, spec: &EvaluatorSpec) -> Option<CheckRecord> {
+        let path = Store::path_for(&self.root);
+        if spec.source.is_remote() || !path.exists() {
+            return None;
+        }
+        let store = Store::open(&self.root).ok()?;
+        Runner::recorded_check(&store, &self.python, spec)
+    }
+
+    /// `spec`'s reverify mode and why ([`reverify_mode`]).
+    pub fn mode(&self, spec: &EvaluatorSpec) -> Mode {
+        let configured = self.reverify.as_deref();
+        let recorded = match configured {
+            Some(_) => None,
+            None => self.recorded(spec),
+        };
+        reverify_mode(spec, configured, recorded.as_ref())
     }
 }
 
+/// An evaluator's answer to `GET /reverify_mode`, and where it comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Mode {
+    /// "stateless" or "unsupported".
+    pub answer: &'static str,
+    /// Why, in words: "rwb check found it nondeterministic on 2026-12-06".
+    pub why: String,
+}
+
 /// Whether an evaluator gives the same score to the same rollout every time, as far
-/// as rwb knows: a remote evaluator, a model grader or a `repeat = K` one (a judge
-/// meant to vary) is "unsupported"; `[serve] nemo_gym_reverify` says it outright.
-pub fn reverify_mode(spec: &EvaluatorSpec, configured: Option<&str>) -> &'static str {
-    match configured {
-        Some("stateless") => return "stateless",
-        Some("unsupported") => return "unsupported",
-        _ => {}
+/// as rwb knows. `[serve] nemo_gym_reverify` says it outright; else what `rwb check`
+/// found of its code as it is now (`recorded`): "unsupported" when a repeated call
+/// scored otherwise, "stateless" when none did; else its kind: a remote evaluator, a
+/// model grader or a `repeat = K` one (a judge meant to vary) is "unsupported".
+pub fn reverify_mode(
+    spec: &EvaluatorSpec,
+    configured: Option<&str>,
+    recorded: Option<&CheckRecord>,
+) -> Mode {
+    if let Some(configured) = configured {
+        // Settings::of let only these two through
+        let answer = if configured == "stateless" {
+            "stateless"
+        } else {
+            "unsupported"
+        };
+        let why = "[serve] nemo_gym_reverify in rwb.toml".into();
+        return Mode { answer, why };
+    }
+    if let Some(r) = recorded {
+        let answer = if r.finding == Finding::Deterministic {
+            "stateless"
+        } else {
+            "unsupported"
+        };
+        let samples = if r.samples == 1 { "sample" } else { "samples" };
+        return Mode {
+            answer,
+            why: format!(
+                "rwb check found it {} on {}, on {} {samples}",
+                r.finding.as_str(),
+                r.date(),
+                r.samples
+            ),
+        };
     }
     let model_grader = match &spec.source {
         crate::model::Source::Grader { file, inline, .. } => {
@@ -128,10 +216,24 @@ pub fn reverify_mode(spec: &EvaluatorSpec, configured: Option<&str>) -> &'static
         }
         _ => false,
     };
-    if spec.source.is_remote() || model_grader || spec.repeat > 1 {
-        "unsupported"
+    let (answer, kind) = if spec.source.is_remote() {
+        (
+            "unsupported",
+            ": it runs elsewhere, which rwb check does not call",
+        )
+    } else if model_grader {
+        (
+            "unsupported",
+            ", a model grader; run rwb check for a verdict",
+        )
+    } else if spec.repeat > 1 {
+        ("unsupported", ", repeat > 1; run rwb check for a verdict")
     } else {
-        "stateless"
+        ("stateless", "; run rwb check for a verdict")
+    };
+    Mode {
+        answer,
+        why: format!("from the evaluator's kind{kind}"),
     }
 }
 
@@ -163,8 +265,13 @@ pub(super) async fn reverify(State(s): State<Arc<Shared>>, headers: HeaderMap) -
         Ok(i) => i,
         Err(r) => return *r,
     };
-    let configured = s.nemo_gym.reverify.as_deref();
-    Json(json!(reverify_mode(&s.evaluators[index].spec, configured))).into_response()
+    // what rwb check recorded is read afresh: a check run while the server runs counts
+    let spec = s.evaluators[index].spec.clone();
+    let settings = s.nemo_gym.clone();
+    match tokio::task::spawn_blocking(move || settings.mode(&spec)).await {
+        Ok(mode) => Json(json!(mode.answer)).into_response(),
+        Err(e) => detail(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()),
+    }
 }
 
 fn object_body(body: &[u8]) -> Result<Map<String, Value>, Box<Response>> {
