@@ -34,6 +34,28 @@ fn a_rerun_with_nothing_changed_evaluates_nothing() {
 }
 
 #[test]
+fn the_workspace_named_relatively_or_absolutely_shares_one_cache() {
+    // `rwb run .` in the workspace, then `rwb run /abs/path` from elsewhere (and a
+    // path through `..`): the same code, the same results, nothing evaluated again
+    let ws = two_evaluators(12);
+    let relative = rwb(&["run", ".", "--format", "json"], ws.path());
+    assert_eq!(relative.code, 0, "{}", relative.stderr);
+    assert_eq!(relative.evaluated("helper_based"), 12);
+    let absolute = rwb(
+        &["run", ws.path().to_str().unwrap(), "--format", "json"],
+        std::path::Path::new("/"),
+    );
+    assert_eq!(absolute.code, 0, "{}", absolute.stderr);
+    assert_eq!(absolute.evaluated("length"), 0, "{}", absolute.stderr);
+    assert_eq!(absolute.evaluated("helper_based"), 0, "{}", absolute.stderr);
+    let name = ws.path().file_name().unwrap().to_str().unwrap();
+    let roundabout = format!("../{name}/metrics/..");
+    let dotted = rwb(&["run", &roundabout, "--format", "json"], ws.path());
+    assert_eq!(dotted.code, 0, "{}", dotted.stderr);
+    assert_eq!(dotted.evaluated("helper_based"), 0, "{}", dotted.stderr);
+}
+
+#[test]
 fn editing_one_evaluator_reruns_only_it() {
     let ws = two_evaluators(10);
     ws.run(&[]);

@@ -50,12 +50,20 @@ pub(super) fn code_key(identity: &str, spec: &EvaluatorSpec, memo: &ImportMemo) 
     ] {
         part(&mut h, text);
     }
-    let folder = spec.source.folder();
+    // project files by their place in the evaluator's folder, however the workspace
+    // was named (`rwb run .` and `rwb run /abs/path` share their results)
+    let whole = |p: &std::path::Path| {
+        std::fs::canonicalize(p)
+            .or_else(|_| std::path::absolute(p))
+            .unwrap_or_else(|_| p.to_path_buf())
+    };
+    let folder = whole(&spec.source.folder());
     let mut files: Vec<(String, &str)> = memo
         .files
         .iter()
         .map(|(p, hash)| {
-            let rel = p.strip_prefix(&folder).unwrap_or(p);
+            let p = whole(p);
+            let rel = p.strip_prefix(&folder).unwrap_or(&p);
             (rel.to_string_lossy().into_owned(), hash.as_str())
         })
         .collect();
