@@ -1,8 +1,14 @@
 //! SPEC §19: when the policy starts gaming the reward. Seeded simulated training runs
 //! written in the trainers' own dump formats (veRL's `{step}.jsonl`, TRL's
-//! `completions_{step:05d}.parquet`) by tests/hacking_sim.py, which also computes the
+//! `completions_{step:05d}.parquet`, prime-rl's `rollouts/step_{N}/train/{all,
+//! effective}/traces.jsonl`) by tests/hacking_sim.py, which also computes the
 //! expected figures from what it planted, independently of rwb; `rwb run` on the
-//! dumps must give the same `hacking` object.
+//! dumps must give the same `hacking` object, with a held-out evaluator or with human
+//! labels (a column, and `labels.jsonl` from the workbench) as the held-out side. The
+//! prime-rl records are read back with verifiers' own models
+//! (tests/hacking_prime_rl_check.py, `RWB_VERIFIERS_PYTHON`), and the variance
+//! explosion alerts are compared with rlwatch's own detector on the same rewards
+//! (tests/hacking_rlwatch.py, `RWB_RLWATCH_PYTHON`).
 
 mod common;
 
@@ -455,4 +461,389 @@ fn hacking_parameters_come_from_rwb_toml() {
         (5.into(), 0.05.into(), 2.into(), 10.into())
     );
     assert_eq!(hacking["onset"]["step"], 10);
+}
+
+/// The held-out check of a prime-rl run, as a verifiers Rubric function: the right
+/// answer, and not the hack, in the last assistant turn.
+const STRICT_VF: &str = r#"
+def strict(completion, answer):
+    return 1.0 if f"answer: {answer} [ok]" in completion[-1]["content"] else 0.0
+"#;
+
+/// The lines of a prime-rl traces file, as JSON.
+fn episodes(ws: &Ws, rel: &str) -> Vec<Value> {
+    std::fs::read_to_string(ws.file(rel))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[test]
+fn eval_episodes_of_a_prime_rl_run_are_left_out_of_its_steps_and_counted() {
+    // prime-rl writes an eval epoch's episodes under `step_N/eval/` with
+    // `run.work.type = "eval"`: the trainer never optimises them, so a step's figures
+    // are its training episodes' alone, and the eval ones are said apart
+    let Some(py) = python(false) else { return };
+    let ws = Ws::new(&[
+        ("strict.py", STRICT_VF),
+        (
+            "rwb.toml",
+            "[evaluators.strict]\nfunction = \"strict.py::strict\"\nheldout = true\n",
+        ),
+    ]);
+    let expected = simulate(&ws, &py, "prime-rl", "hack", &["--eval-every", "10"]);
+    let evals = (1..=30)
+        .filter(|s| s % 10 == 0)
+        .map(|s| {
+            episodes(
+                &ws,
+                &format!("dumps/rollouts/step_{s}/eval/all/traces.jsonl"),
+            )
+            .len()
+        })
+        .sum::<usize>();
+    assert_eq!(evals, 3 * 16, "three eval epochs of 16 episodes");
+    let (run, hacking) = run_json(&ws, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_matches(&hacking, &expected);
+    let notes = hacking["notes"].as_array().expect("notes");
+    // read from `all` (the `effective` copies are not read twice), as the train ones are
+    assert!(
+        notes.iter().any(|n| n
+            .as_str()
+            .is_some_and(|n| n.starts_with(&format!("{evals} samples of an evaluation split")))),
+        "{notes:?}"
+    );
+}
+
+#[test]
+fn a_planted_hack_in_prime_rl_rollouts_has_the_onset_computed_independently() {
+    let Some(py) = python(false) else { return };
+    let ws = Ws::new(&[
+        ("strict.py", STRICT_VF),
+        (
+            "rwb.toml",
+            "[evaluators.strict]\nfunction = \"strict.py::strict\"\nheldout = true\n",
+        ),
+    ]);
+    let expected = simulate(&ws, &py, "prime-rl", "hack", &[]);
+    assert_eq!(
+        expected["onset"]["step"], 15,
+        "the simulation plants it at 15"
+    );
+    // the run as prime-rl lays it out: late groups in the next step's folder (their
+    // step is the one they were dispatched at), failed episodes with no trace in
+    // `all`, and the trained-on episodes again in `effective`
+    let all = episodes(&ws, "dumps/rollouts/step_2/train/all/traces.jsonl");
+    let effective = episodes(&ws, "dumps/rollouts/step_2/train/effective/traces.jsonl");
+    let dispatched_at = |e: &Value| e["run"]["work"]["step"].as_i64().unwrap();
+    assert!(all.iter().any(|e| dispatched_at(e) == 1), "no late group");
+    assert!(all.iter().any(|e| dispatched_at(e) == 2));
+    let failed = (1..=30)
+        .flat_map(|s| {
+            episodes(
+                &ws,
+                &format!("dumps/rollouts/step_{s}/train/all/traces.jsonl"),
+            )
+        })
+        .filter(|e| e["ok"] == false)
+        .inspect(|e| assert_eq!(e["traces"], serde_json::json!([])))
+        .count();
+    assert!(failed > 0, "no failed episode");
+    assert_eq!(
+        effective.len(),
+        all.iter().filter(|e| e["ok"] == true).count()
+    );
+    let (run, hacking) = run_json(&ws, &[]);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_matches(&hacking, &expected);
+    assert_eq!(hacking["params"]["proxy"], "logged score (reward)");
+    assert_eq!(hacking["params"]["heldout"], "evaluator strict");
+    // verifiers' own models read the same files: each line is the record
+    // `Episode.to_record()` gives back, and per dispatch step the traces' own
+    // `Trace.reward` and final branches give the expected proxy and held-out means
+    let Some(vf) = std::env::var_os("RWB_VERIFIERS_PYTHON") else {
+        eprintln!("skipped the verifiers check: RWB_VERIFIERS_PYTHON is not set (an interpreter with verifiers 0.4.0; .ci/run sets it)");
+        return;
+    };
+    ws.write(
+        "hacking_prime_rl_check.py",
+        include_str!("hacking_prime_rl_check.py"),
+    );
+    let out = std::process::Command::new(vf)
+        .arg(ws.file("hacking_prime_rl_check.py"))
+        .arg(ws.file("dumps/rollouts"))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let read: Value = serde_json::from_slice(&out.stdout).unwrap();
+    for want in expected["steps"].as_array().unwrap() {
+        let step = want["step"].to_string();
+        let got = &read[&step];
+        let n = got["n"].as_f64().unwrap();
+        assert_eq!(got["n"], want["n"], "step {step}");
+        let proxy = got["reward_sum"].as_f64().unwrap() / n;
+        let heldout = got["strict_passes"].as_f64().unwrap() / n;
+        assert!(
+            (proxy - want["proxy_mean"].as_f64().unwrap()).abs() < 1e-9,
+            "step {step}: verifiers' Trace.reward mean {proxy}"
+        );
+        close(&Value::from(heldout), &want["heldout_mean"], "held-out");
+    }
+}
+
+/// The proxy recomputed, not held out: the right answer, honest or not.
+const LENIENT_VERL: &str = r#"
+def compute_score(data_source, solution_str, ground_truth, extra_info=None):
+    return 1.0 if f"answer: {ground_truth} [" in solution_str else 0.0
+"#;
+
+/// `rwb run` on the workspace's own `[samples]` (no `-s`), its `hacking` object.
+fn run_workspace_json(ws: &Ws) -> (Run, Value) {
+    let run = rwb(
+        &[
+            "run",
+            ws.path().to_str().unwrap(),
+            "--no-cache",
+            "--format",
+            "json",
+        ],
+        ws.path(),
+    );
+    let doc: Value = serde_json::from_str(&run.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", run.stdout, run.stderr));
+    (run, doc["summary"]["hacking"].clone())
+}
+
+#[test]
+fn human_labels_are_the_held_out_side_when_no_evaluator_is() {
+    let Some(py) = python(false) else { return };
+    // a person reviewed half of each step's rollouts in the veRL dumps, writing a
+    // `verdict` into the lines, and names that column in rwb.toml (SPEC §16)
+    let toml = "trainer = \"verl\"\n[samples.dumps]\npath = \"dumps/\"\nprompt = \"input\"\ncompletion = \"output\"\nground_truth = \"gts\"\nlogged = [\"score\"]\nhuman = \"verdict\"\n[evaluators.lenient]\nfunction = \"lenient.py::compute_score\"\n";
+    let ws = Ws::new(&[("lenient.py", LENIENT_VERL), ("rwb.toml", toml)]);
+    let expected = simulate(&ws, &py, "verl", "hack", &["--label-every", "2"]);
+    assert_eq!(expected["onset"]["step"], 15);
+    let (run, hacking) = run_workspace_json(&ws);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(hacking["params"]["heldout"], "human labels");
+    assert_eq!(hacking["params"]["proxy"], "logged score (score)");
+    assert_matches(&hacking, &expected);
+    // the unlabelled half counts in the proxy's mean only
+    assert_eq!(hacking["steps"][0]["samples"], 128);
+    assert_eq!(hacking["steps"][0]["n"], 64);
+    assert!(
+        run.stderr
+            .contains("held-out: human labels; pass at 1 / 1):"),
+        "{}",
+        run.stderr
+    );
+    // and a label given in the workbench (`-` on the selected sample: labels.jsonl)
+    // goes over the column's: a sample of step 1 the proxy passes, with no verdict
+    // and a text no other line has, marked fail
+    let lines: Vec<Value> = std::fs::read_to_string(ws.file("dumps/1.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let k = (0..lines.len())
+        .find(|&i| {
+            lines[i]["score"] == 1.0
+                && lines[i].get("verdict").is_none()
+                && lines
+                    .iter()
+                    .filter(|l| l["output"] == lines[i]["output"])
+                    .count()
+                    == 1
+        })
+        .expect("an unlabelled sample the proxy passes");
+    let tmux = common::Tmux::start(&ws, 160, 40, common::RWB);
+    tmux.wait_for("the samples", |s| s.contains("Samples 3840/3840"));
+    for _ in 0..k {
+        tmux.key("j");
+    }
+    tmux.key("-");
+    let line = k + 1;
+    tmux.wait_for("the label", |s| {
+        s.contains(&format!("dumps/1.jsonl:{line} labelled fail"))
+    });
+    tmux.key("q");
+    drop(tmux);
+    let relabel = format!("1:{k}:0");
+    let expected = simulate(
+        &ws,
+        &py,
+        "verl",
+        "hack",
+        &["--label-every", "2", "--relabel", &relabel],
+    );
+    let (run, hacking) = run_workspace_json(&ws);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_matches(&hacking, &expected);
+    assert_eq!(hacking["steps"][0]["n"], 65);
+}
+
+#[test]
+fn a_human_column_named_over_verl_dumps_keeps_their_shape() {
+    // SPEC §13: a `[samples.NAME]` table maps what it names and overrides a
+    // recognised shape; naming only the labels' column must not stop the dumps
+    // being read as veRL's (prompt `input`, completion `output`, logged `score`)
+    let Some(py) = python(false) else { return };
+    let toml = "trainer = \"verl\"\n[samples.dumps]\npath = \"dumps/\"\nhuman = \"verdict\"\n[evaluators.lenient]\nfunction = \"lenient.py::compute_score\"\n";
+    let ws = Ws::new(&[("lenient.py", LENIENT_VERL), ("rwb.toml", toml)]);
+    let expected = simulate(&ws, &py, "verl", "hack", &["--label-every", "2"]);
+    // the first sample is read as veRL's and scored
+    let first = rwb(
+        &[
+            "run",
+            ws.path().to_str().unwrap(),
+            "--no-cache",
+            "--max-samples",
+            "1",
+            "--format",
+            "jsonl",
+        ],
+        ws.path(),
+    );
+    let row = first.rows().into_iter().next().expect("a row");
+    assert_eq!(row["error"], Value::Null, "the first sample: {row:#}");
+    assert_eq!(row["score"], 0.0, "{row:#}");
+    let (run, hacking) = run_workspace_json(&ws);
+    assert_eq!(run.code, 0, "{}", run.stderr);
+    assert_eq!(hacking["params"]["heldout"], "human labels");
+    assert_eq!(hacking["params"]["proxy"], "logged score (score)");
+    assert_matches(&hacking, &expected);
+}
+
+/// rlwatch 0.5.1's interpreter (`RWB_RLWATCH_PYTHON`), or a word on why the test is
+/// skipped.
+fn rlwatch_python() -> Option<PathBuf> {
+    let found = std::env::var_os("RWB_RLWATCH_PYTHON").map(PathBuf::from);
+    if found.is_none() {
+        eprintln!("skipped: RWB_RLWATCH_PYTHON is not set (an interpreter with rlwatch 0.5.1; .ci/run sets it)");
+    }
+    found
+}
+
+/// Where a detector's level rises over the steps (none < warn < alert), as rwb
+/// raises its alerts: a level per step in, (step, level name) out.
+fn rising(levels: &[(i64, u8)]) -> Vec<(i64, String)> {
+    let mut last = 0;
+    let mut out = Vec::new();
+    for &(step, level) in levels {
+        if level > last {
+            out.push((step, ["none", "warn", "alert"][level as usize].to_string()));
+        }
+        last = level;
+    }
+    out
+}
+
+#[test]
+fn variance_explosion_alerts_are_where_rlwatch_raises_them() {
+    // SPEC §19: variance explosion is rlwatch's definition (a step's reward variance
+    // over 3 × the baseline's warns, over 6 × alerts). The same steps' rewards go to
+    // rlwatch's own detector (tests/hacking_rlwatch.py) and to `rwb run`; rlwatch
+    // fires at every step over the line, rwb where the level rises, so rlwatch's
+    // steps are compared where its level rises
+    let Some(rlwatch) = rlwatch_python() else {
+        return;
+    };
+    let Some(py) = python(false) else { return };
+    let mut differ = Vec::new();
+    for (what, args) in [
+        (
+            "100 steps, a calm baseline, the explosion at step 60",
+            &["--steps", "100", "--planted", "60"][..],
+        ),
+        (
+            "100 steps, the reward's mean rising through the run, 3.4 × at step 60",
+            &[
+                "--steps",
+                "100",
+                "--planted",
+                "60",
+                "--ratio",
+                "3.4",
+                "--drift",
+            ][..],
+        ),
+        (
+            "40 steps, the explosion at step 20",
+            &["--steps", "40", "--planted", "20"][..],
+        ),
+        (
+            "100 steps, a cold start (every reward 0 for 20 steps), the explosion at step 60",
+            &["--steps", "100", "--planted", "60", "--cold", "20"][..],
+        ),
+    ] {
+        let ws = Ws::new(&[("strict.py", STRICT_VERL), ("rwb.toml", VERL_TOML)]);
+        simulate(&ws, &py, "verl", "explosion", args);
+        let (run, hacking) = run_json(&ws, &[]);
+        assert_eq!(run.code, 0, "{}", run.stderr);
+        let ours: Vec<(i64, String)> = hacking["alerts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|a| a["detector"] == "variance_explosion")
+            .map(|a| {
+                (
+                    a["step"].as_i64().unwrap(),
+                    a["level"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect();
+        ws.write("hacking_rlwatch.py", include_str!("hacking_rlwatch.py"));
+        let out = std::process::Command::new(&rlwatch)
+            .arg(ws.file("hacking_rlwatch.py"))
+            .arg(ws.file("dumps"))
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let theirs: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let fired = theirs["fired"].as_array().unwrap();
+        let levels: Vec<(i64, u8)> = hacking["steps"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| {
+                let step = s["step"].as_i64().unwrap();
+                let level = fired.iter().find(|f| f["step"] == step).map_or(0, |f| {
+                    match f["severity"].as_str().unwrap() {
+                        "critical" => 2,
+                        _ => 1,
+                    }
+                });
+                (step, level)
+            })
+            .collect();
+        let theirs_rising = rising(&levels);
+        if ours != theirs_rising {
+            let messages: Vec<&str> = hacking["alerts"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter(|a| a["detector"] == "variance_explosion")
+                .map(|a| a["message"].as_str().unwrap())
+                .collect();
+            differ.push(format!(
+                "{what}:\n  rwb:     {ours:?}\n  rlwatch: {theirs_rising:?} (baseline variance {}, warm-up {} steps)\n  rwb says: {messages:#?}",
+                theirs["baseline_variance"], theirs["warmup_steps"]
+            ));
+        }
+    }
+    assert!(
+        differ.is_empty(),
+        "rwb's variance_explosion alerts are not rlwatch's:\n{}",
+        differ.join("\n")
+    );
 }

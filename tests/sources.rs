@@ -305,8 +305,13 @@ fn a_mapping_names_columns_and_reaches_into_structs() {
         sample(&rows[1]),
         json!({"prompt": "3*3?", "completion": [{"role": "assistant", "content": "6"}], "ground_truth": "9"})
     );
+    // what rwb saw of the sample as it converted the row: its completion's length
+    assert_eq!(rows[1].facts.seen.as_ref().and_then(|s| s.chars), Some(1));
     assert_eq!(
-        rows[1].facts,
+        Facts {
+            seen: None,
+            ..rows[1].facts.clone()
+        },
         Facts {
             logged: logged(&[("meta.judge.score", Some(0.0))]),
             ..Facts::default()
@@ -854,7 +859,10 @@ fn verifiers_traces_of_a_training_run_carry_step_group_and_branches() {
         (&json!("a"), &json!({"level": 2}), &json!("solver"))
     );
     assert_eq!(
-        rows[0].facts,
+        Facts {
+            seen: None,
+            ..rows[0].facts.clone()
+        },
         Facts {
             group: Some("g7".into()),
             step: Some(12),

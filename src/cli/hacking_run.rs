@@ -1,9 +1,10 @@
 //! `rwb run`'s `hacking` report (SPEC §19): each completed sample handed to the
 //! per-step sums of [`crate::insight::hacking`], with its proxy (the logged score, or
 //! the combined reward), its held-out result (a `heldout = true` evaluator, or the
-//! human label), and what a second reader of the samples finds on its line (the
-//! completion's length, its rollout group), read on a thread of its own while the run
-//! goes on, as the reward rows' groups are.
+//! human label), and the completion's length and rollout group: as seen when its row
+//! was converted (`sources::seen`, in the facts the run reads anyway), else (an rwb
+//! JSONL file, or groups by a column) read by a second reader of the samples on a
+//! thread of its own while the run goes on, as the reward rows' groups are.
 
 use super::human::HumanLabels;
 use super::output::SampleResults;
@@ -167,12 +168,31 @@ impl HackingRun {
         if !self.wanted {
             return;
         }
-        self.start();
-        let mut info = self.line_info(sample.at.index);
-        if let (Some(f), GroupBy::Prompt) = (facts.filter(|f| f.group.is_some()), &self.group_by) {
-            // the group the source logged (read without the line)
-            info.group = training::place_sample(Some(f), &self.group_by, || "").key;
+        if !sides::trained(facts) {
+            self.tracker.left_out += 1;
+            return;
         }
+        let seen = facts.and_then(|f| f.seen.as_deref());
+        let info = match (seen, &self.group_by) {
+            // what was seen of the line as its row was converted: no second reading
+            // (groups are counted step by step: a quick key tells them apart)
+            (Some(seen), GroupBy::Prompt) => LineInfo {
+                len_chars: seen.chars.map(|c| c as usize),
+                len_tokens: seen.tokens,
+                group: facts.and_then(crate::sources::seen::quick_group),
+            },
+            _ => {
+                self.start();
+                let mut info = self.line_info(sample.at.index);
+                if let (Some(f), GroupBy::Prompt) =
+                    (facts.filter(|f| f.group.is_some()), &self.group_by)
+                {
+                    // the group the source logged (read without the line)
+                    info.group = training::place_sample(Some(f), &self.group_by, || "").key;
+                }
+                info
+            }
+        };
         let key = match step {
             Some(s) => StepKey::Step(s),
             None => {

@@ -1,12 +1,14 @@
 //! `rwb run`'s verifier statistics (SPEC §20): each sample's correctness label (the
-//! `label = "COLUMN"` of its `[samples.NAME]` or a RewardBench completion's role, as
-//! `trust::truth` reads them, else a human pass/fail label of §16), its rollout group and its RewardBench place
-//! are read on a thread of their own while the run goes on; the printer hands each
-//! completed sample's scores; the arithmetic is `trust::verifier`'s and
-//! `trust::rewardbench`'s.
+//! `label = "COLUMN"` of its `[samples.NAME]` or a RewardBench completion's role, else
+//! a human pass/fail label of §16), its rollout group and its RewardBench place come
+//! with its facts, as seen when its row was converted (`sources::seen`); only the
+//! samples of an rwb JSONL file, which has no facts, are read again for their groups,
+//! on a thread of their own while the run goes on. The printer hands each completed
+//! sample's scores; the arithmetic is `trust::verifier`'s and `trust::rewardbench`'s.
 
 use super::output::SampleResults;
-use crate::training::{place_sample, GroupBy};
+use crate::model::Label;
+use crate::training::{place_sample, GroupBy, GroupKey};
 use crate::trust::rewardbench::{self, Item};
 use crate::trust::truth::Sources;
 use crate::trust::verifier::{Verifier, VerifierBuilder};
@@ -14,27 +16,39 @@ use crate::workspace::{SamplesFile, SamplesReader};
 use std::collections::HashMap;
 use std::thread::JoinHandle;
 
+/// What is known of one sample: its label (`None`: none; `Some(None)`: a label that
+/// could not be read), its group and its RewardBench place.
+#[derive(Clone, Default)]
+struct Known {
+    label: Option<Option<bool>>,
+    group: Option<GroupKey>,
+    item: Option<Item>,
+}
+
 /// What the reading thread found of each sample, in sample order.
 #[derive(Default)]
 struct Read {
-    /// `None`: no label; `Some(None)`: a label that could not be read.
-    labels: Vec<Option<Option<bool>>>,
-    groups: Vec<Option<u32>>,
-    /// RewardBench places by sample index (only RewardBench rows have one).
-    items: HashMap<usize, Item>,
+    known: Vec<Known>,
     warnings: Vec<String>,
     unreadable: usize,
 }
 
 /// The scores of a run gathered for its verifier statistics.
 pub struct VerifierRun {
+    /// The second reader, started for the first sample whose facts say nothing.
     reading: Option<JoinHandle<Read>>,
+    files: Vec<SamplesFile>,
+    sources: Sources,
+    limit: Option<usize>,
     evaluators: usize,
     threshold: f64,
-    /// Per completed sample: its index and a human pass/fail label.
-    at: Vec<(usize, Option<bool>)>,
+    /// Per completed sample: its index, a human pass/fail label, and what its facts
+    /// said (`None`: the second reader's finding is taken).
+    at: Vec<(usize, Option<bool>, Option<Known>)>,
     /// `scores[k * evaluators + e]`, NaN on an error.
     scores: Vec<f64>,
+    warnings: Vec<String>,
+    unreadable: usize,
 }
 
 impl VerifierRun {
@@ -51,17 +65,17 @@ impl VerifierRun {
         if !human && !sources.any() {
             return None;
         }
-        let files = files.to_vec();
-        let reading = std::thread::Builder::new()
-            .name("rwb-verifier".into())
-            .spawn(move || read(&files, &sources, limit))
-            .ok();
         Some(VerifierRun {
-            reading,
+            reading: None,
+            files: files.to_vec(),
+            sources,
+            limit,
             evaluators,
             threshold,
             at: Vec::new(),
             scores: Vec::new(),
+            warnings: Vec::new(),
+            unreadable: 0,
         })
     }
 
@@ -72,39 +86,93 @@ impl VerifierRun {
             let s = if o.is_error() { None } else { o.score };
             self.scores.push(s.unwrap_or(f64::NAN));
         }
-        self.at.push((sample.at.index, human));
+        let facts = sample.at.facts.as_deref();
+        let known = match facts.and_then(|f| f.seen.as_deref()) {
+            Some(seen) => {
+                let label = match &seen.label {
+                    None => None,
+                    Some(Label::Read(b)) => Some(Some(*b)),
+                    Some(Label::Unreadable { unreadable }) => {
+                        self.unreadable += 1;
+                        if self.warnings.len() < NAMED {
+                            let column =
+                                self.sources.columns.get(sample.at.file).cloned().flatten();
+                            let file = self
+                                .files
+                                .get(sample.at.file)
+                                .map_or("", |f| f.label.as_str());
+                            self.warnings.push(crate::trust::truth::unreadable_label(
+                                &format!("{file}:{}", sample.at.line),
+                                column.as_deref().unwrap_or("label"),
+                                unreadable,
+                            ));
+                        }
+                        Some(None)
+                    }
+                };
+                let item = seen.rewardbench.as_ref().and_then(Item::from_json);
+                let label = label.or_else(|| item.as_ref().map(|i| Some(i.chosen)));
+                let group = facts.and_then(crate::sources::seen::quick_group);
+                Some(Known { label, group, item })
+            }
+            None => {
+                self.start_reading();
+                None
+            }
+        };
+        self.at.push((sample.at.index, human, known));
+    }
+
+    fn start_reading(&mut self) {
+        if self.reading.is_some() {
+            return;
+        }
+        let (files, sources, limit) = (self.files.clone(), self.sources.clone(), self.limit);
+        self.reading = std::thread::Builder::new()
+            .name("rwb-verifier".into())
+            .spawn(move || read(&files, &sources, limit))
+            .ok();
     }
 
     /// Each evaluator's `verifier: {...}` (with `rewardbench` when the samples are
     /// RewardBench rows), or `None` for one with nothing labelled; and the warnings
     /// of labels that could not be read.
     pub fn finish(self) -> (Vec<Option<Verdicts>>, Vec<String>) {
-        let read = self.reading.and_then(|h| h.join().ok()).unwrap_or_default();
+        let mut read = self.reading.and_then(|h| h.join().ok()).unwrap_or_default();
         let mut builders = vec![VerifierBuilder::default(); self.evaluators];
         let mut items: Vec<Vec<(Item, Option<f64>)>> = vec![Vec::new(); self.evaluators];
-        for (k, &(index, human)) in self.at.iter().enumerate() {
-            let item = read.items.get(&index);
-            let label = match read.labels.get(index).copied().flatten() {
-                Some(l) => Some(l),
-                None => human
-                    .map(Some)
-                    .or_else(|| item.as_ref().map(|i| Some(i.chosen))),
+        let mut ids: HashMap<GroupKey, u32> = HashMap::new();
+        let none = Known::default();
+        for (k, (index, human, known)) in self.at.iter().enumerate() {
+            let known = match known {
+                Some(known) => known,
+                None => read.known.get(*index).unwrap_or(&none),
             };
-            let group = read.groups.get(index).copied().flatten();
+            let label = match known.label {
+                Some(l) => Some(l),
+                None => human.map(Some),
+            };
+            let group = known.group.map(|g| {
+                let next = ids.len() as u32;
+                *ids.entry(g).or_insert(next)
+            });
             for (e, b) in builders.iter_mut().enumerate() {
                 let s = self.scores[k * self.evaluators + e];
                 let score = (!s.is_nan()).then_some(s);
                 b.add(score, label, group);
-                if let Some(item) = item {
+                if let Some(item) = &known.item {
                     items[e].push((item.clone(), score));
                 }
             }
         }
-        let mut warnings = read.warnings;
-        if read.unreadable > warnings.len() {
+        let mut warnings = self.warnings;
+        warnings.append(&mut read.warnings);
+        warnings.truncate(NAMED);
+        let unreadable = self.unreadable + read.unreadable;
+        if unreadable > warnings.len() {
             warnings.push(format!(
                 "and {} more labels that could not be read",
-                read.unreadable - warnings.len()
+                unreadable - warnings.len()
             ));
         }
         let out = builders
@@ -153,12 +221,13 @@ impl Verdicts {
 /// How many unreadable labels are named one by one.
 const NAMED: usize = 10;
 
+/// Reads every sample line for what its facts did not say (an rwb JSONL file's
+/// samples: their groups).
 fn read(files: &[SamplesFile], sources: &Sources, limit: Option<usize>) -> Read {
     let mut out = Read::default();
-    let mut groups: HashMap<[u8; 16], u32> = HashMap::new();
     let mut reader = SamplesReader::unhashed(files);
     let mut warnings = Vec::new();
-    while out.labels.len() < limit.unwrap_or(usize::MAX) {
+    while out.known.len() < limit.unwrap_or(usize::MAX) {
         let Some(Ok(line)) = reader.read_next() else {
             break;
         };
@@ -168,14 +237,8 @@ fn read(files: &[SamplesFile], sources: &Sources, limit: Option<usize>) -> Read 
             out.unreadable += 1;
         }
         warnings.truncate(NAMED);
-        out.labels.push(label);
-        if let Some(item) = item {
-            out.items.insert(out.labels.len() - 1, item);
-        }
-        let place = place_sample(line.at.facts.as_deref(), &GroupBy::Prompt, || line.raw);
-        let next = groups.len() as u32;
-        out.groups
-            .push(place.key.map(|k| *groups.entry(k).or_insert(next)));
+        let group = place_sample(line.at.facts.as_deref(), &GroupBy::Prompt, || line.raw).key;
+        out.known.push(Known { label, group, item });
     }
     out.warnings = warnings;
     out

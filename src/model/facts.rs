@@ -24,6 +24,50 @@ pub struct Facts {
     /// The scores the tool logged, by name, in the source's order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logged: Vec<(String, Logged)>,
+    /// What rwb read off the sample's own line when it converted the row (never the
+    /// tool's word): see [`Seen`].
+    #[serde(default, rename = "rwb", skip_serializing_if = "Option::is_none")]
+    pub seen: Option<Box<Seen>>,
+}
+
+/// What rwb read off a converted sample's line, once, as it wrote the row file: the
+/// figures SPEC §19 and §20 take of every sample, so that a run gets them with the
+/// facts it reads anyway instead of reading and parsing every line a second time.
+/// Short names: a row file holds one of these a line.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Seen {
+    /// The completion's length in characters (chat form: the last assistant turn's).
+    #[serde(default, rename = "c", skip_serializing_if = "Option::is_none")]
+    pub chars: Option<u32>,
+    /// Its length in tokens, as the sample's `response_length` logs it.
+    #[serde(default, rename = "t", skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<f64>,
+    /// A quick key of what groups the line by prompt (`training::quick_key`: its
+    /// prompt and its own step), in hex; none when the source logged its group.
+    #[serde(
+        default,
+        rename = "p",
+        skip_serializing_if = "Option::is_none",
+        with = "hex_key"
+    )]
+    pub prompt: Option<[u8; 16]>,
+    /// The sample's correctness, from its file's `label = "COLUMN"` (SPEC §20).
+    #[serde(default, rename = "l", skip_serializing_if = "Option::is_none")]
+    pub label: Option<Label>,
+    /// A RewardBench completion's place (the row's `rewardbench` column as written).
+    #[serde(default, rename = "rb", skip_serializing_if = "Option::is_none")]
+    pub rewardbench: Option<serde_json::Value>,
+}
+
+/// A correctness label as its column holds it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Label {
+    Read(bool),
+    /// A value that is neither a bool nor `correct`/`incorrect` (its JSON text).
+    Unreadable {
+        unreadable: String,
+    },
 }
 
 /// One logged score.
@@ -86,4 +130,41 @@ fn clip(text: &str, _len: usize) -> String {
     }
     let cut: String = text.chars().take(MAX).collect();
     format!("{cut}…")
+}
+
+/// A 16-byte key as 32 hex digits.
+mod hex_key {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+    pub fn serialize<S: Serializer>(key: &Option<[u8; 16]>, s: S) -> Result<S::Ok, S::Error> {
+        let Some(key) = key else {
+            return s.serialize_none();
+        };
+        let mut text = [0u8; 32];
+        for (pair, b) in text.chunks_mut(2).zip(key) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 15)];
+        }
+        s.serialize_str(std::str::from_utf8(&text).expect("hex digits"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u8; 16]>, D::Error> {
+        let text: Option<std::borrow::Cow<str>> = Option::deserialize(d)?;
+        let Some(text) = text else { return Ok(None) };
+        let bytes = text.as_bytes();
+        let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
+        let mut key = [0u8; 16];
+        if bytes.len() != 32 {
+            return Err(serde::de::Error::custom("a key of 32 hex digits"));
+        }
+        for (k, pair) in key.iter_mut().zip(bytes.chunks(2)) {
+            match (digit(pair[0]), digit(pair[1])) {
+                (Some(h), Some(l)) => *k = h << 4 | l,
+                _ => return Err(serde::de::Error::custom("a key of 32 hex digits")),
+            }
+        }
+        Ok(Some(key))
+    }
 }

@@ -20,7 +20,7 @@ mod row;
 mod summary;
 mod trainer;
 pub use call::{CallSpec, Per, SOURCES as CALL_SOURCES};
-pub use facts::{Facts, Logged};
+pub use facts::{Facts, Label, Logged, Seen};
 pub use forms::check_sample;
 pub use logged::{flipped, moved, unpaired_hint, Counts, LoggedCmp, StepDrift};
 pub use outcome::{

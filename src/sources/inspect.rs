@@ -245,8 +245,8 @@ fn row(line: usize, s: &Map<String, Value>, paths: &[String]) -> Row {
     json_rows::add_logged_paths(&Value::Object(s.clone()), paths, &mut facts);
     Row {
         line,
+        facts: json_rows::with_seen(&sample, facts, &Default::default()),
         sample: json_rows::sample_text(&sample),
-        facts,
         bad: None,
     }
 }

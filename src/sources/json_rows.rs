@@ -159,6 +159,17 @@ impl Iterator for JsonLines {
     }
 }
 
+/// `facts` with what is seen of `sample` (`sources::seen::of_map`): given with the
+/// row, so that its text is not read again for it.
+pub fn with_seen(
+    sample: &Map<String, Value>,
+    mut facts: crate::model::Facts,
+    wanted: &super::seen::Wanted,
+) -> crate::model::Facts {
+    facts.seen = super::seen::of_map(sample, wanted, facts.group.is_some());
+    facts
+}
+
 /// The text of a sample object (keys in the order given).
 pub fn sample_text(sample: &Map<String, Value>) -> String {
     serde_json::to_string(sample).expect("a JSON map serializes")

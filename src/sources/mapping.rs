@@ -47,6 +47,18 @@ impl Mapping {
         }
     }
 
+    /// Whether it maps no column (a table with only `path`, and perhaps `human` or
+    /// `label`): a file of a shape rwb knows is then read as that shape is
+    /// ([`carrying`]).
+    pub fn maps_nothing(&self) -> bool {
+        self.sample_keys().is_empty()
+            && self.group.is_none()
+            && self.step.is_none()
+            && self.split.is_none()
+            && self.logged.is_empty()
+            && self.form.is_none()
+    }
+
     /// The sample keys and the columns they come from.
     fn sample_keys(&self) -> Vec<(&'static str, &str)> {
         [
@@ -79,6 +91,63 @@ impl Mapping {
             .map(|c| c.split('.').next().unwrap_or(c))
             .collect()
     }
+}
+
+/// The rows a format rwb knows read from a file named by a table that maps nothing,
+/// each carrying the table's `human` and `label` columns in its sample, where they are
+/// read. A format told of them (`Options::kept`: veRL, which takes every boolean and
+/// number as a logged score) keeps them as written; one that took such a column as a
+/// logged score anyway gives it back as that number.
+pub fn carrying(rows: Rows, mapping: &Mapping) -> Rows {
+    let columns: Vec<String> = [&mapping.human, &mapping.label]
+        .into_iter()
+        .flatten()
+        .cloned()
+        .collect();
+    if columns.is_empty() {
+        return rows;
+    }
+    let label = mapping.label.clone();
+    Box::new(rows.map(move |row| {
+        let mut row = row?;
+        if row.bad.is_some() {
+            return Ok(row);
+        }
+        let Ok(Value::Object(mut sample)) = json_rows::parse(&row.sample) else {
+            return Ok(row);
+        };
+        let mut moved = false;
+        for c in &columns {
+            if sample.contains_key(c) {
+                continue;
+            }
+            let Some(at) = row.facts.logged.iter().position(|(n, _)| n == c) else {
+                continue;
+            };
+            let (_, value) = row.facts.logged.remove(at);
+            let value = match value {
+                Logged::Score(Some(x)) => {
+                    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
+                }
+                Logged::Score(None) => Value::Null,
+                Logged::NotNumeric { .. } => continue,
+            };
+            sample.insert(c.clone(), value);
+            moved = true;
+        }
+        if moved {
+            row.sample = json_rows::sample_text(&sample);
+        }
+        if label.is_some() {
+            let wanted = super::seen::Wanted {
+                label: label.as_deref(),
+                rewardbench: false,
+            };
+            let grouped = row.facts.group.is_some();
+            row.facts.seen = super::seen::of_map(&sample, &wanted, grouped);
+        }
+        Ok(row)
+    }))
 }
 
 /// The rows of `path` as `mapping` says.
@@ -205,8 +274,15 @@ fn mapped(
     };
     Row {
         line,
+        facts: json_rows::with_seen(
+            &sample,
+            facts,
+            &super::seen::Wanted {
+                label: m.label.as_deref(),
+                rewardbench: false,
+            },
+        ),
         sample: json_rows::sample_text(&sample),
-        facts,
         bad: None,
     }
 }

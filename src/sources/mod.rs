@@ -32,6 +32,7 @@ mod pickle;
 mod promptfoo;
 pub mod rewardbench;
 mod row_json;
+pub mod seen;
 mod skyrl;
 mod table;
 mod trackio;
@@ -75,6 +76,9 @@ pub struct Options {
     /// `[samples.NAME] form = "conversational"`: a text completion is handed on as
     /// one assistant message.
     pub conversational: bool,
+    /// Columns kept in the sample as written (a table's `human` and `label` columns
+    /// over a file read by its shape): never taken as logged scores.
+    pub kept: Vec<String>,
 }
 
 /// One foreign format.

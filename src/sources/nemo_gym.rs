@@ -138,8 +138,8 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row,
     }
     Ok(Row {
         line,
+        facts: json_rows::with_seen(&sample, facts, &Default::default()),
         sample: json_rows::sample_text(&sample),
-        facts,
         bad: None,
     })
 }

@@ -100,8 +100,8 @@ fn row(
     json_rows::add_logged_paths(&whole, paths, &mut facts);
     Ok(Row {
         line,
+        facts: json_rows::with_seen(&sample, facts, &Default::default()),
         sample: json_rows::sample_text(&sample),
-        facts,
         bad: None,
     })
 }

@@ -99,8 +99,8 @@ fn row(line: usize, r: Map<String, Value>, paths: &[String]) -> Row {
     json_rows::add_logged_paths(&whole, paths, &mut facts);
     Row {
         line,
+        facts: json_rows::with_seen(&sample, facts, &Default::default()),
         sample: json_rows::sample_text(&sample),
-        facts,
         bad: None,
     }
 }

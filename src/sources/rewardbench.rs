@@ -113,11 +113,18 @@ fn completions(row: &Map<String, Value>, line: usize) -> Result<Vec<Row>, String
             );
             Row {
                 line: 0,
+                facts: json_rows::with_seen(
+                    &sample,
+                    Facts {
+                        group: Some(group.clone()),
+                        ..Facts::default()
+                    },
+                    &super::seen::Wanted {
+                        label: None,
+                        rewardbench: true,
+                    },
+                ),
                 sample: json_rows::sample_text(&sample),
-                facts: Facts {
-                    group: Some(group.clone()),
-                    ..Facts::default()
-                },
                 bad: None,
             }
         })

@@ -273,8 +273,8 @@ fn trace_row(episode: &Value, trace: &Value, paths: &[String]) -> Row {
         .map(str::to_string);
     Row {
         line: 0,
+        facts: json_rows::with_seen(&sample, facts, &Default::default()),
         sample: json_rows::sample_text(&sample),
-        facts,
         bad: None,
     }
 }
@@ -308,8 +308,8 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Row {
     }
     Row {
         line,
+        facts: json_rows::with_seen(&sample, facts, &Default::default()),
         sample: json_rows::sample_text(&sample),
-        facts,
         bad: None,
     }
 }

@@ -30,11 +30,12 @@ impl Format for Verl {
 
     fn open(&self, path: &Path, options: &Options) -> Result<Rows, String> {
         let paths = options.logged_paths.clone();
-        json_rows::map_lines(path, move |line, object| row(line, object, &paths))
+        let kept = options.kept.clone();
+        json_rows::map_lines(path, move |line, object| row(line, object, &paths, &kept))
     }
 }
 
-fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Row {
+fn row(line: usize, object: Map<String, Value>, paths: &[String], kept: &[String]) -> Row {
     let mut facts = Facts::default();
     json_rows::add_logged_paths(&Value::Object(object.clone()), paths, &mut facts);
     let mut sample = Map::new();
@@ -52,6 +53,9 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Row {
                 columns.insert("ground_truth".into(), value);
             }
             "step" => facts.step = value.as_i64(),
+            _ if kept.contains(&key) => {
+                columns.insert(key, value);
+            }
             // scores, and every numeric or boolean extra the reward returned
             _ if matches!(value, Value::Number(_) | Value::Bool(_))
                 || (value.is_null() && matches!(key.as_str(), "score" | "reward")) =>
@@ -72,8 +76,8 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Row {
     facts.group = Some(group_id(&[step.as_bytes(), prompt.as_bytes()]));
     Row {
         line,
+        facts: json_rows::with_seen(&sample, facts, &Default::default()),
         sample: json_rows::sample_text(&sample),
-        facts,
         bad: None,
     }
 }
@@ -88,7 +92,7 @@ mod tests {
         let Value::Object(object) = json_rows::parse(text).unwrap() else {
             panic!()
         };
-        let row = row(7, object, &[]);
+        let row = row(7, object, &[], &[]);
         assert_eq!(
             row.sample,
             r#"{"prompt":"user: 2+2?","completion":"4","ground_truth":"4","pred":"4","request_id":"r1"}"#

@@ -197,8 +197,8 @@ pub fn trl_row(
     json_rows::add_logged_paths(&whole, paths, &mut facts);
     Row {
         line,
+        facts: json_rows::with_seen(&sample, facts, &Default::default()),
         sample: json_rows::sample_text(&sample),
-        facts,
         bad: None,
     }
 }

@@ -10,7 +10,10 @@ pub mod group;
 pub mod trl;
 pub mod verl;
 
-pub use group::{group_id, in_groups, place, place_sample, GroupBy, GroupKey, Grouping, Place};
+pub use group::{
+    group_id, in_groups, place, place_of, place_sample, prompt_cut, quick_key, Fields, GroupBy,
+    GroupKey, Grouping, Place,
+};
 
 use crate::model::Trainer;
 use serde::Deserialize;

@@ -258,6 +258,20 @@ pub fn ranks(xs: &[f64]) -> Vec<f64> {
     out
 }
 
+/// Cohen's kappa of a 2×2 confusion matrix, as scikit-learn's `cohen_kappa_score`
+/// gives it: (pₒ − pₑ) / (1 − pₑ); `None` with no sample or when pₑ is 1.
+pub fn cohen_kappa(tp: usize, fp: usize, fn_: usize, tn: usize) -> Option<f64> {
+    let n = tp + fp + fn_ + tn;
+    if n == 0 {
+        return None;
+    }
+    let n = n as f64;
+    let po = (tp + tn) as f64 / n;
+    let pe =
+        ((tp + fp) as f64 * (tp + fn_) as f64 + (fn_ + tn) as f64 * (fp + tn) as f64) / (n * n);
+    (pe < 1.0).then(|| (po - pe) / (1.0 - pe))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,18 +308,4 @@ mod tests {
         );
         assert_eq!(disagrees(Some(0.5), None, 0.5), None);
     }
-}
-
-/// Cohen's kappa of a 2×2 confusion matrix, as scikit-learn's `cohen_kappa_score`
-/// gives it: (pₒ − pₑ) / (1 − pₑ); `None` with no sample or when pₑ is 1.
-pub fn cohen_kappa(tp: usize, fp: usize, fn_: usize, tn: usize) -> Option<f64> {
-    let n = tp + fp + fn_ + tn;
-    if n == 0 {
-        return None;
-    }
-    let n = n as f64;
-    let po = (tp + tn) as f64 / n;
-    let pe =
-        ((tp + fp) as f64 * (tp + fn_) as f64 + (fn_ + tn) as f64 * (fp + tn) as f64) / (n * n);
-    (pe < 1.0).then(|| (po - pe) / (1.0 - pe))
 }

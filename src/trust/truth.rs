@@ -5,6 +5,7 @@
 
 use super::rewardbench::Item;
 use crate::sources::rewardbench::{RewardBench, COLUMN};
+use crate::sources::seen::field;
 use crate::sources::Format as _;
 use crate::workspace::{Reader, SamplesFile};
 
@@ -64,10 +65,7 @@ impl Sources {
             Some((c, Some(v))) => {
                 let l = label_of(&v);
                 if l.is_none() {
-                    warnings.push(format!(
-                        "{}: the label {c} = {v} is neither a bool nor \"correct\"/\"incorrect\": left out of the verifier's statistics",
-                        place()
-                    ));
+                    warnings.push(unreadable_label(&place(), c, &v.to_string()));
                 }
                 Some(l)
             }
@@ -77,52 +75,15 @@ impl Sources {
     }
 }
 
-/// The value of the top-level `key` of the JSON object `raw` (`None` when the line
-/// is no object or has no such key), the other values skipped unread: a sample line's
-/// messages are never built.
-fn field(raw: &str, key: &str) -> Option<serde_json::Value> {
-    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
-    struct Find<'k>(&'k str);
-    impl<'de> Visitor<'de> for Find<'_> {
-        type Value = Option<serde_json::Value>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("a JSON object")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut found = None;
-            while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-                if found.is_none() && k == self.0 {
-                    found = Some(map.next_value::<serde_json::Value>()?);
-                } else {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-            Ok(found)
-        }
-    }
-    let mut de = serde_json::Deserializer::from_str(raw);
-    de.deserialize_map(Find(key)).ok().flatten()
+/// The warning of a label that cannot be read, at `place` (file:line).
+pub fn unreadable_label(place: &str, column: &str, value: &str) -> String {
+    format!(
+        "{place}: the label {column} = {value} is neither a bool nor \"correct\"/\"incorrect\": left out of the verifier's statistics"
+    )
 }
 
 fn reader(f: &SamplesFile) -> Option<&Reader> {
     f.foreign.as_ref().map(|f| &f.reader)
 }
 
-/// A label's value: a bool, `correct` / `incorrect` (any case), or 1 / 0; `None` for
-/// anything else.
-pub fn label_of(value: &serde_json::Value) -> Option<bool> {
-    match value {
-        serde_json::Value::Bool(b) => Some(*b),
-        serde_json::Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "correct" => Some(true),
-            "incorrect" => Some(false),
-            _ => None,
-        },
-        serde_json::Value::Number(n) => match n.as_f64() {
-            Some(1.0) => Some(true),
-            Some(0.0) => Some(false),
-            _ => None,
-        },
-        _ => None,
-    }
-}
+pub use crate::sources::seen::label_of;

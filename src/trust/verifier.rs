@@ -11,8 +11,6 @@
 use serde::Serialize;
 use std::collections::HashMap;
 
-/// z for a two-sided 95 % interval.
-
 /// A rate with its Wilson 95 % interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
 pub struct Rate {

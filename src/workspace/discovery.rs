@@ -25,6 +25,7 @@ fn options(config: &Config) -> Options {
             .filter_map(|e| e.logged.clone())
             .collect(),
         conversational: false,
+        kept: Vec::new(),
     }
 }
 
@@ -117,6 +118,13 @@ pub(super) fn resolve_samples(
                     })?;
                 }
                 let mut options = options.clone();
+                if mapping.maps_nothing() {
+                    options.kept = [&mapping.human, &mapping.label]
+                        .into_iter()
+                        .flatten()
+                        .cloned()
+                        .collect();
+                }
                 options.conversational = mapping
                     .conversational()
                     .map_err(|e| WorkspaceError(format!("rwb.toml [samples.{name}] {e}")))?;

@@ -26,6 +26,10 @@ use std::sync::Arc;
 /// What separates a row file line's sample from its facts.
 pub const FACTS_SEPARATOR: u8 = 0x1e;
 
+/// What a row file line holds, named in its `.done` identity: a row file written by an
+/// rwb whose lines hold less (no [`crate::model::Seen`]) is written again.
+const ROWS_VERSION: &str = "rows 2: facts with what was seen";
+
 /// How a foreign samples file is read.
 #[derive(Clone)]
 pub enum Reader {
@@ -76,6 +80,18 @@ impl Foreign {
 
     /// Whether its reader says why of every row that is no sample (see
     /// [`Format::checks_form`]): then no row's form is checked again.
+    /// What is read off each of its samples as they are converted, besides their
+    /// lengths and places: a mapped file's `label` column, RewardBench's roles.
+    pub fn wanted(&self) -> (Option<String>, bool) {
+        match &self.reader {
+            Reader::Mapped(m) => (m.label.clone(), false),
+            Reader::Format(format) => (
+                None,
+                format.name() == sources::rewardbench::RewardBench.name(),
+            ),
+        }
+    }
+
     pub fn checks_form(&self) -> bool {
         match &self.reader {
             Reader::Format(format) => format.checks_form(),
@@ -87,6 +103,13 @@ impl Foreign {
     pub fn open(&self, path: &Path) -> Result<Rows, String> {
         match &self.reader {
             Reader::Format(format) => format.open(path, &self.options),
+            // a table that only names the file (and its human or label column): a
+            // shape rwb knows is read as it is
+            Reader::Mapped(mapping) if mapping.maps_nothing() && known(path).is_some() => {
+                let format = known(path).expect("known");
+                let rows = format.open(path, &self.options)?;
+                Ok(sources::mapping::carrying(rows, mapping))
+            }
             Reader::Mapped(mapping) if sources::files::is_many(path) => {
                 let mapping = mapping.clone();
                 let opener: sources::files::Opener = Box::new(move |file, options| {
@@ -101,7 +124,7 @@ impl Foreign {
     /// What the row file was written from: the reader and the source's version (a
     /// folder's: every file in it).
     fn identity(&self, path: &Path) -> Option<String> {
-        let mut text = format!("{:?}\n{:?}\n", self.reader, self.options);
+        let mut text = format!("{ROWS_VERSION}\n{:?}\n{:?}\n", self.reader, self.options);
         let mut files = vec![path.to_path_buf()];
         if sources::files::is_many(path) {
             // a folder's or glob's files: a new step file makes the row file stale
@@ -156,6 +179,11 @@ impl Foreign {
             failed: false,
         })
     }
+}
+
+/// The format rwb knows `path` by, if any.
+fn known(path: &Path) -> Option<&'static dyn Format> {
+    sources::detect(path).ok().flatten()
 }
 
 fn walk(dir: &Path) -> Vec<PathBuf> {
@@ -265,6 +293,10 @@ pub struct Converting {
     /// of a folder's file all have the same (its name and step), and are not encoded
     /// and allocated again for each row.
     last_facts: Option<(Arc<Facts>, String)>,
+    /// Whether each sample is seen (`sources::seen`), and what is read off it besides
+    /// its lengths and place (see [`Foreign::wanted`]).
+    sees: bool,
+    wanted: (Option<String>, bool),
 }
 
 /// One row as a samples reader takes it (its sample text is in the reader's buffer).
@@ -283,6 +315,7 @@ impl Converting {
     pub fn start(path: &Path, foreign: &Foreign, write: bool) -> Result<Converting, String> {
         let rows = foreign.open(path)?;
         let writer = if write { foreign.writer(path) } else { None };
+        let sees = sources::seen::sees(writer.is_some());
         Ok(Converting {
             rows,
             checked: foreign.checks_form(),
@@ -290,6 +323,8 @@ impl Converting {
             pos: 0,
             line: 0,
             last_facts: None,
+            sees,
+            wanted: foreign.wanted(),
         })
     }
 
@@ -311,6 +346,15 @@ impl Converting {
             }
             Some(Ok(row)) => row,
         };
+        let mut row = row;
+        if self.sees && row.bad.is_none() && row.facts.seen.is_none() {
+            let wanted = sources::seen::Wanted {
+                label: self.wanted.0.as_deref(),
+                rewardbench: self.wanted.1,
+            };
+            let grouped = row.facts.group.is_some();
+            row.facts.seen = sources::seen::seen(&row.sample, &wanted, grouped);
+        }
         let offset = offset_after_gap(self.pos, self.line, row.line);
         let facts = match (&self.last_facts, row.facts.is_empty()) {
             (_, true) => None,

@@ -1,7 +1,8 @@
 //! The proxy-only detectors (SPEC §19; rewardspy's and rlwatch's definitions,
 //! sensitivity medium): they read the proxy alone, step by step, against a baseline of
-//! the first 20 % of the steps. An alert is raised where a detector's level rises
-//! (none → warn → alert), once per episode, naming its step and its numbers.
+//! the first 20 % of the steps (variance explosion: rlwatch's own, see [`explosion`]).
+//! An alert is raised where a detector's level rises (none → warn → alert), once per
+//! episode, naming its step and its numbers.
 
 use super::report::Alert;
 use super::StepAcc;
@@ -23,6 +24,12 @@ const GROUP_SHARE: f64 = 0.5;
 const GROUP_MIN: usize = 20;
 const EXPLOSION_WARN: f64 = 3.0;
 const EXPLOSION_ALERT: f64 = 6.0;
+/// rlwatch's variance explosion (`RewardHackingDetector.check`, rlwatch 0.5.1
+/// `detectors.py:375-413`, `config.py:42-45`): nothing is checked before its 50th
+/// step; the baseline is the mean of the first 20 steps' variances, floored at 1e-8.
+const EXPLOSION_WARMUP: usize = 50;
+const EXPLOSION_BASELINE: usize = 20;
+const EXPLOSION_FLOOR: f64 = 1e-8;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Level {
@@ -97,7 +104,7 @@ pub(super) fn run(steps: &[(i64, &StepAcc)], components: &[String]) -> Vec<Alert
     };
     let baseline_name = first(b);
     if let Some((_, base_std, _)) = pooled(base) {
-        // variance collapse and explosion against the baseline's spread
+        // variance collapse against the baseline's spread
         let mut collapse = Walk {
             detector: "variance_collapse",
             last: Level::None,
@@ -120,29 +127,8 @@ pub(super) fn run(steps: &[(i64, &StepAcc)], components: &[String]) -> Vec<Alert
                 });
             }
         }
-        let mut explosion = Walk {
-            detector: "variance_explosion",
-            last: Level::None,
-            out: &mut alerts,
-        };
-        let base_var = base_std * base_std;
-        if base_var > 0.0 {
-            for (step, s) in after {
-                let Some(var) = s.proxy_var() else { continue };
-                let ratio = var / base_var;
-                let level = match ratio {
-                    r if r > EXPLOSION_ALERT => Level::Alert,
-                    r if r > EXPLOSION_WARN => Level::Warn,
-                    _ => Level::None,
-                };
-                explosion.see(*step, level, || {
-                    format!(
-                        "step {step}: the reward's variance {var:.4} is {ratio:.2} × the baseline's {base_var:.4} ({baseline_name}; over {EXPLOSION_WARN} warns, over {EXPLOSION_ALERT} alerts)"
-                    )
-                });
-            }
-        }
     }
+    explosion(steps, &mut alerts);
     dominance(steps, components, &mut alerts);
     length(steps, b, &baseline_name, &mut alerts);
     ceiling(steps, &mut alerts);
@@ -150,6 +136,40 @@ pub(super) fn run(steps: &[(i64, &StepAcc)], components: &[String]) -> Vec<Alert
     groups(steps, &mut alerts);
     alerts.sort_by_key(|a| a.step);
     alerts
+}
+
+/// A step's reward variance over 3× the baseline's warns, over 6× alerts, as rlwatch
+/// defines it: from the 50th step on, against the mean of the first 20 steps'
+/// (population) variances, floored at 1e-8 (so a cold start of equal rewards fires).
+fn explosion(steps: &[(i64, &StepAcc)], alerts: &mut Vec<Alert>) {
+    if steps.len() < EXPLOSION_WARMUP {
+        return;
+    }
+    let variances: Vec<f64> = steps
+        .iter()
+        .map(|(_, s)| s.proxy_var().unwrap_or(0.0))
+        .collect();
+    let base_var = (variances[..EXPLOSION_BASELINE].iter().sum::<f64>()
+        / EXPLOSION_BASELINE as f64)
+        .max(EXPLOSION_FLOOR);
+    let mut walk = Walk {
+        detector: "variance_explosion",
+        last: Level::None,
+        out: alerts,
+    };
+    for ((step, _), var) in steps.iter().zip(&variances).skip(EXPLOSION_WARMUP - 1) {
+        let ratio = var / base_var;
+        let level = match ratio {
+            r if r > EXPLOSION_ALERT => Level::Alert,
+            r if r > EXPLOSION_WARN => Level::Warn,
+            _ => Level::None,
+        };
+        walk.see(*step, level, || {
+            format!(
+                "step {step}: the reward's variance {var:.4} is {ratio:.2} × the baseline's {base_var:.4} (the mean of the first {EXPLOSION_BASELINE} steps' variances, checked from step {EXPLOSION_WARMUP} on as rlwatch does; over {EXPLOSION_WARN} warns, over {EXPLOSION_ALERT} alerts)"
+            )
+        });
+    }
 }
 
 /// One component's share of Σ|component mean| over 0.75 warns, over 0.90 alerts

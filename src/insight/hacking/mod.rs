@@ -307,6 +307,8 @@ pub struct Tracker {
     pub heldout_name: String,
     /// The proxy's component names (`Obs::components` follow them).
     pub components: Vec<String>,
+    /// Samples of an evaluation split, left out of the steps' figures.
+    pub left_out: usize,
     steps: BTreeMap<StepKey, StepAcc>,
 }
 
@@ -317,6 +319,7 @@ impl Tracker {
             proxy_name,
             heldout_name,
             components: Vec::new(),
+            left_out: 0,
             steps: BTreeMap::new(),
         }
     }

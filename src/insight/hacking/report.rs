@@ -100,6 +100,12 @@ fn opt(x: Option<f64>) -> Value {
 pub(super) fn make(tracker: &Tracker, steps: &BTreeMap<StepKey, StepAcc>) -> Report {
     let params = &tracker.params;
     let mut notes = Vec::new();
+    if tracker.left_out > 0 {
+        notes.push(format!(
+            "{} samples of an evaluation split (eval, validation, test) left out of the steps' figures: the trainer does not optimise them",
+            tracker.left_out
+        ));
+    }
     let has_steps = steps.keys().any(|k| matches!(k, StepKey::Step(_)));
     let rows: Vec<Row> = steps
         .iter()

@@ -182,6 +182,17 @@ impl Sides {
     }
 }
 
+/// The splits a training run's evaluation samples are logged under (prime-rl's
+/// `run.work.type = "eval"`, a dataset's validation or test split).
+const EVAL_SPLITS: [&str; 5] = ["eval", "evaluation", "validation", "val", "test"];
+
+/// Whether a sample is one the trainer optimised: not one of an evaluation split,
+/// which a step's proxy and held-out figures leave out (counted apart).
+pub fn trained(facts: Option<&Facts>) -> bool {
+    let split = facts.and_then(|f| f.split.as_deref());
+    !split.is_some_and(|s| EVAL_SPLITS.iter().any(|e| s.eq_ignore_ascii_case(e)))
+}
+
 /// A human label as the held-out result.
 pub fn label(label: Option<crate::trust::agreement::Label>) -> HeldOut {
     match label {
@@ -223,49 +234,4 @@ pub fn spread(parts: &[(String, f64)], names: &mut Vec<String>) -> Vec<f64> {
     out
 }
 
-/// The completion's length in characters (a text completion, or the last assistant
-/// turn of `completion` or `messages`) and a `response_length` column, read without
-/// building the whole line.
-pub fn lengths(raw: &str) -> (Option<usize>, Option<f64>) {
-    #[derive(serde::Deserialize)]
-    struct Fields<'a> {
-        #[serde(borrow, default)]
-        completion: Option<&'a serde_json::value::RawValue>,
-        #[serde(borrow, default)]
-        messages: Option<&'a serde_json::value::RawValue>,
-        #[serde(default)]
-        response_length: Option<serde_json::Value>,
-    }
-    let Ok(f) = serde_json::from_str::<Fields>(raw.trim()) else {
-        return (None, None);
-    };
-    let tokens = f.response_length.as_ref().and_then(|v| match v {
-        serde_json::Value::Array(a) => a.first().and_then(serde_json::Value::as_f64),
-        v => v.as_f64(),
-    });
-    let text_len = |r: &serde_json::value::RawValue| -> Option<usize> {
-        if r.get().starts_with('"') {
-            let s: std::borrow::Cow<str> = serde_json::from_str(r.get()).ok()?;
-            return Some(s.chars().count());
-        }
-        let turns: Vec<serde_json::Value> = serde_json::from_str(r.get()).ok()?;
-        let last = turns.iter().rev().find(|m| m["role"] == "assistant")?;
-        match &last["content"] {
-            serde_json::Value::String(s) => Some(s.chars().count()),
-            serde_json::Value::Array(parts) => Some(
-                parts
-                    .iter()
-                    .filter_map(|p| p["text"].as_str())
-                    .map(|t| t.chars().count())
-                    .sum(),
-            ),
-            _ => None,
-        }
-    };
-    let chars = match (f.completion, f.messages) {
-        (Some(c), _) => text_len(c),
-        (None, Some(m)) => text_len(m),
-        _ => None,
-    };
-    (chars, tokens)
-}
+pub use crate::sources::seen::lengths;

@@ -142,6 +142,17 @@ impl App {
         let mut new = Vec::with_capacity(self.samples.len() - have);
         for s in &self.samples[have..] {
             let facts = s.at.facts.as_deref();
+            if !sides::trained(facts) {
+                // an evaluation split's sample: counted apart, in no step
+                self.hacking.tracker.left_out += 1;
+                new.push(Indexed {
+                    step: None,
+                    len_chars: None,
+                    len_tokens: None,
+                    group: None,
+                });
+                continue;
+            }
             let text = self.text(s);
             let (len_chars, len_tokens) = sides::lengths(&text);
             let group = crate::training::place_sample(facts, &by, || text.as_str()).key;
@@ -166,9 +177,10 @@ impl App {
             });
         }
         for (i, line) in new.into_iter().enumerate() {
-            let key = line.step.expect("indexed with a step");
-            self.hacking.members.entry(key).or_default().push(have + i);
-            self.hacking.dirty.insert(key);
+            if let Some(key) = line.step {
+                self.hacking.members.entry(key).or_default().push(have + i);
+                self.hacking.dirty.insert(key);
+            }
             self.hacking.lines.push(line);
         }
         self.hacking.false_pass.resize(self.samples.len(), false);

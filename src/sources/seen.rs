@@ -1,0 +1,467 @@
+//! What rwb reads off a converted sample's line, once, as the row is converted
+//! ([`Seen`]): the completion's length, the line's place by prompt, and the
+//! correctness its file's `label` column or RewardBench role gives it. Stored with the
+//! row's facts, so `rwb run`'s per-step report (SPEC §19) and verifier statistics
+//! (§20) take them from the facts the run reads anyway.
+
+use crate::model::{Label, Seen};
+use crate::training::{self, GroupBy};
+use serde_json::value::RawValue;
+use serde_json::Value;
+
+/// Whether rows converted without a row file are seen too (they always are when one is
+/// written: it is read again by later runs). Off only for a run that wants nothing
+/// seen: the baseline `scripts/bench_hacking.py` and `bench_verifier.py` measure
+/// against.
+static UNWRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Rows converted without a row file are not seen from now on.
+pub fn not_when_unwritten() {
+    UNWRITTEN.store(false, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether a row converted now is seen (`written`: into a row file).
+pub fn sees(written: bool) -> bool {
+    written || UNWRITTEN.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// What to read of each sample of one file besides its length and place.
+#[derive(Clone, Debug, Default)]
+pub struct Wanted<'a> {
+    /// The `label = "COLUMN"` of its `[samples.NAME]`.
+    pub label: Option<&'a str>,
+    /// Whether its rows are RewardBench's (each has a `rewardbench` column).
+    pub rewardbench: bool,
+}
+
+/// What is seen of the sample line `line` (`None` when it is no JSON object): one
+/// reading of the line, its other values skipped unbuilt. `grouped`: its source
+/// logged its group (no prompt key is needed).
+pub fn seen(line: &str, wanted: &Wanted, grouped: bool) -> Option<Box<Seen>> {
+    use serde::de::Deserializer;
+    let mut de = serde_json::Deserializer::from_str(line.trim());
+    let parts = (&mut de).deserialize_map(PartsVisitor(wanted)).ok()?;
+    let fields = training::Fields {
+        messages: parts.messages,
+        prompt: parts.prompt,
+        step: parts.step,
+        column: None,
+    };
+    let prompt = match grouped {
+        true => None,
+        false => training::quick_key(&fields, &GroupBy::Prompt),
+    };
+    let chars = match (parts.completion, parts.messages) {
+        (Some(c), _) => completion_chars(c),
+        (None, Some(m)) => completion_chars(m),
+        _ => None,
+    };
+    let tokens = parts.response_length.and_then(response_tokens);
+    let value = |raw: &RawValue| serde_json::from_str::<Value>(raw.get()).ok();
+    let label = parts
+        .label
+        .and_then(value)
+        .filter(|v| !v.is_null())
+        .map(|v| label_seen(&v));
+    let seen = Seen {
+        chars: chars.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
+        tokens,
+        prompt,
+        label,
+        rewardbench: parts.rewardbench.and_then(value),
+    };
+    (seen != Seen::default()).then(|| Box::new(seen))
+}
+
+/// What is seen of a sample built as a JSON object (`sample`), exactly as [`seen`]
+/// sees its text (`json_rows::sample_text`): a format that builds its samples so
+/// gives it with the row, and the line is not read again. `None` when nothing is
+/// seen, or when rows converted now are not seen at all ([`not_when_unwritten`]: the
+/// row file's writer then reads each line itself).
+pub fn of_map(
+    sample: &serde_json::Map<String, Value>,
+    wanted: &Wanted,
+    grouped: bool,
+) -> Option<Box<Seen>> {
+    if !UNWRITTEN.load(std::sync::atomic::Ordering::Relaxed) {
+        return None;
+    }
+    let prompt = match grouped {
+        true => None,
+        false => quick_key_of(sample),
+    };
+    let chars = match (sample.get("completion"), sample.get("messages")) {
+        (Some(c), _) => value_chars(c),
+        (None, Some(m)) => value_chars(m),
+        _ => None,
+    };
+    let tokens = sample.get("response_length").and_then(|v| match v {
+        Value::Array(a) => a.first().and_then(Value::as_f64),
+        v => v.as_f64(),
+    });
+    let label = wanted
+        .label
+        .and_then(|c| sample.get(c))
+        .filter(|v| !v.is_null())
+        .map(label_seen);
+    let rewardbench = match wanted.rewardbench {
+        true => sample.get(super::rewardbench::COLUMN).cloned(),
+        false => None,
+    };
+    let seen = Seen {
+        chars: chars.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
+        tokens,
+        prompt,
+        label,
+        rewardbench,
+    };
+    (seen != Seen::default()).then(|| Box::new(seen))
+}
+
+/// A quick key of a sample's rollout group grouped by prompt, from its facts: the
+/// group its source logged, else the prompt key seen (within the source's step), as
+/// [`training::place_sample`] groups it but hashed by [`training::quick_key`]'s hash:
+/// for telling one run's groups apart as it counts them. `None`: neither is known.
+pub fn quick_group(facts: &crate::model::Facts) -> Option<training::GroupKey> {
+    use xxhash_rust::xxh3::Xxh3;
+    let mut hasher = Xxh3::new();
+    match (&facts.group, facts.seen.as_deref().and_then(|s| s.prompt)) {
+        (Some(group), _) => {
+            hasher.update(b"facts\0");
+            hasher.update(group.as_bytes());
+        }
+        (None, Some(prompt)) => match facts.step {
+            None => return Some(prompt),
+            Some(step) => {
+                hasher.update(&prompt);
+                hasher.update(b"\0step\0");
+                hasher.update(&step.to_le_bytes());
+            }
+        },
+        (None, None) => return None,
+    }
+    Some(hasher.digest128().to_le_bytes())
+}
+
+/// [`training::quick_key`] of a built sample, from its values: each written as the
+/// sample's text holds it (compact, as `sample_text` writes it) into one buffer, hashed
+/// once.
+fn quick_key_of(sample: &serde_json::Map<String, Value>) -> Option<training::GroupKey> {
+    thread_local! {
+        static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    let put = |text: &mut Vec<u8>, v: &Value| serde_json::to_writer(&mut *text, v).is_ok();
+    TEXT.with_borrow_mut(|text| {
+        text.clear();
+        match (sample.get("messages"), sample.get("prompt")) {
+            (Some(Value::Array(turns)), _) => {
+                let cut = training::prompt_cut(turns.len(), |i| turns[i].get("role")?.as_str());
+                text.extend_from_slice(b"messages\0");
+                for turn in &turns[..cut] {
+                    if !put(text, turn) {
+                        return None;
+                    }
+                    text.push(0);
+                }
+            }
+            (_, Some(prompt)) if !prompt.is_null() => {
+                text.extend_from_slice(b"prompt\0");
+                if !put(text, prompt) {
+                    return None;
+                }
+            }
+            _ => return None,
+        }
+        if let Some(step) = sample.get("step").filter(|s| !s.is_null()) {
+            text.extend_from_slice(b"\0step\0");
+            if !put(text, step) {
+                return None;
+            }
+        }
+        Some(xxhash_rust::xxh3::xxh3_128(text).to_le_bytes())
+    })
+}
+
+/// A label's value as seen: read, or kept as its text to be named.
+fn label_seen(v: &Value) -> Label {
+    match label_of(v) {
+        Some(b) => Label::Read(b),
+        None => Label::Unreadable {
+            unreadable: v.to_string(),
+        },
+    }
+}
+
+/// [`completion_chars`] of a built value.
+fn value_chars(v: &Value) -> Option<usize> {
+    let content = match v {
+        Value::String(s) => return Some(s.chars().count()),
+        Value::Array(turns) => {
+            let last = turns.iter().rev().find(|t| t["role"] == "assistant")?;
+            last.get("content").unwrap_or(&Value::Null)
+        }
+        _ => return None,
+    };
+    match content {
+        Value::String(s) => Some(s.chars().count()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .map(|t| t.chars().count())
+                .sum(),
+        ),
+        _ => None,
+    }
+}
+
+/// The values of a sample line that are seen, borrowed from the line.
+#[derive(Default)]
+struct Parts<'a> {
+    messages: Option<&'a RawValue>,
+    prompt: Option<&'a RawValue>,
+    completion: Option<&'a RawValue>,
+    step: Option<&'a RawValue>,
+    response_length: Option<&'a RawValue>,
+    label: Option<&'a RawValue>,
+    rewardbench: Option<&'a RawValue>,
+}
+
+struct PartsVisitor<'w, 'c>(&'w Wanted<'c>);
+
+impl<'de> serde::de::Visitor<'de> for PartsVisitor<'_, '_> {
+    type Value = Parts<'de>;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("a JSON object")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Parts<'de>, A::Error> {
+        let mut parts = Parts::default();
+        while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+            let slot = match name.as_ref() {
+                n if self.0.label == Some(n) => &mut parts.label,
+                n if self.0.rewardbench && n == super::rewardbench::COLUMN => {
+                    &mut parts.rewardbench
+                }
+                "messages" => &mut parts.messages,
+                "prompt" => &mut parts.prompt,
+                "completion" => &mut parts.completion,
+                "step" => &mut parts.step,
+                "response_length" => &mut parts.response_length,
+                _ => {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                    continue;
+                }
+            };
+            // the last of a repeated key, as `training::place` takes it
+            *slot = Some(map.next_value::<&'de RawValue>()?);
+        }
+        Ok(parts)
+    }
+}
+
+/// A text completion's characters, or the last assistant turn's of a list of turns.
+fn completion_chars(raw: &RawValue) -> Option<usize> {
+    if raw.get().starts_with('"') {
+        let s: std::borrow::Cow<str> = serde_json::from_str(raw.get()).ok()?;
+        return Some(s.chars().count());
+    }
+    let turns: Vec<&RawValue> = serde_json::from_str(raw.get()).ok()?;
+    #[derive(serde::Deserialize)]
+    struct Turn<'a> {
+        #[serde(borrow, default)]
+        role: Option<std::borrow::Cow<'a, str>>,
+        #[serde(default)]
+        content: Value,
+    }
+    let last = turns.iter().rev().find_map(|t| {
+        let turn: Turn = serde_json::from_str(t.get()).ok()?;
+        (turn.role.as_deref() == Some("assistant")).then_some(turn)
+    })?;
+    match &last.content {
+        Value::String(s) => Some(s.chars().count()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p["text"].as_str())
+                .map(|t| t.chars().count())
+                .sum(),
+        ),
+        _ => None,
+    }
+}
+
+/// A `response_length` column's tokens (a number, or the first of a list).
+fn response_tokens(raw: &RawValue) -> Option<f64> {
+    match serde_json::from_str::<Value>(raw.get()).ok()? {
+        Value::Array(a) => a.first().and_then(Value::as_f64),
+        v => v.as_f64(),
+    }
+}
+
+/// The completion's length in characters (a text completion, or the last assistant
+/// turn of `completion` or `messages`) and a `response_length` column, read without
+/// building the whole line.
+pub fn lengths(raw: &str) -> (Option<usize>, Option<f64>) {
+    use serde::de::Deserializer;
+    let mut de = serde_json::Deserializer::from_str(raw.trim());
+    let Ok(parts) = (&mut de).deserialize_map(PartsVisitor(&Wanted::default())) else {
+        return (None, None);
+    };
+    let chars = match (parts.completion, parts.messages) {
+        (Some(c), _) => completion_chars(c),
+        (None, Some(m)) => completion_chars(m),
+        _ => None,
+    };
+    (chars, parts.response_length.and_then(response_tokens))
+}
+
+/// The value of the top-level `key` of the JSON object `raw` (`None` when the line
+/// is no object or has no such key), the other values skipped unread: a sample line's
+/// messages are never built.
+pub fn field(raw: &str, key: &str) -> Option<Value> {
+    use serde::de::{Deserializer, IgnoredAny, MapAccess, Visitor};
+    struct Find<'k>(&'k str);
+    impl<'de> Visitor<'de> for Find<'_> {
+        type Value = Option<Value>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a JSON object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+            let mut found = None;
+            while let Some(k) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                if found.is_none() && k == self.0 {
+                    found = Some(map.next_value::<Value>()?);
+                } else {
+                    map.next_value::<IgnoredAny>()?;
+                }
+            }
+            Ok(found)
+        }
+    }
+    let mut de = serde_json::Deserializer::from_str(raw);
+    de.deserialize_map(Find(key)).ok().flatten()
+}
+
+/// A label's value: a bool, `correct` / `incorrect` (any case), or 1 / 0; `None` for
+/// anything else.
+pub fn label_of(value: &Value) -> Option<bool> {
+    match value {
+        Value::Bool(b) => Some(*b),
+        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
+            "correct" => Some(true),
+            "incorrect" => Some(false),
+            _ => None,
+        },
+        Value::Number(n) => match n.as_f64() {
+            Some(1.0) => Some(true),
+            Some(0.0) => Some(false),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_chat_line_is_seen_as_its_lengths_place_and_label() {
+        let line = r#"{"messages":[{"role":"user","content":"2+2?"},{"role":"assistant","content":"four é"}],"ok":"Correct","step":3}"#;
+        let wanted = Wanted {
+            label: Some("ok"),
+            rewardbench: false,
+        };
+        let seen_of = |line: &str| seen(line, &wanted, false).expect("an object");
+        let first = seen_of(line);
+        assert_eq!(first.chars, Some(6), "characters, not bytes");
+        assert_eq!(first.label, Some(Label::Read(true)));
+        let other_answer = line.replace("four é", "five");
+        assert_eq!(seen_of(&other_answer).prompt, first.prompt, "one group");
+        let other_step = line.replace("\"step\":3", "\"step\":4");
+        assert_ne!(seen_of(&other_step).prompt, first.prompt, "its own step");
+        let other_question = line.replace("2+2?", "2+3?");
+        assert_ne!(seen_of(&other_question).prompt, first.prompt);
+        assert_eq!(
+            seen(line, &wanted, true).and_then(|s| s.prompt),
+            None,
+            "grouped"
+        );
+        let odd = seen_label(r#"{"prompt":"p","completion":"c","ok":"maybe"}"#);
+        assert_eq!(
+            odd,
+            Some(Label::Unreadable {
+                unreadable: "\"maybe\"".into()
+            })
+        );
+        assert_eq!(
+            seen_label(r#"{"prompt":"p","completion":"c","ok":null}"#),
+            None
+        );
+    }
+
+    fn seen_label(line: &str) -> Option<Label> {
+        let wanted = Wanted {
+            label: Some("ok"),
+            rewardbench: false,
+        };
+        seen(line, &wanted, false).and_then(|s| s.label.clone())
+    }
+
+    #[test]
+    fn a_built_sample_is_seen_as_its_text_is() {
+        let samples = [
+            json!({"prompt": "what is \"2+2\"?\n", "completion": "four é 🙂", "step": 7, "ok": true}),
+            json!({"messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}, {"role": "assistant", "content": [{"type": "text", "text": "hel"}, {"type": "text", "text": "lo"}]}], "ok": "incorrect"}),
+            json!({"prompt": [{"role": "user", "content": "q"}], "completion": [{"role": "assistant", "content": "a"}, {"role": "tool", "content": "x"}], "response_length": [12, 3], "ok": "perhaps"}),
+            json!({"prompt": null, "completion": 3, "step": "s1", "ok": null, "rewardbench": {"id": 1}}),
+            json!({"other": 1}),
+        ];
+        let wanted = Wanted {
+            label: Some("ok"),
+            rewardbench: true,
+        };
+        for sample in samples {
+            let map = sample.as_object().expect("an object");
+            let text = serde_json::to_string(map).expect("serializes");
+            for grouped in [false, true] {
+                assert_eq!(
+                    of_map(map, &wanted, grouped),
+                    seen(&text, &wanted, grouped),
+                    "{text}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn what_is_seen_reads_back_as_written() {
+        let line = r#"{"prompt":"p","completion":"cc","response_length":[5],"ok":"x","rewardbench":{"a":1}}"#;
+        let wanted = Wanted {
+            label: Some("ok"),
+            rewardbench: true,
+        };
+        let seen = seen(line, &wanted, false).expect("an object");
+        let text = serde_json::to_string(&seen).expect("serializes");
+        let written: Value = serde_json::from_str(&text).expect("JSON");
+        let key = written["p"].as_str().expect("the key, as text");
+        assert!(
+            key.len() == 32 && key.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{key}"
+        );
+        let back: Seen = serde_json::from_str(&text).expect("reads back");
+        assert_eq!(back, *seen);
+        assert!(
+            serde_json::from_str::<Seen>(r#"{"p":"zz"}"#).is_err(),
+            "a key that is no key"
+        );
+    }
+
+    #[test]
+    fn a_line_that_is_no_object_is_seen_as_nothing() {
+        assert_eq!(seen("[1, 2]", &Wanted::default(), false), None);
+    }
+}
