@@ -149,12 +149,30 @@ def _server_config():
 
             config = yaml.safe_load(text)
         except ImportError:
-            config = json.loads(text)
+            config = _read_without_yaml(text, path)
     block = config.get(path) or {}
     # NAME: {resources_servers: {NAME: {host, port, ...}}}
     while isinstance(block, dict) and "port" not in block and len(block) == 1:
         block = next(iter(block.values()))
     return block if isinstance(block, dict) else {}
+
+
+def _read_without_yaml(text, path):
+    """Gym's config as JSON, or (as Gym writes it: OmegaConf's YAML) the host and port
+    of the block `path`, when the server's venv has neither omegaconf nor PyYAML."""
+    try:
+        return json.loads(text)
+    except ValueError:
+        pass
+    found, inside = {}, False
+    for line in text.splitlines():
+        if line[:1] not in ("", " ", "-"):
+            inside = line.split(":", 1)[0].strip().strip("'\"") == path
+            continue
+        key, _, value = line.strip().partition(":")
+        if inside and key in ("host", "port") and key not in found:
+            found[key] = value.strip().strip("'\"")
+    return {path: found}
 
 
 def main():
