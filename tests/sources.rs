@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{rwb, Ws};
+use common::{rwb, Run, Ws};
 use reward_workbench::model::{Facts, Logged};
 use reward_workbench::sources::{self, Options, Row};
 use serde_json::{json, Value};
@@ -468,6 +468,33 @@ fn rwb_run_puts_the_logged_score_beside_the_new_one_and_counts_what_moved() {
         json!({"name": "score", "compared": 3, "moved": 1, "flipped": 1, "failed": 0})
     );
     assert_eq!(doc["results"][1]["logged_delta"], json!(1.0));
+}
+
+#[test]
+fn a_row_that_is_no_sample_is_named_alike_when_its_row_file_is_read_again() {
+    // a veRL dump with a line that is not JSON: the reader's reason is the row's
+    // error on the first run (converting) and on the next (reading the row file)
+    let ws = Ws::new(&[
+        ("metrics/match/main.py", MATCH),
+        (
+            "dumps/1.jsonl",
+            "{\"input\": \"2+2?\", \"output\": \"4\", \"gts\": \"4\", \"score\": 1.0, \"step\": 1}\n{\"input\": \"3+3?\", \"output\": oops}\n{\"input\": \"1+1?\", \"output\": \"3\", \"gts\": \"2\", \"score\": 0.0, \"step\": 1}\n",
+        ),
+    ]);
+    let error = |run: &Run| run.rows()[1]["error"].clone();
+    let first = ws.run(&["-s", "dumps/"]);
+    assert_eq!(first.code, 1, "{}", first.stderr);
+    let named = error(&first);
+    assert_eq!(named["type"], "BadSample", "{named}");
+    let message = named["message"].as_str().unwrap();
+    assert!(message.contains("not JSON"), "{message}");
+    let again = ws.run(&["-s", "dumps/"]);
+    assert!(
+        ws.file(".rwb/rows").read_dir().unwrap().count() > 0,
+        "the second run reads the row file"
+    );
+    assert_eq!(error(&again), named);
+    assert_eq!(again.rows()[2]["score"], json!(0.0));
 }
 
 #[test]

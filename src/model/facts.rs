@@ -24,6 +24,10 @@ pub struct Facts {
     /// The scores the tool logged, by name, in the source's order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub logged: Vec<(String, Logged)>,
+    /// Why the row is no sample, as its reader said when it converted it (kept in
+    /// the row file, so a later run that reads the row file names it the same way).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bad: Option<String>,
     /// What rwb read off the sample's own line when it converted the row (never the
     /// tool's word): see [`Seen`].
     #[serde(default, rename = "rwb", skip_serializing_if = "Option::is_none")]

@@ -347,6 +347,8 @@ impl Converting {
             Some(Ok(row)) => row,
         };
         let mut row = row;
+        // why a row is no sample is kept with it, for whoever reads the row file
+        row.facts.bad.clone_from(&row.bad);
         if self.sees && row.bad.is_none() && row.facts.seen.is_none() {
             let wanted = sources::seen::Wanted {
                 label: self.wanted.0.as_deref(),

@@ -351,7 +351,10 @@ impl SamplesReader {
             Ok(text) => match remembered {
                 Some(hash) => (text, None, hash),
                 None => {
-                    let bad = match self.row_bad.take() {
+                    // the reader's word on a row: given as it was converted, or kept
+                    // in the row file's facts
+                    let kept = || at.facts.as_ref().and_then(|f| f.bad.clone());
+                    let bad = match self.row_bad.take().or_else(kept) {
                         Some(why) => Some(why),
                         None if self.from_row && self.row_checked => None,
                         // a line packed for the workers is parsed once: what the
