@@ -137,9 +137,13 @@ def main():
             for what, k in (("wall", 0), ("cpu", 1)):
                 p = statistics.median(t[k] for t in times[False])
                 l = statistics.median(t[k] for t in times[True])
-                rows.append((f"{name} {what}", p, l, l / p - 1.0, target))
+                # each round's two runs ran back to back: the median of the rounds'
+                # paired ratios is what a machine whose speed drifts cannot move
+                paired = statistics.median(b[k] / a[k] for a, b in zip(times[False], times[True]))
+                rows.append((f"{name} {what}", p, l, paired - 1.0, target))
         print(f"\n{n:,} samples in groups of 8, labelled; median of {a.repeat} alternating runs")
         print("wall: elapsed seconds; cpu: user + system seconds of rwb and its workers")
+        print("overhead: the median of the rounds' paired ratios, less 1")
         print(f"{'scenario':<12}{'plain s':>10}{'labelled s':>12}{'overhead':>10}{'target':>9}  verdict")
         for name, p, l, over, target in rows:
             verdict = "-" if target is None else ("PASS" if over < target else "FAIL")

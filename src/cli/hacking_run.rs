@@ -43,6 +43,8 @@ pub struct HackingRun {
     pending: std::collections::VecDeque<(usize, LineInfo)>,
     /// Each (samples file, member file) in order of first sight: the file-order steps.
     file_order: HashMap<(usize, Option<String>), usize>,
+    /// The cells of the sample being counted (kept between samples).
+    cells: Vec<Cell>,
     /// Whether the report is wanted: an evaluator marked held out, or a sample with
     /// a step (human labels alone, on samples with no step, are §16's agreement).
     wanted: bool,
@@ -81,6 +83,7 @@ impl HackingRun {
             lines: None,
             pending: Default::default(),
             file_order: HashMap::new(),
+            cells: Vec::new(),
             wanted: any_heldout,
         }
     }
@@ -205,15 +208,14 @@ impl HackingRun {
                 StepKey::File(at)
             }
         };
-        let cells: Vec<Cell> = sample
-            .outcomes
-            .iter()
-            .map(|o| match o.score {
-                _ if o.is_error() => Cell::Failed,
-                Some(x) => Cell::Score(x),
-                None => Cell::NoScore,
-            })
-            .collect();
+        // one buffer for every sample's cells
+        let mut cells = std::mem::take(&mut self.cells);
+        cells.clear();
+        cells.extend(sample.outcomes.iter().map(|o| match o.score {
+            _ if o.is_error() => Cell::Failed,
+            Some(x) => Cell::Score(x),
+            None => Cell::NoScore,
+        }));
         let proxy = self.sides.proxy(
             facts,
             &cells,
@@ -243,6 +245,7 @@ impl HackingRun {
             components,
         };
         self.tracker.add(key, &obs);
+        self.cells = cells;
     }
 
     /// The report, when one is wanted (a held-out side, or steps).

@@ -17,7 +17,7 @@ pub mod stats;
 
 pub use report::{Alert, Onset, OnsetStep, Report, StepRow};
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 
 /// The name and version of the onset's definition.
 pub const DEFINITION: &str = "onset@v1";
@@ -150,7 +150,8 @@ pub struct StepAcc {
     pub tokens_sum: f64,
     /// Per component: (count, sum).
     pub components: Vec<(usize, f64)>,
-    groups: HashMap<[u8; 16], GroupAcc>,
+    // keys that are hashes already: a fast hasher of them
+    groups: foldhash::HashMap<[u8; 16], GroupAcc>,
     /// The proxy scores of the step.
     pub proxies: Vec<f32>,
     /// Whether every proxy / held-out score is 0 or 1, and within [0, 1].
