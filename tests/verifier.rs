@@ -455,13 +455,16 @@ fn check_rewardbench(version: u8, rows: &[Value], python: &str) {
     }
 }
 
-#[test]
-fn rewardbench_v1_pairs_are_right_only_when_chosen_is_strictly_higher() {
-    let Some(py) = env_python("RWB_SKLEARN_PYTHON", "numpy") else {
-        return;
+/// RewardBench v1 rows with the columns of `allenai/reward-bench` (split `filtered`,
+/// its dataset card's `dataset_info`: `prompt, chosen, chosen_model, rejected,
+/// rejected_model, subset` strings and `id` an int64), exact ties among them.
+fn rewardbench_v1_rows() -> Vec<Value> {
+    let pair = |id: u32, subset: &str, c: &str, r: &str| {
+        json!({"prompt": format!("question {id}"), "chosen": c, "chosen_model": "model-a",
+               "rejected": r, "rejected_model": format!("model-{}", id % 3), "subset": subset,
+               "id": id})
     };
-    let pair = |id: u32, subset: &str, c: &str, r: &str| json!({"prompt": format!("question {id}"), "chosen": c, "rejected": r, "subset": subset, "id": id});
-    let rows = vec![
+    vec![
         pair(1, "alpacaeval-easy", "10", "3"),
         pair(2, "alpacaeval-easy", "5", "5"), // an exact tie: wrong
         pair(3, "alpacaeval-easy", "1", "2"),
@@ -473,21 +476,26 @@ fn rewardbench_v1_pairs_are_right_only_when_chosen_is_strictly_higher() {
         pair(9, "hep-go", "0", "0"),
         pair(10, "hep-go", "3", "0"),
         pair(11, "donotanswer", "1", "1"),
-    ];
-    check_rewardbench(1, &rows, &py);
+    ]
 }
 
-#[test]
-fn rewardbench_2_ties_at_the_top_split_1_over_m_and_the_ties_subset_has_its_formula() {
-    let Some(py) = env_python("RWB_SKLEARN_PYTHON", "numpy") else {
-        return;
-    };
+/// RewardBench 2 rows with the columns of `allenai/reward-bench-2` (split `test`,
+/// its dataset card's `dataset_info`: `id, prompt` strings, `chosen, rejected` lists
+/// of strings, `num_correct, num_incorrect, total_completions` int64, `models` a list
+/// of strings, `subset` a string, `additional_metadata` a struct), exact ties at the
+/// top among them.
+fn rewardbench_2_rows() -> Vec<Value> {
     let row = |id: &str, subset: &str, chosen: &[&str], rejected: &[&str]| {
+        let total = chosen.len() + rejected.len();
         json!({"id": id, "prompt": format!("question {id}"), "chosen": chosen, "rejected": rejected,
-               "num_correct": chosen.len(), "total_completions": chosen.len() + rejected.len(),
-               "subset": subset})
+               "num_correct": chosen.len(), "num_incorrect": rejected.len(),
+               "total_completions": total,
+               "models": (0..total).map(|i| format!("model-{i}")).collect::<Vec<_>>(),
+               "subset": subset,
+               "additional_metadata": {"category": subset.to_lowercase(), "index": 1.5,
+                                       "valid": if total > 3 { Value::Null } else { json!(1.0) }}})
     };
-    let rows = vec![
+    vec![
         row("1", "Math", &["1"], &["1", "0", "1"]), // a three-way tie at the top: 1/3
         row("2", "Math", &["5"], &["4", "3", "2"]),
         row("3", "Math", &["2"], &["3", "2", "0"]),
@@ -501,8 +509,23 @@ fn rewardbench_2_ties_at_the_top_split_1_over_m_and_the_ties_subset_has_its_form
         row("tied:2", "Ties", &["5", "5"], &["5", "1"]),
         row("ref:3", "Ties", &["6"], &["1"]),
         row("tied:3", "Ties", &["6", "2"], &["3"]),
-    ];
-    check_rewardbench(2, &rows, &py);
+    ]
+}
+
+#[test]
+fn rewardbench_v1_pairs_are_right_only_when_chosen_is_strictly_higher() {
+    let Some(py) = env_python("RWB_SKLEARN_PYTHON", "numpy") else {
+        return;
+    };
+    check_rewardbench(1, &rewardbench_v1_rows(), &py);
+}
+
+#[test]
+fn rewardbench_2_ties_at_the_top_split_1_over_m_and_the_ties_subset_has_its_formula() {
+    let Some(py) = env_python("RWB_SKLEARN_PYTHON", "numpy") else {
+        return;
+    };
+    check_rewardbench(2, &rewardbench_2_rows(), &py);
 }
 
 #[test]
@@ -543,6 +566,197 @@ fn a_rewardbench_row_missing_a_field_is_named_and_the_others_run() {
     // the good row's two completions ran
     assert_eq!(run.row(0, "rm")["score"], 2.0);
     assert_eq!(run.row(1, "rm")["score"], 1.0);
+}
+
+/// Writes RewardBench rows (argv 1, JSON) into a folder (argv 2) as the real
+/// libraries write them: `rb.jsonl` (`json.dumps` a line, as reward-bench reads a
+/// local `.jsonl`), Parquet by pyarrow and by `datasets` (`to_parquet`, the Hub's
+/// files), an Arrow IPC file by pyarrow, and `save_to_disk` folders of a `Dataset`
+/// and of a `DatasetDict` of one split (argv 3: what `load_dataset(NAME)` gives).
+/// The first RewardBench 2 row's metadata holds a NaN, Python's JSON token in the
+/// JSONL. Prints the column types `datasets` wrote.
+const WRITE_REWARDBENCH: &str = r#"
+import json, sys
+import pyarrow as pa, pyarrow.parquet as pq
+from datasets import Dataset, DatasetDict
+rows, out, split = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+if isinstance(rows[0]["chosen"], list):
+    rows[0]["additional_metadata"]["index"] = float("nan")
+with open(f"{out}/rb.jsonl", "w") as f:
+    for r in rows:
+        f.write(json.dumps(r) + "\n")
+table = pa.Table.from_pylist(rows)
+pq.write_table(table, f"{out}/pyarrow.parquet")
+with pa.ipc.new_file(f"{out}/pyarrow.arrow", table.schema) as w:
+    w.write_table(table)
+ds = Dataset.from_list(rows)
+ds.to_parquet(f"{out}/datasets.parquet")
+ds.save_to_disk(f"{out}/saved")
+DatasetDict({split: ds}).save_to_disk(f"{out}/saved_dict")
+print(json.dumps({f.name: str(f.type) for f in pq.read_schema(f"{out}/datasets.parquet")}))
+"#;
+
+/// The files [`WRITE_REWARDBENCH`] writes of `rows` in a new workspace with the
+/// `rm` evaluator, and the column types `datasets` gave them; `None` (and why) with
+/// no interpreter that has pyarrow and datasets.
+fn rewardbench_containers(rows: &[Value], split: &str) -> Option<(Ws, Value)> {
+    let python = env_python("RWB_DATA_PYTHON", "pyarrow and datasets")?;
+    let ws = Ws::new(&[
+        ("metrics/rm/main.py", BY_NUMBER),
+        ("write_rewardbench.py", WRITE_REWARDBENCH),
+    ]);
+    let out = std::process::Command::new(python)
+        .arg(ws.file("write_rewardbench.py"))
+        .arg(json!(rows).to_string())
+        .arg(ws.path())
+        .arg(split)
+        .env("HF_DATASETS_DISABLE_PROGRESS_BARS", "1")
+        .env("HF_DATASETS_OFFLINE", "1")
+        .output()
+        .expect("the data interpreter runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let types = serde_json::from_str(stdout.lines().last().unwrap_or_default()).unwrap();
+    Some((ws, types))
+}
+
+/// `rwb run -s SOURCE --format json` in `ws`: the `rewardbench` summary, each
+/// result's (sample, line, score), and how many samples were evaluated (not found
+/// in the cache).
+fn rewardbench_run(ws: &Ws, source: &str) -> (Value, Vec<(Value, Value, Value)>, usize) {
+    let dir = ws.path().to_str().unwrap();
+    let run = rwb(&["run", dir, "-s", source, "--format", "json"], ws.path());
+    assert_eq!(run.code, 0, "{source}: {}", run.stderr);
+    let doc: Value = serde_json::from_str(&run.stdout).unwrap();
+    let scores = doc["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["sample"].clone(), r["line"].clone(), r["score"].clone()))
+        .collect();
+    (
+        doc["summary"]["rm"]["verifier"]["rewardbench"].clone(),
+        scores,
+        run.evaluated("rm"),
+    )
+}
+
+/// The same rows in JSONL and in every container the real libraries write: the
+/// same `rewardbench` summary and the same scores, sample by sample. The same
+/// samples too: after the JSONL run every sample of a Parquet or Arrow file or a
+/// `Dataset` folder is found in the cache (its key is the sample's text); a
+/// `DatasetDict`'s rows carry their `split` as a column, so are evaluated anew.
+fn rewardbench_in_every_container(rows: &[Value], split: &str, columns: &[(&str, &str)]) {
+    let Some((ws, types)) = rewardbench_containers(rows, split) else {
+        return;
+    };
+    // the columns as the dataset card declares them; a list is `list<item: string>`
+    // or `list<element: string>` by pyarrow's version
+    for (column, want) in columns {
+        let got = types[column].as_str().unwrap_or_default();
+        let ok = match *want {
+            "list<string>" => got.starts_with("list<") && got.ends_with(": string>"),
+            "struct" => got.starts_with("struct<"),
+            exact => got == exact,
+        };
+        assert!(ok, "{column}: {got}, the dataset has {want} ({types})");
+    }
+    let (want, want_scores, evaluated) = rewardbench_run(&ws, "rb.jsonl");
+    assert_eq!(evaluated, want_scores.len());
+    assert!(!want["subsets"].as_object().unwrap().is_empty(), "{want}");
+    for source in [
+        "pyarrow.parquet",
+        "datasets.parquet",
+        "pyarrow.arrow",
+        "saved",
+        "saved_dict",
+    ] {
+        let (got, scores, evaluated) = rewardbench_run(&ws, source);
+        assert_eq!(got, want, "{source}");
+        assert_eq!(scores, want_scores, "{source}");
+        if source != "saved_dict" {
+            assert_eq!(evaluated, 0, "{source}: samples not found in the cache");
+        }
+    }
+}
+
+#[test]
+fn rewardbench_v1_in_parquet_arrow_and_dataset_folders_scores_as_its_jsonl() {
+    rewardbench_in_every_container(
+        &rewardbench_v1_rows(),
+        "filtered",
+        &[
+            ("prompt", "string"),
+            ("chosen", "string"),
+            ("chosen_model", "string"),
+            ("rejected", "string"),
+            ("rejected_model", "string"),
+            ("subset", "string"),
+            ("id", "int64"),
+        ],
+    );
+}
+
+#[test]
+fn rewardbench_2_in_parquet_arrow_and_dataset_folders_scores_as_its_jsonl() {
+    rewardbench_in_every_container(
+        &rewardbench_2_rows(),
+        "test",
+        &[
+            ("id", "string"),
+            ("prompt", "string"),
+            ("chosen", "list<string>"),
+            ("rejected", "list<string>"),
+            ("num_correct", "int64"),
+            ("num_incorrect", "int64"),
+            ("total_completions", "int64"),
+            ("models", "list<string>"),
+            ("subset", "string"),
+            ("additional_metadata", "struct"),
+        ],
+    );
+}
+
+#[test]
+fn a_rewardbench_table_row_missing_a_field_is_named_by_its_number() {
+    let mut rows = rewardbench_2_rows();
+    rows.truncate(3);
+    rows[1]["num_correct"] = Value::Null;
+    rows[2]["subset"] = Value::Null;
+    let Some((ws, _)) = rewardbench_containers(&rows, "test") else {
+        return;
+    };
+    let errors = |source: &str| -> Vec<String> {
+        let run = ws.run(&["-s", source]);
+        assert_eq!(run.code, 1, "{source}: {}", run.stderr);
+        run.rows()
+            .iter()
+            .filter_map(|r| r["error"]["message"].as_str().map(str::to_string))
+            .collect()
+    };
+    // a null is a missing field, in a table as in JSONL; samples 0-3 are the first row's
+    assert_eq!(
+        errors("rb.jsonl"),
+        [
+            "rb.jsonl:5: the RewardBench 2 row on line 2 has no \"num_correct\" (a count)",
+            "rb.jsonl:6: the RewardBench row on line 3 has no \"subset\"",
+        ]
+    );
+    for source in ["datasets.parquet", "pyarrow.arrow"] {
+        assert_eq!(
+            errors(source),
+            [
+                format!(
+                    "{source}:5: the RewardBench 2 row number 2 has no \"num_correct\" (a count)"
+                ),
+                format!("{source}:6: the RewardBench row number 3 has no \"subset\""),
+            ]
+        );
+    }
 }
 
 /// math-verify as a reward: the answer verified against the gold answer.
