@@ -194,28 +194,9 @@ fn gym_python(python: &str, script: &str, input: &Value) -> String {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("check.py");
     std::fs::write(&path, script).unwrap();
-    let mut child = Command::new(python)
-        .arg(&path)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = wait_within(child, "nemo-gym check", Duration::from_secs(300));
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    let mut command = Command::new(python);
+    command.arg(&path);
+    with_json_input(command, input, "nemo-gym check", Duration::from_secs(300))
 }
 
 /// nemo-gym 0.4.0 (PyPI) validates each request and answer with its own models, checks

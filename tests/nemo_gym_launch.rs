@@ -272,30 +272,12 @@ asyncio.run(main())
 fn gym_client(python: &Path, dir: &Path, input: &Value) -> Value {
     let script = dir.join("client.py");
     std::fs::write(&script, CLIENT_PY).unwrap();
-    let mut child = Command::new(python)
+    let mut command = Command::new(python);
+    command
         .arg(&script)
         .current_dir(dir)
-        .env_remove("VIRTUAL_ENV")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.to_string().as_bytes())
-        .unwrap();
-    let out = wait_within(child, "Gym's client", Duration::from_secs(60));
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let stdout = String::from_utf8_lossy(&out.stdout);
+        .env_remove("VIRTUAL_ENV");
+    let stdout = with_json_input(command, input, "Gym's client", Duration::from_secs(60));
     serde_json::from_str(stdout.lines().last().unwrap_or("")).unwrap()
 }
 

@@ -202,6 +202,11 @@ fn value_chars(v: &Value) -> Option<usize> {
         }
         _ => return None,
     };
+    content_chars(content)
+}
+
+/// A turn's content's characters: its text, or its parts' texts.
+fn content_chars(content: &Value) -> Option<usize> {
     match content {
         Value::String(s) => Some(s.chars().count()),
         Value::Array(parts) => Some(
@@ -279,17 +284,7 @@ fn completion_chars(raw: &RawValue) -> Option<usize> {
         let turn: Turn = serde_json::from_str(t.get()).ok()?;
         (turn.role.as_deref() == Some("assistant")).then_some(turn)
     })?;
-    match &last.content {
-        Value::String(s) => Some(s.chars().count()),
-        Value::Array(parts) => Some(
-            parts
-                .iter()
-                .filter_map(|p| p["text"].as_str())
-                .map(|t| t.chars().count())
-                .sum(),
-        ),
-        _ => None,
-    }
+    content_chars(&last.content)
 }
 
 /// A `response_length` column's tokens (a number, or the first of a list).

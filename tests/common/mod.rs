@@ -78,6 +78,32 @@ pub fn output_within(command: &mut Command, limit: Duration) -> Output {
     wait_within(child, &format!("{command:?}"), limit)
 }
 
+/// Runs `command` (a Python script) with `input` as JSON on its stdin, within
+/// `limit`; asserts it succeeded and gives its stdout.
+pub fn with_json_input(mut command: Command, input: &Value, what: &str, limit: Duration) -> String {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(input.to_string().as_bytes())
+        .unwrap();
+    let out = wait_within(child, what, limit);
+    assert!(
+        out.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 /// [`output_within`] of a child already started (its stdout perhaps not a pipe of
 /// ours: a file, or a pipe the test reads and closes itself); what it wrote to a
 /// pipe left to us is collected.
