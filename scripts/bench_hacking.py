@@ -117,9 +117,14 @@ def main():
         # a first run converts nothing (veRL dumps are JSONL) but warms the page cache
         run(rwb, root, a.jobs, False, a.steps)
         for i in range(a.repeat):
-            # alternate, so that a machine growing busier weighs on both alike
-            without.append(run(rwb, root, a.jobs, False, a.steps))
-            with_report.append(run(rwb, root, a.jobs, True, a.steps))
+            # alternate, so that a machine growing busier weighs on both alike, and
+            # ABBA: neither always runs right after the other
+            if i % 2 == 0:
+                without.append(run(rwb, root, a.jobs, False, a.steps))
+                with_report.append(run(rwb, root, a.jobs, True, a.steps))
+            else:
+                with_report.append(run(rwb, root, a.jobs, True, a.steps))
+                without.append(run(rwb, root, a.jobs, False, a.steps))
             print(f"  round {i + 1}: without {without[-1][0]:.2f} s ({without[-1][1]:.2f} s CPU), "
                   f"with the report {with_report[-1][0]:.2f} s ({with_report[-1][1]:.2f} s CPU)", flush=True)
         print()

@@ -123,24 +123,24 @@ pub fn of_map(
 /// [`training::place_sample`] groups it but hashed by [`training::quick_key`]'s hash:
 /// for telling one run's groups apart as it counts them. `None`: neither is known.
 pub fn quick_group(facts: &crate::model::Facts) -> Option<training::GroupKey> {
-    use xxhash_rust::xxh3::Xxh3;
-    let mut hasher = Xxh3::new();
-    match (&facts.group, facts.seen.as_deref().and_then(|s| s.prompt)) {
-        (Some(group), _) => {
-            hasher.update(b"facts\0");
-            hasher.update(group.as_bytes());
-        }
+    use xxhash_rust::xxh3::xxh3_128_with_seed;
+    // one hash of the source's group, seeded apart from a prompt key's within a step
+    const LOGGED: u64 = 1;
+    const STEPPED: u64 = 2;
+    let key = match (&facts.group, facts.seen.as_deref().and_then(|s| s.prompt)) {
+        (Some(group), _) => xxh3_128_with_seed(group.as_bytes(), LOGGED),
         (None, Some(prompt)) => match facts.step {
             None => return Some(prompt),
             Some(step) => {
-                hasher.update(&prompt);
-                hasher.update(b"\0step\0");
-                hasher.update(&step.to_le_bytes());
+                let mut text = [0u8; 24];
+                text[..16].copy_from_slice(&prompt);
+                text[16..].copy_from_slice(&step.to_le_bytes());
+                xxh3_128_with_seed(&text, STEPPED)
             }
         },
         (None, None) => return None,
-    }
-    Some(hasher.digest128().to_le_bytes())
+    };
+    Some(key.to_le_bytes())
 }
 
 /// [`training::quick_key`] of a built sample, from its values: each written as the
