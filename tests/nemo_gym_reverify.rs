@@ -7,9 +7,8 @@
 
 mod common;
 
-use common::{exchange, Ws, RWB};
+use common::{exchange, serve_banner, Ws, RWB};
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -108,31 +107,7 @@ impl Served {
             cmd.env("RK_ENDPOINT_API_KEY", key);
         }
         let mut child = cmd.spawn().unwrap();
-        let mut err = BufReader::new(child.stderr.take().unwrap());
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let mut banner = Vec::new();
-        let url = loop {
-            let mut line = String::new();
-            if err.read_line(&mut line).unwrap() == 0 || Instant::now() > deadline {
-                panic!("rwb serve did not start: {banner:?} {line}");
-            }
-            banner.push(line.clone());
-            if let Some(rest) = line.split("serving on ").nth(1) {
-                break rest.split_whitespace().next().unwrap().to_string();
-            }
-        };
-        for _ in 0..40 {
-            let mut line = String::new();
-            if err.read_line(&mut line).unwrap_or(0) == 0 {
-                break;
-            }
-            let done = line.contains("try: curl");
-            banner.push(line);
-            if done {
-                break;
-            }
-        }
-        std::thread::spawn(move || for _ in err.lines().map_while(Result::ok) {});
+        let (url, banner) = serve_banner(&mut child);
         Served { child, url, banner }
     }
 

@@ -110,29 +110,33 @@ pub fn carrying(rows: Rows, mapping: &Mapping) -> Rows {
     let label = mapping.label.clone();
     Box::new(rows.map(move |row| {
         let mut row = row?;
-        if row.bad.is_some() {
+        // the columns a format took as logged scores (numbers: given back as such)
+        let taken: Vec<(String, Value)> = columns
+            .iter()
+            .filter_map(|c| match row.facts.logged(c) {
+                Some(Logged::Score(x)) => Some((
+                    c.clone(),
+                    x.and_then(serde_json::Number::from_f64)
+                        .map_or(Value::Null, Value::Number),
+                )),
+                _ => None,
+            })
+            .collect();
+        // a row the format refused, or one that holds its columns and has no label
+        // to be seen: as it is, not parsed again
+        if row.bad.is_some() || taken.is_empty() && label.is_none() {
             return Ok(row);
         }
         let Ok(Value::Object(mut sample)) = json_rows::parse(&row.sample) else {
             return Ok(row);
         };
         let mut moved = false;
-        for c in &columns {
-            if sample.contains_key(c) {
+        for (c, value) in taken {
+            if sample.contains_key(&c) {
                 continue;
             }
-            let Some(at) = row.facts.logged.iter().position(|(n, _)| n == c) else {
-                continue;
-            };
-            let (_, value) = row.facts.logged.remove(at);
-            let value = match value {
-                Logged::Score(Some(x)) => {
-                    serde_json::Number::from_f64(x).map_or(Value::Null, Value::Number)
-                }
-                Logged::Score(None) => Value::Null,
-                Logged::NotNumeric { .. } => continue,
-            };
-            sample.insert(c.clone(), value);
+            row.facts.logged.retain(|(n, _)| *n != c);
+            sample.insert(c, value);
             moved = true;
         }
         if moved {

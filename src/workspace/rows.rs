@@ -105,20 +105,27 @@ impl Foreign {
             Reader::Format(format) => format.open(path, &self.options),
             // a table that only names the file (and its human or label column): a
             // shape rwb knows is read as it is
-            Reader::Mapped(mapping) if mapping.maps_nothing() && known(path).is_some() => {
-                let format = known(path).expect("known");
-                let rows = format.open(path, &self.options)?;
-                Ok(sources::mapping::carrying(rows, mapping))
-            }
-            Reader::Mapped(mapping) if sources::files::is_many(path) => {
-                let mapping = mapping.clone();
-                let opener: sources::files::Opener = Box::new(move |file, options| {
-                    sources::mapping::open(file, &mapping, options).map(Some)
-                });
-                sources::files::open_with(path, &self.options, opener)
-            }
-            Reader::Mapped(mapping) => sources::mapping::open(path, mapping, &self.options),
+            Reader::Mapped(mapping) if mapping.maps_nothing() => match known(path) {
+                Some(format) => {
+                    let rows = format.open(path, &self.options)?;
+                    Ok(sources::mapping::carrying(rows, mapping))
+                }
+                None => self.open_mapped(path, mapping),
+            },
+            Reader::Mapped(mapping) => self.open_mapped(path, mapping),
         }
+    }
+
+    /// The rows of `path` as the table `mapping` says (a folder's files each so).
+    fn open_mapped(&self, path: &Path, mapping: &Mapping) -> Result<Rows, String> {
+        if !sources::files::is_many(path) {
+            return sources::mapping::open(path, mapping, &self.options);
+        }
+        let mapping = mapping.clone();
+        let opener: sources::files::Opener = Box::new(move |file, options| {
+            sources::mapping::open(file, &mapping, options).map(Some)
+        });
+        sources::files::open_with(path, &self.options, opener)
     }
 
     /// What the row file was written from: the reader and the source's version (a

@@ -78,6 +78,40 @@ pub fn output_within(command: &mut Command, limit: Duration) -> Output {
     wait_within(child, &format!("{command:?}"), limit)
 }
 
+/// Reads the start banner `rwb serve` (spawned with its stderr piped) writes: its
+/// URL and the banner's lines up to the `try: curl` line; the rest of its stderr is
+/// drained on a thread of its own.
+pub fn serve_banner(child: &mut Child) -> (String, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut banner = Vec::new();
+    let url = loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 || Instant::now() > deadline {
+            panic!("rwb serve did not start: {banner:?} {line}");
+        }
+        banner.push(line.clone());
+        if let Some(rest) = line.split("serving on ").nth(1) {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    // the route lines follow at once
+    for _ in 0..40 {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        let done = line.contains("try: curl");
+        banner.push(line);
+        if done {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in err.lines().map_while(Result::ok) {});
+    (url, banner)
+}
+
 /// Runs `command` (a Python script) with `input` as JSON on its stdin, within
 /// `limit`; asserts it succeeded and gives its stdout.
 pub fn with_json_input(mut command: Command, input: &Value, what: &str, limit: Duration) -> String {
