@@ -9,6 +9,7 @@ use serde_json::{Map, Value};
 use std::fmt;
 use std::path::PathBuf;
 
+pub mod calendar;
 mod call;
 mod facts;
 mod forms;
