@@ -135,6 +135,11 @@ impl HackingRun {
         }
     }
 
+    /// Whether samples file `file` is another tool's (its rows come with facts).
+    fn foreign(&self, file: usize) -> bool {
+        self.files.get(file).is_some_and(|f| f.foreign.is_some())
+    }
+
     /// The second reader's finding for sample `index` (the samples come in order).
     fn line_info(&mut self, index: usize) -> LineInfo {
         let Some(rx) = &self.lines else {
@@ -184,6 +189,8 @@ impl HackingRun {
                 len_tokens: seen.tokens,
                 group: facts.and_then(crate::sources::seen::quick_group),
             },
+            // a foreign row with nothing seen is no sample (its reader refused it)
+            (None, GroupBy::Prompt) if self.foreign(sample.at.file) => LineInfo::default(),
             _ => {
                 self.start();
                 let mut info = self.line_info(sample.at.index);

@@ -115,12 +115,20 @@ impl VerifierRun {
                 let group = facts.and_then(crate::sources::seen::quick_group);
                 Some(Known { label, group, item })
             }
+            // a foreign row with nothing seen is no sample (its reader refused it):
+            // nothing to read again
+            None if self.foreign(sample.at.file) => Some(Known::default()),
             None => {
                 self.start_reading();
                 None
             }
         };
         self.at.push((sample.at.index, human, known));
+    }
+
+    /// Whether samples file `file` is another tool's (its rows come with facts).
+    fn foreign(&self, file: usize) -> bool {
+        self.files.get(file).is_some_and(|f| f.foreign.is_some())
     }
 
     fn start_reading(&mut self) {
