@@ -132,12 +132,13 @@ fn pass_fail_labels_give_the_confusion_matrix_f1_and_kappa_of_scikit_learn() {
         .map(|p| std::fs::read_to_string(p).unwrap())
         .next()
         .expect("a row file for the mapped samples");
-    // a row file line is the sample's text, then (after a record separator) its facts
+    // a row file line is the sample's text, then (after a record separator) its
+    // facts, then (after a unit separator) what rwb saw of it
     let third = row_text
         .lines()
         .nth(2)
         .unwrap()
-        .split('\x1e')
+        .split(['\x1e', '\x1f'])
         .next()
         .unwrap();
     ws.write(

@@ -293,6 +293,8 @@ fn a_mapping_names_columns_and_reaches_into_structs() {
         "#,
     )
     .unwrap();
+    // a run that wants what is seen of each row (`rwb run` with a held-out evaluator)
+    sources::seen::hand(sources::seen::Handed::Always);
     let rows: Vec<Row> = sources::mapping::open(
         &fixture("tables/mapped.parquet"),
         &mapping,

@@ -40,6 +40,7 @@ fn app() -> App {
                     file: 0,
                     line: i + 1,
                     facts: None,
+                    seen: None,
                 },
                 hash: reward_workbench::workspace::hash_line(&raw),
                 offset,
@@ -76,6 +77,7 @@ fn app() -> App {
                     file: 0,
                     line: i + 1,
                     facts: None,
+                    seen: None,
                 },
                 hash: [0; 16],
                 outcome: Outcome {

@@ -36,6 +36,7 @@ fn result(evaluator: usize, sample: usize, score: f64) -> Msg {
             file: 0,
             line: sample + 1,
             facts: None,
+            seen: None,
         },
         hash: [0; 16],
         outcome: Outcome {
@@ -85,6 +86,7 @@ fn app() -> App {
                     file: 0,
                     line: i + 1,
                     facts: Some(Arc::new(facts)),
+                    seen: None,
                 },
                 hash: [i as u8 + 1; 16],
                 offset,

@@ -48,6 +48,7 @@ fn result(evaluator: usize, sample: usize, outcome: Box<Outcome>) -> Msg {
             file: 0,
             line: sample + 1,
             facts: None,
+            seen: None,
         },
         hash: [0; 16],
         outcome: *outcome,
@@ -79,7 +80,7 @@ fn app() -> App {
         .map(|(i, (q, a))| {
             let raw = json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string();
             let sample = Sample {
-                at: SampleRef { index: i, file: 0, line: i + 1, facts: None },
+                at: SampleRef { index: i, file: 0, line: i + 1, facts: None , seen: None},
                 hash: reward_workbench::workspace::hash_line(&raw),
                 offset,
                 len: raw.len() as u32,

@@ -38,6 +38,7 @@ fn result(evaluator: usize, sample: usize, score: f64) -> Msg {
             file: 0,
             line: sample + 1,
             facts: None,
+            seen: None,
         },
         hash: [0; 16],
         outcome: Outcome {
@@ -75,7 +76,7 @@ fn app() -> App {
         .map(|(i, (q, a))| {
             let raw = json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string();
             let sample = Sample {
-                at: SampleRef { index: i, file: 0, line: i + 1, facts: None },
+                at: SampleRef { index: i, file: 0, line: i + 1, facts: None , seen: None},
                 hash: reward_workbench::workspace::hash_line(&raw),
                 offset,
                 len: raw.len() as u32,
@@ -199,6 +200,7 @@ fn many_sample(i: usize) -> Sample {
             file: 0,
             line: i + 1,
             facts: Some(Arc::new(facts)),
+            seen: None,
         },
         hash,
         offset: i as u64,

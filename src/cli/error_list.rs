@@ -111,6 +111,7 @@ mod tests {
                 file: 0,
                 line: index + 1,
                 facts: None,
+                seen: None,
             },
             hash: [0; 16],
             outcomes,

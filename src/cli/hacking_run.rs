@@ -15,8 +15,6 @@ use crate::workspace::{SamplesFile, SamplesReader};
 use std::collections::HashMap;
 use std::sync::mpsc::{sync_channel, Receiver};
 
-/// What separates a row file line's sample from its facts (`workspace::rows`).
-const FACTS_SEPARATOR: u8 = 0x1e;
 /// Batches of lines the reader may be ahead of the printer by.
 const AHEAD: usize = 8;
 /// Lines handed over at once: one wake-up a batch, not one a line.
@@ -86,6 +84,12 @@ impl HackingRun {
             cells: Vec::new(),
             wanted: any_heldout,
         }
+    }
+
+    /// Whether the report is wanted for every sample from the start (an evaluator is
+    /// marked held out), not only once one has a step.
+    pub fn wanted_throughout(&self) -> bool {
+        self.wanted
     }
 
     /// Starts the second reader (once).
@@ -180,14 +184,14 @@ impl HackingRun {
             self.tracker.left_out += 1;
             return;
         }
-        let seen = facts.and_then(|f| f.seen.as_deref());
+        let seen = sample.at.seen.as_deref();
         let info = match (seen, &self.group_by) {
             // what was seen of the line as its row was converted: no second reading
             // (groups are counted step by step: a quick key tells them apart)
             (Some(seen), GroupBy::Prompt) => LineInfo {
                 len_chars: seen.chars.map(|c| c as usize),
                 len_tokens: seen.tokens,
-                group: facts.and_then(crate::sources::seen::quick_group),
+                group: crate::sources::seen::quick_group(facts, Some(seen)),
             },
             // a foreign row with nothing seen is no sample (its reader refused it)
             (None, GroupBy::Prompt) if self.foreign(sample.at.file) => LineInfo::default(),
@@ -323,9 +327,12 @@ fn read_direct(files: &[SamplesFile], by: &GroupBy, sender: &mut Batcher) {
                 line = line.strip_prefix(b"\xef\xbb\xbf").unwrap_or(line);
                 first = false;
             }
-            let (text, facts) = match memchr::memchr(FACTS_SEPARATOR, line) {
-                Some(at) if f.foreign.is_some() => (&line[..at], Some(&line[at + 1..])),
-                _ => (line, None),
+            let (text, facts) = match f.foreign {
+                Some(_) => {
+                    let parts = crate::workspace::split_line(line);
+                    (parts.text, parts.facts)
+                }
+                None => (line, None),
             };
             if text.iter().all(|b| b.is_ascii_whitespace()) {
                 continue;

@@ -117,12 +117,9 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
         labelled,
     );
     // RWB_NO_HACKING: no per-step report (scripts/bench_hacking.py measures its cost);
-    // with no verifier statistics either, rows converted without a row file are not
-    // seen (`sources::seen`): the leanest run, what the benchmarks compare against
+    // with no verifier statistics either, no row is handed what was seen of it
+    // (`sources::seen`): the leanest run, what the benchmarks compare against
     let no_hacking = std::env::var_os("RWB_NO_HACKING").is_some();
-    if no_hacking && printer.verifier.is_none() {
-        crate::sources::seen::not_when_unwritten();
-    }
     if !no_hacking {
         printer.hacking = Some(hacking_setup(
             &session,
@@ -131,6 +128,20 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
             labelled,
             args.max_samples,
         ));
+    }
+    {
+        use crate::sources::seen::{hand, Handed};
+        let throughout = printer
+            .hacking
+            .as_ref()
+            .is_some_and(|h| h.wanted_throughout());
+        hand(
+            match (printer.verifier.is_some() || throughout, no_hacking) {
+                (true, _) => Handed::Always,
+                (false, false) => Handed::Stepped,
+                (false, true) => Handed::Never,
+            },
+        );
     }
     let keep = args.save_baseline.is_some();
     let progress = Progress::start(&session.workspace.samples, args.max_samples, prepared.len());

@@ -87,7 +87,7 @@ impl VerifierRun {
             self.scores.push(s.unwrap_or(f64::NAN));
         }
         let facts = sample.at.facts.as_deref();
-        let known = match facts.and_then(|f| f.seen.as_deref()) {
+        let known = match sample.at.seen.as_deref() {
             Some(seen) => {
                 let label = match &seen.label {
                     None => None,
@@ -112,7 +112,7 @@ impl VerifierRun {
                 };
                 let item = seen.rewardbench.as_ref().and_then(Item::from_json);
                 let label = label.or_else(|| item.as_ref().map(|i| Some(i.chosen)));
-                let group = facts.and_then(crate::sources::seen::quick_group);
+                let group = crate::sources::seen::quick_group(facts, Some(seen));
                 Some(Known { label, group, item })
             }
             // a foreign row with nothing seen is no sample (its reader refused it):

@@ -28,10 +28,13 @@ pub struct Facts {
     /// the row file, so a later run that reads the row file names it the same way).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bad: Option<String>,
-    /// What rwb read off the sample's own line when it converted the row (never the
-    /// tool's word): see [`Seen`].
-    #[serde(default, rename = "rwb", skip_serializing_if = "Option::is_none")]
-    pub seen: Option<Box<Seen>>,
+    /// What rwb read off the sample's own line as its reader built it (never the
+    /// tool's word): see [`Seen`]. Only carried from a source's reader to the row's
+    /// conversion, which takes it out: the row's facts are then those of its whole
+    /// file, shared by its rows, and this goes beside them ([`super::SampleRef::seen`];
+    /// the row file keeps it apart too).
+    #[serde(skip)]
+    pub seen: Option<std::sync::Arc<Seen>>,
 }
 
 /// What rwb read off a converted sample's line, once, as it wrote the row file: the
@@ -88,6 +91,7 @@ pub enum Logged {
 
 // facts are compared only to tell samples' places apart (NaN scores included)
 impl Eq for Facts {}
+impl Eq for Seen {}
 
 impl Facts {
     /// The logged value named `name`.

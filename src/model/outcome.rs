@@ -1,7 +1,7 @@
 //! What one evaluation gave (a result, or the error instead of one) and where its
 //! sample came from: the data a run hands from the worker to the store and the screen.
 
-use super::{Caught, Facts};
+use super::{Caught, Facts, Seen};
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -299,4 +299,8 @@ pub struct SampleRef {
     pub line: usize,
     /// What the sample's source logged about it (none for a JSONL line).
     pub facts: Option<std::sync::Arc<Facts>>,
+    /// What rwb read off a converted row's line, when the run wants it
+    /// (`sources::seen::handed`): the figures the per-step report and the verifier
+    /// statistics take of each sample.
+    pub seen: Option<std::sync::Arc<Seen>>,
 }

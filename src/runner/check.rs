@@ -465,6 +465,7 @@ mod tests {
                 file: 0,
                 line: index + 1,
                 facts: None,
+                seen: None,
             },
             issues: issues.iter().map(|i| i.to_string()).collect(),
             call: None,

@@ -166,7 +166,8 @@ pub fn with_seen(
     mut facts: crate::model::Facts,
     wanted: &super::seen::Wanted,
 ) -> crate::model::Facts {
-    facts.seen = super::seen::of_map(sample, wanted, facts.group.is_some());
+    let (grouped, stepped) = (facts.group.is_some(), facts.step.is_some());
+    facts.seen = super::seen::of_map(sample, wanted, grouped, stepped);
     facts
 }
 

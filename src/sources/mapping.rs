@@ -147,8 +147,8 @@ pub fn carrying(rows: Rows, mapping: &Mapping) -> Rows {
                 label: label.as_deref(),
                 rewardbench: false,
             };
-            let grouped = row.facts.group.is_some();
-            row.facts.seen = super::seen::of_map(&sample, &wanted, grouped);
+            let (grouped, stepped) = (row.facts.group.is_some(), row.facts.step.is_some());
+            row.facts.seen = super::seen::of_map(&sample, &wanted, grouped, stepped);
         }
         Ok(row)
     }))

@@ -9,20 +9,41 @@ use crate::training::{self, GroupBy};
 use serde_json::value::RawValue;
 use serde_json::Value;
 
-/// Whether rows converted without a row file are seen too (they always are when one is
-/// written: it is read again by later runs). Off only for a run that wants nothing
-/// seen: the baseline `scripts/bench_hacking.py` and `bench_verifier.py` measure
-/// against.
-static UNWRITTEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
-/// Rows converted without a row file are not seen from now on.
-pub fn not_when_unwritten() {
-    UNWRITTEN.store(false, std::sync::atomic::Ordering::Relaxed);
+/// Which samples a run hands what was seen of them (a row file keeps it for every
+/// row all the same: a later run may want it): set once, by `rwb run`, before it reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Handed {
+    /// None: nothing in the run reads it (the default; the benchmarks' baseline).
+    Never = 0,
+    /// The rows of a step (the per-step report, SPEC §19, is made only with steps),
+    /// and every row once one with a step was read (see [`handed`]).
+    Stepped = 1,
+    /// Every row (a held-out evaluator, or verifier statistics, SPEC §20).
+    Always = 2,
 }
 
-/// Whether a row converted now is seen (`written`: into a row file).
-pub fn sees(written: bool) -> bool {
-    written || UNWRITTEN.load(std::sync::atomic::Ordering::Relaxed)
+static HANDED: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(Handed::Never as u8);
+
+/// Sets which rows are handed what was seen of them, from now on.
+pub fn hand(which: Handed) {
+    HANDED.store(which as u8, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Whether a row (`stepped`: its facts give its step) is handed what was seen of it.
+/// The first row with a step makes every later row handed: the report, wanted from
+/// it on, counts each.
+pub fn handed(stepped: bool) -> bool {
+    use std::sync::atomic::Ordering;
+    match HANDED.load(Ordering::Relaxed) {
+        0 => false,
+        1 if !stepped => false,
+        1 => {
+            HANDED.store(Handed::Always as u8, Ordering::Relaxed);
+            true
+        }
+        _ => true,
+    }
 }
 
 /// What to read of each sample of one file besides its length and place.
@@ -37,7 +58,7 @@ pub struct Wanted<'a> {
 /// What is seen of the sample line `line` (`None` when it is no JSON object): one
 /// reading of the line, its other values skipped unbuilt. `grouped`: its source
 /// logged its group (no prompt key is needed).
-pub fn seen(line: &str, wanted: &Wanted, grouped: bool) -> Option<Box<Seen>> {
+pub fn seen(line: &str, wanted: &Wanted, grouped: bool) -> Option<std::sync::Arc<Seen>> {
     use serde::de::Deserializer;
     let mut de = serde_json::Deserializer::from_str(line.trim());
     let parts = (&mut de).deserialize_map(PartsVisitor(wanted)).ok()?;
@@ -70,44 +91,54 @@ pub fn seen(line: &str, wanted: &Wanted, grouped: bool) -> Option<Box<Seen>> {
         label,
         rewardbench: parts.rewardbench.and_then(value),
     };
-    (seen != Seen::default()).then(|| Box::new(seen))
+    (seen != Seen::default()).then(|| std::sync::Arc::new(seen))
 }
 
 /// What is seen of a sample built as a JSON object (`sample`), exactly as [`seen`]
 /// sees its text (`json_rows::sample_text`): a format that builds its samples so
 /// gives it with the row, and the line is not read again. `None` when nothing is
-/// seen, or when rows converted now are not seen at all ([`not_when_unwritten`]: the
-/// row file's writer then reads each line itself).
+/// seen, or when the run is not handed it (`stepped`: the row's facts give its step;
+/// see [`handed`]): the row file's writer then reads the line itself.
 pub fn of_map(
     sample: &serde_json::Map<String, Value>,
     wanted: &Wanted,
     grouped: bool,
-) -> Option<Box<Seen>> {
-    if !UNWRITTEN.load(std::sync::atomic::Ordering::Relaxed) {
+    stepped: bool,
+) -> Option<std::sync::Arc<Seen>> {
+    if !handed(stepped) {
         return None;
+    }
+    // one pass over the sample's values, taking each as `PartsVisitor` takes it from
+    // the sample's text (a lookup by name hashed the name, once for each value)
+    let mut parts = MapParts::default();
+    for (name, value) in sample {
+        let slot = match name.as_str() {
+            n if wanted.label == Some(n) => &mut parts.label,
+            n if wanted.rewardbench && n == super::rewardbench::COLUMN => &mut parts.rewardbench,
+            "messages" => &mut parts.messages,
+            "prompt" => &mut parts.prompt,
+            "completion" => &mut parts.completion,
+            "step" => &mut parts.step,
+            "response_length" => &mut parts.response_length,
+            _ => continue,
+        };
+        *slot = Some(value);
     }
     let prompt = match grouped {
         true => None,
-        false => quick_key_of(sample),
+        false => quick_key_of(&parts),
     };
-    let chars = match (sample.get("completion"), sample.get("messages")) {
+    let chars = match (parts.completion, parts.messages) {
         (Some(c), _) => value_chars(c),
         (None, Some(m)) => value_chars(m),
         _ => None,
     };
-    let tokens = sample.get("response_length").and_then(|v| match v {
+    let tokens = parts.response_length.and_then(|v| match v {
         Value::Array(a) => a.first().and_then(Value::as_f64),
         v => v.as_f64(),
     });
-    let label = wanted
-        .label
-        .and_then(|c| sample.get(c))
-        .filter(|v| !v.is_null())
-        .map(label_seen);
-    let rewardbench = match wanted.rewardbench {
-        true => sample.get(super::rewardbench::COLUMN).cloned(),
-        false => None,
-    };
+    let label = parts.label.filter(|v| !v.is_null()).map(label_seen);
+    let rewardbench = parts.rewardbench.cloned();
     let seen = Seen {
         chars: chars.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
         tokens,
@@ -115,21 +146,26 @@ pub fn of_map(
         label,
         rewardbench,
     };
-    (seen != Seen::default()).then(|| Box::new(seen))
+    (seen != Seen::default()).then(|| std::sync::Arc::new(seen))
 }
 
-/// A quick key of a sample's rollout group grouped by prompt, from its facts: the
-/// group its source logged, else the prompt key seen (within the source's step), as
+/// A quick key of a sample's rollout group grouped by prompt, from its facts and what
+/// was seen of it: the group its source logged, else the prompt key seen (within the
+/// source's step), as
 /// [`training::place_sample`] groups it but hashed by [`training::quick_key`]'s hash:
 /// for telling one run's groups apart as it counts them. `None`: neither is known.
-pub fn quick_group(facts: &crate::model::Facts) -> Option<training::GroupKey> {
+pub fn quick_group(
+    facts: Option<&crate::model::Facts>,
+    seen: Option<&Seen>,
+) -> Option<training::GroupKey> {
     use xxhash_rust::xxh3::xxh3_128_with_seed;
     // one hash of the source's group, seeded apart from a prompt key's within a step
     const LOGGED: u64 = 1;
     const STEPPED: u64 = 2;
-    let key = match (&facts.group, facts.seen.as_deref().and_then(|s| s.prompt)) {
+    let group = facts.and_then(|f| f.group.as_ref());
+    let key = match (group, seen.and_then(|s| s.prompt)) {
         (Some(group), _) => xxh3_128_with_seed(group.as_bytes(), LOGGED),
-        (None, Some(prompt)) => match facts.step {
+        (None, Some(prompt)) => match facts.and_then(|f| f.step) {
             None => return Some(prompt),
             Some(step) => {
                 let mut text = [0u8; 24];
@@ -143,17 +179,29 @@ pub fn quick_group(facts: &crate::model::Facts) -> Option<training::GroupKey> {
     Some(key.to_le_bytes())
 }
 
+/// The values of a built sample that are seen (see [`Parts`]).
+#[derive(Default)]
+struct MapParts<'a> {
+    messages: Option<&'a Value>,
+    prompt: Option<&'a Value>,
+    completion: Option<&'a Value>,
+    step: Option<&'a Value>,
+    response_length: Option<&'a Value>,
+    label: Option<&'a Value>,
+    rewardbench: Option<&'a Value>,
+}
+
 /// [`training::quick_key`] of a built sample, from its values: each written as the
 /// sample's text holds it (compact, as `sample_text` writes it) into one buffer, hashed
 /// once.
-fn quick_key_of(sample: &serde_json::Map<String, Value>) -> Option<training::GroupKey> {
+fn quick_key_of(parts: &MapParts) -> Option<training::GroupKey> {
     thread_local! {
         static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
     let put = |text: &mut Vec<u8>, v: &Value| serde_json::to_writer(&mut *text, v).is_ok();
     TEXT.with_borrow_mut(|text| {
         text.clear();
-        match (sample.get("messages"), sample.get("prompt")) {
+        match (parts.messages, parts.prompt) {
             (Some(Value::Array(turns)), _) => {
                 let cut = training::prompt_cut(turns.len(), |i| turns[i].get("role")?.as_str());
                 text.extend_from_slice(b"messages\0");
@@ -172,7 +220,7 @@ fn quick_key_of(sample: &serde_json::Map<String, Value>) -> Option<training::Gro
             }
             _ => return None,
         }
-        if let Some(step) = sample.get("step").filter(|s| !s.is_null()) {
+        if let Some(step) = parts.step.filter(|s| !s.is_null()) {
             text.extend_from_slice(b"\0step\0");
             if !put(text, step) {
                 return None;
@@ -419,12 +467,13 @@ mod tests {
             label: Some("ok"),
             rewardbench: true,
         };
+        hand(Handed::Always);
         for sample in samples {
             let map = sample.as_object().expect("an object");
             let text = serde_json::to_string(map).expect("serializes");
             for grouped in [false, true] {
                 assert_eq!(
-                    of_map(map, &wanted, grouped),
+                    of_map(map, &wanted, grouped, false),
                     seen(&text, &wanted, grouped),
                     "{text}"
                 );
@@ -440,7 +489,7 @@ mod tests {
             rewardbench: true,
         };
         let seen = seen(line, &wanted, false).expect("an object");
-        let text = serde_json::to_string(&seen).expect("serializes");
+        let text = serde_json::to_string(&*seen).expect("serializes");
         let written: Value = serde_json::from_str(&text).expect("JSON");
         let key = written["p"].as_str().expect("the key, as text");
         assert!(

@@ -160,6 +160,7 @@ mod tests {
             file: 0,
             line: index + 1,
             facts: None,
+            seen: None,
         }
     }
 

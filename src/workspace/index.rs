@@ -51,6 +51,7 @@ impl Entry {
                 file: self.file as usize,
                 line: self.line as usize,
                 facts,
+                seen: None,
             },
             offset: self.offset,
             raw,
@@ -259,10 +260,10 @@ pub fn read_entry(
     let text = &mut buf[..len];
     reader.read_exact(text)?;
     *pos = e.offset + u64::from(e.len);
-    let ends = reader
-        .fill_buf()?
-        .first()
-        .is_none_or(|b| matches!(*b, b'\n' | b'\r' | super::rows::FACTS_SEPARATOR));
+    let ends = reader.fill_buf()?.first().is_none_or(|b| {
+        use super::rows::{FACTS_SEPARATOR, SEEN_SEPARATOR};
+        matches!(*b, b'\n' | b'\r' | FACTS_SEPARATOR | SEEN_SEPARATOR)
+    });
     if !ends {
         return Err(changed_error(label));
     }

@@ -27,9 +27,9 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 pub const RACY_SLACK: Duration = Duration::from_secs(2);
 /// The first bytes of a memo file; the digit changes with the format or with what
 /// a line hash is.
-const MAGIC: &[u8; 8] = b"rwbline4";
+const MAGIC: &[u8; 8] = b"rwbline5";
 const HEADER: usize = 8 + 7 * 8 + 8;
-/// A line's record: its offset (with the [`BAD`] and [`FACTS`] bits), its line number
+/// A line's record: its offset (with the [`BAD`], [`FACTS`] and [`SEEN`] bits), its line number
 /// and byte length (32 bits each), its hash.
 const RECORD: usize = 32;
 /// The bit of a record's offset that marks a bad line (its reason is found again by
@@ -39,6 +39,9 @@ const BAD: u64 = 1 << 63;
 /// source's facts after its sample text (see [`super::rows`]): a reader that skips
 /// the texts still reads those.
 const FACTS: u64 = 1 << 62;
+/// The bit of a record's offset that marks a row file's line that ends with what was
+/// seen of its row: read only by a run handed it (`sources::seen::handed`).
+const SEEN: u64 = 1 << 61;
 
 /// What identifies one version of a file's content without reading it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -101,6 +104,8 @@ pub struct Remembered {
     pub bad: bool,
     /// Whether the source's facts follow the text on its line (a row file's).
     pub facts: bool,
+    /// Whether what was seen of the row ends its line (a row file's).
+    pub seen: bool,
     pub hash: [u8; 16],
 }
 
@@ -112,15 +117,16 @@ impl Remembered {
         line: usize,
         len: usize,
         bad: bool,
-        facts: bool,
+        (facts, seen): (bool, bool),
         hash: [u8; 16],
     ) -> Option<Remembered> {
         Some(Remembered {
-            offset: (offset & (BAD | FACTS) == 0).then_some(offset)?,
+            offset: (offset & (BAD | FACTS | SEEN) == 0).then_some(offset)?,
             line: u32::try_from(line).ok()?,
             len: u32::try_from(len).ok()?,
             bad,
             facts,
+            seen,
             hash,
         })
     }
@@ -232,11 +238,12 @@ impl Iterator for MemoReader {
         self.left -= 1;
         let word = u64::from_le_bytes(record[..8].try_into().expect("8 bytes"));
         Some(Remembered {
-            offset: word & !(BAD | FACTS),
+            offset: word & !(BAD | FACTS | SEEN),
             line: u32::from_le_bytes(record[8..12].try_into().expect("4 bytes")),
             len: u32::from_le_bytes(record[12..16].try_into().expect("4 bytes")),
             bad: word & BAD != 0,
             facts: word & FACTS != 0,
+            seen: word & SEEN != 0,
             hash: record[16..].try_into().expect("16 bytes"),
         })
     }
@@ -259,8 +266,8 @@ impl MemoWriter {
             self.failed = true;
             return;
         };
-        let word =
-            line.offset | if line.bad { BAD } else { 0 } | if line.facts { FACTS } else { 0 };
+        let bit = |on: bool, bit: u64| if on { bit } else { 0 };
+        let word = line.offset | bit(line.bad, BAD) | bit(line.facts, FACTS) | bit(line.seen, SEEN);
         let mut record = [0u8; RECORD];
         record[..8].copy_from_slice(&word.to_le_bytes());
         record[8..12].copy_from_slice(&line.line.to_le_bytes());
@@ -392,6 +399,7 @@ mod tests {
                 len: u32::from(i) * 10,
                 bad: i == 3,
                 facts: i % 2 == 1,
+                seen: i % 3 == 1,
                 hash: [i; 16],
             })
             .collect()

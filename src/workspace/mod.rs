@@ -22,7 +22,7 @@ pub use config::{
 pub use graders::inline_spec as grader_spec;
 pub use index::{changed_error, read_entry, Entry, IndexedLines, SampleIndex};
 pub use line_memo::LineMemos;
-pub use rows::{Foreign, Reader};
+pub use rows::{split_line, Foreign, LineParts, Reader};
 pub use samples::{
     hash_line, holds_no_sample, legacy_hash_line, LineArena, LineFiles, LineView, ReadAhead,
     SampleLine, SamplesReader,

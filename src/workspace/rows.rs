@@ -3,7 +3,10 @@
 //! As a foreign source is read (by [`crate::sources`]), each of its rows is written,
 //! as rwb's samples reader then hands it on, to a line of its row file in
 //! `.rwb/rows/`: the sample's JSON text, then (after an ASCII record separator,
-//! which JSON text never holds unescaped) the source's facts as JSON. Row N is line
+//! which JSON text never holds unescaped) the source's facts as JSON, then (after a
+//! unit separator) what rwb read off the row's line ([`crate::model::Seen`]): the
+//! facts are the same for a file's rows and are read once for them all; what was seen
+//! differs from row to row and is read only by a run that wants it. Row N is line
 //! N (blank lines fill the gaps of a JSONL source's blank or skipped lines), so a
 //! sample's place is the same in both. Everything that reads a sample again by its
 //! offset (the samples index, runs fed from it, the conversation pane) reads it
@@ -15,7 +18,7 @@
 //! file; a reader that cannot have it reads the source without writing.
 
 use super::line_memo::FileStamp;
-use crate::model::Facts;
+use crate::model::{Facts, Seen};
 use crate::sources::{self, Format, Mapping, Options, Rows};
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -25,10 +28,13 @@ use std::sync::Arc;
 
 /// What separates a row file line's sample from its facts.
 pub const FACTS_SEPARATOR: u8 = 0x1e;
+/// What comes before what was seen of the row, last on its line.
+pub const SEEN_SEPARATOR: u8 = 0x1f;
 
 /// What a row file line holds, named in its `.done` identity: a row file written by an
-/// rwb whose lines hold less (no [`crate::model::Seen`]) is written again.
-const ROWS_VERSION: &str = "rows 2: facts with what was seen";
+/// rwb whose lines hold something else (no [`Seen`], or it inside the facts) is
+/// written again.
+const ROWS_VERSION: &str = "rows 3: facts, then what was seen";
 
 /// How a foreign samples file is read.
 #[derive(Clone)]
@@ -221,8 +227,8 @@ pub struct RowWriter {
 
 impl RowWriter {
     /// Writes row `line` (1-based, after every row before it): blank lines up to it,
-    /// then the sample and its facts.
-    pub fn write(&mut self, line: usize, sample: &str, facts: &str) {
+    /// then the sample, its facts and what was seen of it (each empty when none).
+    pub fn write(&mut self, line: usize, sample: &str, facts: &str, seen: &[u8]) {
         // straight into the buffer, piece by piece: no row-sized copy in between
         let mut written = Ok(());
         while self.line + 1 < line && written.is_ok() {
@@ -237,6 +243,13 @@ impl RowWriter {
                     .out
                     .write_all(&[FACTS_SEPARATOR])
                     .and_then(|()| self.out.write_all(facts.as_bytes())),
+            })
+            .and_then(|()| match seen.is_empty() {
+                true => Ok(()),
+                false => self
+                    .out
+                    .write_all(&[SEEN_SEPARATOR])
+                    .and_then(|()| self.out.write_all(seen)),
             })
             .and_then(|()| self.out.write_all(b"\n"));
         self.line = line;
@@ -273,16 +286,82 @@ pub fn facts_text(facts: &Facts) -> String {
     }
 }
 
-/// A row file line split into its sample text and its facts.
-pub fn split_facts(line: &[u8]) -> (&[u8], Option<Arc<Facts>>) {
-    match memchr::memchr(FACTS_SEPARATOR, line) {
-        Some(at) => {
-            let facts = serde_json::from_slice::<Facts>(&line[at + 1..])
-                .ok()
-                .map(Arc::new);
-            (&line[..at], facts)
+/// A row file line's parts: its sample text, its facts' text and what was seen of
+/// it (as written: each part is parsed by whoever wants it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LineParts<'a> {
+    pub text: &'a [u8],
+    pub facts: Option<&'a [u8]>,
+    pub seen: Option<&'a [u8]>,
+}
+
+impl LineParts<'_> {
+    /// Whether facts, and whether what was seen, follow the text.
+    pub fn suffix(&self) -> (bool, bool) {
+        (self.facts.is_some(), self.seen.is_some())
+    }
+}
+
+/// Splits a row file line (without its line ending) into its parts.
+pub fn split_line(line: &[u8]) -> LineParts<'_> {
+    let Some(at) = memchr::memchr2(FACTS_SEPARATOR, SEEN_SEPARATOR, line) else {
+        return LineParts {
+            text: line,
+            facts: None,
+            seen: None,
+        };
+    };
+    let text = &line[..at];
+    let rest = &line[at + 1..];
+    if line[at] == SEEN_SEPARATOR {
+        return LineParts {
+            text,
+            facts: None,
+            seen: Some(rest),
+        };
+    }
+    match memchr::memchr(SEEN_SEPARATOR, rest) {
+        Some(s) => LineParts {
+            text,
+            facts: Some(&rest[..s]),
+            seen: Some(&rest[s + 1..]),
+        },
+        None => LineParts {
+            text,
+            facts: Some(rest),
+            seen: None,
+        },
+    }
+}
+
+/// What was seen of a row, as its row file line holds it.
+pub fn seen_text(seen: &Seen, out: &mut Vec<u8>) {
+    out.clear();
+    serde_json::to_writer(out, seen).expect("what was seen serializes");
+}
+
+/// What was seen of a row, read back (`None`: written by no rwb that wrote it).
+pub fn read_seen(text: &[u8]) -> Option<Arc<Seen>> {
+    serde_json::from_slice::<Seen>(text).ok().map(Arc::new)
+}
+
+/// Reads a file's row file lines' facts: consecutive rows with the same facts' text
+/// (a file's rows: its name, its step) share one copy, parsed once.
+#[derive(Debug, Default)]
+pub struct FactsReader {
+    last: Option<(Vec<u8>, Option<Arc<Facts>>)>,
+}
+
+impl FactsReader {
+    pub fn read(&mut self, text: &[u8]) -> Option<Arc<Facts>> {
+        match &self.last {
+            Some((last, facts)) if last.as_slice() == text => facts.clone(),
+            _ => {
+                let facts = serde_json::from_slice::<Facts>(text).ok().map(Arc::new);
+                self.last = Some((text.to_vec(), facts.clone()));
+                facts
+            }
         }
-        None => (line, None),
     }
 }
 
@@ -300,10 +379,13 @@ pub struct Converting {
     /// of a folder's file all have the same (its name and step), and are not encoded
     /// and allocated again for each row.
     last_facts: Option<(Arc<Facts>, String)>,
-    /// Whether each sample is seen (`sources::seen`), and what is read off it besides
-    /// its lengths and place (see [`Foreign::wanted`]).
-    sees: bool,
+    /// What is read off each sample besides its lengths and place (see
+    /// [`Foreign::wanted`]), and the text of what was seen of the last row.
     wanted: (Option<String>, bool),
+    seen_text: Vec<u8>,
+    /// Whether the row file is written, by this reader or (holding its lock)
+    /// another: its offsets are then the row file's, what was seen included.
+    row_file: bool,
 }
 
 /// One row as a samples reader takes it (its sample text is in the reader's buffer).
@@ -312,6 +394,11 @@ pub struct Converted {
     /// Where its text starts in the row file.
     pub offset: u64,
     pub facts: Option<Arc<Facts>>,
+    /// What was seen of it, when the run is handed it (`sources::seen::handed`).
+    pub seen: Option<Arc<Seen>>,
+    /// Whether its row file line has facts, and what was seen, after its text
+    /// (whether or not they are handed on).
+    pub suffix: (bool, bool),
     pub bad: Option<String>,
     /// Whether `bad` is the row's verdict (else its form is to be checked).
     pub checked: bool,
@@ -322,7 +409,6 @@ impl Converting {
     pub fn start(path: &Path, foreign: &Foreign, write: bool) -> Result<Converting, String> {
         let rows = foreign.open(path)?;
         let writer = if write { foreign.writer(path) } else { None };
-        let sees = sources::seen::sees(writer.is_some());
         Ok(Converting {
             rows,
             checked: foreign.checks_form(),
@@ -330,8 +416,9 @@ impl Converting {
             pos: 0,
             line: 0,
             last_facts: None,
-            sees,
             wanted: foreign.wanted(),
+            seen_text: Vec::new(),
+            row_file: write,
         })
     }
 
@@ -356,13 +443,20 @@ impl Converting {
         let mut row = row;
         // why a row is no sample is kept with it, for whoever reads the row file
         row.facts.bad.clone_from(&row.bad);
-        if self.sees && row.bad.is_none() && row.facts.seen.is_none() {
+        // what was seen of the row goes beside its facts, which its file's rows share
+        let mut seen = row.facts.seen.take();
+        let handed = sources::seen::handed(row.facts.step.is_some());
+        if seen.is_none() && row.bad.is_none() && (handed || self.row_file) {
             let wanted = sources::seen::Wanted {
                 label: self.wanted.0.as_deref(),
                 rewardbench: self.wanted.1,
             };
             let grouped = row.facts.group.is_some();
-            row.facts.seen = sources::seen::seen(&row.sample, &wanted, grouped);
+            seen = sources::seen::seen(&row.sample, &wanted, grouped);
+        }
+        self.seen_text.clear();
+        if let (Some(seen), true) = (&seen, self.row_file) {
+            seen_text(seen, &mut self.seen_text);
         }
         let offset = offset_after_gap(self.pos, self.line, row.line);
         let facts = match (&self.last_facts, row.facts.is_empty()) {
@@ -376,13 +470,10 @@ impl Converting {
         };
         let facts_text = facts.map_or("", |(_, text)| text.as_str());
         if let Some(writer) = &mut self.writer {
-            writer.write(row.line, &row.sample, facts_text);
+            writer.write(row.line, &row.sample, facts_text, &self.seen_text);
         }
-        let separated = if facts_text.is_empty() {
-            0
-        } else {
-            1 + facts_text.len()
-        };
+        let part = |len: usize| if len == 0 { 0 } else { 1 + len };
+        let separated = part(facts_text.len()) + part(self.seen_text.len());
         self.pos = offset + (row.sample.len() + separated + 1) as u64;
         self.line = row.line;
         // the row's own text, not a copy of it; the last row's is read into again
@@ -392,6 +483,8 @@ impl Converting {
             line: row.line,
             offset,
             facts,
+            seen: seen.filter(|_| handed),
+            suffix: (!facts_text.is_empty(), !self.seen_text.is_empty()),
             bad: row.bad,
             checked: self.checked,
         }))

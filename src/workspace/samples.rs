@@ -1,11 +1,11 @@
 //! Samples files, read one line at a time (never loaded whole).
 
 use super::line_memo::{FileRead, FileReads, FileStamp, MemoReader, MemoRecorder, Remembered};
-use super::rows::{split_facts, Converting};
+use super::rows::{read_seen, split_line, Converting, FactsReader};
 use super::{LineMemos, SamplesFile};
 use crate::model::check_sample;
-use crate::model::Facts;
 use crate::model::SampleRef;
+use crate::model::{Facts, Seen};
 use bytes::BytesMut;
 use bytestring::ByteString;
 use std::fs::File;
@@ -165,9 +165,12 @@ pub struct SamplesReader {
     converting: Option<(usize, Converting)>,
     /// Whether foreign files' row files are written (see [`SamplesReader::writing_rows`]).
     write_rows: bool,
-    /// The facts and (when its reader said) the verdict of the line just read.
-    facts: Option<Arc<Facts>>,
+    /// The verdict of the line just read (when its reader said), and whether
+    /// anything followed its text in its row file (facts or what was seen).
     row_bad: Option<String>,
+    suffix: (bool, bool),
+    /// Reads row files' facts, once for the rows that share them.
+    facts_reader: FactsReader,
     /// The text of the row just read from a foreign file (`from_row`: it is the
     /// line just read, not `buf`), and whether its reader gave its verdict.
     row_text: String,
@@ -221,8 +224,9 @@ impl SamplesReader {
             last_vouched: None,
             converting: None,
             write_rows: false,
-            facts: None,
             row_bad: None,
+            suffix: (false, false),
+            facts_reader: FactsReader::default(),
             row_text: String::new(),
             from_row: false,
             row_checked: false,
@@ -396,8 +400,7 @@ impl SamplesReader {
             }
         };
         if let (Some(recorder), None) = (&mut self.recorder, remembered) {
-            let facts = at.facts.is_some();
-            let line = Remembered::of(offset, row, len, bad.is_some(), facts, hash);
+            let line = Remembered::of(offset, row, len, bad.is_some(), self.suffix, hash);
             recorder.record(at.file, line);
         }
         // packed where the parse took the place of the check; a line its memo or
@@ -541,7 +544,9 @@ impl SamplesReader {
                 self.buf.drain(..BOM.len());
                 offset += BOM.len() as u64;
             }
-            self.facts = end_line(&mut self.buf, self.files[file_idx].foreign.is_some());
+            let foreign = self.files[file_idx].foreign.is_some();
+            let (facts, seen, suffix) = end_line(&mut self.buf, foreign, &mut self.facts_reader);
+            self.suffix = suffix;
             if self.buf.iter().all(|b| b.is_ascii_whitespace()) {
                 continue;
             }
@@ -549,7 +554,8 @@ impl SamplesReader {
                 index: self.index,
                 file: file_idx,
                 line: self.line_no,
-                facts: self.facts.take(),
+                facts,
+                seen,
             };
             self.index += 1;
             return Some(Ok((at, offset, Vouch::No)));
@@ -581,6 +587,7 @@ impl SamplesReader {
             file,
             line: line.line as usize,
             facts: None,
+            seen: None,
         };
         self.index += 1;
         self.line_no = at.line;
@@ -589,7 +596,10 @@ impl SamplesReader {
             .as_ref()
             .is_some_and(|w| w.load(Ordering::Relaxed));
         let unread = !line.bad && !wanted;
-        if unread && !line.facts {
+        // what was seen of a row without facts (no step) is read only by a run
+        // handed it for every row
+        let suffix_wanted = line.facts || (line.seen && crate::sources::seen::handed(false));
+        if unread && !suffix_wanted {
             return Some(Ok((at, line.offset, Vouch::Unread(line.hash, line.len))));
         }
         // only the facts of a text not wanted are read: from the text's end
@@ -605,14 +615,14 @@ impl SamplesReader {
             self.pos = from;
         }
         self.buf.clear();
-        if line.bad || line.facts {
+        if line.bad || suffix_wanted {
             // a bad line's length is not kept, and a line's facts are not counted
             // in it: it is read to its end
             match reader.read_until(b'\n', &mut self.buf) {
                 Ok(n) => self.pos += n as u64,
                 Err(e) => return Some(Err(e)),
             }
-            at.facts = end_line(&mut self.buf, foreign);
+            (at.facts, at.seen, _) = end_line(&mut self.buf, foreign, &mut self.facts_reader);
         } else {
             // a good line is its length's bytes, with no line ending to look for
             // (the next line's offset skips it): finding each line's end was most of
@@ -649,18 +659,30 @@ impl SamplesReader {
 }
 
 /// Takes a line read whole (`buf`) to its text: without its line ending, and for a
-/// foreign file's row file (`foreign`) without the facts after it, which it gives.
-fn end_line(buf: &mut Vec<u8>, foreign: bool) -> Option<Arc<Facts>> {
+/// foreign file's row file (`foreign`) without what follows it, which it gives: the
+/// facts, what was seen of the row when the run is handed it
+/// (`sources::seen::handed`), and whether facts and what was seen followed.
+fn end_line(
+    buf: &mut Vec<u8>,
+    foreign: bool,
+    facts_reader: &mut FactsReader,
+) -> (Option<Arc<Facts>>, Option<Arc<Seen>>, (bool, bool)) {
     while matches!(buf.last(), Some(b'\n' | b'\r')) {
         buf.pop();
     }
     if !foreign {
-        return None;
+        return (None, None, (false, false));
     }
-    let (text, facts) = split_facts(buf);
-    let len = text.len();
+    let parts = split_line(buf);
+    let facts = parts.facts.and_then(|f| facts_reader.read(f));
+    let stepped = facts.as_ref().is_some_and(|f| f.step.is_some());
+    let seen = parts
+        .seen
+        .filter(|_| crate::sources::seen::handed(stepped))
+        .and_then(read_seen);
+    let (len, suffix) = (parts.text.len(), parts.suffix());
     buf.truncate(len);
-    facts
+    (facts, seen, suffix)
 }
 
 /// Where the rows of a folder's (or glob's) file begin among its source's rows. The
@@ -726,11 +748,13 @@ impl SamplesReader {
                 self.row_bad = row.bad;
                 self.row_checked = row.checked;
                 self.from_row = true;
+                self.suffix = row.suffix;
                 let at = SampleRef {
                     index: self.index,
                     file,
                     line: row.line,
                     facts: row.facts,
+                    seen: row.seen,
                 };
                 self.index += 1;
                 Some(Some(Ok((at, row.offset))))

@@ -654,3 +654,95 @@ fn a_row_file_s_memo_vouches_for_its_lines_and_their_facts_are_still_read() {
         }
     }
 }
+
+#[test]
+fn what_was_seen_of_a_row_is_kept_in_its_row_file_and_handed_only_to_a_run_that_wants_it() {
+    use crate::sources::seen::{hand, Handed};
+    let dir = tempfile::tempdir().unwrap();
+    // a TRL log (facts on every row) and a plain Parquet table (none: only what was
+    // seen follows its rows' text)
+    let files = vec![
+        foreign_file(dir.path(), "trl/completions/completions_00002.parquet"),
+        foreign_file(dir.path(), "tables/chat.parquet"),
+    ];
+    let memos = memos_in(dir.path());
+    let seen = |lines: &[SampleLine]| -> Vec<Option<u32>> {
+        lines
+            .iter()
+            .map(|l| l.at.seen.as_ref().and_then(|s| s.chars))
+            .collect()
+    };
+    hand(Handed::Always);
+    let converted: Vec<SampleLine> = SamplesReader::new(&files)
+        .writing_rows()
+        .map(Result::unwrap)
+        .collect();
+    let good = converted.iter().filter(|l| l.bad.is_none());
+    for line in good {
+        assert!(
+            line.at.seen.as_ref().is_some_and(|s| s.chars.is_some()),
+            "{:?}",
+            line.at
+        );
+    }
+    // read back from the row files (which writes their memos), then vouched for
+    let read = read_all(&files, Some(&memos), false);
+    assert_eq!(summary(&read), summary(&converted));
+    for wanted in [false, true] {
+        let vouched: Vec<SampleLine> = SamplesReader::new(&files)
+            .with_memos(memos.clone())
+            .texts_when_wanted(Arc::new(AtomicBool::new(wanted)))
+            .map(Result::unwrap)
+            .collect();
+        assert_eq!(seen(&vouched), seen(&converted), "wanted {wanted}");
+    }
+    // a run that wants none of it: none is read, and a row with no facts is not
+    // read at all when its text is not wanted
+    hand(Handed::Never);
+    for wanted in [false, true] {
+        let vouched: Vec<SampleLine> = SamplesReader::new(&files)
+            .with_memos(memos.clone())
+            .texts_when_wanted(Arc::new(AtomicBool::new(wanted)))
+            .map(Result::unwrap)
+            .collect();
+        assert!(
+            seen(&vouched).iter().all(Option::is_none),
+            "wanted {wanted}"
+        );
+        let facts: Vec<_> = vouched.iter().map(|l| l.at.facts.clone()).collect();
+        let before: Vec<_> = converted.iter().map(|l| l.at.facts.clone()).collect();
+        assert_eq!(facts, before, "the facts are read all the same");
+        let table = vouched.iter().filter(|l| l.at.file == 1 && l.bad.is_none());
+        for line in table {
+            assert_eq!(line.raw.is_empty(), !wanted, "{:?}", line.at);
+        }
+    }
+}
+
+#[test]
+fn a_row_file_line_splits_into_its_text_facts_and_what_was_seen() {
+    let parts = |line: &'static [u8]| {
+        let p = split_line(line);
+        (p.text, p.facts, p.seen)
+    };
+    let (text, facts, seen): (&[u8], &[u8], &[u8]) = (b"{\"a\":1}", b"{\"step\":2}", b"{\"c\":3}");
+    assert_eq!(parts(b"{\"a\":1}"), (text, None, None));
+    assert_eq!(
+        parts(b"{\"a\":1}\x1e{\"step\":2}"),
+        (text, Some(facts), None)
+    );
+    assert_eq!(parts(b"{\"a\":1}\x1f{\"c\":3}"), (text, None, Some(seen)));
+    assert_eq!(
+        parts(b"{\"a\":1}\x1e{\"step\":2}\x1f{\"c\":3}"),
+        (text, Some(facts), Some(seen))
+    );
+    assert_eq!(read_seen(seen).and_then(|s| s.chars), Some(3));
+    // consecutive rows with the same facts share one copy, parsed once
+    let mut reader = FactsReader::default();
+    let first = reader.read(facts).unwrap();
+    let again = reader.read(facts).unwrap();
+    assert!(Arc::ptr_eq(&first, &again));
+    let other = reader.read(b"{\"step\":3}").unwrap();
+    assert_eq!((first.step, other.step), (Some(2), Some(3)));
+    assert_eq!(reader.read(b"not facts"), None);
+}

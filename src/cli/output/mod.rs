@@ -392,6 +392,7 @@ fn test_at(index: usize) -> SampleRef {
         file: 0,
         line: index + 1,
         facts: None,
+        seen: None,
     }
 }
 

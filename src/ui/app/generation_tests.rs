@@ -40,6 +40,7 @@ fn app() -> App {
                 file: 0,
                 line: i + 1,
                 facts: None,
+                seen: None,
             },
             hash: crate::workspace::hash_line(text),
             offset: *offset,

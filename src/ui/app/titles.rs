@@ -203,6 +203,7 @@ mod tests {
                 file: 0,
                 line: 1,
                 facts: None,
+                seen: None,
             },
             offset: 0,
             len: 0,
