@@ -908,7 +908,8 @@ fn verifiers_traces_of_a_training_run_carry_step_group_and_branches() {
     );
     assert_eq!(
         rows[1].bad.as_deref(),
-        Some("the trace has no messages: ProviderError: upstream down")
+        // the episode's line, and which of its traces (rows are numbered on from it)
+        Some("line 1, trace 2 of 2: the trace has no messages: ProviderError: upstream down")
     );
     assert!(
         rows[2]

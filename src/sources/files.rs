@@ -552,8 +552,15 @@ impl Iterator for FilesRows {
                 }
             };
             if let Some(why) = &row.bad {
-                // a reader that names the file and line already is left as it is
-                if !why.starts_with(&current.label) && !why.contains(&current.shown) {
+                // a reader that names the file and line already is left as it is; one
+                // that names the line (`line 3: …`: its rows are no lines, such as an
+                // episode's traces) is given the file
+                let names_line = why
+                    .strip_prefix("line ")
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()));
+                if names_line {
+                    row.bad = Some(format!("{} {why}", current.label));
+                } else if !why.starts_with(&current.label) && !why.contains(&current.shown) {
                     row.bad = Some(format!("{} line {}: {why}", current.label, row.line));
                 }
             }

@@ -21,8 +21,9 @@
 //! (a training run's `work.step`), `errors`, and `traces`: one per agent, each with
 //! `nodes` (messages in a graph: each names its `parent`; `sampled` marks what the model
 //! generated), `rewards` (`{name: {score, weight}}`), `metrics` (`{name: number}`) and
-//! its own `errors`. Each trace is a sample (rows are numbered by trace, so an episode of
-//! several agents is several rows): the final branch's messages (the last leaf's path,
+//! its own `errors`. Each trace is a sample (an episode of several agents is several
+//! rows, each placed at the episode's line as far as rows' increasing numbers allow:
+//! see `at_line`): the final branch's messages (the last leaf's path,
 //! as `Trace.messages` takes it) up to its last sampled message (the completion) in
 //! chat form, `prompt` and `completion` (before it, and it) kept as columns, the turns
 //! after it (a tool result a `@stop` ended on) as `observations`, `answer` and `info`
@@ -30,7 +31,8 @@
 //! written as `trace` (what a verifiers Task scores: every generated turn, `root_reply`,
 //! the whole graph); the reward (`Trace.reward`: the weighted sum of the rewards), each
 //! reward's score and each metric are logged; the group is the episode's group, else
-//! the task's key. An episode with no trace (a failed rollout) holds no sample.
+//! the task's key. An episode with no trace (a failed rollout) holds no sample and gives
+//! no row; its line stays unused, so the episodes after it keep theirs.
 //!
 //! prime-rl writes the same records: `{output_dir}/rollouts/step_{N}/{train|eval}/
 //! {all|effective}/traces.jsonl` (PrimeIntellect-ai/prime-rl@559b4477
@@ -91,33 +93,62 @@ impl Format for VerifiersTraces {
         let paths = options.logged_paths.clone();
         let shown = path.display().to_string();
         let lines = json_rows::JsonLines::open(path)?;
-        // rows are numbered by trace: an episode may hold several
+        // each row is placed at its episode's line (see [`at_line`])
         let mut number = 0;
         Ok(Box::new(lines.flat_map(move |line| {
-            let rows = match line {
-                Ok((_, Ok(episode))) => episode_rows(&Value::Object(episode), &paths),
-                Ok((n, Err(why))) => vec![json_rows::bad_row(0, &format!("line {n}: {why}"))],
+            let (n, rows) = match line {
+                Ok((n, Ok(episode))) => (n, episode_rows(n, &Value::Object(episode), &paths)),
+                Ok((n, Err(why))) => (n, vec![json_rows::bad_row(0, &format!("line {n}: {why}"))]),
                 Err(e) => return vec![Err(format!("cannot read {shown}: {e}"))],
             };
-            json_rows::numbered(rows, &mut number)
+            at_line(rows, n, &mut number)
         })))
     }
 }
 
-/// The rows of one episode: one per trace (numbered by the caller); an episode that
-/// ended before any trace (a failed rollout) holds no sample and gives none.
-fn episode_rows(episode: &Value, paths: &[String]) -> Vec<Row> {
+/// The rows of the episode on line `line`, numbered: each at the episode's line, or
+/// the next number free when a row before it holds that one (a second trace of the
+/// episode, or a row after such a trace). Rows must be numbered in increasing order
+/// (row N is line N of the row file), so a second trace cannot share its episode's
+/// line: it names it in what it says when it is no sample ([`episode_rows`]). An
+/// episode of one trace is at its own line unless an episode of several before it
+/// still holds that number; a failed episode (no row) or a blank line leaves its
+/// number unused (a blank line of the row file), so a failed episode moves none after
+/// it. The numbers depend only on the lines before: appending episodes moves none.
+fn at_line(rows: Vec<Row>, line: usize, last: &mut usize) -> Vec<Result<Row, String>> {
+    rows.into_iter()
+        .map(|mut row| {
+            *last = line.max(*last + 1);
+            row.line = *last;
+            Ok(row)
+        })
+        .collect()
+}
+
+/// The rows of the episode on line `line`: one per trace; an episode that ended
+/// before any trace (a failed rollout: prime-rl keeps episode-level failures in
+/// `all`) holds no sample and gives none (SPEC §13: skipped, not a bad row). A trace
+/// that is no sample names the episode's line (its row's number may be later, after
+/// an episode of several traces) and, of several, which trace it is.
+fn episode_rows(line: usize, episode: &Value, paths: &[String]) -> Vec<Row> {
     let traces = episode["traces"]
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or(&[]);
-    if traces.is_empty() {
-        // a failed rollout (prime-rl keeps episode-level failures in `all`): no sample
-        return Vec::new();
-    }
+    let several = traces.len() > 1;
     traces
         .iter()
-        .map(|t| trace_row(episode, t, paths))
+        .enumerate()
+        .map(|(i, t)| {
+            let mut row = trace_row(episode, t, paths);
+            if let Some(why) = &mut row.bad {
+                *why = match several {
+                    true => format!("line {line}, trace {} of {}: {why}", i + 1, traces.len()),
+                    false => format!("line {line}: {why}"),
+                };
+            }
+            row
+        })
         .collect()
 }
 
@@ -363,7 +394,7 @@ mod tests {
         });
         let task = serde_json::json!({"type": "T", "data": {"answer": "84"}, "key": "k"});
         let episode = serde_json::json!({"env": {"id": "e"}, "task": task, "traces": [trace]});
-        let rows = episode_rows(&episode, &[]);
+        let rows = episode_rows(1, &episode, &[]);
         let sample: Value = serde_json::from_str(&rows[0].sample).unwrap();
         // the chat form keeps only the last reply as the completion ...
         assert_eq!(
@@ -374,5 +405,88 @@ mod tests {
         let mut whole = trace.clone();
         whole["task"] = task;
         assert_eq!(sample["trace"], whole);
+    }
+
+    /// An episode line of `traces` traces (each one user turn and a sampled reply;
+    /// `empty` ones have no messages), failed (with an error) when it has none.
+    fn episode_line(n: usize, traces: usize, empty: usize) -> String {
+        let node = |parent: Value, role: &str, content: String, sampled: bool| serde_json::json!({"parent": parent, "message": {"role": role, "content": content}, "sampled": sampled});
+        let trace = |t: usize| {
+            let nodes = match t < traces - empty {
+                true => vec![
+                    node(Value::Null, "user", format!("q{n}"), false),
+                    node(0.into(), "assistant", format!("a{n}.{t}"), true),
+                ],
+                false => vec![],
+            };
+            serde_json::json!({"nodes": nodes, "rewards": {}, "errors": [{"type": "ProviderError", "message": "down"}]})
+        };
+        let errors = match traces {
+            0 => serde_json::json!([{"type": "SandboxError", "message": "no box"}]),
+            _ => serde_json::json!([]),
+        };
+        serde_json::json!({"env": {"id": "e"}, "task": {"type": "T", "data": {}, "key": format!("k{n}")},
+                           "errors": errors, "traces": (0..traces).map(trace).collect::<Vec<_>>()})
+        .to_string()
+    }
+
+    fn rows_of(lines: &[String]) -> Vec<Row> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("traces.jsonl");
+        std::fs::write(&path, lines.join("\n") + "\n").unwrap();
+        VerifiersTraces
+            .open(&path, &Options::default())
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    }
+
+    #[test]
+    fn an_episode_after_a_failed_one_or_a_blank_line_keeps_its_line() {
+        let lines = [
+            episode_line(1, 1, 0),
+            episode_line(2, 0, 0), // failed: no trace, no row
+            episode_line(3, 1, 0),
+            String::new(),
+            episode_line(5, 1, 0),
+        ];
+        let rows = rows_of(&lines);
+        assert_eq!(rows.iter().map(|r| r.line).collect::<Vec<_>>(), [1, 3, 5]);
+        assert!(rows.iter().all(|r| r.bad.is_none()), "{rows:?}");
+    }
+
+    #[test]
+    fn the_traces_of_an_episode_take_its_line_and_the_numbers_after_it() {
+        // two traces on line 1 need two numbers: the second takes 2, and the episode
+        // on line 2 the next free; the failed one on line 3 gives the numbers back
+        let lines = [
+            episode_line(1, 2, 0),
+            episode_line(2, 1, 0),
+            episode_line(3, 0, 0),
+            episode_line(4, 1, 0),
+            "not json".to_string(),
+            episode_line(6, 2, 1),
+        ];
+        let rows = rows_of(&lines);
+        let lines: Vec<usize> = rows.iter().map(|r| r.line).collect();
+        assert_eq!(lines, [1, 2, 3, 4, 5, 6, 7]);
+        let completion = |r: &Row| {
+            serde_json::from_str::<Value>(&r.sample).unwrap()["completion"][0]["content"].clone()
+        };
+        assert_eq!(completion(&rows[0]), "a1.0");
+        assert_eq!(completion(&rows[1]), "a1.1");
+        assert_eq!(completion(&rows[2]), "a2.0");
+        assert_eq!(completion(&rows[3]), "a4.0");
+        assert!(rows[4]
+            .bad
+            .as_deref()
+            .unwrap()
+            .starts_with("line 5: not JSON"));
+        // a trace that is no sample names its episode's line, and which trace it is
+        assert_eq!(completion(&rows[5]), "a6.0");
+        assert_eq!(
+            rows[6].bad.as_deref(),
+            Some("line 6, trace 2 of 2: the trace has no messages: ProviderError: down")
+        );
     }
 }
