@@ -66,6 +66,43 @@ pub struct Seen {
     pub rewardbench: Option<serde_json::Value>,
 }
 
+impl Seen {
+    /// What was seen of a row, read back from the JSON text rwb wrote of it (`None`:
+    /// not such a text). The common case (lengths, prompt key, a bool label) is read
+    /// directly, the rest through serde: a run that wants it reads one a row.
+    pub fn read(text: &[u8]) -> Option<Seen> {
+        Seen::read_plain(text).or_else(|| serde_json::from_slice(text).ok())
+    }
+
+    /// [`Seen::read`] of a text of only numbers, a key and a bool, as rwb writes them
+    /// (`{"c":12,"t":3.0,"p":"…","l":true}`); `None` for anything else.
+    fn read_plain(text: &[u8]) -> Option<Seen> {
+        let inner = text.strip_prefix(b"{")?.strip_suffix(b"}")?;
+        let mut seen = Seen::default();
+        if inner.is_empty() {
+            return Some(seen);
+        }
+        for field in inner.split(|&b| b == b',') {
+            match field {
+                [b'"', b'c', b'"', b':', v @ ..] => seen.chars = Some(number(v)?),
+                [b'"', b't', b'"', b':', v @ ..] => {
+                    seen.tokens = Some(number(v).filter(|t: &f64| t.is_finite())?)
+                }
+                [b'"', b'p', b'"', b':', b'"', v @ .., b'"'] => seen.prompt = Some(hex_key::of(v)?),
+                b"\"l\":true" => seen.label = Some(Label::Read(true)),
+                b"\"l\":false" => seen.label = Some(Label::Read(false)),
+                _ => return None,
+            }
+        }
+        Some(seen)
+    }
+}
+
+/// A number as JSON text writes it.
+fn number<T: std::str::FromStr>(text: &[u8]) -> Option<T> {
+    std::str::from_utf8(text).ok()?.parse().ok()
+}
+
 /// A correctness label as its column holds it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
@@ -161,18 +198,67 @@ mod hex_key {
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<[u8; 16]>, D::Error> {
         let text: Option<std::borrow::Cow<str>> = Option::deserialize(d)?;
         let Some(text) = text else { return Ok(None) };
-        let bytes = text.as_bytes();
+        match of(text.as_bytes()) {
+            Some(key) => Ok(Some(key)),
+            None => Err(serde::de::Error::custom("a key of 32 hex digits")),
+        }
+    }
+
+    /// The key 32 hex digits write (`None`: they are not that).
+    pub fn of(bytes: &[u8]) -> Option<[u8; 16]> {
         let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
-        let mut key = [0u8; 16];
         if bytes.len() != 32 {
-            return Err(serde::de::Error::custom("a key of 32 hex digits"));
+            return None;
         }
+        let mut key = [0u8; 16];
         for (k, pair) in key.iter_mut().zip(bytes.chunks(2)) {
-            match (digit(pair[0]), digit(pair[1])) {
-                (Some(h), Some(l)) => *k = h << 4 | l,
-                _ => return Err(serde::de::Error::custom("a key of 32 hex digits")),
-            }
+            *k = digit(pair[0])? << 4 | digit(pair[1])?;
         }
-        Ok(Some(key))
+        Some(key)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_was_seen_reads_back_as_written_the_plain_way_or_through_serde() {
+        let key = [0xab; 16];
+        let cases = [
+            Seen::default(),
+            Seen {
+                chars: Some(290),
+                tokens: Some(12.5),
+                prompt: Some(key),
+                label: Some(Label::Read(false)),
+                rewardbench: None,
+            },
+            Seen {
+                chars: Some(0),
+                tokens: Some(1e20),
+                label: Some(Label::Read(true)),
+                ..Seen::default()
+            },
+            Seen {
+                label: Some(Label::Unreadable {
+                    unreadable: "\"a, b\"".into(),
+                }),
+                rewardbench: Some(serde_json::json!({"subset": "x,y", "c": 1})),
+                ..Seen::default()
+            },
+        ];
+        for seen in cases {
+            let text = serde_json::to_vec(&seen).unwrap();
+            assert_eq!(
+                Seen::read(&text),
+                Some(seen.clone()),
+                "{}",
+                String::from_utf8_lossy(&text)
+            );
+        }
+        assert!(Seen::read_plain(br#"{"c":1,"l":{"unreadable":"x"}}"#).is_none());
+        assert_eq!(Seen::read(b"{\"p\":\"zz\"}"), None);
+        assert_eq!(Seen::read(b"not json"), None);
     }
 }

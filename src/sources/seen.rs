@@ -110,19 +110,11 @@ pub fn of_map(
     }
     // one pass over the sample's values, taking each as `PartsVisitor` takes it from
     // the sample's text (a lookup by name hashed the name, once for each value)
-    let mut parts = MapParts::default();
+    let mut parts = Parts::default();
     for (name, value) in sample {
-        let slot = match name.as_str() {
-            n if wanted.label == Some(n) => &mut parts.label,
-            n if wanted.rewardbench && n == super::rewardbench::COLUMN => &mut parts.rewardbench,
-            "messages" => &mut parts.messages,
-            "prompt" => &mut parts.prompt,
-            "completion" => &mut parts.completion,
-            "step" => &mut parts.step,
-            "response_length" => &mut parts.response_length,
-            _ => continue,
-        };
-        *slot = Some(value);
+        if let Some(slot) = parts.slot(name, wanted) {
+            *slot = Some(value);
+        }
     }
     let prompt = match grouped {
         true => None,
@@ -179,22 +171,10 @@ pub fn quick_group(
     Some(key.to_le_bytes())
 }
 
-/// The values of a built sample that are seen (see [`Parts`]).
-#[derive(Default)]
-struct MapParts<'a> {
-    messages: Option<&'a Value>,
-    prompt: Option<&'a Value>,
-    completion: Option<&'a Value>,
-    step: Option<&'a Value>,
-    response_length: Option<&'a Value>,
-    label: Option<&'a Value>,
-    rewardbench: Option<&'a Value>,
-}
-
 /// [`training::quick_key`] of a built sample, from its values: each written as the
 /// sample's text holds it (compact, as `sample_text` writes it) into one buffer, hashed
 /// once.
-fn quick_key_of(parts: &MapParts) -> Option<training::GroupKey> {
+fn quick_key_of(parts: &Parts<&Value>) -> Option<training::GroupKey> {
     thread_local! {
         static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
@@ -268,47 +248,71 @@ fn content_chars(content: &Value) -> Option<usize> {
     }
 }
 
-/// The values of a sample line that are seen, borrowed from the line.
-#[derive(Default)]
-struct Parts<'a> {
-    messages: Option<&'a RawValue>,
-    prompt: Option<&'a RawValue>,
-    completion: Option<&'a RawValue>,
-    step: Option<&'a RawValue>,
-    response_length: Option<&'a RawValue>,
-    label: Option<&'a RawValue>,
-    rewardbench: Option<&'a RawValue>,
+/// The values of a sample that are seen: borrowed from its line (`&RawValue`), or
+/// from the sample built (`&Value`).
+struct Parts<V> {
+    messages: Option<V>,
+    prompt: Option<V>,
+    completion: Option<V>,
+    step: Option<V>,
+    response_length: Option<V>,
+    label: Option<V>,
+    rewardbench: Option<V>,
+}
+
+impl<V> Default for Parts<V> {
+    fn default() -> Self {
+        Parts {
+            messages: None,
+            prompt: None,
+            completion: None,
+            step: None,
+            response_length: None,
+            label: None,
+            rewardbench: None,
+        }
+    }
+}
+
+impl<V> Parts<V> {
+    /// Where the value named `name` goes (`None`: it is not seen). The label column
+    /// comes first: a label named like another value is the label.
+    fn slot(&mut self, name: &str, wanted: &Wanted) -> Option<&mut Option<V>> {
+        Some(match name {
+            n if wanted.label == Some(n) => &mut self.label,
+            n if wanted.rewardbench && n == super::rewardbench::COLUMN => &mut self.rewardbench,
+            "messages" => &mut self.messages,
+            "prompt" => &mut self.prompt,
+            "completion" => &mut self.completion,
+            "step" => &mut self.step,
+            "response_length" => &mut self.response_length,
+            _ => return None,
+        })
+    }
 }
 
 struct PartsVisitor<'w, 'c>(&'w Wanted<'c>);
 
 impl<'de> serde::de::Visitor<'de> for PartsVisitor<'_, '_> {
-    type Value = Parts<'de>;
+    type Value = Parts<&'de RawValue>;
 
     fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
         f.write_str("a JSON object")
     }
 
-    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Parts<'de>, A::Error> {
+    fn visit_map<A: serde::de::MapAccess<'de>>(
+        self,
+        mut map: A,
+    ) -> Result<Parts<&'de RawValue>, A::Error> {
         let mut parts = Parts::default();
         while let Some(name) = map.next_key::<std::borrow::Cow<'de, str>>()? {
-            let slot = match name.as_ref() {
-                n if self.0.label == Some(n) => &mut parts.label,
-                n if self.0.rewardbench && n == super::rewardbench::COLUMN => {
-                    &mut parts.rewardbench
-                }
-                "messages" => &mut parts.messages,
-                "prompt" => &mut parts.prompt,
-                "completion" => &mut parts.completion,
-                "step" => &mut parts.step,
-                "response_length" => &mut parts.response_length,
-                _ => {
+            match parts.slot(&name, self.0) {
+                // the last of a repeated key, as `training::place` takes it
+                Some(slot) => *slot = Some(map.next_value::<&'de RawValue>()?),
+                None => {
                     map.next_value::<serde::de::IgnoredAny>()?;
-                    continue;
                 }
-            };
-            // the last of a repeated key, as `training::place` takes it
-            *slot = Some(map.next_value::<&'de RawValue>()?);
+            }
         }
         Ok(parts)
     }

@@ -342,7 +342,7 @@ pub fn seen_text(seen: &Seen, out: &mut Vec<u8>) {
 
 /// What was seen of a row, read back (`None`: written by no rwb that wrote it).
 pub fn read_seen(text: &[u8]) -> Option<Arc<Seen>> {
-    serde_json::from_slice::<Seen>(text).ok().map(Arc::new)
+    Seen::read(text).map(Arc::new)
 }
 
 /// Reads a file's row file lines' facts: consecutive rows with the same facts' text

@@ -607,6 +607,15 @@ fn foreign_file(dir: &std::path::Path, fixture: &str) -> SamplesFile {
     }
 }
 
+/// Every line of `files` as their memos vouch for them, their texts read when `wanted`.
+fn read_vouched(files: &[SamplesFile], memos: &LineMemos, wanted: bool) -> Vec<SampleLine> {
+    SamplesReader::new(files)
+        .with_memos(memos.clone())
+        .texts_when_wanted(Arc::new(AtomicBool::new(wanted)))
+        .map(Result::unwrap)
+        .collect()
+}
+
 #[test]
 fn a_row_file_s_memo_vouches_for_its_lines_and_their_facts_are_still_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -634,11 +643,7 @@ fn a_row_file_s_memo_vouches_for_its_lines_and_their_facts_are_still_read() {
         assert!(memos.path_for(f.text_path()).exists(), "{}", f.label);
     }
     for wanted in [false, true] {
-        let vouched: Vec<SampleLine> = SamplesReader::new(&files)
-            .with_memos(memos.clone())
-            .texts_when_wanted(Arc::new(AtomicBool::new(wanted)))
-            .map(Result::unwrap)
-            .collect();
+        let vouched = read_vouched(&files, &memos, wanted);
         assert_eq!(facts(&vouched), facts(&converted), "wanted {wanted}");
         for (v, c) in vouched.iter().zip(&converted) {
             let (at, offset, hash, bad) = (&c.at, c.offset, c.hash, &c.bad);
@@ -689,22 +694,14 @@ fn what_was_seen_of_a_row_is_kept_in_its_row_file_and_handed_only_to_a_run_that_
     let read = read_all(&files, Some(&memos), false);
     assert_eq!(summary(&read), summary(&converted));
     for wanted in [false, true] {
-        let vouched: Vec<SampleLine> = SamplesReader::new(&files)
-            .with_memos(memos.clone())
-            .texts_when_wanted(Arc::new(AtomicBool::new(wanted)))
-            .map(Result::unwrap)
-            .collect();
+        let vouched = read_vouched(&files, &memos, wanted);
         assert_eq!(seen(&vouched), seen(&converted), "wanted {wanted}");
     }
     // a run that wants none of it: none is read, and a row with no facts is not
     // read at all when its text is not wanted
     hand(Handed::Never);
     for wanted in [false, true] {
-        let vouched: Vec<SampleLine> = SamplesReader::new(&files)
-            .with_memos(memos.clone())
-            .texts_when_wanted(Arc::new(AtomicBool::new(wanted)))
-            .map(Result::unwrap)
-            .collect();
+        let vouched = read_vouched(&files, &memos, wanted);
         assert!(
             seen(&vouched).iter().all(Option::is_none),
             "wanted {wanted}"

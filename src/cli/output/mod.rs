@@ -191,7 +191,7 @@ impl Printer {
 
     /// A sample with every evaluator's outcome: counted, compared, and written (or
     /// kept for the table or file written at the end).
-    fn complete(&mut self, sample: SampleResults) {
+    fn complete(&mut self, mut sample: SampleResults) {
         if let Some(h) = self.human.as_mut() {
             h.add(sample.at.index, &sample.hash, &sample.outcomes);
         }
@@ -213,6 +213,8 @@ impl Printer {
             self.write_jsonl(&sample);
             self.reorder.recycle(sample.outcomes);
         } else {
+            // what was seen of it is for the reports above: not kept for the table
+            sample.at.seen = None;
             self.kept.push(sample);
         }
     }
