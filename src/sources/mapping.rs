@@ -127,6 +127,13 @@ pub fn carrying(rows: Rows, mapping: &Mapping) -> Rows {
         if row.bad.is_some() || taken.is_empty() && label.is_none() {
             return Ok(row);
         }
+        if taken.is_empty() {
+            // only the label is to be seen: what the format saw has none, and the
+            // row's conversion sees the text itself with the table's label when the
+            // run or the row file wants it (`workspace::rows`), nothing built
+            row.facts.seen = None;
+            return Ok(row);
+        }
         let Ok(Value::Object(mut sample)) = json_rows::parse(&row.sample) else {
             return Ok(row);
         };

@@ -169,6 +169,8 @@ pub struct SamplesReader {
     /// anything followed its text in its row file (facts or what was seen).
     row_bad: Option<String>,
     suffix: (bool, bool),
+    /// What follows a vouched line's text, read apart from it.
+    suffix_buf: Vec<u8>,
     /// Reads row files' facts, once for the rows that share them.
     facts_reader: FactsReader,
     /// The text of the row just read from a foreign file (`from_row`: it is the
@@ -226,6 +228,7 @@ impl SamplesReader {
             write_rows: false,
             row_bad: None,
             suffix: (false, false),
+            suffix_buf: Vec::new(),
             facts_reader: FactsReader::default(),
             row_text: String::new(),
             from_row: false,
@@ -615,9 +618,8 @@ impl SamplesReader {
             self.pos = from;
         }
         self.buf.clear();
-        if line.bad || suffix_wanted {
-            // a bad line's length is not kept, and a line's facts are not counted
-            // in it: it is read to its end
+        if line.bad {
+            // a bad line's length is not kept: it is read to its end
             match reader.read_until(b'\n', &mut self.buf) {
                 Ok(n) => self.pos += n as u64,
                 Err(e) => return Some(Err(e)),
@@ -627,11 +629,24 @@ impl SamplesReader {
             // a good line is its length's bytes, with no line ending to look for
             // (the next line's offset skips it): finding each line's end was most of
             // reading a file whose memo vouches for it
-            self.buf.resize(line.len as usize, 0);
-            if let Err(e) = std::io::Read::read_exact(reader, &mut self.buf) {
-                return Some(Err(e));
+            if !unread {
+                self.buf.resize(line.len as usize, 0);
+                if let Err(e) = std::io::Read::read_exact(reader, &mut self.buf) {
+                    return Some(Err(e));
+                }
+                self.pos += u64::from(line.len);
             }
-            self.pos += u64::from(line.len);
+            if suffix_wanted {
+                // what follows the text (not counted in its length), to the line's end
+                let mut suffix = std::mem::take(&mut self.suffix_buf);
+                suffix.clear();
+                match reader.read_until(b'\n', &mut suffix) {
+                    Ok(n) => self.pos += n as u64,
+                    Err(e) => return Some(Err(e)),
+                }
+                (at.facts, at.seen, _) = end_line(&mut suffix, foreign, &mut self.facts_reader);
+                self.suffix_buf = suffix;
+            }
         }
         if unread {
             return Some(Ok((at, line.offset, Vouch::Unread(line.hash, line.len))));
