@@ -548,8 +548,8 @@ impl SamplesReader {
                 offset += BOM.len() as u64;
             }
             let foreign = self.files[file_idx].foreign.is_some();
-            let (facts, seen, suffix) = end_line(&mut self.buf, foreign, &mut self.facts_reader);
-            self.suffix = suffix;
+            let end = end_line(&mut self.buf, foreign, &mut self.facts_reader);
+            self.suffix = end.suffix;
             if self.buf.iter().all(|b| b.is_ascii_whitespace()) {
                 continue;
             }
@@ -557,8 +557,8 @@ impl SamplesReader {
                 index: self.index,
                 file: file_idx,
                 line: self.line_no,
-                facts,
-                seen,
+                facts: end.facts,
+                seen: end.seen,
             };
             self.index += 1;
             return Some(Ok((at, offset, Vouch::No)));
@@ -624,7 +624,8 @@ impl SamplesReader {
                 Ok(n) => self.pos += n as u64,
                 Err(e) => return Some(Err(e)),
             }
-            (at.facts, at.seen, _) = end_line(&mut self.buf, foreign, &mut self.facts_reader);
+            let end = end_line(&mut self.buf, foreign, &mut self.facts_reader);
+            (at.facts, at.seen) = (end.facts, end.seen);
         } else {
             // a good line is its length's bytes, with no line ending to look for
             // (the next line's offset skips it): finding each line's end was most of
@@ -644,7 +645,8 @@ impl SamplesReader {
                     Ok(n) => self.pos += n as u64,
                     Err(e) => return Some(Err(e)),
                 }
-                (at.facts, at.seen, _) = end_line(&mut suffix, foreign, &mut self.facts_reader);
+                let end = end_line(&mut suffix, foreign, &mut self.facts_reader);
+                (at.facts, at.seen) = (end.facts, end.seen);
                 self.suffix_buf = suffix;
             }
         }
@@ -673,20 +675,24 @@ impl SamplesReader {
     }
 }
 
+/// What follows a row file line's text (see [`end_line`]).
+#[derive(Default)]
+struct LineEnd {
+    facts: Option<Arc<Facts>>,
+    /// What was seen of the row, when the run is handed it (`sources::seen::handed`).
+    seen: Option<Arc<Seen>>,
+    /// Whether facts, and whether what was seen, followed the text.
+    suffix: (bool, bool),
+}
+
 /// Takes a line read whole (`buf`) to its text: without its line ending, and for a
-/// foreign file's row file (`foreign`) without what follows it, which it gives: the
-/// facts, what was seen of the row when the run is handed it
-/// (`sources::seen::handed`), and whether facts and what was seen followed.
-fn end_line(
-    buf: &mut Vec<u8>,
-    foreign: bool,
-    facts_reader: &mut FactsReader,
-) -> (Option<Arc<Facts>>, Option<Arc<Seen>>, (bool, bool)) {
+/// foreign file's row file (`foreign`) without what follows it, which it gives.
+fn end_line(buf: &mut Vec<u8>, foreign: bool, facts_reader: &mut FactsReader) -> LineEnd {
     while matches!(buf.last(), Some(b'\n' | b'\r')) {
         buf.pop();
     }
     if !foreign {
-        return (None, None, (false, false));
+        return LineEnd::default();
     }
     let parts = split_line(buf);
     let facts = parts.facts.and_then(|f| facts_reader.read(f));
@@ -697,7 +703,11 @@ fn end_line(
         .and_then(read_seen);
     let (len, suffix) = (parts.text.len(), parts.suffix());
     buf.truncate(len);
-    (facts, seen, suffix)
+    LineEnd {
+        facts,
+        seen,
+        suffix,
+    }
 }
 
 /// Where the rows of a folder's (or glob's) file begin among its source's rows. The
