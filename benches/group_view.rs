@@ -79,13 +79,7 @@ fn app() -> App {
     let events = (0..SAMPLES)
         .map(|i| Event::Result {
             evaluator: 0,
-            at: SampleRef {
-                index: i,
-                file: 0,
-                line: i + 1,
-                facts: None,
-                seen: None,
-            },
+            at: SampleRef::first_file(i),
             hash: [0; 16],
             outcome: Outcome::scored(((i * 7919) % 1000) as f64 / 1000.0, Default::default()),
             cached: false,

@@ -43,13 +43,7 @@ fn outcome(score: f64, fmt: f64) -> Box<Outcome> {
 fn result(evaluator: usize, sample: usize, outcome: Box<Outcome>) -> Event {
     Event::Result {
         evaluator,
-        at: SampleRef {
-            index: sample,
-            file: 0,
-            line: sample + 1,
-            facts: None,
-            seen: None,
-        },
+        at: SampleRef::first_file(sample),
         hash: [0; 16],
         outcome: *outcome,
         cached: false,
@@ -79,13 +73,7 @@ fn main() {
             let mut hash = [0u8; 16];
             hash[..8].copy_from_slice(&(i as u64).to_le_bytes());
             Sample {
-                at: SampleRef {
-                    index: i,
-                    file: 0,
-                    line: i + 1,
-                    facts: None,
-                    seen: None,
-                },
+                at: SampleRef::first_file(i),
                 offset: 0,
                 len: 0,
                 hash,

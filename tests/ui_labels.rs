@@ -35,13 +35,7 @@ fn app() -> App {
         .map(|(i, (q, a))| {
             let raw = json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string();
             let sample = Sample {
-                at: SampleRef {
-                    index: i,
-                    file: 0,
-                    line: i + 1,
-                    facts: None,
-                    seen: None,
-                },
+                at: SampleRef::first_file(i),
                 hash: reward_workbench::workspace::hash_line(&raw),
                 offset,
                 len: raw.len() as u32,
@@ -72,13 +66,7 @@ fn app() -> App {
         app.update(Msg::Results(vec![
             reward_workbench::runner::Event::Result {
                 evaluator: 0,
-                at: SampleRef {
-                    index: i,
-                    file: 0,
-                    line: i + 1,
-                    facts: None,
-                    seen: None,
-                },
+                at: SampleRef::first_file(i),
                 hash: [0; 16],
                 outcome: Outcome {
                     reason: Some("judged".into()),

@@ -31,13 +31,7 @@ fn info(name: &str) -> EvaluatorInfo {
 fn result(evaluator: usize, sample: usize, score: f64) -> Msg {
     Msg::Results(vec![reward_workbench::runner::Event::Result {
         evaluator,
-        at: SampleRef {
-            index: sample,
-            file: 0,
-            line: sample + 1,
-            facts: None,
-            seen: None,
-        },
+        at: SampleRef::first_file(sample),
         hash: [0; 16],
         outcome: Outcome {
             reason: Some(format!("scored {score}").into()),

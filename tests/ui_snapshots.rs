@@ -43,13 +43,7 @@ fn outcome(score: f64, reason: &str, metrics: serde_json::Value) -> Box<Outcome>
 fn result(evaluator: usize, sample: usize, outcome: Box<Outcome>) -> Msg {
     Msg::Results(vec![reward_workbench::runner::Event::Result {
         evaluator,
-        at: SampleRef {
-            index: sample,
-            file: 0,
-            line: sample + 1,
-            facts: None,
-            seen: None,
-        },
+        at: SampleRef::first_file(sample),
         hash: [0; 16],
         outcome: *outcome,
         cached: false,

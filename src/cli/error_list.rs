@@ -106,13 +106,7 @@ mod tests {
 
     fn sample(index: usize, outcomes: Vec<Outcome>) -> SampleResults {
         SampleResults {
-            at: SampleRef {
-                index,
-                file: 0,
-                line: index + 1,
-                facts: None,
-                seen: None,
-            },
+            at: SampleRef::first_file(index),
             hash: [0; 16],
             outcomes,
         }

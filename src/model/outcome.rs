@@ -304,3 +304,18 @@ pub struct SampleRef {
     /// statistics take of each sample.
     pub seen: Option<std::sync::Arc<Seen>>,
 }
+
+impl SampleRef {
+    /// Sample `index` of the first samples file, on line `index + 1`, with nothing
+    /// logged or seen of it: a JSONL file of no blank lines (what tests and benches
+    /// build).
+    pub fn first_file(index: usize) -> SampleRef {
+        SampleRef {
+            index,
+            file: 0,
+            line: index + 1,
+            facts: None,
+            seen: None,
+        }
+    }
+}

@@ -460,13 +460,7 @@ mod tests {
     fn at(index: usize, issues: &[&str], trust: serde_json::Value) -> Breaks {
         Breaks {
             evaluator: 0,
-            at: SampleRef {
-                index,
-                file: 0,
-                line: index + 1,
-                facts: None,
-                seen: None,
-            },
+            at: SampleRef::first_file(index),
             issues: issues.iter().map(|i| i.to_string()).collect(),
             call: None,
             trust: Some(trust),

@@ -155,13 +155,7 @@ mod tests {
     use crate::model::EvalError;
 
     fn at(index: usize) -> SampleRef {
-        SampleRef {
-            index,
-            file: 0,
-            line: index + 1,
-            facts: None,
-            seen: None,
-        }
+        SampleRef::first_file(index)
     }
 
     fn took(ms: f64) -> Outcome {

@@ -387,24 +387,12 @@ impl Printer {
 }
 
 #[cfg(test)]
-/// Sample `index` of the first file, line `index + 1`, for the tests of the parts.
-fn test_at(index: usize) -> SampleRef {
-    SampleRef {
-        index,
-        file: 0,
-        line: index + 1,
-        facts: None,
-        seen: None,
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
     use crate::model::Outcome;
 
     fn at(index: usize) -> SampleRef {
-        test_at(index)
+        SampleRef::first_file(index)
     }
 
     /// A disk that fills after `room` bytes, counting the writes it is asked for.

@@ -119,7 +119,7 @@ mod tests {
     use crate::model::EvalError;
 
     fn at(index: usize) -> SampleRef {
-        super::super::test_at(index)
+        SampleRef::first_file(index)
     }
 
     #[test]

@@ -171,7 +171,7 @@ mod tests {
     use serde_json::json;
 
     fn at(index: usize) -> SampleRef {
-        super::super::test_at(index)
+        SampleRef::first_file(index)
     }
 
     /// Outcomes that stress the JSON encoding: escapes, unicode, odd floats, big

@@ -35,13 +35,7 @@ fn app() -> App {
         .iter()
         .enumerate()
         .map(|(i, (offset, text))| Sample {
-            at: SampleRef {
-                index: i,
-                file: 0,
-                line: i + 1,
-                facts: None,
-                seen: None,
-            },
+            at: SampleRef::first_file(i),
             hash: crate::workspace::hash_line(text),
             offset: *offset,
             len: text.len() as u32,

@@ -20,13 +20,7 @@ use serde_json::Map;
 pub(super) fn result(evaluator: usize, sample: usize, outcome: Box<Outcome>) -> Msg {
     Msg::Results(vec![crate::runner::Event::Result {
         evaluator,
-        at: SampleRef {
-            index: sample,
-            file: 0,
-            line: sample + 1,
-            facts: None,
-            seen: None,
-        },
+        at: SampleRef::first_file(sample),
         hash: [0; 16],
         outcome: *outcome,
         cached: false,
@@ -71,13 +65,7 @@ pub(super) fn lines() -> Arc<dyn Lines> {
 pub(super) fn sample(i: usize, text: &str) -> Sample {
     let raw = raw(text);
     Sample {
-        at: SampleRef {
-            index: i,
-            file: 0,
-            line: i + 1,
-            facts: None,
-            seen: None,
-        },
+        at: SampleRef::first_file(i),
         hash: crate::workspace::hash_line(&raw),
         offset: offset_of(text),
         len: raw.len() as u32,
