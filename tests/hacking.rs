@@ -14,7 +14,8 @@ mod common;
 
 use common::{rwb, Run, Ws};
 use serde_json::Value;
-use std::path::PathBuf;
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
 
 const SIM: &str = include_str!("hacking_sim.py");
 
@@ -30,6 +31,11 @@ def strict(completions, golden_answer, **kwargs):
 "#;
 
 const VERL_TOML: &str = "trainer = \"verl\"\n[evaluators.strict]\nfunction = \"strict.py::compute_score\"\nheldout = true\n";
+/// `strict.py::strict` held out, as TRL calls it, and with no trainer named.
+const TRL_TOML: &str =
+    "trainer = \"trl\"\n[evaluators.strict]\nfunction = \"strict.py::strict\"\nheldout = true\n";
+const HELDOUT_TOML: &str =
+    "[evaluators.strict]\nfunction = \"strict.py::strict\"\nheldout = true\n";
 
 /// An interpreter for the simulation: `RWB_DATA_PYTHON` (with pyarrow), or python3
 /// for the JSONL formats.
@@ -44,15 +50,13 @@ fn python(parquet: bool) -> Option<PathBuf> {
     }
 }
 
-/// Writes the simulated run into `ws/dumps` and gives the expected figures.
-fn simulate(ws: &Ws, python: &PathBuf, format: &str, scenario: &str, extra: &[&str]) -> Value {
-    ws.write("hacking_sim.py", SIM);
+/// Writes the script `text` into `ws` as `name` and runs it with `python` and `args`;
+/// asserts it succeeded and gives its stdout.
+fn script(ws: &Ws, python: &Path, name: &str, text: &str, args: &[&OsStr]) -> Vec<u8> {
+    ws.write(name, text);
     let out = std::process::Command::new(python)
-        .arg(ws.file("hacking_sim.py"))
-        .args([format, scenario])
-        .arg(ws.file("dumps"))
-        .arg(ws.file("expected.json"))
-        .args(extra)
+        .arg(ws.file(name))
+        .args(args)
         .output()
         .unwrap();
     assert!(
@@ -60,7 +64,17 @@ fn simulate(ws: &Ws, python: &PathBuf, format: &str, scenario: &str, extra: &[&s
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    serde_json::from_str(&std::fs::read_to_string(ws.file("expected.json")).unwrap()).unwrap()
+    out.stdout
+}
+
+/// Writes the simulated run into `ws/dumps` and gives the expected figures.
+fn simulate(ws: &Ws, python: &Path, format: &str, scenario: &str, extra: &[&str]) -> Value {
+    let (dumps, expected) = (ws.file("dumps"), ws.file("expected.json"));
+    let mut args: Vec<&OsStr> = vec![format.as_ref(), scenario.as_ref()];
+    args.extend([dumps.as_os_str(), expected.as_os_str()]);
+    args.extend(extra.iter().map(OsStr::new));
+    script(ws, python, "hacking_sim.py", SIM, &args);
+    serde_json::from_str(&std::fs::read_to_string(expected).unwrap()).unwrap()
 }
 
 fn run_json(ws: &Ws, extra: &[&str]) -> (Run, Value) {
@@ -209,13 +223,7 @@ fn a_control_run_has_no_onset_and_passes_fail_on_onset() {
 #[test]
 fn a_planted_hack_in_trl_parquet_logs_has_the_onset_computed_independently() {
     let Some(py) = python(true) else { return };
-    let ws = Ws::new(&[
-        ("strict.py", STRICT_TRL),
-        (
-            "rwb.toml",
-            "trainer = \"trl\"\n[evaluators.strict]\nfunction = \"strict.py::strict\"\nheldout = true\n",
-        ),
-    ]);
+    let ws = Ws::new(&[("strict.py", STRICT_TRL), ("rwb.toml", TRL_TOML)]);
     let expected = simulate(&ws, &py, "trl", "hack", &["--seed", "3"]);
     let (run, hacking) = run_json(&ws, &[]);
     assert_eq!(run.code, 0, "{}", run.stderr);
@@ -279,13 +287,7 @@ fn planted_proxy_only_failures_are_alerts_at_their_step() {
 #[test]
 fn planted_component_dominance_in_trl_logs_is_an_alert() {
     let Some(py) = python(true) else { return };
-    let ws = Ws::new(&[
-        ("strict.py", STRICT_TRL),
-        (
-            "rwb.toml",
-            "trainer = \"trl\"\n[evaluators.strict]\nfunction = \"strict.py::strict\"\nheldout = true\n",
-        ),
-    ]);
+    let ws = Ws::new(&[("strict.py", STRICT_TRL), ("rwb.toml", TRL_TOML)]);
     simulate(
         &ws,
         &py,
@@ -485,13 +487,7 @@ fn eval_episodes_of_a_prime_rl_run_are_left_out_of_its_steps_and_counted() {
     // `run.work.type = "eval"`: the trainer never optimises them, so a step's figures
     // are its training episodes' alone, and the eval ones are said apart
     let Some(py) = python(false) else { return };
-    let ws = Ws::new(&[
-        ("strict.py", STRICT_VF),
-        (
-            "rwb.toml",
-            "[evaluators.strict]\nfunction = \"strict.py::strict\"\nheldout = true\n",
-        ),
-    ]);
+    let ws = Ws::new(&[("strict.py", STRICT_VF), ("rwb.toml", HELDOUT_TOML)]);
     let expected = simulate(&ws, &py, "prime-rl", "hack", &["--eval-every", "10"]);
     let evals = (1..=30)
         .filter(|s| s % 10 == 0)
@@ -520,13 +516,7 @@ fn eval_episodes_of_a_prime_rl_run_are_left_out_of_its_steps_and_counted() {
 #[test]
 fn a_planted_hack_in_prime_rl_rollouts_has_the_onset_computed_independently() {
     let Some(py) = python(false) else { return };
-    let ws = Ws::new(&[
-        ("strict.py", STRICT_VF),
-        (
-            "rwb.toml",
-            "[evaluators.strict]\nfunction = \"strict.py::strict\"\nheldout = true\n",
-        ),
-    ]);
+    let ws = Ws::new(&[("strict.py", STRICT_VF), ("rwb.toml", HELDOUT_TOML)]);
     let expected = simulate(&ws, &py, "prime-rl", "hack", &[]);
     assert_eq!(
         expected["onset"]["step"], 15,
@@ -567,21 +557,15 @@ fn a_planted_hack_in_prime_rl_rollouts_has_the_onset_computed_independently() {
         eprintln!("skipped the verifiers check: RWB_VERIFIERS_PYTHON is not set (an interpreter with verifiers 0.4.0; .ci/run sets it)");
         return;
     };
-    ws.write(
+    let rollouts = ws.file("dumps/rollouts");
+    let out = script(
+        &ws,
+        Path::new(&vf),
         "hacking_prime_rl_check.py",
         include_str!("hacking_prime_rl_check.py"),
+        &[rollouts.as_os_str()],
     );
-    let out = std::process::Command::new(vf)
-        .arg(ws.file("hacking_prime_rl_check.py"))
-        .arg(ws.file("dumps/rollouts"))
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let read: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let read: Value = serde_json::from_slice(&out).unwrap();
     for want in expected["steps"].as_array().unwrap() {
         let step = want["step"].to_string();
         let got = &read[&step];
@@ -798,18 +782,15 @@ fn variance_explosion_alerts_are_where_rlwatch_raises_them() {
                 )
             })
             .collect();
-        ws.write("hacking_rlwatch.py", include_str!("hacking_rlwatch.py"));
-        let out = std::process::Command::new(&rlwatch)
-            .arg(ws.file("hacking_rlwatch.py"))
-            .arg(ws.file("dumps"))
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
+        let dumps = ws.file("dumps");
+        let out = script(
+            &ws,
+            &rlwatch,
+            "hacking_rlwatch.py",
+            include_str!("hacking_rlwatch.py"),
+            &[dumps.as_os_str()],
         );
-        let theirs: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let theirs: Value = serde_json::from_slice(&out).unwrap();
         let fired = theirs["fired"].as_array().unwrap();
         let levels: Vec<(i64, u8)> = hacking["steps"]
             .as_array()
