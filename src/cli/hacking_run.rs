@@ -2,7 +2,7 @@
 //! per-step sums of [`crate::insight::hacking`], with its proxy (the logged score, or
 //! the combined reward), its held-out result (a `heldout = true` evaluator, or the
 //! human label), and the completion's length and rollout group: as seen when its row
-//! was converted (`sources::seen`, in the facts the run reads anyway), else (an rwb
+//! was converted (`sources::seen`, handed with the sample's place), else (an rwb
 //! JSONL file, or groups by a column) read by a second reader of the samples on a
 //! thread of its own while the run goes on, as the reward rows' groups are.
 
@@ -193,8 +193,12 @@ impl HackingRun {
                 len_tokens: seen.tokens,
                 group: crate::sources::seen::quick_group(facts, Some(seen)),
             },
-            // a foreign row with nothing seen is no sample (its reader refused it)
-            (None, GroupBy::Prompt) if self.foreign(sample.at.file) => LineInfo::default(),
+            // a foreign row with nothing seen: one its reader refused, or one with
+            // nothing to see on its line (its group, if logged, is in its facts)
+            (None, GroupBy::Prompt) if self.foreign(sample.at.file) => LineInfo {
+                group: crate::sources::seen::quick_group(facts, None),
+                ..LineInfo::default()
+            },
             _ => {
                 self.start();
                 let mut info = self.line_info(sample.at.index);

@@ -1,7 +1,7 @@
 //! `rwb run`'s verifier statistics (SPEC §20): each sample's correctness label (the
 //! `label = "COLUMN"` of its `[samples.NAME]` or a RewardBench completion's role, else
 //! a human pass/fail label of §16), its rollout group and its RewardBench place come
-//! with its facts, as seen when its row was converted (`sources::seen`); only the
+//! with its place, as seen when its row was converted (`sources::seen`); only the
 //! samples of an rwb JSONL file, which has no facts, are read again for their groups,
 //! on a thread of their own while the run goes on. The printer hands each completed
 //! sample's scores; the arithmetic is `trust::verifier`'s and `trust::rewardbench`'s.
@@ -115,9 +115,13 @@ impl VerifierRun {
                 let group = crate::sources::seen::quick_group(facts, Some(seen));
                 Some(Known { label, group, item })
             }
-            // a foreign row with nothing seen is no sample (its reader refused it):
+            // a foreign row with nothing seen: one its reader refused, or one with
+            // nothing to see on its line (its group, if logged, is in its facts);
             // nothing to read again
-            None if self.foreign(sample.at.file) => Some(Known::default()),
+            None if self.foreign(sample.at.file) => Some(Known {
+                group: crate::sources::seen::quick_group(facts, None),
+                ..Known::default()
+            }),
             None => {
                 self.start_reading();
                 None

@@ -349,19 +349,22 @@ pub fn read_seen(text: &[u8]) -> Option<Arc<Seen>> {
 /// (a file's rows: its name, its step) share one copy, parsed once.
 #[derive(Debug, Default)]
 pub struct FactsReader {
-    last: Option<(Vec<u8>, Option<Arc<Facts>>)>,
+    /// The last facts' text (its buffer kept: rows whose facts differ, such as each
+    /// one's logged score, copy into it) and what it read as.
+    text: Vec<u8>,
+    facts: Option<Arc<Facts>>,
+    read_any: bool,
 }
 
 impl FactsReader {
     pub fn read(&mut self, text: &[u8]) -> Option<Arc<Facts>> {
-        match &self.last {
-            Some((last, facts)) if last.as_slice() == text => facts.clone(),
-            _ => {
-                let facts = serde_json::from_slice::<Facts>(text).ok().map(Arc::new);
-                self.last = Some((text.to_vec(), facts.clone()));
-                facts
-            }
+        if !(self.read_any && self.text == text) {
+            self.facts = serde_json::from_slice::<Facts>(text).ok().map(Arc::new);
+            self.text.clear();
+            self.text.extend_from_slice(text);
+            self.read_any = true;
         }
+        self.facts.clone()
     }
 }
 
