@@ -37,7 +37,6 @@ fn sample(i: usize, facts: &[Arc<Facts>]) -> Sample {
             file: 0,
             line: i + 1,
             facts: Some(facts[i / GROUP].clone()),
-            seen: None,
         },
         hash,
         offset: i as u64,

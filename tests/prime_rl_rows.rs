@@ -1,7 +1,8 @@
 //! Where the samples of a prime-rl (verifiers 1.x) `traces.jsonl` are shown (SPEC §13:
 //! a sample's place is FILE:LINE of its source): each trace at its episode's line, a
 //! failed episode (no trace: prime-rl keeps episode-level failures in `all`) giving no
-//! sample and moving no episode after it, with the real `rwb` run on a workspace.
+//! sample, moving no episode after it, and counted and named as skipped (not a bad
+//! row), with the real `rwb` run on a workspace.
 
 mod common;
 
@@ -84,11 +85,19 @@ fn a_sample_after_a_failed_episode_is_shown_at_its_own_line() {
         ]),
     );
     let want = [at("traces.jsonl", 1, 1.0), at("traces.jsonl", 3, 0.0)];
-    // a cold run (the row file written), a warm one (read from it): the same places
+    // a cold run (the row file written), a warm one (read from it): the same places,
+    // and the failed episode counted and named, as no bad row (exit 0)
+    let failed = "traces.jsonl: line 2: a failed episode, no trace (SandboxError: no box)";
     for pass in ["cold", "warm"] {
         let (run, got) = placed(&ws, "traces.jsonl");
         assert_eq!(run.code, 0, "{pass}: {}", run.stderr);
         assert_eq!(got, want, "{pass}: {}", run.stderr);
+        assert!(
+            run.stderr.contains("rwb: 1 row skipped: no sample in them")
+                && run.stderr.contains(&format!("  {failed}\n")),
+            "{pass}: {}",
+            run.stderr
+        );
     }
     // prime-rl appends: the episodes already there keep their places
     let mut more = std::fs::read_to_string(ws.file("traces.jsonl")).unwrap();
@@ -106,6 +115,15 @@ fn a_sample_after_a_failed_episode_is_shown_at_its_own_line() {
             at("traces.jsonl", 3, 0.0),
             at("traces.jsonl", 5, 1.0)
         ]
+    );
+    assert!(
+        run.stderr.contains("rwb: 2 rows skipped")
+            && run.stderr.contains(failed)
+            && run
+                .stderr
+                .contains("traces.jsonl: line 4: a failed episode"),
+        "{}",
+        run.stderr
     );
 }
 
@@ -177,6 +195,20 @@ fn in_a_prime_rl_rollouts_folder_each_file_s_samples_keep_their_lines() {
             "{pass}: {}",
             run.stderr
         );
+        // each failed episode named by its own file and line
+        assert!(
+            run.stderr.contains("rwb: 4 rows skipped"),
+            "{pass}: {}",
+            run.stderr
+        );
+        for (file, line) in [(one, 1), (one, 3), (two, 1), (two, 3)] {
+            let named = format!("  {file}: line {line}: a failed episode, no trace");
+            assert!(
+                run.stderr.contains(&named),
+                "{pass}: {named}\n{}",
+                run.stderr
+            );
+        }
     }
 }
 

@@ -863,13 +863,21 @@ fn verifiers_traces_of_a_training_run_carry_step_group_and_branches() {
     std::fs::write(&path, lines.join("\n") + "\n").unwrap();
     let format = sources::detect(&path).unwrap().expect("recognised");
     assert_eq!(format.name(), "verifiers traces");
-    let rows: Vec<Row> = format
+    let (skipped, rows): (Vec<Row>, Vec<Row>) = format
         .open(&path, &Options::default())
         .unwrap()
         .map(Result::unwrap)
-        .collect();
-    // the episode with no trace (a failed rollout) holds no sample
+        .partition(|r| r.facts.skipped.is_some());
+    // the episode with no trace (a failed rollout) holds no sample: it is skipped,
+    // with its line and its error, and takes no row's number
     assert_eq!(rows.iter().map(|r| r.line).collect::<Vec<_>>(), [1, 2, 3]);
+    assert_eq!(
+        skipped
+            .iter()
+            .map(|r| r.facts.skipped.as_deref().unwrap())
+            .collect::<Vec<_>>(),
+        ["line 3: a failed episode, no trace (SandboxError: no box)"]
+    );
     let s = sample(&rows[0]);
     let contents: Vec<&str> = s["messages"]
         .as_array()
@@ -1610,6 +1618,20 @@ fn lm_eval_samples_are_the_generation_once_per_filter_with_exact_match_logged() 
 fn prime_rl_rollouts_read_all_once_skip_failed_episodes_and_keep_the_dispatch_step() {
     let (name, rows) = rows_at(&fixture(&format!("{T26}/prime_rl/rollouts")));
     assert_eq!(name, "folder of samples files");
+    // a failed episode is skipped (counted and named by its file and line), no row
+    let (skipped, rows): (Vec<Row>, Vec<Row>) =
+        rows.into_iter().partition(|r| r.facts.skipped.is_some());
+    assert!(!skipped.is_empty());
+    for r in &skipped {
+        let why = r.facts.skipped.as_deref().unwrap();
+        let file = r.facts.file.as_deref().unwrap_or("");
+        assert!(
+            file.ends_with("/all/traces.jsonl")
+                && why.starts_with("line ")
+                && why.contains("no trace"),
+            "{file}: {why}"
+        );
+    }
     let files: Vec<&str> = rows
         .iter()
         .map(|r| r.facts.file.as_deref().unwrap())

@@ -543,7 +543,6 @@ fn workbench_advantages(dir: &std::path::Path, outcomes: &[Value]) -> Vec<Option
                 file: 0,
                 line: row["line"].as_u64().unwrap() as usize,
                 facts: None,
-                seen: None,
             },
             hash: [0; 16],
             outcome: serde_json::from_value::<Outcome>(row.clone()).unwrap(),

@@ -81,7 +81,6 @@ fn app() -> App {
                     file: 0,
                     line: i + 1,
                     facts: Some(Arc::new(facts)),
-                    seen: None,
                 },
                 hash: [i as u8 + 1; 16],
                 offset,

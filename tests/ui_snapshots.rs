@@ -74,7 +74,7 @@ fn app() -> App {
         .map(|(i, (q, a))| {
             let raw = json!({"messages": [{"role": "user", "content": q}, {"role": "assistant", "content": a}]}).to_string();
             let sample = Sample {
-                at: SampleRef { index: i, file: 0, line: i + 1, facts: None , seen: None},
+                at: SampleRef { index: i, file: 0, line: i + 1, facts: None },
                 hash: reward_workbench::workspace::hash_line(&raw),
                 offset,
                 len: raw.len() as u32,

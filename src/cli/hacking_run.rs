@@ -10,6 +10,7 @@ use super::human::HumanLabels;
 use super::output::SampleResults;
 use crate::insight::hacking::sides::{self, Cell, Sides};
 use crate::insight::hacking::{Obs, Params, Report, StepKey, Tracker};
+use crate::model::Seen;
 use crate::training::{self, GroupBy};
 use crate::workspace::{SamplesFile, SamplesReader};
 use std::collections::HashMap;
@@ -170,8 +171,14 @@ impl HackingRun {
         }
     }
 
-    /// Counts one completed sample.
-    pub fn add(&mut self, sample: &SampleResults, human: Option<&HumanLabels>) {
+    /// Counts one completed sample (`seen`: what was seen of its row, when its run
+    /// was handed it).
+    pub fn add(
+        &mut self,
+        sample: &SampleResults,
+        seen: Option<&Seen>,
+        human: Option<&HumanLabels>,
+    ) {
         let facts = sample.at.facts.as_deref();
         let step = facts.and_then(|f| f.step);
         if step.is_some() {
@@ -184,7 +191,6 @@ impl HackingRun {
             self.tracker.left_out += 1;
             return;
         }
-        let seen = sample.at.seen.as_deref();
         let info = match (seen, &self.group_by) {
             // what was seen of the line as its row was converted: no second reading
             // (groups are counted step by step: a quick key tells them apart)

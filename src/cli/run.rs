@@ -129,19 +129,24 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
             args.max_samples,
         ));
     }
+    let mut seen = None;
     {
         use crate::sources::seen::{hand, Handed};
         let throughout = printer
             .hacking
             .as_ref()
             .is_some_and(|h| h.wanted_throughout());
-        hand(
-            match (printer.verifier.is_some() || throughout, no_hacking) {
-                (true, _) => Handed::Always,
-                (false, false) => Handed::Stepped,
-                (false, true) => Handed::Never,
-            },
-        );
+        let handed = match (printer.verifier.is_some() || throughout, no_hacking) {
+            (true, _) => Handed::Always,
+            (false, false) => Handed::Stepped,
+            (false, true) => Handed::Never,
+        };
+        hand(handed);
+        if handed != Handed::Never {
+            let (tx, rx) = crate::sources::seen::column();
+            seen = Some(tx);
+            printer.seen = Some(rx);
+        }
     }
     let keep = args.save_baseline.is_some();
     let progress = Progress::start(&session.workspace.samples, args.max_samples, prepared.len());
@@ -151,6 +156,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     let events = crate::runner::Events {
         each: tx,
         batches: Some(batches.clone()),
+        seen,
     };
     let work = session.runner.run(
         &runs,
@@ -188,6 +194,7 @@ pub(super) async fn run(args: RunArgs) -> Result<ExitCode, Fail> {
     for warning in &stats.warnings {
         eprintln!("rwb: warning: {warning}");
     }
+    print_skipped(&stats.skipped);
     if let Some(e) = unwritten {
         // the run stopped where its output did: nothing it did not print is recorded
         // as this code's scores or saved as a baseline
@@ -494,6 +501,23 @@ fn failed_checks(
         }
     }
     failed
+}
+
+/// How many rows holding no sample were skipped (SPEC §13), and the first few by name.
+fn print_skipped(skipped: &[String]) {
+    const NAMED: usize = 5;
+    if skipped.is_empty() {
+        return;
+    }
+    let n = skipped.len();
+    let rows = if n == 1 { "row" } else { "rows" };
+    eprintln!("rwb: {n} {rows} skipped: no sample in them (not bad rows, not counted as samples)");
+    for why in skipped.iter().take(NAMED) {
+        eprintln!("  {why}");
+    }
+    if n > NAMED {
+        eprintln!("  and {} more", n - NAMED);
+    }
 }
 
 #[cfg(test)]

@@ -7,13 +7,12 @@
 //! sample's scores; the arithmetic is `trust::verifier`'s and `trust::rewardbench`'s.
 
 use super::output::SampleResults;
-use crate::model::Label;
+use crate::model::{Label, Seen};
 use crate::training::{place_sample, GroupBy, GroupKey};
 use crate::trust::rewardbench::{self, Item};
 use crate::trust::truth::Sources;
 use crate::trust::verifier::{Verifier, VerifierBuilder};
 use crate::workspace::{SamplesFile, SamplesReader};
-use std::collections::HashMap;
 use std::thread::JoinHandle;
 
 /// What is known of one sample: its label (`None`: none; `Some(None)`: a label that
@@ -23,6 +22,33 @@ struct Known {
     label: Option<Option<bool>>,
     group: Option<GroupKey>,
     item: Option<Item>,
+}
+
+/// What is known of one completed sample as it is added: its label and group, or
+/// that the second reader's finding is to be taken (`later`).
+#[derive(Clone, Copy)]
+struct Entry {
+    index: usize,
+    label: Option<Option<bool>>,
+    human: Option<bool>,
+    /// Its group's number among the run's groups ([`NO_GROUP`]: in none).
+    group: u32,
+    later: bool,
+}
+
+/// The group number of a sample in none.
+const NO_GROUP: u32 = u32::MAX;
+
+impl Entry {
+    fn known(index: usize, label: Option<Option<bool>>, human: Option<bool>, group: u32) -> Entry {
+        Entry {
+            index,
+            label,
+            human,
+            group,
+            later: false,
+        }
+    }
 }
 
 /// What the reading thread found of each sample, in sample order.
@@ -42,9 +68,14 @@ pub struct VerifierRun {
     limit: Option<usize>,
     evaluators: usize,
     threshold: f64,
-    /// Per completed sample: its index, a human pass/fail label, and what its facts
-    /// said (`None`: the second reader's finding is taken).
-    at: Vec<(usize, Option<bool>, Option<Known>)>,
+    /// Per completed sample, in order: what is known of it ([`Entry`]), and the
+    /// RewardBench places of those that have one, by their place in `at`.
+    at: Vec<Entry>,
+    items: Vec<(usize, Item)>,
+    /// The run's groups, numbered as they first come, and the last one numbered (a
+    /// group's rollouts mostly come one after another).
+    ids: foldhash::HashMap<GroupKey, u32>,
+    last_group: Option<(GroupKey, u32)>,
     /// `scores[k * evaluators + e]`, NaN on an error.
     scores: Vec<f64>,
     warnings: Vec<String>,
@@ -73,21 +104,25 @@ impl VerifierRun {
             evaluators,
             threshold,
             at: Vec::new(),
+            items: Vec::new(),
+            ids: foldhash::HashMap::default(),
+            last_group: None,
             scores: Vec::new(),
             warnings: Vec::new(),
             unreadable: 0,
         })
     }
 
-    /// Takes a completed sample's scores (an error is NaN) and its human label.
+    /// Takes a completed sample's scores (an error is NaN), what was seen of its
+    /// row (when its run was handed it) and its human label.
     #[inline]
-    pub fn add(&mut self, sample: &SampleResults, human: Option<bool>) {
+    pub fn add(&mut self, sample: &SampleResults, seen: Option<&Seen>, human: Option<bool>) {
         for o in &sample.outcomes {
             let s = if o.is_error() { None } else { o.score };
             self.scores.push(s.unwrap_or(f64::NAN));
         }
         let facts = sample.at.facts.as_deref();
-        let known = match sample.at.seen.as_deref() {
+        let known = match seen {
             Some(seen) => {
                 let label = match &seen.label {
                     None => None,
@@ -110,24 +145,45 @@ impl VerifierRun {
                         Some(None)
                     }
                 };
-                let item = seen.rewardbench.as_ref().and_then(Item::from_json);
+                let item = seen.rewardbench.as_deref().and_then(Item::from_json);
                 let label = label.or_else(|| item.as_ref().map(|i| Some(i.chosen)));
+                if let Some(item) = item {
+                    self.items.push((self.at.len(), item));
+                }
                 let group = crate::sources::seen::quick_group(facts, Some(seen));
-                Some(Known { label, group, item })
+                Entry::known(sample.at.index, label, human, self.group_id(group))
             }
             // a foreign row with nothing seen: one its reader refused, or one with
             // nothing to see on its line (its group, if logged, is in its facts);
             // nothing to read again
-            None if self.foreign(sample.at.file) => Some(Known {
-                group: crate::sources::seen::quick_group(facts, None),
-                ..Known::default()
-            }),
+            None if self.foreign(sample.at.file) => {
+                let group = crate::sources::seen::quick_group(facts, None);
+                Entry::known(sample.at.index, None, human, self.group_id(group))
+            }
             None => {
                 self.start_reading();
-                None
+                Entry {
+                    later: true,
+                    ..Entry::known(sample.at.index, None, human, NO_GROUP)
+                }
             }
         };
-        self.at.push((sample.at.index, human, known));
+        self.at.push(known);
+    }
+
+    /// The number of group `key` among the run's groups (numbered as they first
+    /// come), or [`NO_GROUP`].
+    fn group_id(&mut self, key: Option<GroupKey>) -> u32 {
+        let Some(key) = key else {
+            return NO_GROUP;
+        };
+        if let Some((_, id)) = self.last_group.filter(|(last, _)| *last == key) {
+            return id;
+        }
+        let next = self.ids.len() as u32;
+        let id = *self.ids.entry(key).or_insert(next);
+        self.last_group = Some((key, id));
+        id
     }
 
     /// Whether samples file `file` is another tool's (its rows come with facts).
@@ -152,28 +208,44 @@ impl VerifierRun {
     pub fn finish(self) -> (Vec<Option<Verdicts>>, Vec<String>) {
         let mut read = self.reading.and_then(|h| h.join().ok()).unwrap_or_default();
         let mut builders = vec![VerifierBuilder::default(); self.evaluators];
+        for b in &mut builders {
+            b.reserve(self.at.len());
+        }
         let mut items: Vec<Vec<(Item, Option<f64>)>> = vec![Vec::new(); self.evaluators];
-        let mut ids: HashMap<GroupKey, u32> = HashMap::new();
-        let none = Known::default();
-        for (k, (index, human, known)) in self.at.iter().enumerate() {
-            let known = match known {
-                Some(known) => known,
-                None => read.known.get(*index).unwrap_or(&none),
+        let mut ids = self.ids;
+        let mut placed = self.items.into_iter().peekable();
+        for (k, entry) in self.at.iter().enumerate() {
+            let (label, group, mut item) = match entry.later {
+                false => {
+                    let item = placed.next_if(|(at, _)| *at == k).map(|(_, item)| item);
+                    (entry.label, entry.group, item)
+                }
+                true => {
+                    let known = read.known.get_mut(entry.index);
+                    let known = known.map(std::mem::take).unwrap_or_default();
+                    let group = known.group.map_or(NO_GROUP, |g| {
+                        let next = ids.len() as u32;
+                        *ids.entry(g).or_insert(next)
+                    });
+                    (known.label, group, known.item)
+                }
             };
-            let label = match known.label {
+            let label = match label {
                 Some(l) => Some(l),
-                None => human.map(Some),
+                None => entry.human.map(Some),
             };
-            let group = known.group.map(|g| {
-                let next = ids.len() as u32;
-                *ids.entry(g).or_insert(next)
-            });
+            let group = (group != NO_GROUP).then_some(group);
             for (e, b) in builders.iter_mut().enumerate() {
                 let s = self.scores[k * self.evaluators + e];
                 let score = (!s.is_nan()).then_some(s);
                 b.add(score, label, group);
-                if let Some(item) = &known.item {
-                    items[e].push((item.clone(), score));
+                // the last evaluator takes the place, the others a copy
+                let place = match e + 1 == self.evaluators {
+                    true => item.take(),
+                    false => item.clone(),
+                };
+                if let Some(place) = place {
+                    items[e].push((place, score));
                 }
             }
         }

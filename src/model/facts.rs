@@ -31,10 +31,15 @@ pub struct Facts {
     /// What rwb read off the sample's own line as its reader built it (never the
     /// tool's word): see [`Seen`]. Only carried from a source's reader to the row's
     /// conversion, which takes it out: the row's facts are then those of its whole
-    /// file, shared by its rows, and this goes beside them ([`super::SampleRef::seen`];
-    /// the row file keeps it apart too).
+    /// file, shared by its rows, and this goes beside them (the run's column of what
+    /// was seen, `sources::seen`; the row file keeps it apart too).
     #[serde(skip)]
-    pub seen: Option<std::sync::Arc<Seen>>,
+    pub seen: Option<Seen>,
+    /// Why the source's row holds no sample and is skipped, counted and named but not
+    /// a bad row (SPEC §13: a prime-rl episode that failed before any trace). Only
+    /// carried from its reader to the conversion, which writes no row for it.
+    #[serde(skip)]
+    pub skipped: Option<String>,
 }
 
 /// What rwb read off a converted sample's line, once, as it wrote the row file: the
@@ -63,7 +68,7 @@ pub struct Seen {
     pub label: Option<Label>,
     /// A RewardBench completion's place (the row's `rewardbench` column as written).
     #[serde(default, rename = "rb", skip_serializing_if = "Option::is_none")]
-    pub rewardbench: Option<serde_json::Value>,
+    pub rewardbench: Option<Box<serde_json::Value>>,
 }
 
 impl Seen {
@@ -110,7 +115,7 @@ pub enum Label {
     Read(bool),
     /// A value that is neither a bool nor `correct`/`incorrect` (its JSON text).
     Unreadable {
-        unreadable: String,
+        unreadable: Box<str>,
     },
 }
 
@@ -204,17 +209,30 @@ mod hex_key {
         }
     }
 
-    /// The key 32 hex digits write (`None`: they are not that).
+    /// Each byte's value as a hex digit (either case), 0xFF for any other byte.
+    const VALUES: [u8; 256] = {
+        let mut values = [0xFF; 256];
+        let mut i = 0;
+        while i < 16 {
+            values[DIGITS[i] as usize] = i as u8;
+            values[DIGITS[i].to_ascii_uppercase() as usize] = i as u8;
+            i += 1;
+        }
+        values
+    };
+
+    /// The key 32 hex digits write (`None`: they are not that). A run that reads
+    /// what was seen of each row reads one of these a row: a table, no branch a digit.
     pub fn of(bytes: &[u8]) -> Option<[u8; 16]> {
-        let digit = |c: u8| char::from(c).to_digit(16).map(|d| d as u8);
-        if bytes.len() != 32 {
-            return None;
-        }
+        let bytes: &[u8; 32] = bytes.try_into().ok()?;
         let mut key = [0u8; 16];
-        for (k, pair) in key.iter_mut().zip(bytes.chunks(2)) {
-            *k = digit(pair[0])? << 4 | digit(pair[1])?;
+        let mut stray = 0u8;
+        for (k, pair) in key.iter_mut().zip(bytes.chunks_exact(2)) {
+            let (high, low) = (VALUES[usize::from(pair[0])], VALUES[usize::from(pair[1])]);
+            stray |= high | low;
+            *k = high << 4 | (low & 15);
         }
-        Some(key)
+        (stray & 0xF0 == 0).then_some(key)
     }
 }
 
@@ -244,7 +262,7 @@ mod tests {
                 label: Some(Label::Unreadable {
                     unreadable: "\"a, b\"".into(),
                 }),
-                rewardbench: Some(serde_json::json!({"subset": "x,y", "c": 1})),
+                rewardbench: Some(Box::new(serde_json::json!({"subset": "x,y", "c": 1}))),
                 ..Seen::default()
             },
         ];

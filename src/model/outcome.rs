@@ -1,7 +1,7 @@
 //! What one evaluation gave (a result, or the error instead of one) and where its
 //! sample came from: the data a run hands from the worker to the store and the screen.
 
-use super::{Caught, Facts, Seen};
+use super::{Caught, Facts};
 use compact_str::CompactString;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -299,15 +299,11 @@ pub struct SampleRef {
     pub line: usize,
     /// What the sample's source logged about it (none for a JSONL line).
     pub facts: Option<std::sync::Arc<Facts>>,
-    /// What rwb read off a converted row's line, when the run wants it
-    /// (`sources::seen::handed`): the figures the per-step report and the verifier
-    /// statistics take of each sample.
-    pub seen: Option<std::sync::Arc<Seen>>,
 }
 
 impl SampleRef {
     /// Sample `index` of the first samples file, on line `index + 1`, with nothing
-    /// logged or seen of it: a JSONL file of no blank lines (what tests and benches
+    /// logged of it: a JSONL file of no blank lines (what tests and benches
     /// build).
     pub fn first_file(index: usize) -> SampleRef {
         SampleRef {
@@ -315,7 +311,6 @@ impl SampleRef {
             file: 0,
             line: index + 1,
             facts: None,
-            seen: None,
         }
     }
 }

@@ -121,7 +121,6 @@ mod tests {
                 file: 0,
                 line: id as usize + 1,
                 facts: None,
-                seen: None,
             },
             hash: [id as u8; 16],
             waiting: 0,

@@ -85,6 +85,9 @@ pub enum Event {
 pub struct Events {
     pub each: mpsc::UnboundedSender<Event>,
     pub batches: Option<std::sync::mpsc::SyncSender<Vec<Event>>>,
+    /// Where the samples reader sends what was seen of each row the run is handed
+    /// (`sources::seen`), for a listener that takes it ([`Runner::run`] only).
+    pub seen: Option<crate::sources::seen::SeenSender>,
 }
 
 impl From<mpsc::UnboundedSender<Event>> for Events {
@@ -92,6 +95,7 @@ impl From<mpsc::UnboundedSender<Event>> for Events {
         Events {
             each,
             batches: None,
+            seen: None,
         }
     }
 }
@@ -107,6 +111,10 @@ pub struct RunStats {
     /// What went wrong with the cache without making a result wrong (it could not be
     /// read, or a result could not be stored): for the listener to say once.
     pub warnings: Vec<String>,
+    /// The rows of the samples files that hold no sample and were skipped, neither
+    /// samples nor bad rows (SPEC §13: a prime-rl episode that failed before any
+    /// trace), each as its file names it: `FILE: line N: why`.
+    pub skipped: Vec<String>,
 }
 
 /// A run that stopped at a samples file it could not read on (damaged, changed):
@@ -312,6 +320,8 @@ impl Runner {
         events: impl Into<Events>,
     ) -> Result<RunStats, Unread> {
         // read, checked and hashed on a thread of its own, ahead of the lookups
+        let mut events: Events = events.into();
+        let handing = events.seen.take();
         let mut texts = None;
         let reader = if let Some(store) = &self.store {
             // foreign files' row files make the next run read them as JSONL
@@ -339,9 +349,23 @@ impl Runner {
         };
         // each line is parsed once on the reading thread, for its check and for the
         // marshal form its worker reads
-        let lines = ReadAhead::spawn_reader(reader.packing(), max_samples);
-        self.run_lines(evaluators, files, lines, read_cache, events, None, texts)
-            .await
+        let skipped = crate::workspace::Skipped::default();
+        let reader = reader.packing().handing(handing).noting(skipped.clone());
+        let lines = ReadAhead::spawn_reader(reader, max_samples);
+        let run = self
+            .run_lines(evaluators, files, lines, read_cache, events, None, texts)
+            .await;
+        let named = skipped.named(files);
+        match run {
+            Ok(mut stats) => {
+                stats.skipped = named;
+                Ok(stats)
+            }
+            Err(mut unread) => {
+                unread.stats.skipped = named;
+                Err(unread)
+            }
+        }
     }
 
     /// [`Runner::run`] over lines already read and hashed, the samples of `priority`
@@ -363,6 +387,7 @@ impl Runner {
         let Events {
             each: events,
             batches,
+            ..
         } = events.into();
         let store = self.store.as_ref();
         let mut warnings = Vec::new();

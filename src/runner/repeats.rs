@@ -92,6 +92,7 @@ pub fn fold_repeats(
         evaluated: vec![0; prepared.len()],
         cached: vec![0; prepared.len()],
         warnings: stats.warnings.clone(),
+        skipped: stats.skipped.clone(),
     };
     let mut i = 0;
     for (e, p) in prepared.iter().enumerate() {

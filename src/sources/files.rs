@@ -551,6 +551,12 @@ impl Iterator for FilesRows {
                     }
                 }
             };
+            if row.facts.skipped.is_some() {
+                // a row that holds no sample and is skipped names its file, and takes
+                // no number: the rows after it keep theirs
+                row.facts.file = Some(current.label.clone());
+                return Some(Ok(row));
+            }
             if let Some(why) = &row.bad {
                 // a reader that names the file and line already is left as it is; one
                 // that names the line (`line 3: …`: its rows are no lines, such as an

@@ -47,6 +47,64 @@ pub fn handed(stepped: bool) -> bool {
     }
 }
 
+/// The end of a run's column of what was seen of its rows that its samples reader
+/// writes: the rows handed it go with their sample indices, in sample order, a
+/// batch at a time ([`crate::workspace::SamplesReader::handing`]). A column rather
+/// than a field of the sample's place: a place is cloned for each result and kept by
+/// the workbench for every sample, and one allocation a row, freed on the printer's
+/// thread, was most of what the figures cost a run.
+pub type SeenSender = std::sync::mpsc::Sender<Vec<(usize, Seen)>>;
+
+/// The other end of the column ([`column`]): taken in sample order by whoever takes
+/// the samples' results in that order (`rwb run`'s printer).
+pub struct SeenReceiver {
+    rx: std::sync::mpsc::Receiver<Vec<(usize, Seen)>>,
+    /// The rows received and not yet taken.
+    ahead: std::vec::IntoIter<(usize, Seen)>,
+    /// The first of them, looked at for a sample before it.
+    next: Option<(usize, Seen)>,
+}
+
+/// A new column of what was seen of the rows of a run.
+pub fn column() -> (SeenSender, SeenReceiver) {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let receiver = SeenReceiver {
+        rx,
+        ahead: Vec::new().into_iter(),
+        next: None,
+    };
+    (tx, receiver)
+}
+
+impl SeenReceiver {
+    /// What was seen of sample `index`, if it was handed anything; the rows before it
+    /// that no one took are dropped. Samples are taken in order, each after its row
+    /// was read (its reader sends what was seen of a row before the row goes on).
+    pub fn take(&mut self, index: usize) -> Option<Seen> {
+        loop {
+            let next = match self.next.take() {
+                Some(next) => Some(next),
+                None => self.ahead.next(),
+            };
+            let (at, seen) = match next {
+                Some(next) => next,
+                None => {
+                    self.ahead = self.rx.try_recv().ok()?.into_iter();
+                    continue;
+                }
+            };
+            match at.cmp(&index) {
+                std::cmp::Ordering::Less => continue,
+                std::cmp::Ordering::Equal => return Some(seen),
+                std::cmp::Ordering::Greater => {
+                    self.next = Some((at, seen));
+                    return None;
+                }
+            }
+        }
+    }
+}
+
 /// What to read of each sample of one file besides its length and place.
 #[derive(Clone, Debug, Default)]
 pub struct Wanted<'a> {
@@ -59,7 +117,7 @@ pub struct Wanted<'a> {
 /// What is seen of the sample line `line` (`None` when it is no JSON object): one
 /// reading of the line, its other values skipped unbuilt. `grouped`: its source
 /// logged its group (no prompt key is needed).
-pub fn seen(line: &str, wanted: &Wanted, grouped: bool) -> Option<std::sync::Arc<Seen>> {
+pub fn seen(line: &str, wanted: &Wanted, grouped: bool) -> Option<Seen> {
     use serde::de::Deserializer;
     let mut de = serde_json::Deserializer::from_str(line.trim());
     let parts = (&mut de).deserialize_map(PartsVisitor(wanted)).ok()?;
@@ -90,9 +148,9 @@ pub fn seen(line: &str, wanted: &Wanted, grouped: bool) -> Option<std::sync::Arc
         tokens,
         prompt,
         label,
-        rewardbench: parts.rewardbench.and_then(value),
+        rewardbench: parts.rewardbench.and_then(value).map(Box::new),
     };
-    (seen != Seen::default()).then(|| std::sync::Arc::new(seen))
+    (seen != Seen::default()).then_some(seen)
 }
 
 /// What is seen of a sample built as a JSON object (`sample`), exactly as [`seen`]
@@ -105,7 +163,7 @@ pub fn of_map(
     wanted: &Wanted,
     grouped: bool,
     stepped: bool,
-) -> Option<std::sync::Arc<Seen>> {
+) -> Option<Seen> {
     if !handed(stepped) {
         return None;
     }
@@ -131,7 +189,7 @@ pub fn of_map(
         v => v.as_f64(),
     });
     let label = parts.label.filter(|v| !v.is_null()).map(label_seen);
-    let rewardbench = parts.rewardbench.cloned();
+    let rewardbench = parts.rewardbench.cloned().map(Box::new);
     let seen = Seen {
         chars: chars.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
         tokens,
@@ -139,7 +197,7 @@ pub fn of_map(
         label,
         rewardbench,
     };
-    (seen != Seen::default()).then(|| std::sync::Arc::new(seen))
+    (seen != Seen::default()).then_some(seen)
 }
 
 /// A quick key of a sample's rollout group grouped by prompt, from its facts and what
@@ -216,7 +274,7 @@ fn label_seen(v: &Value) -> Label {
     match label_of(v) {
         Some(b) => Label::Read(b),
         None => Label::Unreadable {
-            unreadable: v.to_string(),
+            unreadable: v.to_string().into(),
         },
     }
 }
@@ -494,7 +552,7 @@ mod tests {
             rewardbench: true,
         };
         let seen = seen(line, &wanted, false).expect("an object");
-        let text = serde_json::to_string(&*seen).expect("serializes");
+        let text = serde_json::to_string(&seen).expect("serializes");
         let written: Value = serde_json::from_str(&text).expect("JSON");
         let key = written["p"].as_str().expect("the key, as text");
         assert!(
@@ -502,7 +560,7 @@ mod tests {
             "{key}"
         );
         let back: Seen = serde_json::from_str(&text).expect("reads back");
-        assert_eq!(back, *seen);
+        assert_eq!(back, seen);
         assert!(
             serde_json::from_str::<Seen>(r#"{"p":"zz"}"#).is_err(),
             "a key that is no key"

@@ -118,8 +118,11 @@ impl Format for VerifiersTraces {
 fn at_line(rows: Vec<Row>, line: usize, last: &mut usize) -> Vec<Result<Row, String>> {
     rows.into_iter()
         .map(|mut row| {
-            *last = line.max(*last + 1);
-            row.line = *last;
+            // a skipped episode (no row of the row file) takes no number
+            if row.facts.skipped.is_none() {
+                *last = line.max(*last + 1);
+            }
+            row.line = line.max(*last);
             Ok(row)
         })
         .collect()
@@ -135,6 +138,23 @@ fn episode_rows(line: usize, episode: &Value, paths: &[String]) -> Vec<Row> {
         .as_array()
         .map(Vec::as_slice)
         .unwrap_or(&[]);
+    if traces.is_empty() {
+        // skipped, with why (the episode's last error, when it kept one)
+        let why = match last_error(episode) {
+            Some(e) => format!("line {line}: a failed episode, no trace ({e})"),
+            None => format!("line {line}: an episode with no trace"),
+        };
+        let facts = Facts {
+            skipped: Some(why),
+            ..Default::default()
+        };
+        return vec![Row {
+            line,
+            sample: String::new(),
+            facts,
+            bad: None,
+        }];
+    }
     let several = traces.len() > 1;
     traces
         .iter()
@@ -430,15 +450,25 @@ mod tests {
         .to_string()
     }
 
-    fn rows_of(lines: &[String]) -> Vec<Row> {
+    /// The rows of a traces file of `lines`, and why each skipped episode was.
+    fn rows_and_skipped(lines: &[String]) -> (Vec<Row>, Vec<String>) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("traces.jsonl");
         std::fs::write(&path, lines.join("\n") + "\n").unwrap();
-        VerifiersTraces
+        let (skipped, rows): (Vec<Row>, Vec<Row>) = VerifiersTraces
             .open(&path, &Options::default())
             .unwrap()
             .map(Result::unwrap)
-            .collect()
+            .partition(|r| r.facts.skipped.is_some());
+        let why = skipped
+            .into_iter()
+            .filter_map(|r| r.facts.skipped)
+            .collect();
+        (rows, why)
+    }
+
+    fn rows_of(lines: &[String]) -> Vec<Row> {
+        rows_and_skipped(lines).0
     }
 
     #[test]
@@ -450,9 +480,14 @@ mod tests {
             String::new(),
             episode_line(5, 1, 0),
         ];
-        let rows = rows_of(&lines);
+        let (rows, skipped) = rows_and_skipped(&lines);
         assert_eq!(rows.iter().map(|r| r.line).collect::<Vec<_>>(), [1, 3, 5]);
         assert!(rows.iter().all(|r| r.bad.is_none()), "{rows:?}");
+        // the failed one is skipped, with its line and its error: no sample, no bad row
+        assert_eq!(
+            skipped,
+            ["line 2: a failed episode, no trace (SandboxError: no box)"]
+        );
     }
 
     #[test]

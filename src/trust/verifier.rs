@@ -9,7 +9,6 @@
 //! wrong verdict.
 
 use serde::Serialize;
-use std::collections::HashMap;
 
 /// A rate with its Wilson 95 % interval.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize)]
@@ -54,14 +53,21 @@ pub fn auroc(pairs: &[(f64, bool)]) -> Option<f64> {
     if pos == 0 || neg == 0 {
         return None;
     }
-    let scores: Vec<f64> = pairs.iter().map(|p| p.0).collect();
-    let ranks = super::agreement::ranks(&scores);
-    let sum: f64 = pairs
-        .iter()
-        .zip(&ranks)
-        .filter(|(p, _)| p.1)
-        .map(|(_, r)| r)
-        .sum();
+    let mut sorted = pairs.to_vec();
+    sorted.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
+    // the positives' rank sum, each run of tied scores at its mean rank: the ranks
+    // are halves, so the sum is exact (below 2^53) in any order
+    let mut sum = 0.0;
+    let mut i = 0;
+    while i < sorted.len() {
+        let mut j = i;
+        while j + 1 < sorted.len() && sorted[j + 1].0 == sorted[i].0 {
+            j += 1;
+        }
+        let positives = sorted[i..=j].iter().filter(|p| p.1).count();
+        sum += positives as f64 * ((i + j) as f64 / 2.0 + 1.0);
+        i = j + 1;
+    }
     let (pos, neg) = (pos as f64, neg as f64);
     Some((sum - pos * (pos + 1.0) / 2.0) / (pos * neg))
 }
@@ -127,6 +133,46 @@ pub struct Verifier {
     pub groups: Option<Groups>,
 }
 
+/// One rollout group's figures: its size, its right answers, those the verifier
+/// passes, and its top score with how many tie at it and how many of those are right.
+#[derive(Clone, Copy, Debug)]
+struct GroupTally {
+    size: usize,
+    right: usize,
+    passed: usize,
+    top: f64,
+    tied: usize,
+    tied_right: usize,
+}
+
+impl Default for GroupTally {
+    fn default() -> GroupTally {
+        GroupTally {
+            size: 0,
+            right: 0,
+            passed: 0,
+            top: f64::NEG_INFINITY,
+            tied: 0,
+            tied_right: 0,
+        }
+    }
+}
+
+impl GroupTally {
+    fn add(&mut self, score: f64, right: bool, threshold: f64) {
+        self.size += 1;
+        self.right += usize::from(right);
+        self.passed += usize::from(score >= threshold);
+        if score > self.top {
+            (self.top, self.tied, self.tied_right) = (score, 0, 0);
+        }
+        if score == self.top {
+            self.tied += 1;
+            self.tied_right += usize::from(right);
+        }
+    }
+}
+
 /// Gathers one evaluator's labelled scores.
 #[derive(Clone, Debug, Default)]
 pub struct VerifierBuilder {
@@ -151,6 +197,11 @@ impl VerifierBuilder {
                 None => self.errors += 1,
             },
         }
+    }
+
+    /// Room for `n` more samples.
+    pub fn reserve(&mut self, n: usize) {
+        self.items.reserve(n);
     }
 
     /// Whether any sample carried a label (readable or not).
@@ -210,40 +261,47 @@ impl VerifierBuilder {
 
     /// Best-of-n and pass@k over the groups (`None` when no sample is in a group).
     fn groups(&self, threshold: f64) -> Option<Groups> {
-        let mut by: HashMap<u32, Vec<(f64, bool)>> = HashMap::new();
-        let mut order = Vec::new();
+        // each group's figures gathered in one pass (groups are numbered densely,
+        // as they first come), taken in the order the groups first came
+        // (a run numbers its groups from 0: their places are looked up in a list;
+        // other numbers in a map)
+        let dense = self.items.len() + 1024;
+        let mut near: Vec<u32> = Vec::new();
+        let mut far: foldhash::HashMap<u32, u32> = foldhash::HashMap::default();
+        let mut tally: Vec<GroupTally> = Vec::new();
         for &(s, l, g) in &self.items {
             let Some(g) = g else { continue };
-            let members = by.entry(g).or_insert_with(|| {
-                order.push(g);
-                Vec::new()
-            });
-            members.push((s, l));
+            let slot = match usize::try_from(g).ok().filter(|&g| g < dense) {
+                Some(g) => {
+                    if g >= near.len() {
+                        near.resize(g + 1, u32::MAX);
+                    }
+                    &mut near[g]
+                }
+                None => far.entry(g).or_insert(u32::MAX),
+            };
+            if *slot == u32::MAX {
+                *slot = tally.len() as u32;
+                tally.push(GroupTally::default());
+            }
+            tally[*slot as usize].add(s, l, threshold);
         }
-        if by.is_empty() {
+        if tally.is_empty() {
             return None;
         }
         let mut groups = 0;
         let mut groups_of_one = 0;
         let (mut best, mut oracle) = (0.0, 0.0);
         let mut sizes = Vec::new();
-        for g in &order {
-            let members = &by[g];
-            if members.len() < 2 {
+        for t in &tally {
+            if t.size < 2 {
                 groups_of_one += 1;
                 continue;
             }
             groups += 1;
-            let top = members
-                .iter()
-                .map(|m| m.0)
-                .fold(f64::NEG_INFINITY, f64::max);
-            let tied: Vec<&(f64, bool)> = members.iter().filter(|m| m.0 == top).collect();
-            best += tied.iter().filter(|m| m.1).count() as f64 / tied.len() as f64;
-            oracle += f64::from(u8::from(members.iter().any(|m| m.1)));
-            let right = members.iter().filter(|m| m.1).count();
-            let passed = members.iter().filter(|m| m.0 >= threshold).count();
-            sizes.push((members.len(), right, passed));
+            best += t.tied_right as f64 / t.tied as f64;
+            oracle += f64::from(u8::from(t.right > 0));
+            sizes.push((t.size, t.right, t.passed));
         }
         let largest = sizes.iter().map(|s| s.0).max().unwrap_or(0);
         let mut pass = Vec::new();

@@ -51,7 +51,6 @@ impl Entry {
                 file: self.file as usize,
                 line: self.line as usize,
                 facts,
-                seen: None,
             },
             offset: self.offset,
             raw,

@@ -25,7 +25,7 @@ pub use line_memo::LineMemos;
 pub use rows::{split_line, Foreign, LineParts, Reader};
 pub use samples::{
     hash_line, holds_no_sample, legacy_hash_line, LineArena, LineFiles, LineView, ReadAhead,
-    SampleLine, SamplesReader,
+    SampleLine, SamplesReader, Skipped,
 };
 pub use watcher::{relevant, Watcher};
 

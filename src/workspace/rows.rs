@@ -147,6 +147,9 @@ impl Foreign {
         }
         for f in files {
             let meta = std::fs::metadata(&f).ok()?;
+            // named as the file is wherever rwb runs from: a run from another folder
+            // (`rwb run ws` after `rwb run /abs/ws`) reads the same row file
+            let f = std::fs::canonicalize(&f).unwrap_or(f);
             text += &format!("{} {:?}\n", f.display(), FileStamp::of(&meta));
         }
         Some(text)
@@ -154,6 +157,20 @@ impl Foreign {
 
     fn done_path(&self) -> PathBuf {
         self.rows.with_extension("done")
+    }
+
+    /// Where why the source's skipped rows were is kept beside its row file (a line
+    /// each; none when no row was skipped): a run that reads the row file says so too.
+    pub fn skipped_path(&self) -> PathBuf {
+        self.rows.with_extension("skipped")
+    }
+
+    /// The source's rows that hold no sample and were skipped, as its row file's
+    /// writer kept them (none when none was).
+    pub fn skipped(&self) -> Vec<SkippedRow> {
+        std::fs::read_to_string(self.skipped_path())
+            .map(|text| text.lines().map(SkippedRow::of_line).collect())
+            .unwrap_or_default()
     }
 
     /// Whether the row file holds every row of the source as it is now.
@@ -183,6 +200,7 @@ impl Foreign {
             return None;
         }
         let _ = std::fs::remove_file(self.done_path());
+        let _ = std::fs::remove_file(self.skipped_path());
         file.set_len(0).ok()?;
         Some(RowWriter {
             out: BufWriter::with_capacity(1 << 16, file),
@@ -190,6 +208,7 @@ impl Foreign {
             done: self.done_path(),
             identity: self.identity(path)?,
             failed: false,
+            skipped: Vec::new(),
         })
     }
 }
@@ -223,6 +242,8 @@ pub struct RowWriter {
     done: PathBuf,
     identity: String,
     failed: bool,
+    /// The rows skipped, kept beside the row file when it is whole.
+    skipped: Vec<SkippedRow>,
 }
 
 impl RowWriter {
@@ -264,6 +285,10 @@ impl RowWriter {
     /// Marks the row file whole (every row of the source was written).
     pub fn finish(mut self) {
         self.flush();
+        if !self.failed && !self.skipped.is_empty() {
+            let text: String = self.skipped.iter().map(SkippedRow::line).collect();
+            self.failed = std::fs::write(self.done.with_extension("skipped"), text).is_err();
+        }
         if !self.failed {
             let _ = std::fs::write(&self.done, &self.identity);
         }
@@ -341,8 +366,8 @@ pub fn seen_text(seen: &Seen, out: &mut Vec<u8>) {
 }
 
 /// What was seen of a row, read back (`None`: written by no rwb that wrote it).
-pub fn read_seen(text: &[u8]) -> Option<Arc<Seen>> {
-    Seen::read(text).map(Arc::new)
+pub fn read_seen(text: &[u8]) -> Option<Seen> {
+    Seen::read(text)
 }
 
 /// Reads a file's row file lines' facts: consecutive rows with the same facts' text
@@ -389,6 +414,32 @@ pub struct Converting {
     /// Whether the row file is written, by this reader or (holding its lock)
     /// another: its offsets are then the row file's, what was seen included.
     row_file: bool,
+    /// Each row read since the last [`Converting::take_skipped`] that holds no
+    /// sample, and was skipped (SPEC §13).
+    skipped: Vec<SkippedRow>,
+}
+
+/// A row of a source that holds no sample and was skipped: why (`line N: …`), and
+/// the member file of a folder's or glob's source it is in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SkippedRow {
+    pub member: Option<String>,
+    pub why: String,
+}
+
+impl SkippedRow {
+    /// As its row file's note keeps it: a line, the member file and a tab first.
+    fn line(&self) -> String {
+        format!("{}\t{}\n", self.member.as_deref().unwrap_or(""), self.why)
+    }
+
+    fn of_line(line: &str) -> SkippedRow {
+        let (member, why) = line.split_once('\t').unwrap_or(("", line));
+        SkippedRow {
+            member: (!member.is_empty()).then(|| member.to_string()),
+            why: why.to_string(),
+        }
+    }
 }
 
 /// One row as a samples reader takes it (its sample text is in the reader's buffer).
@@ -398,7 +449,7 @@ pub struct Converted {
     pub offset: u64,
     pub facts: Option<Arc<Facts>>,
     /// What was seen of it, when the run is handed it (`sources::seen::handed`).
-    pub seen: Option<Arc<Seen>>,
+    pub seen: Option<Seen>,
     /// Whether its row file line has facts, and what was seen, after its text
     /// (whether or not they are handed on).
     pub suffix: (bool, bool),
@@ -422,28 +473,50 @@ impl Converting {
             wanted: foreign.wanted(),
             seen_text: Vec::new(),
             row_file: write,
+            skipped: Vec::new(),
         })
+    }
+
+    /// The rows skipped since the last call (see [`Facts::skipped`]).
+    pub fn take_skipped(&mut self) -> Vec<SkippedRow> {
+        std::mem::take(&mut self.skipped)
     }
 
     /// The next row, its sample text put in `text`; `None` after the last (the row
     /// file is then whole); an error (a damaged file) ends the rows.
     pub fn next_into(&mut self, text: &mut String) -> Option<Result<Converted, String>> {
-        let row = match self.rows.next() {
-            None => {
-                if let Some(writer) = self.writer.take() {
-                    writer.finish();
+        let mut row = loop {
+            match self.rows.next() {
+                None => {
+                    if let Some(writer) = self.writer.take() {
+                        writer.finish();
+                    }
+                    return None;
                 }
-                return None;
-            }
-            Some(Err(e)) => {
-                if let Some(mut writer) = self.writer.take() {
-                    writer.flush(); // the rows before the damage stay readable
+                Some(Err(e)) => {
+                    if let Some(mut writer) = self.writer.take() {
+                        writer.flush(); // the rows before the damage stay readable
+                    }
+                    return Some(Err(e));
                 }
-                return Some(Err(e));
+                // a row that holds no sample is counted and named, and is no line
+                Some(Ok(row)) => match row.facts.skipped {
+                    Some(why) => {
+                        // a line of its own, and its folder's member file named
+                        let why = why.replace(['\r', '\n'], " ");
+                        let skipped = SkippedRow {
+                            member: row.facts.file,
+                            why,
+                        };
+                        if let Some(writer) = &mut self.writer {
+                            writer.skipped.push(skipped.clone());
+                        }
+                        self.skipped.push(skipped);
+                    }
+                    None => break row,
+                },
             }
-            Some(Ok(row)) => row,
         };
-        let mut row = row;
         // why a row is no sample is kept with it, for whoever reads the row file
         row.facts.bad.clone_from(&row.bad);
         // what was seen of the row goes beside its facts, which its file's rows share

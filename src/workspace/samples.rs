@@ -1,11 +1,12 @@
 //! Samples files, read one line at a time (never loaded whole).
 
 use super::line_memo::{FileRead, FileReads, FileStamp, MemoReader, MemoRecorder, Remembered};
-use super::rows::{read_seen, split_line, Converting, FactsReader};
+use super::rows::{read_seen, split_line, Converting, FactsReader, SkippedRow};
 use super::{LineMemos, SamplesFile};
 use crate::model::check_sample;
 use crate::model::SampleRef;
 use crate::model::{Facts, Seen};
+use crate::sources::seen::SeenSender;
 use bytes::BytesMut;
 use bytestring::ByteString;
 use std::fs::File;
@@ -183,6 +184,46 @@ pub struct SamplesReader {
     pack: Option<Pack>,
     /// Where the rows of the folder member being read begin (see [`InFile`]).
     in_file: InFile,
+    /// What was seen of the row just read, when the run is handed it, and where it
+    /// goes (see [`SamplesReader::handing`]).
+    seen: Option<Seen>,
+    handing: Option<SeenSender>,
+    seen_out: Vec<(usize, Seen)>,
+    /// Where the rows that hold no sample are noted (see [`SamplesReader::noting`]).
+    skipped: Option<Skipped>,
+}
+
+/// The rows of a run's samples files that hold no sample and were skipped (SPEC §13:
+/// neither samples nor bad rows), noted by its samples reader as it reads: by samples
+/// file, why (`line N: …`, a folder's member file named first).
+#[derive(Clone, Debug, Default)]
+pub struct Skipped(Arc<std::sync::Mutex<Vec<(usize, SkippedRow)>>>);
+
+impl Skipped {
+    fn add(&self, file: usize, rows: Vec<SkippedRow>) {
+        if rows.is_empty() {
+            return;
+        }
+        let mut noted = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        noted.extend(rows.into_iter().map(|row| (file, row)));
+    }
+
+    /// Each skipped row as `FILE: why`, `FILE` named as its samples are (a folder's
+    /// member file in it).
+    pub fn named(&self, files: &[SamplesFile]) -> Vec<String> {
+        let noted = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        noted
+            .iter()
+            .map(|(file, row)| {
+                let label = files.get(*file).map_or("", |f| f.label.as_str());
+                let file = match &row.member {
+                    Some(member) => crate::sources::files::member_label(label, member),
+                    None => label.to_string(),
+                };
+                format!("{file}: {}", row.why)
+            })
+            .collect()
+    }
 }
 
 /// The marshal form of the line just read, when the reader writes one.
@@ -235,6 +276,10 @@ impl SamplesReader {
             row_checked: false,
             pack: None,
             in_file: InFile::default(),
+            seen: None,
+            handing: None,
+            seen_out: Vec::new(),
+            skipped: None,
         }
     }
 
@@ -253,6 +298,31 @@ impl SamplesReader {
     pub fn writing_rows(mut self) -> SamplesReader {
         self.write_rows = true;
         self
+    }
+
+    /// A reader that sends what was seen of each row a run is handed
+    /// (`sources::seen::handed`) to `column`, with the row's sample index; without
+    /// this it is dropped. The rows go a batch at a time ([`SamplesReader::send_seen`]):
+    /// a row's goes at the latest when [`ReadAhead`] hands the row on, and at the
+    /// end of the files.
+    pub fn handing(mut self, column: Option<SeenSender>) -> SamplesReader {
+        self.handing = column;
+        self
+    }
+
+    /// A reader that notes in `skipped` each row of a foreign file that holds no
+    /// sample and is skipped (as it converts the file, or from its row file's note).
+    pub fn noting(mut self, skipped: Skipped) -> SamplesReader {
+        self.skipped = Some(skipped);
+        self
+    }
+
+    /// Sends what was seen of the rows read since the last time to the run's column.
+    pub fn send_seen(&mut self) {
+        if let (Some(tx), false) = (&self.handing, self.seen_out.is_empty()) {
+            // a column no one reads any more (its run ended) takes nothing
+            let _ = tx.send(std::mem::take(&mut self.seen_out));
+        }
     }
 
     /// Makes the rows of a foreign file read so far readable in its row file.
@@ -318,10 +388,19 @@ impl SamplesReader {
     /// The next line, its text borrowed from the reader (no copy of it is made): for
     /// a taker that keeps no text. [`Iterator::next`] gives the same lines, owned.
     pub fn read_next(&mut self) -> Option<std::io::Result<LineView<'_>>> {
-        let (mut at, offset, vouch) = match self.next_raw()? {
+        let raw = self.next_raw()?;
+        // what was seen of the row goes to the run's column before the row goes on
+        let seen = self.seen.take();
+        let (mut at, offset, vouch) = match raw {
             Ok(found) => found,
             Err(e) => return Some(Err(e)),
         };
+        if let (Some(seen), Some(_)) = (seen, &self.handing) {
+            self.seen_out.push((at.index, seen));
+            if self.seen_out.len() >= BATCH_LINES {
+                self.send_seen();
+            }
+        }
         // a folder's row is shown by its line in its own file; its memo keeps the
         // row's number in the source
         let row = at.line;
@@ -483,7 +562,12 @@ impl SamplesReader {
             }
             if self.current.is_none() {
                 let file = self.files.get(self.next_file)?;
-                if let Some(foreign) = file.foreign.as_ref().filter(|f| !f.is_current(&file.path)) {
+                let current = file.foreign.as_ref().map(|f| (f.is_current(&file.path), f));
+                if let (Some(skipped), Some((true, foreign))) = (&self.skipped, current) {
+                    // the rows its conversion skipped, as its row file's writer noted
+                    skipped.add(self.next_file, foreign.skipped());
+                }
+                if let Some((false, foreign)) = current {
                     match Converting::start(&file.path, foreign, self.write_rows) {
                         Ok(c) => self.converting = Some((self.next_file, c)),
                         Err(e) => {
@@ -558,8 +642,8 @@ impl SamplesReader {
                 file: file_idx,
                 line: self.line_no,
                 facts: end.facts,
-                seen: end.seen,
             };
+            self.seen = end.seen;
             self.index += 1;
             return Some(Ok((at, offset, Vouch::No)));
         }
@@ -590,7 +674,6 @@ impl SamplesReader {
             file,
             line: line.line as usize,
             facts: None,
-            seen: None,
         };
         self.index += 1;
         self.line_no = at.line;
@@ -625,7 +708,7 @@ impl SamplesReader {
                 Err(e) => return Some(Err(e)),
             }
             let end = end_line(&mut self.buf, foreign, &mut self.facts_reader);
-            (at.facts, at.seen) = (end.facts, end.seen);
+            (at.facts, self.seen) = (end.facts, end.seen);
         } else {
             // a good line is its length's bytes, with no line ending to look for
             // (the next line's offset skips it): finding each line's end was most of
@@ -646,7 +729,7 @@ impl SamplesReader {
                     Err(e) => return Some(Err(e)),
                 }
                 let end = end_line(&mut suffix, foreign, &mut self.facts_reader);
-                (at.facts, at.seen) = (end.facts, end.seen);
+                (at.facts, self.seen) = (end.facts, end.seen);
                 self.suffix_buf = suffix;
             }
         }
@@ -680,7 +763,7 @@ impl SamplesReader {
 struct LineEnd {
     facts: Option<Arc<Facts>>,
     /// What was seen of the row, when the run is handed it (`sources::seen::handed`).
-    seen: Option<Arc<Seen>>,
+    seen: Option<Seen>,
     /// Whether facts, and whether what was seen, followed the text.
     suffix: (bool, bool),
 }
@@ -758,7 +841,11 @@ impl SamplesReader {
     fn next_converted(&mut self) -> Option<Option<std::io::Result<(SampleRef, u64)>>> {
         let (file, converting) = self.converting.as_mut()?;
         let file = *file;
-        match converting.next_into(&mut self.row_text) {
+        let next = converting.next_into(&mut self.row_text);
+        if let Some(skipped) = &self.skipped {
+            skipped.add(file, converting.take_skipped());
+        }
+        match next {
             None => {
                 self.converting = None;
                 None
@@ -779,8 +866,8 @@ impl SamplesReader {
                     file,
                     line: row.line,
                     facts: row.facts,
-                    seen: row.seen,
                 };
+                self.seen = row.seen;
                 self.index += 1;
                 Some(Some(Ok((at, row.offset))))
             }
@@ -797,6 +884,9 @@ impl Iterator for SamplesReader {
             .read_next()
             .map(|read| read.map(|l| l.into_line(&mut arena)));
         self.arena = arena;
+        if line.is_none() {
+            self.send_seen();
+        }
         line
     }
 }
@@ -834,10 +924,10 @@ impl ReadAhead {
     /// batches over than the hashing it took off this one.
     pub fn spawn_reader(reader: SamplesReader, limit: Option<usize>) -> ReadAhead {
         let (tx, rx) = std::sync::mpsc::sync_channel(BATCHES_AHEAD);
-        let lines = reader.take(limit.unwrap_or(usize::MAX));
+        let limit = limit.unwrap_or(usize::MAX);
         let spawned = std::thread::Builder::new()
             .name("rwb-read".into())
-            .spawn(move || send_batches(lines, &tx));
+            .spawn(move || send_batches(reader, limit, &tx));
         let (rx, current) = match spawned {
             Ok(_) => (rx, Vec::new()),
             Err(e) => (
@@ -855,23 +945,29 @@ impl ReadAhead {
     }
 }
 
-/// The reading thread: batches of lines until the files end, an error, or the taker
-/// is gone.
-fn send_batches(lines: impl Iterator<Item = std::io::Result<SampleLine>>, tx: &SyncSender<Batch>) {
+/// The reading thread: batches of up to `limit` lines until the files end, an error,
+/// or the taker is gone. What was seen of a batch's rows goes to the run's column
+/// before the batch goes on (see [`SamplesReader::handing`]).
+fn send_batches(mut reader: SamplesReader, limit: usize, tx: &SyncSender<Batch>) {
     let mut batch = Vec::with_capacity(BATCH_LINES);
     let mut bytes = 0;
-    for line in lines {
+    for _ in 0..limit {
+        let Some(line) = reader.next() else {
+            break;
+        };
         let failed = line.is_err();
         bytes += line.as_ref().map_or(0, |l| l.raw.len());
         batch.push(line);
         if failed || batch.len() >= BATCH_LINES || bytes >= BATCH_BYTES {
             let full = std::mem::replace(&mut batch, Vec::with_capacity(BATCH_LINES));
             bytes = 0;
+            reader.send_seen();
             if tx.send(full).is_err() || failed {
                 return;
             }
         }
     }
+    reader.send_seen();
     if !batch.is_empty() {
         let _ = tx.send(batch);
     }

@@ -671,41 +671,49 @@ fn what_was_seen_of_a_row_is_kept_in_its_row_file_and_handed_only_to_a_run_that_
         foreign_file(dir.path(), "tables/chat.parquet"),
     ];
     let memos = memos_in(dir.path());
-    let seen = |lines: &[SampleLine]| -> Vec<Option<u32>> {
-        lines
+    // the lines a reader gives, and the completion length its column got for each
+    let with_seen = |reader: SamplesReader| -> (Vec<SampleLine>, Vec<Option<u32>>) {
+        let (tx, mut column) = crate::sources::seen::column();
+        let lines: Vec<SampleLine> = reader.handing(Some(tx)).map(Result::unwrap).collect();
+        let seen = lines
             .iter()
-            .map(|l| l.at.seen.as_ref().and_then(|s| s.chars))
-            .collect()
+            .map(|l| column.take(l.at.index).and_then(|s| s.chars))
+            .collect();
+        (lines, seen)
+    };
+    let vouched = |wanted: bool| {
+        SamplesReader::new(&files)
+            .with_memos(memos.clone())
+            .texts_when_wanted(Arc::new(AtomicBool::new(wanted)))
     };
     hand(Handed::Always);
-    let converted: Vec<SampleLine> = SamplesReader::new(&files)
-        .writing_rows()
-        .map(Result::unwrap)
-        .collect();
-    let good = converted.iter().filter(|l| l.bad.is_none());
-    for line in good {
-        assert!(
-            line.at.seen.as_ref().is_some_and(|s| s.chars.is_some()),
-            "{:?}",
-            line.at
-        );
+    let (converted, seen) = with_seen(SamplesReader::new(&files).writing_rows());
+    for (line, seen) in converted.iter().zip(&seen) {
+        assert_eq!(line.bad.is_none(), seen.is_some(), "{:?}", line.at);
     }
     // read back from the row files (which writes their memos), then vouched for
     let read = read_all(&files, Some(&memos), false);
     assert_eq!(summary(&read), summary(&converted));
     for wanted in [false, true] {
-        let vouched = read_vouched(&files, &memos, wanted);
-        assert_eq!(seen(&vouched), seen(&converted), "wanted {wanted}");
+        let (lines, vouched_seen) = with_seen(vouched(wanted));
+        let places = |lines: &[SampleLine]| lines.iter().map(|l| l.at.clone()).collect::<Vec<_>>();
+        assert_eq!(places(&lines), places(&converted), "wanted {wanted}");
+        assert_eq!(vouched_seen, seen, "wanted {wanted}");
+    }
+    // read ahead on a thread: what was seen of a row is in the column by the time
+    // its line is taken (the run's printer takes it then)
+    let (tx, mut column) = crate::sources::seen::column();
+    let ahead = ReadAhead::spawn_reader(vouched(true).handing(Some(tx)), None);
+    for (line, seen) in ahead.map(Result::unwrap).zip(&seen) {
+        let taken = column.take(line.at.index).and_then(|s| s.chars);
+        assert_eq!(taken, *seen, "{:?}", line.at);
     }
     // a run that wants none of it: none is read, and a row with no facts is not
     // read at all when its text is not wanted
     hand(Handed::Never);
     for wanted in [false, true] {
-        let vouched = read_vouched(&files, &memos, wanted);
-        assert!(
-            seen(&vouched).iter().all(Option::is_none),
-            "wanted {wanted}"
-        );
+        let (vouched, seen) = with_seen(vouched(wanted));
+        assert!(seen.iter().all(Option::is_none), "wanted {wanted}");
         let facts: Vec<_> = vouched.iter().map(|l| l.at.facts.clone()).collect();
         let before: Vec<_> = converted.iter().map(|l| l.at.facts.clone()).collect();
         assert_eq!(facts, before, "the facts are read all the same");

@@ -82,6 +82,9 @@ pub struct Printer {
     pub hacking_report: Option<crate::insight::hacking::Report>,
     /// SPEC §20: the scores gathered for the verifier's statistics.
     pub verifier: Option<super::verifier_run::VerifierRun>,
+    /// What was seen of the rows, for the two reports above, as the run's samples
+    /// reader sends it (`sources::seen`).
+    pub seen: Option<crate::sources::seen::SeenReceiver>,
 }
 
 impl Printer {
@@ -131,6 +134,7 @@ impl Printer {
             hacking: None,
             hacking_report: None,
             verifier: None,
+            seen: None,
         }
     }
 
@@ -191,7 +195,10 @@ impl Printer {
 
     /// A sample with every evaluator's outcome: counted, compared, and written (or
     /// kept for the table or file written at the end).
-    fn complete(&mut self, mut sample: SampleResults) {
+    fn complete(&mut self, sample: SampleResults) {
+        // what was seen of its row, for the reports (in sample order, as its reader
+        // sent it)
+        let seen = self.seen.as_mut().and_then(|s| s.take(sample.at.index));
         if let Some(h) = self.human.as_mut() {
             h.add(sample.at.index, &sample.hash, &sample.outcomes);
         }
@@ -201,10 +208,14 @@ impl Printer {
                 .human
                 .as_ref()
                 .and_then(|h| h.label(sample.at.index, &sample.hash));
-            v.add(&sample, human.and_then(trust::agreement::Label::pass));
+            v.add(
+                &sample,
+                seen.as_ref(),
+                human.and_then(trust::agreement::Label::pass),
+            );
         }
         if let Some(h) = self.hacking.as_mut() {
-            h.add(&sample, self.human.as_ref());
+            h.add(&sample, seen.as_ref(), self.human.as_ref());
         }
         if let Some(t) = self.training.as_mut() {
             t.add(&sample);
@@ -213,8 +224,6 @@ impl Printer {
             self.write_jsonl(&sample);
             self.reorder.recycle(sample.outcomes);
         } else {
-            // what was seen of it is for the reports above: not kept for the table
-            sample.at.seen = None;
             self.kept.push(sample);
         }
     }

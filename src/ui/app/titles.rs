@@ -203,7 +203,6 @@ mod tests {
                 file: 0,
                 line: 1,
                 facts: None,
-                seen: None,
             },
             offset: 0,
             len: 0,
