@@ -89,7 +89,7 @@ impl Seen {
         }
         for field in inner.split(|&b| b == b',') {
             match field {
-                [b'"', b'c', b'"', b':', v @ ..] => seen.chars = Some(number(v)?),
+                [b'"', b'c', b'"', b':', v @ ..] => seen.chars = Some(digits(v)?),
                 [b'"', b't', b'"', b':', v @ ..] => {
                     seen.tokens = Some(number(v).filter(|t: &f64| t.is_finite())?)
                 }
@@ -106,6 +106,23 @@ impl Seen {
 /// A number as JSON text writes it.
 fn number<T: std::str::FromStr>(text: &[u8]) -> Option<T> {
     std::str::from_utf8(text).ok()?.parse().ok()
+}
+
+/// A count as JSON text writes it (decimal digits, no sign), read without the
+/// general parser: a run that reads what was seen of each row reads one a row.
+fn digits(text: &[u8]) -> Option<u32> {
+    if text.is_empty() || text.len() > 10 {
+        return None;
+    }
+    let mut n: u64 = 0;
+    for &b in text {
+        let d = b.wrapping_sub(b'0');
+        if d > 9 {
+            return None;
+        }
+        n = n * 10 + u64::from(d);
+    }
+    u32::try_from(n).ok()
 }
 
 /// A correctness label as its column holds it.
@@ -253,6 +270,11 @@ mod tests {
                 rewardbench: None,
             },
             Seen {
+                chars: Some(u32::MAX),
+                prompt: Some(*b"0123456789abcdef"),
+                ..Seen::default()
+            },
+            Seen {
                 chars: Some(0),
                 tokens: Some(1e20),
                 label: Some(Label::Read(true)),
@@ -276,6 +298,24 @@ mod tests {
             );
         }
         assert!(Seen::read_plain(br#"{"c":1,"l":{"unreadable":"x"}}"#).is_none());
+        // a count too large, or not digits, and a key of other than hex digits
+        for text in [&br#"{"c":4294967296}"#[..], br#"{"c":-1}"#, br#"{"c":}"#] {
+            assert_eq!(
+                Seen::read_plain(text),
+                None,
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
+        let upper = format!(r#"{{"p":"{}"}}"#, "AB".repeat(16));
+        assert_eq!(
+            Seen::read(upper.as_bytes()).and_then(|s| s.prompt),
+            Some(key)
+        );
+        assert_eq!(
+            Seen::read(format!(r#"{{"p":"{}g"}}"#, "a".repeat(31)).as_bytes()),
+            None
+        );
         assert_eq!(Seen::read(b"{\"p\":\"zz\"}"), None);
         assert_eq!(Seen::read(b"not json"), None);
     }
