@@ -60,9 +60,7 @@ pub type SeenSender = std::sync::mpsc::Sender<Vec<(usize, Seen)>>;
 pub struct SeenReceiver {
     rx: std::sync::mpsc::Receiver<Vec<(usize, Seen)>>,
     /// The rows received and not yet taken.
-    ahead: std::vec::IntoIter<(usize, Seen)>,
-    /// The first of them, looked at for a sample before it.
-    next: Option<(usize, Seen)>,
+    ahead: std::iter::Peekable<std::vec::IntoIter<(usize, Seen)>>,
 }
 
 /// A new column of what was seen of the rows of a run.
@@ -70,8 +68,7 @@ pub fn column() -> (SeenSender, SeenReceiver) {
     let (tx, rx) = std::sync::mpsc::channel();
     let receiver = SeenReceiver {
         rx,
-        ahead: Vec::new().into_iter(),
-        next: None,
+        ahead: Vec::new().into_iter().peekable(),
     };
     (tx, receiver)
 }
@@ -82,24 +79,16 @@ impl SeenReceiver {
     /// was read (its reader sends what was seen of a row before the row goes on).
     pub fn take(&mut self, index: usize) -> Option<Seen> {
         loop {
-            let next = match self.next.take() {
-                Some(next) => Some(next),
-                None => self.ahead.next(),
-            };
-            let (at, seen) = match next {
-                Some(next) => next,
-                None => {
-                    self.ahead = self.rx.try_recv().ok()?.into_iter();
-                    continue;
-                }
+            let Some(&(at, _)) = self.ahead.peek() else {
+                self.ahead = self.rx.try_recv().ok()?.into_iter().peekable();
+                continue;
             };
             match at.cmp(&index) {
-                std::cmp::Ordering::Less => continue,
-                std::cmp::Ordering::Equal => return Some(seen),
-                std::cmp::Ordering::Greater => {
-                    self.next = Some((at, seen));
-                    return None;
+                std::cmp::Ordering::Less => {
+                    self.ahead.next();
                 }
+                std::cmp::Ordering::Equal => return self.ahead.next().map(|(_, seen)| seen),
+                std::cmp::Ordering::Greater => return None,
             }
         }
     }

@@ -209,6 +209,7 @@ impl Foreign {
             identity: self.identity(path)?,
             failed: false,
             skipped: Vec::new(),
+            skipped_path: self.skipped_path(),
         })
     }
 }
@@ -242,8 +243,10 @@ pub struct RowWriter {
     done: PathBuf,
     identity: String,
     failed: bool,
-    /// The rows skipped, kept beside the row file when it is whole.
+    /// The rows skipped, kept beside the row file when it is whole (at
+    /// [`Foreign::skipped_path`]).
     skipped: Vec<SkippedRow>,
+    skipped_path: PathBuf,
 }
 
 impl RowWriter {
@@ -287,7 +290,7 @@ impl RowWriter {
         self.flush();
         if !self.failed && !self.skipped.is_empty() {
             let text: String = self.skipped.iter().map(SkippedRow::line).collect();
-            self.failed = std::fs::write(self.done.with_extension("skipped"), text).is_err();
+            self.failed = std::fs::write(&self.skipped_path, text).is_err();
         }
         if !self.failed {
             let _ = std::fs::write(&self.done, &self.identity);
@@ -363,11 +366,6 @@ pub fn split_line(line: &[u8]) -> LineParts<'_> {
 pub fn seen_text(seen: &Seen, out: &mut Vec<u8>) {
     out.clear();
     serde_json::to_writer(out, seen).expect("what was seen serializes");
-}
-
-/// What was seen of a row, read back (`None`: written by no rwb that wrote it).
-pub fn read_seen(text: &[u8]) -> Option<Seen> {
-    Seen::read(text)
 }
 
 /// Reads a file's row file lines' facts: consecutive rows with the same facts' text

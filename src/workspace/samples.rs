@@ -1,7 +1,7 @@
 //! Samples files, read one line at a time (never loaded whole).
 
 use super::line_memo::{FileRead, FileReads, FileStamp, MemoReader, MemoRecorder, Remembered};
-use super::rows::{read_seen, split_line, Converting, FactsReader, SkippedRow};
+use super::rows::{split_line, Converting, FactsReader, SkippedRow};
 use super::{LineMemos, SamplesFile};
 use crate::model::check_sample;
 use crate::model::SampleRef;
@@ -632,7 +632,12 @@ impl SamplesReader {
                 offset += BOM.len() as u64;
             }
             let foreign = self.files[file_idx].foreign.is_some();
-            let end = end_line(&mut self.buf, foreign, &mut self.facts_reader);
+            let end = end_line(
+                &mut self.buf,
+                foreign,
+                self.handing.is_some(),
+                &mut self.facts_reader,
+            );
             self.suffix = end.suffix;
             if self.buf.iter().all(|b| b.is_ascii_whitespace()) {
                 continue;
@@ -684,7 +689,9 @@ impl SamplesReader {
         let unread = !line.bad && !wanted;
         // what was seen of a row without facts (no step) is read only by a run
         // handed it for every row
-        let suffix_wanted = line.facts || (line.seen && crate::sources::seen::handed(false));
+        let hand = self.handing.is_some();
+        let suffix_wanted =
+            line.facts || (line.seen && hand && crate::sources::seen::handed(false));
         if unread && !suffix_wanted {
             return Some(Ok((at, line.offset, Vouch::Unread(line.hash, line.len))));
         }
@@ -707,7 +714,12 @@ impl SamplesReader {
                 Ok(n) => self.pos += n as u64,
                 Err(e) => return Some(Err(e)),
             }
-            let end = end_line(&mut self.buf, foreign, &mut self.facts_reader);
+            let end = end_line(
+                &mut self.buf,
+                foreign,
+                self.handing.is_some(),
+                &mut self.facts_reader,
+            );
             (at.facts, self.seen) = (end.facts, end.seen);
         } else {
             // a good line is its length's bytes, with no line ending to look for
@@ -728,7 +740,12 @@ impl SamplesReader {
                     Ok(n) => self.pos += n as u64,
                     Err(e) => return Some(Err(e)),
                 }
-                let end = end_line(&mut suffix, foreign, &mut self.facts_reader);
+                let end = end_line(
+                    &mut suffix,
+                    foreign,
+                    self.handing.is_some(),
+                    &mut self.facts_reader,
+                );
                 (at.facts, self.seen) = (end.facts, end.seen);
                 self.suffix_buf = suffix;
             }
@@ -769,8 +786,14 @@ struct LineEnd {
 }
 
 /// Takes a line read whole (`buf`) to its text: without its line ending, and for a
-/// foreign file's row file (`foreign`) without what follows it, which it gives.
-fn end_line(buf: &mut Vec<u8>, foreign: bool, facts_reader: &mut FactsReader) -> LineEnd {
+/// foreign file's row file (`foreign`) without what follows it, which it gives (what
+/// was seen of the row only to a reader that hands it on, `hand`, in a run handed it).
+fn end_line(
+    buf: &mut Vec<u8>,
+    foreign: bool,
+    hand: bool,
+    facts_reader: &mut FactsReader,
+) -> LineEnd {
     while matches!(buf.last(), Some(b'\n' | b'\r')) {
         buf.pop();
     }
@@ -782,8 +805,8 @@ fn end_line(buf: &mut Vec<u8>, foreign: bool, facts_reader: &mut FactsReader) ->
     let stepped = facts.as_ref().is_some_and(|f| f.step.is_some());
     let seen = parts
         .seen
-        .filter(|_| crate::sources::seen::handed(stepped))
-        .and_then(read_seen);
+        .filter(|_| hand && crate::sources::seen::handed(stepped))
+        .and_then(Seen::read);
     let (len, suffix) = (parts.text.len(), parts.suffix());
     buf.truncate(len);
     LineEnd {

@@ -741,7 +741,7 @@ fn a_row_file_line_splits_into_its_text_facts_and_what_was_seen() {
         parts(b"{\"a\":1}\x1e{\"step\":2}\x1f{\"c\":3}"),
         (text, Some(facts), Some(seen))
     );
-    assert_eq!(read_seen(seen).and_then(|s| s.chars), Some(3));
+    assert_eq!(Seen::read(seen).and_then(|s| s.chars), Some(3));
     // consecutive rows with the same facts share one copy, parsed once
     let mut reader = FactsReader::default();
     let first = reader.read(facts).unwrap();
