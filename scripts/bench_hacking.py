@@ -9,7 +9,9 @@ default) and without it (`RWB_NO_HACKING=1`), --repeat times each; the medians'
 ratio is the report's cost (target: under 1.05, "adds under 5 %").
 
 Every run must exit 0; the report's run must print the `hacking` block with 100
-steps, so a broken run cannot look fast.
+steps, so a broken run cannot look fast. CPU is every process of the run, its Python
+workers included, counted by a cgroup of its own where one can be made (see
+scripts/cpu_meter.py, which says how it counted).
 
 Usage:
   python3 scripts/bench_hacking.py [--rwb PATH] [--rows 1000000] [--steps 100]
@@ -25,7 +27,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_meter import CpuMeter, median_interval  # noqa: E402
 
 STRICT = '''
 def compute_score(data_source, solution_str, ground_truth, extra_info=None):
@@ -70,7 +74,7 @@ def write_run(root, rows, steps, seed=5):
         f.write(TOML)
 
 
-def run(rwb, root, jobs, report, steps):
+def run(meter, rwb, root, jobs, report, steps):
     env = dict(os.environ)
     env.pop("VIRTUAL_ENV", None)
     if not report:
@@ -78,15 +82,10 @@ def run(rwb, root, jobs, report, steps):
     else:
         env.pop("RWB_NO_HACKING", None)
     cmd = [rwb, "run", root, "-s", "dumps/", "--no-cache", "--jobs", str(jobs), "--format", "csv"]
-    started = time.perf_counter()
-    err = tempfile.TemporaryFile(mode="w+")
-    child = subprocess.Popen(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err)
-    _, status, usage = os.wait4(child.pid, 0)
-    seconds = time.perf_counter() - started
-    cpu = usage.ru_utime + usage.ru_stime
-    err.seek(0)
-    stderr = err.read()
-    code = os.waitstatus_to_exitcode(status)
+    with tempfile.TemporaryFile(mode="w+") as err:
+        seconds, cpu, code = meter.run(cmd, cwd=root, env=env, stdout=subprocess.DEVNULL, stderr=err)
+        err.seek(0)
+        stderr = err.read()
     if code != 0:
         sys.exit(f"rwb failed ({code}): {stderr[-2000:]}")
     has = "hacking (onset@v1" in stderr
@@ -110,37 +109,44 @@ def main():
     if not os.access(rwb, os.X_OK):
         sys.exit(f"no rwb at {rwb}: cargo build --release first, or --rwb PATH")
     root = tempfile.mkdtemp(prefix="rwb-bench-hacking-")
+    meter = CpuMeter("rwb-bench-hacking")
     try:
         print(f"writing {a.rows:,} rows in {a.steps} veRL step files under {root} ...", flush=True)
         write_run(root, a.rows, a.steps)
         with_report, without = [], []
         # a first run converts nothing (veRL dumps are JSONL) but warms the page cache
-        run(rwb, root, a.jobs, False, a.steps)
+        run(meter, rwb, root, a.jobs, False, a.steps)
         for i in range(a.repeat):
             # alternate, so that a machine growing busier weighs on both alike, and
             # ABBA: neither always runs right after the other
             if i % 2 == 0:
-                without.append(run(rwb, root, a.jobs, False, a.steps))
-                with_report.append(run(rwb, root, a.jobs, True, a.steps))
+                without.append(run(meter, rwb, root, a.jobs, False, a.steps))
+                with_report.append(run(meter, rwb, root, a.jobs, True, a.steps))
             else:
-                with_report.append(run(rwb, root, a.jobs, True, a.steps))
-                without.append(run(rwb, root, a.jobs, False, a.steps))
+                with_report.append(run(meter, rwb, root, a.jobs, True, a.steps))
+                without.append(run(meter, rwb, root, a.jobs, False, a.steps))
             print(f"  round {i + 1}: without {without[-1][0]:.2f} s ({without[-1][1]:.2f} s CPU), "
                   f"with the report {with_report[-1][0]:.2f} s ({with_report[-1][1]:.2f} s CPU)", flush=True)
         print()
-        print(f"{'scenario':<44} {'with':>8} {'without':>10} {'ratio':>7} {'best':>6} {'target':>8}")
+        print(meter.describe())
+        print(f"{'scenario':<44} {'with':>8} {'without':>10} {'ratio':>7} {'interval':>22} {'best':>6} {'target':>8}")
         for what, k in (("wall s", 0), ("CPU s (rwb and its workers)", 1)):
             w = statistics.median(x[k] for x in with_report)
             wo = statistics.median(x[k] for x in without)
             # each round's pair ran back to back: the median of the rounds' ratios is
             # what a machine whose speed drifts between rounds cannot move
-            ratio = statistics.median(a[k] / b[k] for a, b in zip(with_report, without))
+            ratios = [a[k] / b[k] for a, b in zip(with_report, without)]
+            ratio = statistics.median(ratios)
+            interval = median_interval(ratios)
+            iv = "-" if interval is None else f"[{interval[0]:.3f}, {interval[1]:.3f}] {interval[2]:.0%}"
             best = min(x[k] for x in with_report) / min(x[k] for x in without)
             name = f"per-step report, --no-cache, {what}"
-            print(f"{name:<44} {w:>8.2f} {wo:>10.2f} {ratio:>7.3f} {best:>6.3f} {'< 1.05':>8}  {'PASS' if ratio < 1.05 else 'FAIL'}")
+            print(f"{name:<44} {w:>8.2f} {wo:>10.2f} {ratio:>7.3f} {iv:>22} {best:>6.3f} {'< 1.05':>8}  {'PASS' if ratio < 1.05 else 'FAIL'}")
         print("(with, without: medians; ratio: the median of the rounds' paired ratios, the")
-        print(" verdict's; best: the fastest run with the report over the fastest without)")
+        print(" verdict's, and an interval of at least 90 % confidence for it from 6 rounds on;")
+        print(" best: the fastest run with the report over the fastest without)")
     finally:
+        meter.close()
         if a.keep:
             print(f"kept {root}")
         else:

@@ -15,38 +15,41 @@ What it does:
        plain     no `label`: the same run without the verifier statistics (and with
                  RWB_NO_HACKING=1: nothing read off the rows for either report)
   3. Scenarios, each `rwb run --format jsonl` (rows to /dev/null), alternating plain and
-     labelled, --repeat times (default 5), the median of each:
+     labelled, --repeat times (default 11), the median of each:
        cold   --no-cache: every sample evaluated           (target: labelled/plain - 1 < 2 %)
        warm   the cache filled: every score from the cache  (reported; the smallest run
               there is, so the largest share the statistics can take)
        rows   --no-cache again, after the runs that filled the cache wrote the row
               files: every sample evaluated, no row converted   (target: < 2 %)
      Each is given twice: wall (elapsed) and cpu (user + system seconds of rwb and of
-     every process it started, its Python workers included: this script makes itself
-     their subreaper, so a worker rwb does not wait for is still waited for, and
-     counted, here): on a shared machine the wall figure moves with the other
+     every process it started, its Python workers included: counted by a cgroup of
+     the run's own where one can be made, see scripts/cpu_meter.py, which says how
+     it counted): on a shared machine the wall figure moves with the other
      processes, the cpu figure is what the run cost, the statistics included.
      The labelled run must print a `verifier` block naming every sample, so a run that
      skipped the statistics cannot look fast.
-  4. Prints a table: scenario, plain s, labelled s, overhead %, target, PASS/FAIL.
+  4. Prints a table: scenario, plain s, labelled s, overhead % (the median of the
+     rounds' paired ratios, less 1), an interval of at least 90 % confidence for it
+     (order statistics: the machine's noise, shown), target, PASS/FAIL.
 
 Exit status: 0 when every scenario was measured, 1 when one could not be, 2 for usage.
 
 Usage:
-  python3 scripts/bench_verifier.py [--quick] [--rwb PATH] [--repeat 5] [--keep]
+  python3 scripts/bench_verifier.py [--quick] [--rwb PATH] [--repeat 11] [--keep]
 """
 
 import argparse
 import json
 import os
 import random
-import resource
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from cpu_meter import CpuMeter, median_interval  # noqa: E402
 
 EVALUATOR = '''
 def evaluate(messages, s, **kwargs):
@@ -85,53 +88,25 @@ def workspace(root, samples, labelled):
         f.write(toml)
 
 
-def become_subreaper():
-    """Makes this process the reaper of its descendants' orphans (Linux): the workers
-    rwb leaves running as it exits are then waited for, and counted, by `reap`."""
-    try:
-        import ctypes
-
-        PR_SET_CHILD_SUBREAPER = 36
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        return False
-
-
-def reap(timeout=10.0):
-    """Waits for every orphan handed to this process (see `become_subreaper`)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
-        except ChildProcessError:
-            return
-        if pid == 0:
-            time.sleep(0.005)
-
-
-def run(rwb, root, n, labelled, cache):
+def run(meter, rwb, root, n, labelled, cache):
     args = [rwb, "run", root, "--format", "jsonl"]
     if not cache:
         args.append("--no-cache")
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t = time.perf_counter()
     env = dict(os.environ)
     env.pop("RWB_NO_HACKING", None)
     if not labelled:
         # the leanest run: no per-step report, and (with no verifier statistics either)
         # rows converted without a row file are not read for their labels and lengths
         env["RWB_NO_HACKING"] = "1"
-    p = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    elapsed = time.perf_counter() - t
-    reap()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    if p.returncode != 0:
-        raise RuntimeError(f"rwb run {root} exited {p.returncode}: {p.stderr[-2000:]}")
-    if labelled and f"judge verifier at 0.5: {n} labelled" not in p.stderr:
-        raise RuntimeError(f"the labelled run printed no verifier block for {n} samples:\n{p.stderr[-2000:]}")
-    if not labelled and "verifier at" in p.stderr:
+    with tempfile.TemporaryFile(mode="w+") as err:
+        elapsed, cpu, code = meter.run(args, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        err.seek(0)
+        stderr = err.read()
+    if code != 0:
+        raise RuntimeError(f"rwb run {root} exited {code}: {stderr[-2000:]}")
+    if labelled and f"judge verifier at 0.5: {n} labelled" not in stderr:
+        raise RuntimeError(f"the labelled run printed no verifier block for {n} samples:\n{stderr[-2000:]}")
+    if not labelled and "verifier at" in stderr:
         raise RuntimeError("the plain run computed verifier statistics")
     return elapsed, cpu
 
@@ -140,14 +115,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rwb", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "rwb"))
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--repeat", type=int, default=11)
     ap.add_argument("--keep", action="store_true")
     a = ap.parse_args()
     if not os.path.exists(a.rwb):
         print(f"no rwb at {a.rwb}: cargo build --release first, or --rwb PATH", file=sys.stderr)
         return 2
-    if not become_subreaper():
-        print("note: not a subreaper here: cpu counts only the workers rwb waited for", file=sys.stderr)
+    meter = CpuMeter("rwb-bench-verifier")
     n = 10_000 if a.quick else 100_000
     tmp = tempfile.mkdtemp(prefix="rwb-bench-verifier-")
     try:
@@ -162,36 +136,40 @@ def main():
         # wrote the row files (a workspace's usual state: nothing converted again)
         for name, cache, target in [("cold", False, 0.02), ("warm", True, None), ("rows", False, 0.02)]:
             if cache:  # fill both caches once
-                run(a.rwb, plain, n, False, True)
-                run(a.rwb, labelled, n, True, True)
+                run(meter, a.rwb, plain, n, False, True)
+                run(meter, a.rwb, labelled, n, True, True)
             times = {False: [], True: []}
             for i in range(a.repeat):
                 # ABBA: neither workspace always runs right after the other
                 for lab in ((False, True) if i % 2 == 0 else (True, False)):
-                    times[lab].append(run(a.rwb, labelled if lab else plain, n, lab, cache))
+                    times[lab].append(run(meter, a.rwb, labelled if lab else plain, n, lab, cache))
             for what, k in (("wall", 0), ("cpu", 1)):
                 p = statistics.median(t[k] for t in times[False])
                 l = statistics.median(t[k] for t in times[True])
                 # each round's two runs ran back to back: the median of the rounds'
                 # paired ratios is what a machine whose speed drifts cannot move
-                paired = statistics.median(b[k] / a[k] for a, b in zip(times[False], times[True]))
+                ratios = [b[k] / a[k] for a, b in zip(times[False], times[True])]
+                paired = statistics.median(ratios)
                 # the fastest of each: what the run costs when nothing else runs
                 best = min(t[k] for t in times[True]) / min(t[k] for t in times[False])
-                rows.append((f"{name} {what}", p, l, paired - 1.0, best - 1.0, target))
+                rows.append((f"{name} {what}", p, l, paired - 1.0, median_interval(ratios), best - 1.0, target))
         print(f"\n{n:,} samples in groups of 8, labelled; median of {a.repeat} alternating runs")
-        print("wall: elapsed seconds; cpu: user + system seconds of rwb and every process it started")
-        print("overhead: the median of the rounds' paired ratios, less 1 (the verdict's);")
+        print("wall: elapsed seconds; " + meter.describe())
+        print("overhead: the median of the rounds' paired ratios, less 1 (the verdict's), and an")
+        print("interval of at least 90 % confidence for it (the rounds' spread: the machine's noise);")
         print("best: the fastest labelled run over the fastest plain one, less 1 (reported)")
-        print(f"{'scenario':<12}{'plain s':>10}{'labelled s':>12}{'overhead':>10}{'best':>9}{'target':>9}  verdict")
-        for name, p, l, over, best, target in rows:
+        print(f"{'scenario':<12}{'plain s':>10}{'labelled s':>12}{'overhead':>10}{'interval':>20}{'best':>9}{'target':>9}  verdict")
+        for name, p, l, over, interval, best, target in rows:
             verdict = "-" if target is None else ("PASS" if over < target else "FAIL")
             t = "-" if target is None else f"<{target:.0%}"
-            print(f"{name:<12}{p:>10.3f}{l:>12.3f}{over:>+10.2%}{best:>+9.2%}{t:>9}  {verdict}")
+            iv = "-" if interval is None else f"[{interval[0] - 1:+.1%}, {interval[1] - 1:+.1%}] {interval[2]:.0%}"
+            print(f"{name:<12}{p:>10.3f}{l:>12.3f}{over:>+10.2%}{iv:>20}{best:>+9.2%}{t:>9}  {verdict}")
         return 0
     except RuntimeError as e:
         print(f"could not measure: {e}", file=sys.stderr)
         return 1
     finally:
+        meter.close()
         if a.keep:
             print(f"kept {tmp}")
         else:

@@ -24,32 +24,21 @@ struct Known {
     item: Option<Item>,
 }
 
-/// What is known of one completed sample as it is added: its label and group, or
-/// that the second reader's finding is to be taken (`later`).
-#[derive(Clone, Copy)]
-struct Entry {
+/// A completed sample kept until the run ends, in order: one whose label or group
+/// the second reader gives (`later`), or any after the first such (so that every
+/// sample is taken in the order it came).
+struct Pending {
     index: usize,
     label: Option<Option<bool>>,
     human: Option<bool>,
     /// Its group's number among the run's groups ([`NO_GROUP`]: in none).
     group: u32,
+    item: Option<Item>,
     later: bool,
 }
 
 /// The group number of a sample in none.
 const NO_GROUP: u32 = u32::MAX;
-
-impl Entry {
-    fn known(index: usize, label: Option<Option<bool>>, human: Option<bool>, group: u32) -> Entry {
-        Entry {
-            index,
-            label,
-            human,
-            group,
-            later: false,
-        }
-    }
-}
 
 /// What the reading thread found of each sample, in sample order.
 #[derive(Default)]
@@ -59,25 +48,25 @@ struct Read {
     unreadable: usize,
 }
 
-/// The scores of a run gathered for its verifier statistics.
+/// The scores of a run gathered for its verifier statistics, each evaluator's as
+/// they come (see [`VerifierBuilder`]).
 pub struct VerifierRun {
     /// The second reader, started for the first sample whose facts say nothing.
     reading: Option<JoinHandle<Read>>,
     files: Vec<SamplesFile>,
     sources: Sources,
     limit: Option<usize>,
-    evaluators: usize,
-    threshold: f64,
-    /// Per completed sample, in order: what is known of it ([`Entry`]), and the
-    /// RewardBench places of those that have one, by their place in `at`.
-    at: Vec<Entry>,
-    items: Vec<(usize, Item)>,
+    /// Each evaluator's statistics, and its scores of the RewardBench places.
+    builders: Vec<VerifierBuilder>,
+    items: Vec<Vec<(Item, Option<f64>)>>,
+    /// The samples kept to the end ([`Pending`]) and their scores
+    /// (`pending_scores[k * evaluators + e]`, NaN on an error).
+    pending: Vec<Pending>,
+    pending_scores: Vec<f64>,
     /// The run's groups, numbered as they first come, and the last one numbered (a
     /// group's rollouts mostly come one after another).
     ids: foldhash::HashMap<GroupKey, u32>,
     last_group: Option<(GroupKey, u32)>,
-    /// `scores[k * evaluators + e]`, NaN on an error.
-    scores: Vec<f64>,
     warnings: Vec<String>,
     unreadable: usize,
 }
@@ -101,74 +90,87 @@ impl VerifierRun {
             files: files.to_vec(),
             sources,
             limit,
-            evaluators,
-            threshold,
-            at: Vec::new(),
-            items: Vec::new(),
+            builders: vec![VerifierBuilder::new(threshold); evaluators],
+            items: vec![Vec::new(); evaluators],
+            pending: Vec::new(),
+            pending_scores: Vec::new(),
             ids: foldhash::HashMap::default(),
             last_group: None,
-            scores: Vec::new(),
             warnings: Vec::new(),
             unreadable: 0,
         })
     }
 
-    /// Takes a completed sample's scores (an error is NaN), what was seen of its
-    /// row (when its run was handed it) and its human label.
+    /// Takes a completed sample's scores, what was seen of its row (when its run
+    /// was handed it) and its human label.
     #[inline]
     pub fn add(&mut self, sample: &SampleResults, seen: Option<&Seen>, human: Option<bool>) {
-        for o in &sample.outcomes {
-            let s = if o.is_error() { None } else { o.score };
-            self.scores.push(s.unwrap_or(f64::NAN));
-        }
         let facts = sample.at.facts.as_deref();
-        let known = match seen {
+        let (label, group, item, later) = match seen {
             Some(seen) => {
                 let label = match &seen.label {
                     None => None,
                     Some(Label::Read(b)) => Some(Some(*b)),
                     Some(Label::Unreadable { unreadable }) => {
-                        self.unreadable += 1;
-                        if self.warnings.len() < NAMED {
-                            let column =
-                                self.sources.columns.get(sample.at.file).cloned().flatten();
-                            let file = self
-                                .files
-                                .get(sample.at.file)
-                                .map_or("", |f| f.label.as_str());
-                            self.warnings.push(crate::trust::truth::unreadable_label(
-                                &format!("{file}:{}", sample.at.line),
-                                column.as_deref().unwrap_or("label"),
-                                unreadable,
-                            ));
-                        }
+                        self.unreadable_label(sample, unreadable);
                         Some(None)
                     }
                 };
                 let item = seen.rewardbench.as_deref().and_then(Item::from_json);
                 let label = label.or_else(|| item.as_ref().map(|i| Some(i.chosen)));
-                if let Some(item) = item {
-                    self.items.push((self.at.len(), item));
-                }
                 let group = crate::sources::seen::quick_group(facts, Some(seen));
-                Entry::known(sample.at.index, label, human, self.group_id(group))
+                (label, self.group_id(group), item, false)
             }
             // a foreign row with nothing seen: one its reader refused, or one with
             // nothing to see on its line (its group, if logged, is in its facts);
             // nothing to read again
             None if self.foreign(sample.at.file) => {
                 let group = crate::sources::seen::quick_group(facts, None);
-                Entry::known(sample.at.index, None, human, self.group_id(group))
+                (None, self.group_id(group), None, false)
             }
             None => {
                 self.start_reading();
-                Entry {
-                    later: true,
-                    ..Entry::known(sample.at.index, None, human, NO_GROUP)
-                }
+                (None, NO_GROUP, None, true)
             }
         };
-        self.at.push(known);
+        let score = |o: &crate::model::Outcome| o.score.filter(|_| !o.is_error());
+        if later || !self.pending.is_empty() {
+            let scores = sample.outcomes.iter().map(|o| score(o).unwrap_or(f64::NAN));
+            self.pending_scores.extend(scores);
+            self.pending.push(Pending {
+                index: sample.at.index,
+                label,
+                human,
+                group,
+                item,
+                later,
+            });
+            return;
+        }
+        let scores = sample.outcomes.iter().map(score);
+        take(
+            &mut self.builders,
+            &mut self.items,
+            (label, human, group, item),
+            scores,
+        );
+    }
+
+    /// Notes a label that could not be read, naming the first few.
+    fn unreadable_label(&mut self, sample: &SampleResults, text: &str) {
+        self.unreadable += 1;
+        if self.warnings.len() < NAMED {
+            let column = self.sources.columns.get(sample.at.file).cloned().flatten();
+            let file = self
+                .files
+                .get(sample.at.file)
+                .map_or("", |f| f.label.as_str());
+            self.warnings.push(crate::trust::truth::unreadable_label(
+                &format!("{file}:{}", sample.at.line),
+                column.as_deref().unwrap_or("label"),
+                text,
+            ));
+        }
     }
 
     /// The number of group `key` among the run's groups (numbered as they first
@@ -205,49 +207,25 @@ impl VerifierRun {
     /// Each evaluator's `verifier: {...}` (with `rewardbench` when the samples are
     /// RewardBench rows), or `None` for one with nothing labelled; and the warnings
     /// of labels that could not be read.
-    pub fn finish(self) -> (Vec<Option<Verdicts>>, Vec<String>) {
+    pub fn finish(mut self) -> (Vec<Option<Verdicts>>, Vec<String>) {
         let mut read = self.reading.and_then(|h| h.join().ok()).unwrap_or_default();
-        let mut builders = vec![VerifierBuilder::default(); self.evaluators];
-        for b in &mut builders {
-            b.reserve(self.at.len());
-        }
-        let mut items: Vec<Vec<(Item, Option<f64>)>> = vec![Vec::new(); self.evaluators];
-        let mut ids = self.ids;
-        let mut placed = self.items.into_iter().peekable();
-        for (k, entry) in self.at.iter().enumerate() {
-            let (label, group, mut item) = match entry.later {
-                false => {
-                    let item = placed.next_if(|(at, _)| *at == k).map(|(_, item)| item);
-                    (entry.label, entry.group, item)
-                }
+        let evaluators = self.builders.len();
+        for (k, p) in self.pending.into_iter().enumerate() {
+            let known = match p.later {
+                false => (p.label, p.human, p.group, p.item),
                 true => {
-                    let known = read.known.get_mut(entry.index);
+                    let known = read.known.get_mut(p.index);
                     let known = known.map(std::mem::take).unwrap_or_default();
                     let group = known.group.map_or(NO_GROUP, |g| {
-                        let next = ids.len() as u32;
-                        *ids.entry(g).or_insert(next)
+                        let next = self.ids.len() as u32;
+                        *self.ids.entry(g).or_insert(next)
                     });
-                    (known.label, group, known.item)
+                    (known.label, p.human, group, known.item)
                 }
             };
-            let label = match label {
-                Some(l) => Some(l),
-                None => entry.human.map(Some),
-            };
-            let group = (group != NO_GROUP).then_some(group);
-            for (e, b) in builders.iter_mut().enumerate() {
-                let s = self.scores[k * self.evaluators + e];
-                let score = (!s.is_nan()).then_some(s);
-                b.add(score, label, group);
-                // the last evaluator takes the place, the others a copy
-                let place = match e + 1 == self.evaluators {
-                    true => item.take(),
-                    false => item.clone(),
-                };
-                if let Some(place) = place {
-                    items[e].push((place, score));
-                }
-            }
+            let scores = &self.pending_scores[k * evaluators..(k + 1) * evaluators];
+            let scores = scores.iter().map(|s| (!s.is_nan()).then_some(*s));
+            take(&mut self.builders, &mut self.items, known, scores);
         }
         let mut warnings = self.warnings;
         warnings.append(&mut read.warnings);
@@ -259,18 +237,43 @@ impl VerifierRun {
                 unreadable - warnings.len()
             ));
         }
-        let out = builders
-            .iter()
-            .zip(&items)
+        let out = self
+            .builders
+            .into_iter()
+            .zip(&self.items)
             .map(|(b, items)| {
                 let rewardbench = rewardbench::score(items);
                 (b.labelled() || rewardbench.is_some()).then(|| Verdicts {
-                    verifier: b.finish(self.threshold),
+                    verifier: b.finish(),
                     rewardbench,
                 })
             })
             .collect();
         (out, warnings)
+    }
+}
+
+/// Gives each evaluator's statistics one sample: its label (else its human label),
+/// group and RewardBench place, and each evaluator's score (`None` on an error).
+fn take(
+    builders: &mut [VerifierBuilder],
+    items: &mut [Vec<(Item, Option<f64>)>],
+    (label, human, group, mut item): (Option<Option<bool>>, Option<bool>, u32, Option<Item>),
+    scores: impl Iterator<Item = Option<f64>>,
+) {
+    let label = label.or(human.map(Some));
+    let group = (group != NO_GROUP).then_some(group);
+    let last = builders.len().saturating_sub(1);
+    for (e, ((b, items), score)) in builders.iter_mut().zip(items).zip(scores).enumerate() {
+        b.add(score, label, group);
+        // the last evaluator takes the place, the others a copy
+        let place = match e == last {
+            true => item.take(),
+            false => item.clone(),
+        };
+        if let Some(place) = place {
+            items.push((place, score));
+        }
     }
 }
 

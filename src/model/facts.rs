@@ -72,57 +72,104 @@ pub struct Seen {
 }
 
 impl Seen {
-    /// What was seen of a row, read back from the JSON text rwb wrote of it (`None`:
-    /// not such a text). The common case (lengths, prompt key, a bool label) is read
-    /// directly, the rest through serde: a run that wants it reads one a row.
+    /// What was seen of a row, read back from the JSON text rwb wrote of it in its
+    /// row file line (`None`: not such a text): only a `Seen` that does not fit its
+    /// record ([`Seen::fits_record`]) is written so.
     pub fn read(text: &[u8]) -> Option<Seen> {
-        Seen::read_plain(text).or_else(|| serde_json::from_slice(text).ok())
+        serde_json::from_slice(text).ok()
     }
 
-    /// [`Seen::read`] of a text of only numbers, a key and a bool, as rwb writes them
-    /// (`{"c":12,"t":3.0,"p":"…","l":true}`); `None` for anything else.
-    fn read_plain(text: &[u8]) -> Option<Seen> {
-        let inner = text.strip_prefix(b"{")?.strip_suffix(b"}")?;
-        let mut seen = Seen::default();
-        if inner.is_empty() {
-            return Some(seen);
+    /// Whether it is all in its record of the row file's column: everything but an
+    /// unreadable label's text and a RewardBench place, which go in the row's line.
+    pub fn fits_record(&self) -> bool {
+        self.rewardbench.is_none() && !matches!(self.label, Some(Label::Unreadable { .. }))
+    }
+
+    /// Its record in its row file's column (see [`Recorded`]); a row with nothing
+    /// seen (`None`, or nothing in it) has a record of zeros.
+    pub fn record(seen: Option<&Seen>) -> [u8; SEEN_RECORD] {
+        let mut r = [0u8; SEEN_RECORD];
+        let Some(seen) = seen.filter(|s| **s != Seen::default()) else {
+            return r;
+        };
+        if !seen.fits_record() {
+            r[0] = record::SEEN | record::IN_TEXT;
+            return r;
         }
-        for field in inner.split(|&b| b == b',') {
-            match field {
-                [b'"', b'c', b'"', b':', v @ ..] => seen.chars = Some(digits(v)?),
-                [b'"', b't', b'"', b':', v @ ..] => {
-                    seen.tokens = Some(number(v).filter(|t: &f64| t.is_finite())?)
-                }
-                [b'"', b'p', b'"', b':', b'"', v @ .., b'"'] => seen.prompt = Some(hex_key::of(v)?),
-                b"\"l\":true" => seen.label = Some(Label::Read(true)),
-                b"\"l\":false" => seen.label = Some(Label::Read(false)),
-                _ => return None,
-            }
+        let mut flags = record::SEEN;
+        if let Some(chars) = seen.chars {
+            flags |= record::CHARS;
+            r[4..8].copy_from_slice(&chars.to_le_bytes());
         }
-        Some(seen)
+        if let Some(tokens) = seen.tokens {
+            flags |= record::TOKENS;
+            r[8..16].copy_from_slice(&tokens.to_le_bytes());
+        }
+        if let Some(prompt) = seen.prompt {
+            flags |= record::PROMPT;
+            r[16..32].copy_from_slice(&prompt);
+        }
+        match seen.label {
+            Some(Label::Read(true)) => flags |= record::LABEL | record::RIGHT,
+            Some(Label::Read(false)) => flags |= record::LABEL,
+            _ => {}
+        }
+        r[0] = flags;
+        r
+    }
+
+    /// What a record of a row file's column says (anything but a record rwb wrote
+    /// is [`Recorded::Nothing`]).
+    pub fn of_record(r: &[u8; SEEN_RECORD]) -> Recorded {
+        let flags = r[0];
+        if flags & record::SEEN == 0 || flags & !record::ALL != 0 {
+            return Recorded::Nothing;
+        }
+        if flags & record::IN_TEXT != 0 {
+            return Recorded::InText;
+        }
+        let has = |bit: u8| flags & bit != 0;
+        let bytes = |from: usize, to: usize| &r[from..to];
+        Recorded::Seen(Seen {
+            chars: has(record::CHARS)
+                .then(|| u32::from_le_bytes(bytes(4, 8).try_into().expect("4 bytes"))),
+            tokens: has(record::TOKENS)
+                .then(|| f64::from_le_bytes(bytes(8, 16).try_into().expect("8 bytes"))),
+            prompt: has(record::PROMPT).then(|| bytes(16, 32).try_into().expect("16 bytes")),
+            label: has(record::LABEL).then_some(Label::Read(has(record::RIGHT))),
+            rewardbench: None,
+        })
     }
 }
 
-/// A number as JSON text writes it.
-fn number<T: std::str::FromStr>(text: &[u8]) -> Option<T> {
-    std::str::from_utf8(text).ok()?.parse().ok()
+/// The size of a row's record in its row file's column of what was seen (the
+/// `.seen` file beside it): a flags byte, three bytes of nothing, the completion's
+/// characters (u32), its tokens (f64) and the prompt key, little-endian.
+pub const SEEN_RECORD: usize = 32;
+
+/// What a row's record in its row file's column says.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Recorded {
+    /// Nothing was seen of the row (or the record is none rwb wrote).
+    Nothing,
+    Seen(Seen),
+    /// What was seen is in the row's line, after its text and facts.
+    InText,
 }
 
-/// A count as JSON text writes it (decimal digits, no sign), read without the
-/// general parser: a run that reads what was seen of each row reads one a row.
-fn digits(text: &[u8]) -> Option<u32> {
-    if text.is_empty() || text.len() > 10 {
-        return None;
-    }
-    let mut n: u64 = 0;
-    for &b in text {
-        let d = b.wrapping_sub(b'0');
-        if d > 9 {
-            return None;
-        }
-        n = n * 10 + u64::from(d);
-    }
-    u32::try_from(n).ok()
+/// The bits of a record's flags byte.
+mod record {
+    /// A record of a row something was seen of.
+    pub const SEEN: u8 = 1;
+    /// What was seen is in the row's line instead.
+    pub const IN_TEXT: u8 = 2;
+    pub const CHARS: u8 = 4;
+    pub const TOKENS: u8 = 8;
+    pub const PROMPT: u8 = 16;
+    pub const LABEL: u8 = 32;
+    /// The label says right.
+    pub const RIGHT: u8 = 64;
+    pub const ALL: u8 = 127;
 }
 
 /// A correctness label as its column holds it.
@@ -238,8 +285,7 @@ mod hex_key {
         values
     };
 
-    /// The key 32 hex digits write (`None`: they are not that). A run that reads
-    /// what was seen of each row reads one of these a row: a table, no branch a digit.
+    /// The key 32 hex digits write (`None`: they are not that).
     pub fn of(bytes: &[u8]) -> Option<[u8; 16]> {
         let bytes: &[u8; 32] = bytes.try_into().ok()?;
         let mut key = [0u8; 16];
@@ -258,10 +304,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn what_was_seen_reads_back_as_written_the_plain_way_or_through_serde() {
+    fn what_was_seen_reads_back_from_its_record_or_its_text() {
         let key = [0xab; 16];
-        let cases = [
-            Seen::default(),
+        let fitting = [
             Seen {
                 chars: Some(290),
                 tokens: Some(12.5),
@@ -281,32 +326,43 @@ mod tests {
                 ..Seen::default()
             },
             Seen {
-                label: Some(Label::Unreadable {
-                    unreadable: "\"a, b\"".into(),
-                }),
-                rewardbench: Some(Box::new(serde_json::json!({"subset": "x,y", "c": 1}))),
+                tokens: Some(-0.5),
                 ..Seen::default()
             },
         ];
-        for seen in cases {
-            let text = serde_json::to_vec(&seen).unwrap();
+        for seen in fitting {
+            assert!(seen.fits_record());
+            let r = Seen::record(Some(&seen));
             assert_eq!(
-                Seen::read(&text),
-                Some(seen.clone()),
-                "{}",
-                String::from_utf8_lossy(&text)
+                Seen::of_record(&r),
+                Recorded::Seen(seen.clone()),
+                "{seen:?}"
             );
         }
-        assert!(Seen::read_plain(br#"{"c":1,"l":{"unreadable":"x"}}"#).is_none());
-        // a count too large, or not digits, and a key of other than hex digits
-        for text in [&br#"{"c":4294967296}"#[..], br#"{"c":-1}"#, br#"{"c":}"#] {
-            assert_eq!(
-                Seen::read_plain(text),
-                None,
-                "{}",
-                String::from_utf8_lossy(text)
-            );
-        }
+        // nothing seen: zeros, read as nothing
+        assert_eq!(Seen::record(None), [0; SEEN_RECORD]);
+        assert_eq!(Seen::record(Some(&Seen::default())), [0; SEEN_RECORD]);
+        assert_eq!(Seen::of_record(&[0; SEEN_RECORD]), Recorded::Nothing);
+        // a record rwb did not write (unknown flags) is nothing either
+        let mut stray = [0; SEEN_RECORD];
+        stray[0] = 0x81;
+        assert_eq!(Seen::of_record(&stray), Recorded::Nothing);
+        // what does not fit a record is in the row's text, and reads back from it
+        let rich = Seen {
+            chars: Some(3),
+            label: Some(Label::Unreadable {
+                unreadable: "\"a, b\"".into(),
+            }),
+            rewardbench: Some(Box::new(serde_json::json!({"subset": "x,y", "c": 1}))),
+            ..Seen::default()
+        };
+        assert!(!rich.fits_record());
+        assert_eq!(
+            Seen::of_record(&Seen::record(Some(&rich))),
+            Recorded::InText
+        );
+        let text = serde_json::to_vec(&rich).unwrap();
+        assert_eq!(Seen::read(&text), Some(rich));
         let upper = format!(r#"{{"p":"{}"}}"#, "AB".repeat(16));
         assert_eq!(
             Seen::read(upper.as_bytes()).and_then(|s| s.prompt),

@@ -18,10 +18,11 @@ mod logged;
 mod outcome;
 mod placement;
 mod row;
+pub(crate) use row::json_str;
 mod summary;
 mod trainer;
 pub use call::{CallSpec, Per, SOURCES as CALL_SOURCES};
-pub use facts::{Facts, Label, Logged, Seen};
+pub use facts::{Facts, Label, Logged, Recorded, Seen, SEEN_RECORD};
 pub use forms::check_sample;
 pub use logged::{flipped, moved, unpaired_hint, Counts, LoggedCmp, StepDrift};
 pub use outcome::{

@@ -183,7 +183,7 @@ fn evaluator_part(out: &mut Vec<u8>, name: &str) {
 
 /// Appends `s` as a JSON string, as serde_json writes it: a string with nothing to
 /// escape (most file labels, names and reasons) is copied in one piece.
-fn json_str(out: &mut Vec<u8>, s: &str) {
+pub(crate) fn json_str(out: &mut Vec<u8>, s: &str) {
     if !needs_escape(s.as_bytes()) {
         out.reserve(s.len() + 2);
         out.push(b'"');

@@ -166,10 +166,5 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Row {
         .into_iter()
         .filter(|(k, _)| !BOOKKEEPING.contains(&k.as_str()))
         .collect();
-    Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    }
+    json_rows::row(line, sample, facts, &Default::default())
 }

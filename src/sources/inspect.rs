@@ -243,12 +243,7 @@ fn row(line: usize, s: &Map<String, Value>, paths: &[String]) -> Row {
         }
     }
     json_rows::add_logged_paths(&Value::Object(s.clone()), paths, &mut facts);
-    Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    }
+    json_rows::row(line, sample, facts, &Default::default())
 }
 
 /// A message as the functions get it: its role and content, and its tool fields

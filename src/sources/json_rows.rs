@@ -159,21 +159,64 @@ impl Iterator for JsonLines {
     }
 }
 
-/// `facts` with what is seen of `sample` (`sources::seen::of_map`): given with the
-/// row, so that its text is not read again for it.
-pub fn with_seen(
-    sample: &Map<String, Value>,
+/// The row of a sample built as an object (numbered `line`) with its `facts`: its
+/// text, and what is seen of it (`sources::seen::of_map`) given with it, so that its
+/// text is not read again for that.
+pub fn row(
+    line: usize,
+    sample: Map<String, Value>,
     mut facts: crate::model::Facts,
     wanted: &super::seen::Wanted,
-) -> crate::model::Facts {
+) -> super::Row {
+    let text = sample_text(&sample);
     let (grouped, stepped) = (facts.group.is_some(), facts.step.is_some());
     facts.seen = super::seen::of_map(sample, wanted, grouped, stepped);
-    facts
+    super::Row {
+        line,
+        sample: text,
+        facts,
+        bad: None,
+    }
 }
 
 /// The text of a sample object (keys in the order given).
 pub fn sample_text(sample: &Map<String, Value>) -> String {
     serde_json::to_string(sample).expect("a JSON map serializes")
+}
+
+/// Appends `value`'s compact JSON text to `out`, byte for byte as `serde_json` writes
+/// it ([`sample_text`]), a string that needs no escape copied in one piece.
+pub fn write_compact(value: &Value, out: &mut Vec<u8>) {
+    use crate::model::json_str;
+    match value {
+        Value::Null => out.extend_from_slice(b"null"),
+        Value::Bool(true) => out.extend_from_slice(b"true"),
+        Value::Bool(false) => out.extend_from_slice(b"false"),
+        Value::Number(n) => serde_json::to_writer(&mut *out, n).expect("a number serializes"),
+        Value::String(s) => json_str(out, s),
+        Value::Array(items) => {
+            out.push(b'[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                write_compact(item, out);
+            }
+            out.push(b']');
+        }
+        Value::Object(map) => {
+            out.push(b'{');
+            for (i, (k, v)) in map.iter().enumerate() {
+                if i > 0 {
+                    out.push(b',');
+                }
+                json_str(out, k);
+                out.push(b':');
+                write_compact(v, out);
+            }
+            out.push(b'}');
+        }
+    }
 }
 
 /// The row for a line that is not an object: a `BadSample` with the reason.
@@ -256,5 +299,43 @@ mod tests {
         let v = parse(r#"{"s": "a \"NaN\" b", "x": NaN}"#).unwrap();
         assert_eq!(v, serde_json::json!({"s": "a \"NaN\" b", "x": null}));
         assert!(parse("{\"x\": Nope}").is_err());
+    }
+
+    #[test]
+    fn compact_text_is_byte_for_byte_serde_jsons() {
+        let values = [
+            serde_json::json!(null),
+            serde_json::json!([
+                true,
+                false,
+                0,
+                -7,
+                18446744073709551615u64,
+                1.5,
+                -0.0,
+                1e300,
+                2.5e-8
+            ]),
+            serde_json::json!({"role": "user", "content": "what is 2 + 2?"}),
+            serde_json::json!({"k": "quote \" backslash \\ slash / tab \t nl \n cr \r"}),
+            serde_json::json!({"k": "bell \u{7} nul \u{0} esc \u{1b} del \u{7f} unit \u{1f}"}),
+            serde_json::json!({"k": "é ü 中文 🙂 \u{2028} \u{fffd}"}),
+            serde_json::json!({"nested": [{"type": "text", "text": "a"}, {"n": [1, [2, {}], []]}], "": ""}),
+            serde_json::json!("\u{8}\u{c}"),
+        ];
+        for v in values {
+            let mut mine = Vec::new();
+            write_compact(&v, &mut mine);
+            assert_eq!(
+                String::from_utf8(mine).unwrap(),
+                serde_json::to_string(&v).unwrap()
+            );
+        }
+        // a float as Python writes it, read and written again
+        let v = parse(r#"{"x": 0.1, "y": 100000000000000000000.0, "z": 1.7976931348623157e308}"#)
+            .unwrap();
+        let mut mine = Vec::new();
+        write_compact(&v, &mut mine);
+        assert_eq!(mine, serde_json::to_vec(&v).unwrap());
     }
 }

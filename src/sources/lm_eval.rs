@@ -106,10 +106,5 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row,
     if let Some(kwargs) = args.get("arg_1") {
         sample.insert("gen_kwargs".into(), kwargs.clone());
     }
-    Ok(Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    })
+    Ok(json_rows::row(line, sample, facts, &Default::default()))
 }

@@ -155,7 +155,7 @@ pub fn carrying(rows: Rows, mapping: &Mapping) -> Rows {
                 rewardbench: false,
             };
             let (grouped, stepped) = (row.facts.group.is_some(), row.facts.step.is_some());
-            row.facts.seen = super::seen::of_map(&sample, &wanted, grouped, stepped);
+            row.facts.seen = super::seen::of_map(sample, &wanted, grouped, stepped);
         }
         Ok(row)
     }))
@@ -283,17 +283,9 @@ fn mapped(
             .collect(),
         ..Facts::default()
     };
-    Row {
-        line,
-        facts: json_rows::with_seen(
-            &sample,
-            facts,
-            &super::seen::Wanted {
-                label: m.label.as_deref(),
-                rewardbench: false,
-            },
-        ),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    }
+    let wanted = super::seen::Wanted {
+        label: m.label.as_deref(),
+        rewardbench: false,
+    };
+    json_rows::row(line, sample, facts, &wanted)
 }

@@ -136,10 +136,5 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Result<Row,
             facts.logged.push((name, v));
         }
     }
-    Ok(Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    })
+    Ok(json_rows::row(line, sample, facts, &Default::default()))
 }

@@ -98,12 +98,7 @@ fn row(
     let at = facts.step.unwrap_or(0).to_string();
     facts.group = Some(group_id(&[at.as_bytes(), prompt_text.as_bytes()]));
     json_rows::add_logged_paths(&whole, paths, &mut facts);
-    Ok(Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    })
+    Ok(json_rows::row(line, sample, facts, &Default::default()))
 }
 
 /// Prompt, completion and observations of a line's turns: text turns (the train

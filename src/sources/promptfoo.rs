@@ -97,10 +97,5 @@ fn row(line: usize, r: Map<String, Value>, paths: &[String]) -> Row {
         }
     }
     json_rows::add_logged_paths(&whole, paths, &mut facts);
-    Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    }
+    json_rows::row(line, sample, facts, &Default::default())
 }

@@ -221,22 +221,15 @@ fn completions(row: &Map<String, Value>, at: At) -> Result<Vec<Row>, String> {
                 json!({"version": version, "id": id, "subset": subset, "role": role,
                        "index": index, "num_correct": num_correct}),
             );
-            Row {
-                line: 0,
-                facts: json_rows::with_seen(
-                    &sample,
-                    Facts {
-                        group: Some(group.clone()),
-                        ..Facts::default()
-                    },
-                    &super::seen::Wanted {
-                        label: None,
-                        rewardbench: true,
-                    },
-                ),
-                sample: json_rows::sample_text(&sample),
-                bad: None,
-            }
+            let facts = Facts {
+                group: Some(group.clone()),
+                ..Facts::default()
+            };
+            let wanted = super::seen::Wanted {
+                label: None,
+                rewardbench: true,
+            };
+            json_rows::row(0, sample, facts, &wanted)
         })
         .collect())
 }

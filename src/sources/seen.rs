@@ -59,8 +59,9 @@ pub type SeenSender = std::sync::mpsc::Sender<Vec<(usize, Seen)>>;
 /// the samples' results in that order (`rwb run`'s printer).
 pub struct SeenReceiver {
     rx: std::sync::mpsc::Receiver<Vec<(usize, Seen)>>,
-    /// The rows received and not yet taken.
-    ahead: std::iter::Peekable<std::vec::IntoIter<(usize, Seen)>>,
+    /// The last batch received, and the place in it of the next row not yet taken.
+    batch: Vec<(usize, Seen)>,
+    next: usize,
 }
 
 /// A new column of what was seen of the rows of a run.
@@ -68,26 +69,30 @@ pub fn column() -> (SeenSender, SeenReceiver) {
     let (tx, rx) = std::sync::mpsc::channel();
     let receiver = SeenReceiver {
         rx,
-        ahead: Vec::new().into_iter().peekable(),
+        batch: Vec::new(),
+        next: 0,
     };
     (tx, receiver)
 }
 
 impl SeenReceiver {
-    /// What was seen of sample `index`, if it was handed anything; the rows before it
-    /// that no one took are dropped. Samples are taken in order, each after its row
-    /// was read (its reader sends what was seen of a row before the row goes on).
-    pub fn take(&mut self, index: usize) -> Option<Seen> {
+    /// What was seen of sample `index`, if it was handed anything (until the next
+    /// take); the rows before it that no one took are passed over. Samples are taken
+    /// in order, each after its row was read (its reader sends what was seen of a
+    /// row before the row goes on).
+    pub fn take(&mut self, index: usize) -> Option<&Seen> {
         loop {
-            let Some(&(at, _)) = self.ahead.peek() else {
-                self.ahead = self.rx.try_recv().ok()?.into_iter().peekable();
+            let Some(&(at, _)) = self.batch.get(self.next) else {
+                self.batch = self.rx.try_recv().ok()?;
+                self.next = 0;
                 continue;
             };
             match at.cmp(&index) {
-                std::cmp::Ordering::Less => {
-                    self.ahead.next();
+                std::cmp::Ordering::Less => self.next += 1,
+                std::cmp::Ordering::Equal => {
+                    self.next += 1;
+                    return self.batch.get(self.next - 1).map(|(_, seen)| seen);
                 }
-                std::cmp::Ordering::Equal => return self.ahead.next().map(|(_, seen)| seen),
                 std::cmp::Ordering::Greater => return None,
             }
         }
@@ -146,9 +151,12 @@ pub fn seen(line: &str, wanted: &Wanted, grouped: bool) -> Option<Seen> {
 /// sees its text (`json_rows::sample_text`): a format that builds its samples so
 /// gives it with the row, and the line is not read again. `None` when nothing is
 /// seen, or when the run is not handed it (`stepped`: the row's facts give its step;
-/// see [`handed`]): the row file's writer then reads the line itself.
+/// see [`handed`]): the row file's writer then reads the line itself. Takes the
+/// sample (its text is written already): what it is grouped by is kept for the
+/// next sample, which mostly has the same prompt (a rollout group's rows come one
+/// after another) and then the same key, found without writing and hashing it.
 pub fn of_map(
-    sample: &serde_json::Map<String, Value>,
+    sample: serde_json::Map<String, Value>,
     wanted: &Wanted,
     grouped: bool,
     stepped: bool,
@@ -158,35 +166,117 @@ pub fn of_map(
     }
     // one pass over the sample's values, taking each as `PartsVisitor` takes it from
     // the sample's text (a lookup by name hashed the name, once for each value)
-    let mut parts = Parts::default();
+    let mut parts: Parts<Value> = Parts::default();
     for (name, value) in sample {
-        if let Some(slot) = parts.slot(name, wanted) {
+        if let Some(slot) = parts.slot(&name, wanted) {
             *slot = Some(value);
         }
     }
-    let prompt = match grouped {
-        true => None,
-        false => quick_key_of(&parts),
-    };
-    let chars = match (parts.completion, parts.messages) {
+    let chars = match (&parts.completion, &parts.messages) {
         (Some(c), _) => value_chars(c),
         (None, Some(m)) => value_chars(m),
         _ => None,
     };
-    let tokens = parts.response_length.and_then(|v| match v {
+    let tokens = parts.response_length.as_ref().and_then(|v| match v {
         Value::Array(a) => a.first().and_then(Value::as_f64),
         v => v.as_f64(),
     });
-    let label = parts.label.filter(|v| !v.is_null()).map(label_seen);
-    let rewardbench = parts.rewardbench.cloned().map(Box::new);
+    let label = parts
+        .label
+        .as_ref()
+        .filter(|v| !v.is_null())
+        .map(label_seen);
+    let prompt = match grouped {
+        true => None,
+        false => LAST_PROMPT.with_borrow_mut(|last| {
+            let by = PromptOf::take(&mut parts);
+            match last.as_ref().filter(|(was, _)| was.same(&by)) {
+                Some((_, key)) => *key,
+                None => {
+                    let key = quick_key_of(&by);
+                    *last = Some((by, key));
+                    key
+                }
+            }
+        }),
+    };
     let seen = Seen {
         chars: chars.map(|c| u32::try_from(c).unwrap_or(u32::MAX)),
         tokens,
         prompt,
         label,
-        rewardbench,
+        rewardbench: parts.rewardbench.map(Box::new),
     };
     (seen != Seen::default()).then_some(seen)
+}
+
+thread_local! {
+    /// What the last sample built was grouped by, and its key (see [`of_map`]).
+    static LAST_PROMPT: std::cell::RefCell<Option<(PromptOf, Option<training::GroupKey>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// What a built sample's prompt key is the hash of: its prompt turns (or prompt)
+/// and step, taken out of it.
+struct PromptOf {
+    /// The prompt turns of its `messages` (`None`: it has no list of them).
+    turns: Option<Vec<Value>>,
+    prompt: Option<Value>,
+    step: Option<Value>,
+}
+
+impl PromptOf {
+    fn take(parts: &mut Parts<Value>) -> PromptOf {
+        let turns = match parts.messages.take() {
+            Some(Value::Array(mut turns)) => {
+                let role = |i: usize| member(&turns[i], "role")?.as_str();
+                let cut = training::prompt_cut(turns.len(), role);
+                turns.truncate(cut);
+                Some(turns)
+            }
+            _ => None,
+        };
+        PromptOf {
+            turns,
+            prompt: parts.prompt.take(),
+            step: parts.step.take(),
+        }
+    }
+
+    /// Whether `other`'s key is this one's: each part written the same.
+    fn same(&self, other: &PromptOf) -> bool {
+        let same = |a: &Option<Value>, b: &Option<Value>| match (a, b) {
+            (Some(a), Some(b)) => same_text(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        let turns = match (&self.turns, &other.turns) {
+            (Some(a), Some(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_text(a, b))
+            }
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        turns && same(&self.prompt, &other.prompt) && same(&self.step, &other.step)
+    }
+}
+
+/// Whether two values' compact texts are the same (objects' keys in order: `==`
+/// would take the same keys in another order as equal).
+fn same_text(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::String(a), Value::String(b)) => a == b,
+        (Value::Object(a), Value::Object(b)) => {
+            a.len() == b.len()
+                && a.iter()
+                    .zip(b)
+                    .all(|((ka, va), (kb, vb))| ka == kb && same_text(va, vb))
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_text(a, b))
+        }
+        // `0.0 == -0.0`, written apart
+        (Value::Number(a), Value::Number(b)) => a.to_string() == b.to_string(),
+        (a, b) => a == b,
+    }
 }
 
 /// A quick key of a sample's rollout group grouped by prompt, from its facts and what
@@ -219,40 +309,33 @@ pub fn quick_group(
     Some(key.to_le_bytes())
 }
 
-/// [`training::quick_key`] of a built sample, from its values: each written as the
-/// sample's text holds it (compact, as `sample_text` writes it) into one buffer, hashed
-/// once.
-fn quick_key_of(parts: &Parts<&Value>) -> Option<training::GroupKey> {
+/// [`training::quick_key`] of a built sample, from what it is grouped by: each value
+/// written as the sample's text holds it (compact, as `sample_text` writes it) into
+/// one buffer, hashed once.
+fn quick_key_of(by: &PromptOf) -> Option<training::GroupKey> {
     thread_local! {
         static TEXT: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
     }
-    let put = |text: &mut Vec<u8>, v: &Value| serde_json::to_writer(&mut *text, v).is_ok();
+    use super::json_rows::write_compact;
     TEXT.with_borrow_mut(|text| {
         text.clear();
-        match (parts.messages, parts.prompt) {
-            (Some(Value::Array(turns)), _) => {
-                let cut = training::prompt_cut(turns.len(), |i| turns[i].get("role")?.as_str());
+        match (&by.turns, &by.prompt) {
+            (Some(turns), _) => {
                 text.extend_from_slice(b"messages\0");
-                for turn in &turns[..cut] {
-                    if !put(text, turn) {
-                        return None;
-                    }
+                for turn in turns {
+                    write_compact(turn, text);
                     text.push(0);
                 }
             }
             (_, Some(prompt)) if !prompt.is_null() => {
                 text.extend_from_slice(b"prompt\0");
-                if !put(text, prompt) {
-                    return None;
-                }
+                write_compact(prompt, text);
             }
             _ => return None,
         }
-        if let Some(step) = parts.step.filter(|s| !s.is_null()) {
+        if let Some(step) = by.step.as_ref().filter(|s| !s.is_null()) {
             text.extend_from_slice(b"\0step\0");
-            if !put(text, step) {
-                return None;
-            }
+            write_compact(step, text);
         }
         Some(xxhash_rust::xxh3::xxh3_128(text).to_le_bytes())
     })
@@ -268,13 +351,25 @@ fn label_seen(v: &Value) -> Label {
     }
 }
 
+/// The value named `key` of `value` when it is an object. A sample's turns are
+/// objects of a few keys, looked through: hashing the name cost more than that.
+fn member<'v>(value: &'v Value, key: &str) -> Option<&'v Value> {
+    let object = value.as_object()?;
+    if object.len() > 8 {
+        return object.get(key);
+    }
+    object.iter().find(|(k, _)| *k == key).map(|(_, v)| v)
+}
+
 /// [`completion_chars`] of a built value.
 fn value_chars(v: &Value) -> Option<usize> {
     let content = match v {
-        Value::String(s) => return Some(s.chars().count()),
+        Value::String(s) => return Some(chars(s)),
         Value::Array(turns) => {
-            let last = turns.iter().rev().find(|t| t["role"] == "assistant")?;
-            last.get("content").unwrap_or(&Value::Null)
+            let assistant =
+                |t: &&Value| member(t, "role").and_then(Value::as_str) == Some("assistant");
+            let last = turns.iter().rev().find(assistant)?;
+            member(last, "content").unwrap_or(&Value::Null)
         }
         _ => return None,
     };
@@ -284,15 +379,23 @@ fn value_chars(v: &Value) -> Option<usize> {
 /// A turn's content's characters: its text, or its parts' texts.
 fn content_chars(content: &Value) -> Option<usize> {
     match content {
-        Value::String(s) => Some(s.chars().count()),
+        Value::String(s) => Some(chars(s)),
         Value::Array(parts) => Some(
             parts
                 .iter()
-                .filter_map(|p| p["text"].as_str())
-                .map(|t| t.chars().count())
+                .filter_map(|p| member(p, "text")?.as_str())
+                .map(chars)
                 .sum(),
         ),
         _ => None,
+    }
+}
+
+/// A text's characters (its length, when it is ASCII).
+fn chars(s: &str) -> usize {
+    match s.is_ascii() {
+        true => s.len(),
+        false => s.chars().count(),
     }
 }
 
@@ -444,11 +547,14 @@ pub fn field(raw: &str, key: &str) -> Option<Value> {
 pub fn label_of(value: &Value) -> Option<bool> {
     match value {
         Value::Bool(b) => Some(*b),
-        Value::String(s) => match s.trim().to_ascii_lowercase().as_str() {
-            "correct" => Some(true),
-            "incorrect" => Some(false),
-            _ => None,
-        },
+        Value::String(s) => {
+            let s = s.trim();
+            match () {
+                _ if s.eq_ignore_ascii_case("correct") => Some(true),
+                _ if s.eq_ignore_ascii_case("incorrect") => Some(false),
+                _ => None,
+            }
+        }
         Value::Number(n) => match n.as_f64() {
             Some(1.0) => Some(true),
             Some(0.0) => Some(false),
@@ -525,12 +631,58 @@ mod tests {
             let text = serde_json::to_string(map).expect("serializes");
             for grouped in [false, true] {
                 assert_eq!(
-                    of_map(map, &wanted, grouped, false),
+                    of_map(map.clone(), &wanted, grouped, false),
                     seen(&text, &wanted, grouped),
                     "{text}"
                 );
             }
         }
+    }
+
+    #[test]
+    fn consecutive_built_samples_are_keyed_as_their_texts_are() {
+        // each sample after the first is like the last in some ways: the same key
+        // is reused only when the text it is the hash of is the same
+        let user = |q: &str| json!({"role": "user", "content": q});
+        let said = |a: &str| json!({"role": "assistant", "content": a});
+        let chat = |turns: Vec<Value>| json!({ "messages": turns });
+        let samples = [
+            chat(vec![user("q1"), said("a")]),
+            chat(vec![user("q1"), said("b")]),
+            chat(vec![json!({"content": "q1", "role": "user"}), said("b")]),
+            chat(vec![
+                user("q1"),
+                said("b"),
+                json!({"role": "tool", "content": "t"}),
+                said("c"),
+            ]),
+            chat(vec![user("q2"), said("b")]),
+            json!({"messages": [user("q2"), said("b")], "step": 1}),
+            json!({"messages": [user("q2"), said("b")], "step": 1.0}),
+            json!({"messages": [user("q2"), said("b")], "step": 2}),
+            json!({"prompt": [{"role": "user", "content": 0.0}], "completion": "x"}),
+            json!({"prompt": [{"role": "user", "content": -0.0}], "completion": "x"}),
+            json!({"prompt": [{"role": "user", "content": -0.0}], "completion": "y"}),
+            json!({"prompt": "q1", "completion": "x"}),
+            json!({"completion": "x"}),
+            chat(vec![said("only")]),
+            chat(vec![said("only")]),
+        ];
+        hand(Handed::Always);
+        let mut keys = Vec::new();
+        for sample in &samples {
+            let map = sample.as_object().expect("an object").clone();
+            let text = serde_json::to_string(&map).expect("serializes");
+            let built = of_map(map, &Wanted::default(), false, false);
+            let read = seen(&text, &Wanted::default(), false);
+            assert_eq!(built, read, "{text}");
+            keys.push(read.and_then(|s| s.prompt));
+        }
+        // the ones alike in what they are grouped by share a key, the others not
+        let same = |a: usize, b: usize| keys[a] == keys[b];
+        assert!(same(0, 1) && same(1, 3) && same(5, 5) && same(9, 10) && same(13, 14));
+        assert!(!same(1, 2) && !same(3, 4) && !same(4, 5) && !same(5, 6) && !same(6, 7));
+        assert!(!same(8, 9) && !same(10, 11) && keys[12].is_none());
     }
 
     #[test]

@@ -92,10 +92,5 @@ fn row(
     let at = facts.step.map(|s| s.to_string()).unwrap_or_default();
     facts.group = Some(group_id(&[at.as_bytes(), prompt.as_bytes()]));
     json_rows::add_logged_paths(&whole, paths, &mut facts);
-    Ok(Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    })
+    Ok(json_rows::row(line, sample, facts, &Default::default()))
 }

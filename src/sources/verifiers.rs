@@ -322,12 +322,7 @@ fn trace_row(episode: &Value, trace: &Value, paths: &[String]) -> Row {
         .or_else(|| dotted(episode, "run.type"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    Row {
-        line: 0,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    }
+    json_rows::row(0, sample, facts, &Default::default())
 }
 
 fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Row {
@@ -357,12 +352,7 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String]) -> Row {
             sample.insert(key, value);
         }
     }
-    Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    }
+    json_rows::row(line, sample, facts, &Default::default())
 }
 
 #[cfg(test)]

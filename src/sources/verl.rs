@@ -74,12 +74,7 @@ fn row(line: usize, object: Map<String, Value>, paths: &[String], kept: &[String
         .map(str::to_string)
         .unwrap_or_else(|| input.to_string());
     facts.group = Some(group_id(&[step.as_bytes(), prompt.as_bytes()]));
-    Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    }
+    json_rows::row(line, sample, facts, &Default::default())
 }
 
 #[cfg(test)]

@@ -195,12 +195,7 @@ pub fn trl_row(
     let step = facts.step.unwrap_or(0).to_string();
     facts.group = Some(group_id(&[step.as_bytes(), prompt.as_bytes()]));
     json_rows::add_logged_paths(&whole, paths, &mut facts);
-    Row {
-        line,
-        facts: json_rows::with_seen(&sample, facts, &Default::default()),
-        sample: json_rows::sample_text(&sample),
-        bad: None,
-    }
+    json_rows::row(line, sample, facts, &Default::default())
 }
 
 #[cfg(test)]

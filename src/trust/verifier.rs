@@ -45,31 +45,42 @@ pub fn pass_at_k(n: usize, c: usize, k: usize) -> f64 {
     1.0 - none
 }
 
-/// AUROC of `scores` against `labels` (the Mann–Whitney statistic, ties given half:
-/// scikit-learn's `roc_auc_score`); `None` without both classes.
-pub fn auroc(pairs: &[(f64, bool)]) -> Option<f64> {
-    let pos = pairs.iter().filter(|p| p.1).count();
-    let neg = pairs.len() - pos;
-    if pos == 0 || neg == 0 {
+/// AUROC of scores against their labels, given as the scores of the right answers
+/// (`positives`) and of the wrong ones (`negatives`), all finite, in any order: the
+/// Mann–Whitney statistic, ties given half (scikit-learn's `roc_auc_score`); `None`
+/// without both classes. Each side is sorted by its keys: the count of the wrong
+/// answers each right one beats is in halves, so exact (below 2^53) in any order.
+pub fn auroc(mut positives: Vec<u64>, mut negatives: Vec<u64>) -> Option<f64> {
+    if positives.is_empty() || negatives.is_empty() {
         return None;
     }
-    let mut sorted = pairs.to_vec();
-    sorted.sort_unstable_by(|a, b| a.0.total_cmp(&b.0));
-    // the positives' rank sum, each run of tied scores at its mean rank: the ranks
-    // are halves, so the sum is exact (below 2^53) in any order
-    let mut sum = 0.0;
-    let mut i = 0;
-    while i < sorted.len() {
-        let mut j = i;
-        while j + 1 < sorted.len() && sorted[j + 1].0 == sorted[i].0 {
-            j += 1;
+    positives.sort_unstable();
+    negatives.sort_unstable();
+    // for each right answer: the wrong ones scored below it, and half those tied
+    let (mut beaten, mut below, mut i) = (0.0, 0usize, 0usize);
+    for run in positives.chunk_by(|a, b| a == b) {
+        let key = run[0];
+        while below < negatives.len() && negatives[below] < key {
+            below += 1;
         }
-        let positives = sorted[i..=j].iter().filter(|p| p.1).count();
-        sum += positives as f64 * ((i + j) as f64 / 2.0 + 1.0);
-        i = j + 1;
+        i = i.max(below);
+        while i < negatives.len() && negatives[i] == key {
+            i += 1;
+        }
+        let tied = i - below;
+        beaten += run.len() as f64 * (below as f64 + tied as f64 / 2.0);
     }
-    let (pos, neg) = (pos as f64, neg as f64);
-    Some((sum - pos * (pos + 1.0) / 2.0) / (pos * neg))
+    Some(beaten / (positives.len() as f64 * negatives.len() as f64))
+}
+
+/// A finite score's sort key: keys order as their scores do, and equal scores
+/// (`-0.0` and `0.0` too) have equal keys.
+pub fn score_key(score: f64) -> u64 {
+    let bits = (score + 0.0).to_bits();
+    match bits >> 63 {
+        1 => !bits,
+        _ => bits | 1 << 63,
+    }
 }
 
 /// pass@k at one k over the groups at least k large.
@@ -173,53 +184,106 @@ impl GroupTally {
     }
 }
 
-/// Gathers one evaluator's labelled scores.
-#[derive(Clone, Debug, Default)]
+/// Gathers one evaluator's labelled scores as they come, at one threshold: the
+/// counts, the keys of the scores of right and of wrong answers (for AUROC), and
+/// each rollout group's figures; nothing a sample is kept.
+#[derive(Clone, Debug)]
 pub struct VerifierBuilder {
-    /// (score, label, group): the group an index among the run's groups, `None` for
-    /// a sample in none.
-    items: Vec<(f64, bool, Option<u32>)>,
+    threshold: f64,
+    tp: usize,
+    fp: usize,
+    fn_: usize,
+    tn: usize,
+    /// Whether every score so far is 0 or 1 (no AUROC then).
+    binary: bool,
+    positives: Vec<u64>,
+    negatives: Vec<u64>,
+    /// Each group's figures, in the order the groups' first labelled, scored answers
+    /// came; a group's place among them is looked up by its number: in a list for
+    /// the numbers a run gives (from 0, densely), in a map for others.
+    tally: Vec<GroupTally>,
+    near: Vec<u32>,
+    far: foldhash::HashMap<u32, u32>,
     unlabelled: usize,
     unreadable: usize,
     errors: usize,
 }
 
 impl VerifierBuilder {
+    pub fn new(threshold: f64) -> VerifierBuilder {
+        VerifierBuilder {
+            threshold,
+            tp: 0,
+            fp: 0,
+            fn_: 0,
+            tn: 0,
+            binary: true,
+            positives: Vec::new(),
+            negatives: Vec::new(),
+            tally: Vec::new(),
+            near: Vec::new(),
+            far: foldhash::HashMap::default(),
+            unlabelled: 0,
+            unreadable: 0,
+            errors: 0,
+        }
+    }
+
     /// One sample: its score (`None` on an error), its label (`None`: unlabelled;
     /// `Some(None)`: a label that could not be read) and its group.
     #[inline]
     pub fn add(&mut self, score: Option<f64>, label: Option<Option<bool>>, group: Option<u32>) {
-        match label {
-            None => self.unlabelled += 1,
-            Some(None) => self.unreadable += 1,
-            Some(Some(l)) => match score.filter(|s| s.is_finite()) {
-                Some(s) => self.items.push((s, l, group)),
-                None => self.errors += 1,
-            },
+        let right = match label {
+            None => return self.unlabelled += 1,
+            Some(None) => return self.unreadable += 1,
+            Some(Some(right)) => right,
+        };
+        let Some(s) = score.filter(|s| s.is_finite()) else {
+            return self.errors += 1;
+        };
+        match (s >= self.threshold, right) {
+            (true, true) => self.tp += 1,
+            (true, false) => self.fp += 1,
+            (false, true) => self.fn_ += 1,
+            (false, false) => self.tn += 1,
         }
-    }
-
-    /// Room for `n` more samples.
-    pub fn reserve(&mut self, n: usize) {
-        self.items.reserve(n);
+        self.binary &= s == 0.0 || s == 1.0;
+        match right {
+            true => self.positives.push(score_key(s)),
+            false => self.negatives.push(score_key(s)),
+        }
+        if let Some(g) = group {
+            // numbered densely, each next number is near the last: in the list (a
+            // number once put in the map stays there)
+            let near = self.near.len() * 2 + 1024;
+            let listed = |g: &usize| {
+                *g < near && (self.far.is_empty() || !self.far.contains_key(&(*g as u32)))
+            };
+            let slot = match usize::try_from(g).ok().filter(listed) {
+                Some(g) => {
+                    if g >= self.near.len() {
+                        self.near.resize(g + 1, u32::MAX);
+                    }
+                    &mut self.near[g]
+                }
+                None => self.far.entry(g).or_insert(u32::MAX),
+            };
+            if *slot == u32::MAX {
+                *slot = self.tally.len() as u32;
+                self.tally.push(GroupTally::default());
+            }
+            self.tally[*slot as usize].add(s, right, self.threshold);
+        }
     }
 
     /// Whether any sample carried a label (readable or not).
     pub fn labelled(&self) -> bool {
-        !self.items.is_empty() || self.errors > 0 || self.unreadable > 0
+        self.tp + self.fp + self.fn_ + self.tn > 0 || self.errors > 0 || self.unreadable > 0
     }
 
-    pub fn finish(&self, threshold: f64) -> Verifier {
-        let (mut tp, mut fp, mut fn_, mut tn) = (0, 0, 0, 0);
-        for &(s, l, _) in &self.items {
-            match (s >= threshold, l) {
-                (true, true) => tp += 1,
-                (true, false) => fp += 1,
-                (false, true) => fn_ += 1,
-                (false, false) => tn += 1,
-            }
-        }
-        let n = self.items.len();
+    pub fn finish(self) -> Verifier {
+        let (tp, fp, fn_, tn) = (self.tp, self.fp, self.fn_, self.tn);
+        let n = tp + fp + fn_ + tn;
         let ratio = |a: usize, b: usize| (b > 0).then(|| a as f64 / b as f64);
         let recall = ratio(tp, tp + fn_);
         let specificity = ratio(tn, tn + fp);
@@ -229,15 +293,13 @@ impl VerifierBuilder {
             (r, s) => r.or(s),
         };
         let kappa = super::agreement::cohen_kappa(tp, fp, fn_, tn);
-        let binary = self.items.iter().all(|i| i.0 == 0.0 || i.0 == 1.0);
-        let auroc = if binary {
-            None
-        } else {
-            let pairs: Vec<(f64, bool)> = self.items.iter().map(|i| (i.0, i.1)).collect();
-            auroc(&pairs)
+        let groups = self.groups();
+        let auroc = match self.binary {
+            true => None,
+            false => auroc(self.positives, self.negatives),
         };
         Verifier {
-            threshold,
+            threshold: self.threshold,
             n,
             unlabelled: self.unlabelled,
             unreadable: self.unreadable,
@@ -255,45 +317,21 @@ impl VerifierBuilder {
             f1: ratio(2 * tp, 2 * tp + fp + fn_),
             kappa,
             auroc,
-            groups: self.groups(threshold),
+            groups,
         }
     }
 
-    /// Best-of-n and pass@k over the groups (`None` when no sample is in a group).
-    fn groups(&self, threshold: f64) -> Option<Groups> {
-        // each group's figures gathered in one pass (groups are numbered densely,
-        // as they first come), taken in the order the groups first came
-        // (a run numbers its groups from 0: their places are looked up in a list;
-        // other numbers in a map)
-        let dense = self.items.len() + 1024;
-        let mut near: Vec<u32> = Vec::new();
-        let mut far: foldhash::HashMap<u32, u32> = foldhash::HashMap::default();
-        let mut tally: Vec<GroupTally> = Vec::new();
-        for &(s, l, g) in &self.items {
-            let Some(g) = g else { continue };
-            let slot = match usize::try_from(g).ok().filter(|&g| g < dense) {
-                Some(g) => {
-                    if g >= near.len() {
-                        near.resize(g + 1, u32::MAX);
-                    }
-                    &mut near[g]
-                }
-                None => far.entry(g).or_insert(u32::MAX),
-            };
-            if *slot == u32::MAX {
-                *slot = tally.len() as u32;
-                tally.push(GroupTally::default());
-            }
-            tally[*slot as usize].add(s, l, threshold);
-        }
-        if tally.is_empty() {
+    /// Best-of-n and pass@k over the groups (`None` when no sample is in a group),
+    /// the groups taken in the order they came.
+    fn groups(&self) -> Option<Groups> {
+        if self.tally.is_empty() {
             return None;
         }
         let mut groups = 0;
         let mut groups_of_one = 0;
         let (mut best, mut oracle) = (0.0, 0.0);
         let mut sizes = Vec::new();
-        for t in &tally {
+        for t in &self.tally {
             if t.size < 2 {
                 groups_of_one += 1;
                 continue;
@@ -400,6 +438,89 @@ mod tests {
     use super::*;
 
     #[test]
+    fn auroc_counts_each_pair_once_ties_by_half() {
+        // scores with many ties (a coarse grid), -0.0 beside 0.0, negatives too
+        let mut state = 12345u64;
+        let mut next = || {
+            state = state
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (state >> 33) as u32
+        };
+        for n in [1usize, 2, 7, 50, 400] {
+            let mut pairs: Vec<(f64, bool)> = (0..n)
+                .map(|_| {
+                    let s = f64::from(next() % 9) / 4.0 - 1.0;
+                    let s = if s == 0.0 && next() % 2 == 0 { -0.0 } else { s };
+                    (s, next() % 3 == 0)
+                })
+                .collect();
+            pairs.push((0.5, true));
+            pairs.push((0.5, false));
+            let (mut beaten, mut pos, mut neg) = (0.0, 0usize, 0usize);
+            for &(p, _) in pairs.iter().filter(|p| p.1) {
+                pos += 1;
+                for &(q, _) in pairs.iter().filter(|p| !p.1) {
+                    beaten += if p > q {
+                        1.0
+                    } else if p == q {
+                        0.5
+                    } else {
+                        0.0
+                    };
+                }
+            }
+            neg += pairs.len() - pos;
+            let key = |right: bool| -> Vec<u64> {
+                pairs
+                    .iter()
+                    .filter(|p| p.1 == right)
+                    .map(|p| score_key(p.0))
+                    .collect()
+            };
+            assert_eq!(
+                auroc(key(true), key(false)),
+                Some(beaten / (pos as f64 * neg as f64)),
+                "{n}"
+            );
+        }
+        assert_eq!(auroc(vec![score_key(1.0)], Vec::new()), None);
+        // keys order as scores do
+        let scores = [
+            -f64::MAX,
+            -1.0,
+            -1e-300,
+            -0.0,
+            0.0,
+            1e-300,
+            0.5,
+            1.0,
+            f64::MAX,
+        ];
+        for w in scores.windows(2) {
+            assert!(score_key(w[0]) <= score_key(w[1]), "{w:?}");
+            assert_eq!(score_key(w[0]) == score_key(w[1]), w[0] == w[1], "{w:?}");
+        }
+    }
+
+    #[test]
+    fn a_group_is_one_group_wherever_its_number_is_kept() {
+        let mut b = VerifierBuilder::new(0.5);
+        // 3000 comes before the numbers below it: it is kept apart, and stays so
+        b.add(Some(1.0), Some(Some(true)), Some(3000));
+        for g in 0..2000 {
+            b.add(Some(0.7), Some(Some(g % 2 == 0)), Some(g));
+            b.add(Some(0.2), Some(Some(false)), Some(g));
+        }
+        b.add(Some(0.1), Some(Some(false)), Some(3000));
+        b.add(Some(0.9), Some(Some(true)), Some(u32::MAX - 1));
+        let g = b.finish().groups.unwrap();
+        assert_eq!((g.groups, g.groups_of_one), (2001, 1));
+        // 1000 groups whose top answer is right, 1000 whose is wrong, and 3000's
+        assert_eq!(g.best_of_n, Some(1001.0 / 2001.0));
+    }
+
+    #[test]
     fn wilson_of_a_known_case() {
         // 8 of 10: the textbook interval [0.4902, 0.9433]
         let r = wilson(8, 10).unwrap();
@@ -419,7 +540,7 @@ mod tests {
 
     #[test]
     fn a_tie_at_the_top_splits_best_of_n_and_an_error_is_counted_apart() {
-        let mut b = VerifierBuilder::default();
+        let mut b = VerifierBuilder::new(0.5);
         // group 0: a tie at the top between a right and a wrong answer: 1/2
         b.add(Some(1.0), Some(Some(true)), Some(0));
         b.add(Some(1.0), Some(Some(false)), Some(0));
@@ -432,7 +553,7 @@ mod tests {
         b.add(None, Some(Some(true)), Some(1));
         b.add(Some(0.3), Some(None), None);
         b.add(Some(0.3), None, None);
-        let v = b.finish(0.5);
+        let v = b.finish();
         assert_eq!((v.n, v.errors, v.unreadable, v.unlabelled), (6, 1, 1, 1));
         let g = v.groups.unwrap();
         assert_eq!((g.groups, g.groups_of_one), (2, 1));

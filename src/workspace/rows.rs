@@ -3,12 +3,15 @@
 //! As a foreign source is read (by [`crate::sources`]), each of its rows is written,
 //! as rwb's samples reader then hands it on, to a line of its row file in
 //! `.rwb/rows/`: the sample's JSON text, then (after an ASCII record separator,
-//! which JSON text never holds unescaped) the source's facts as JSON, then (after a
-//! unit separator) what rwb read off the row's line ([`crate::model::Seen`]): the
-//! facts are the same for a file's rows and are read once for them all; what was seen
-//! differs from row to row and is read only by a run that wants it. Row N is line
-//! N (blank lines fill the gaps of a JSONL source's blank or skipped lines), so a
-//! sample's place is the same in both. Everything that reads a sample again by its
+//! which JSON text never holds unescaped) the source's facts as JSON. The facts are
+//! the same for a file's rows and are read once for them all. What rwb read off the
+//! row's line ([`crate::model::Seen`]) differs from row to row and is read only by a
+//! run that wants it: it goes in the row file's *column*, the `.seen` file beside
+//! it, a fixed-size record a line ([`Seen::record`]), read without reading the line;
+//! what does not fit a record (an unreadable label's text, a RewardBench place) is
+//! written on the line, after a unit separator. Row N is line N (blank lines fill
+//! the gaps of a JSONL source's blank or skipped lines), and record N its record, so
+//! a sample's place is the same in both. Everything that reads a sample again by its
 //! offset (the samples index, runs fed from it, the conversation pane) reads it
 //! there, exactly as from a JSONL file.
 //!
@@ -18,10 +21,10 @@
 //! file; a reader that cannot have it reads the source without writing.
 
 use super::line_memo::FileStamp;
-use crate::model::{Facts, Seen};
+use crate::model::{Facts, Recorded, Seen, SEEN_RECORD};
 use crate::sources::{self, Format, Mapping, Options, Rows};
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,7 +37,7 @@ pub const SEEN_SEPARATOR: u8 = 0x1f;
 /// What a row file line holds, named in its `.done` identity: a row file written by an
 /// rwb whose lines hold something else (no [`Seen`], or it inside the facts) is
 /// written again.
-const ROWS_VERSION: &str = "rows 3: facts, then what was seen";
+const ROWS_VERSION: &str = "rows 4: facts, then what was seen that fits no record";
 
 /// How a foreign samples file is read.
 #[derive(Clone)]
@@ -173,7 +176,13 @@ impl Foreign {
             .unwrap_or_default()
     }
 
-    /// Whether the row file holds every row of the source as it is now.
+    /// Where its column of what was seen of each row is kept, beside its row file.
+    pub fn seen_path(&self) -> PathBuf {
+        self.rows.with_extension("seen")
+    }
+
+    /// Whether the row file (and its column) holds every row of the source as it
+    /// is now.
     pub fn is_current(&self, path: &Path) -> bool {
         let (Some(identity), Ok(done)) = (
             self.identity(path),
@@ -181,7 +190,13 @@ impl Foreign {
         ) else {
             return false;
         };
-        done == identity
+        // its column whole too: as many records as the writer wrote lines
+        let column = std::fs::metadata(self.seen_path()).map_or(u64::MAX, |m| m.len());
+        done.strip_prefix(identity.as_str())
+            .and_then(|rest| rest.strip_prefix("column "))
+            .and_then(|rest| rest.strip_suffix('\n'))
+            .and_then(|lines| lines.parse::<u64>().ok())
+            .is_some_and(|lines| lines.checked_mul(SEEN_RECORD as u64) == Some(column))
     }
 
     /// A writer of the row file, when no one else is writing it (`None` then, or
@@ -202,8 +217,10 @@ impl Foreign {
         let _ = std::fs::remove_file(self.done_path());
         let _ = std::fs::remove_file(self.skipped_path());
         file.set_len(0).ok()?;
+        let column = File::create(self.seen_path()).ok()?;
         Some(RowWriter {
             out: BufWriter::with_capacity(1 << 16, file),
+            column: BufWriter::with_capacity(1 << 16, column),
             line: 0,
             done: self.done_path(),
             identity: self.identity(path)?,
@@ -238,6 +255,8 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
 /// Writes a row file as its rows are read (holding its lock until dropped).
 pub struct RowWriter {
     out: BufWriter<File>,
+    /// The column of what was seen of each row: a record a line.
+    column: BufWriter<File>,
     /// Lines written so far.
     line: usize,
     done: PathBuf,
@@ -250,13 +269,24 @@ pub struct RowWriter {
 }
 
 impl RowWriter {
-    /// Writes row `line` (1-based, after every row before it): blank lines up to it,
-    /// then the sample, its facts and what was seen of it (each empty when none).
-    pub fn write(&mut self, line: usize, sample: &str, facts: &str, seen: &[u8]) {
+    /// Writes row `line` (1-based, after every row before it): blank lines up to it
+    /// (and records of nothing), then the sample, its facts and what was seen of it
+    /// that fits no record (each empty when none), and its record.
+    pub fn write(
+        &mut self,
+        line: usize,
+        sample: &str,
+        facts: &str,
+        seen: &[u8],
+        record: &[u8; SEEN_RECORD],
+    ) {
         // straight into the buffer, piece by piece: no row-sized copy in between
         let mut written = Ok(());
         while self.line + 1 < line && written.is_ok() {
-            written = self.out.write_all(b"\n");
+            written = self
+                .out
+                .write_all(b"\n")
+                .and_then(|()| self.column.write_all(&[0; SEEN_RECORD]));
             self.line += 1;
         }
         let written = written
@@ -275,7 +305,8 @@ impl RowWriter {
                     .write_all(&[SEEN_SEPARATOR])
                     .and_then(|()| self.out.write_all(seen)),
             })
-            .and_then(|()| self.out.write_all(b"\n"));
+            .and_then(|()| self.out.write_all(b"\n"))
+            .and_then(|()| self.column.write_all(record));
         self.line = line;
         self.failed |= written.is_err();
     }
@@ -283,6 +314,7 @@ impl RowWriter {
     /// Makes what was written readable at its offsets.
     pub fn flush(&mut self) {
         self.failed |= self.out.flush().is_err();
+        self.failed |= self.column.flush().is_err();
     }
 
     /// Marks the row file whole (every row of the source was written).
@@ -293,7 +325,8 @@ impl RowWriter {
             self.failed = std::fs::write(&self.skipped_path, text).is_err();
         }
         if !self.failed {
-            let _ = std::fs::write(&self.done, &self.identity);
+            let done = format!("{}column {}\n", self.identity, self.line);
+            let _ = std::fs::write(&self.done, done);
         }
     }
 }
@@ -362,10 +395,54 @@ pub fn split_line(line: &[u8]) -> LineParts<'_> {
     }
 }
 
-/// What was seen of a row, as its row file line holds it.
+/// What was seen of a row that fits no record, as its row file line holds it.
 pub fn seen_text(seen: &Seen, out: &mut Vec<u8>) {
     out.clear();
     serde_json::to_writer(out, seen).expect("what was seen serializes");
+}
+
+/// Reads a row file's column of what was seen (see the module's notes), a line's
+/// record at a time, in the order of the lines.
+pub struct SeenColumn {
+    reader: BufReader<File>,
+    /// The line whose record is read next ([`SeenColumn::BROKEN`] once a read
+    /// failed: nothing more is read).
+    next: usize,
+}
+
+impl SeenColumn {
+    const BROKEN: usize = usize::MAX;
+
+    /// The column of the row file of `foreign` (`None` when it has none).
+    pub fn open(foreign: &Foreign) -> Option<SeenColumn> {
+        let file = File::open(foreign.seen_path()).ok()?;
+        Some(SeenColumn {
+            reader: BufReader::with_capacity(1 << 16, file),
+            next: 1,
+        })
+    }
+
+    /// What the record of row file line `line` (1-based) says: nothing when the
+    /// column has no such record.
+    pub fn at(&mut self, line: usize) -> Recorded {
+        if line == 0 || self.next == Self::BROKEN {
+            return Recorded::Nothing;
+        }
+        if line != self.next {
+            let ahead = (line as i64 - self.next as i64) * SEEN_RECORD as i64;
+            if self.reader.seek_relative(ahead).is_err() {
+                self.next = Self::BROKEN;
+                return Recorded::Nothing;
+            }
+        }
+        let mut record = [0u8; SEEN_RECORD];
+        if self.reader.read_exact(&mut record).is_err() {
+            self.next = Self::BROKEN;
+            return Recorded::Nothing;
+        }
+        self.next = line + 1;
+        Seen::of_record(&record)
+    }
 }
 
 /// Reads a file's row file lines' facts: consecutive rows with the same facts' text
@@ -529,8 +606,9 @@ impl Converting {
             seen = sources::seen::seen(&row.sample, &wanted, grouped);
         }
         self.seen_text.clear();
-        if let (Some(seen), true) = (&seen, self.row_file) {
-            seen_text(seen, &mut self.seen_text);
+        match (&seen, self.row_file) {
+            (Some(seen), true) if !seen.fits_record() => seen_text(seen, &mut self.seen_text),
+            _ => {}
         }
         let offset = offset_after_gap(self.pos, self.line, row.line);
         let facts = match (&self.last_facts, row.facts.is_empty()) {
@@ -544,7 +622,8 @@ impl Converting {
         };
         let facts_text = facts.map_or("", |(_, text)| text.as_str());
         if let Some(writer) = &mut self.writer {
-            writer.write(row.line, &row.sample, facts_text, &self.seen_text);
+            let record = Seen::record(seen.as_ref());
+            writer.write(row.line, &row.sample, facts_text, &self.seen_text, &record);
         }
         let part = |len: usize| if len == 0 { 0 } else { 1 + len };
         let separated = part(facts_text.len()) + part(self.seen_text.len());

@@ -1,7 +1,7 @@
 //! Samples files, read one line at a time (never loaded whole).
 
 use super::line_memo::{FileRead, FileReads, FileStamp, MemoReader, MemoRecorder, Remembered};
-use super::rows::{split_line, Converting, FactsReader, SkippedRow};
+use super::rows::{split_line, Converting, FactsReader, SeenColumn, SkippedRow};
 use super::{LineMemos, SamplesFile};
 use crate::model::check_sample;
 use crate::model::SampleRef;
@@ -189,6 +189,8 @@ pub struct SamplesReader {
     seen: Option<Seen>,
     handing: Option<SeenSender>,
     seen_out: Vec<(usize, Seen)>,
+    /// The current row file's column of what was seen, when it is handed on.
+    column: Option<SeenColumn>,
     /// Where the rows that hold no sample are noted (see [`SamplesReader::noting`]).
     skipped: Option<Skipped>,
 }
@@ -279,6 +281,7 @@ impl SamplesReader {
             seen: None,
             handing: None,
             seen_out: Vec::new(),
+            column: None,
             skipped: None,
         }
     }
@@ -588,6 +591,11 @@ impl SamplesReader {
                         format!("cannot read samples file {}: {e}", file.label),
                     )
                 });
+                // what was seen of its rows, when they are handed on, is in its column
+                self.column = match (&file.foreign, &self.handing) {
+                    (Some(foreign), Some(_)) => SeenColumn::open(foreign),
+                    _ => None,
+                };
                 let reader = match opened {
                     Ok(f) => {
                         self.opened(self.next_file, &f, began);
@@ -648,7 +656,9 @@ impl SamplesReader {
                 line: self.line_no,
                 facts: end.facts,
             };
-            self.seen = end.seen;
+            self.seen = end
+                .seen
+                .or_else(|| from_column(&mut self.column, at.line, at.facts.as_deref()));
             self.index += 1;
             return Some(Ok((at, offset, Vouch::No)));
         }
@@ -688,11 +698,13 @@ impl SamplesReader {
             .is_some_and(|w| w.load(Ordering::Relaxed));
         let unread = !line.bad && !wanted;
         // what was seen of a row without facts (no step) is read only by a run
-        // handed it for every row
+        // handed it for every row: from its column, or what follows its text when
+        // it fits no record
         let hand = self.handing.is_some();
         let suffix_wanted =
             line.facts || (line.seen && hand && crate::sources::seen::handed(false));
         if unread && !suffix_wanted {
+            self.seen = from_column(&mut self.column, at.line, None);
             return Some(Ok((at, line.offset, Vouch::Unread(line.hash, line.len))));
         }
         // only the facts of a text not wanted are read: from the text's end
@@ -750,6 +762,9 @@ impl SamplesReader {
                 self.suffix_buf = suffix;
             }
         }
+        if self.seen.is_none() {
+            self.seen = from_column(&mut self.column, at.line, at.facts.as_deref());
+        }
         if unread {
             return Some(Ok((at, line.offset, Vouch::Unread(line.hash, line.len))));
         }
@@ -772,6 +787,24 @@ impl SamplesReader {
             self.pos += reader.read_until(b'\n', &mut self.buf)? as u64;
         }
         Ok(())
+    }
+}
+
+/// What was seen of row file line `line` with facts `facts`, from its row file's
+/// column (`column`, when it is read), when the run is handed it.
+fn from_column(
+    column: &mut Option<SeenColumn>,
+    line: usize,
+    facts: Option<&Facts>,
+) -> Option<Seen> {
+    let column = column.as_mut()?;
+    let stepped = facts.is_some_and(|f| f.step.is_some());
+    if !crate::sources::seen::handed(stepped) {
+        return None;
+    }
+    match column.at(line) {
+        crate::model::Recorded::Seen(seen) => Some(seen),
+        _ => None,
     }
 }
 

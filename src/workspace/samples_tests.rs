@@ -725,6 +725,114 @@ fn what_was_seen_of_a_row_is_kept_in_its_row_file_and_handed_only_to_a_run_that_
 }
 
 #[test]
+fn a_row_file_s_column_holds_what_was_seen_and_one_cut_short_makes_it_stale() {
+    use crate::model::Label;
+    use crate::sources::seen::{hand, Handed};
+    let dir = tempfile::tempdir().unwrap();
+    // a table mapped with a label column: two readable labels, one that is not
+    // (what was seen of it fits no record: it is written on its line), a row with
+    // no label, a bad row and a blank line between them
+    let path = dir.path().join("graded.jsonl");
+    let rows = [
+        r#"{"prompt": "p1", "completion": "abc", "ok": true}"#,
+        r#"{"prompt": "p1", "completion": "abcde", "ok": "Incorrect"}"#,
+        "",
+        r#"{"prompt": "p2", "completion": "xy", "ok": "maybe"}"#,
+        "[1]",
+        r#"{"prompt": "p2", "completion": "x"}"#,
+    ];
+    std::fs::write(&path, rows.join("\n") + "\n").unwrap();
+    let mapping = crate::sources::Mapping {
+        path: "graded.jsonl".into(),
+        prompt: Some("prompt".into()),
+        completion: Some("completion".into()),
+        label: Some("ok".into()),
+        ..Default::default()
+    };
+    let foreign = crate::workspace::Foreign::new(
+        &path,
+        crate::workspace::Reader::Mapped(Box::new(mapping)),
+        Default::default(),
+        &dir.path().join(".rwb"),
+    );
+    let files = vec![SamplesFile {
+        label: "graded.jsonl".into(),
+        path: path.clone(),
+        foreign: Some(Arc::new(foreign.clone())),
+    }];
+    let memos = memos_in(dir.path());
+    let with_seen = |reader: SamplesReader| -> Vec<(usize, Option<Seen>)> {
+        let (tx, mut column) = crate::sources::seen::column();
+        let lines: Vec<SampleLine> = reader.handing(Some(tx)).map(Result::unwrap).collect();
+        lines
+            .iter()
+            .map(|l| (l.at.line, column.take(l.at.index).cloned()))
+            .collect()
+    };
+    hand(Handed::Always);
+    let converted = with_seen(SamplesReader::new(&files).writing_rows());
+    assert!(foreign.is_current(&path));
+    let summary: Vec<(usize, Option<u32>, Option<Label>)> = converted
+        .iter()
+        .map(|(line, s)| {
+            let s = s.clone().unwrap_or_default();
+            (*line, s.chars, s.label)
+        })
+        .collect();
+    let unreadable = Label::Unreadable {
+        unreadable: "\"maybe\"".into(),
+    };
+    assert_eq!(
+        summary,
+        [
+            (1, Some(3), Some(Label::Read(true))),
+            (2, Some(5), Some(Label::Read(false))),
+            (4, Some(2), Some(unreadable)),
+            (5, None, None),
+            (6, Some(1), None),
+        ]
+    );
+    // a record a line, blank and bad lines included; the unreadable label's text is
+    // on its line
+    let column = std::fs::read(foreign.seen_path()).unwrap();
+    assert_eq!(column.len(), 6 * crate::model::SEEN_RECORD);
+    let rows_text = std::fs::read_to_string(&foreign.rows).unwrap();
+    let with_text: Vec<usize> = rows_text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| split_line(l.as_bytes()).seen.is_some())
+        .map(|(i, _)| i + 1)
+        .collect();
+    assert_eq!(with_text, [4]);
+    // read back from the row file and its column, line by line and as the memo
+    // vouches for the lines (read or not)
+    assert_eq!(
+        with_seen(SamplesReader::new(&files).with_memos(memos.clone())),
+        converted
+    );
+    for wanted in [false, true] {
+        let vouched = SamplesReader::new(&files)
+            .with_memos(memos.clone())
+            .texts_when_wanted(Arc::new(AtomicBool::new(wanted)));
+        assert_eq!(with_seen(vouched), converted, "wanted {wanted}");
+    }
+    // a column cut short (or gone) is no whole row file: the source is read again
+    let cut = std::fs::OpenOptions::new()
+        .write(true)
+        .open(foreign.seen_path())
+        .unwrap();
+    cut.set_len(5 * crate::model::SEEN_RECORD as u64).unwrap();
+    assert!(!foreign.is_current(&path));
+    assert_eq!(
+        with_seen(SamplesReader::new(&files).writing_rows()),
+        converted
+    );
+    assert!(foreign.is_current(&path));
+    std::fs::remove_file(foreign.seen_path()).unwrap();
+    assert!(!foreign.is_current(&path));
+}
+
+#[test]
 fn a_row_file_line_splits_into_its_text_facts_and_what_was_seen() {
     let parts = |line: &'static [u8]| {
         let p = split_line(line);

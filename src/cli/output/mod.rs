@@ -196,26 +196,22 @@ impl Printer {
     /// A sample with every evaluator's outcome: counted, compared, and written (or
     /// kept for the table or file written at the end).
     fn complete(&mut self, sample: SampleResults) {
-        // what was seen of its row, for the reports (in sample order, as its reader
-        // sent it)
-        let seen = self.seen.as_mut().and_then(|s| s.take(sample.at.index));
         if let Some(h) = self.human.as_mut() {
             h.add(sample.at.index, &sample.hash, &sample.outcomes);
         }
         self.compare(&sample);
+        // what was seen of its row, for the reports (in sample order, as its reader
+        // sent it)
+        let seen = self.seen.as_mut().and_then(|s| s.take(sample.at.index));
         if let Some(v) = self.verifier.as_mut() {
             let human = self
                 .human
                 .as_ref()
                 .and_then(|h| h.label(sample.at.index, &sample.hash));
-            v.add(
-                &sample,
-                seen.as_ref(),
-                human.and_then(trust::agreement::Label::pass),
-            );
+            v.add(&sample, seen, human.and_then(trust::agreement::Label::pass));
         }
         if let Some(h) = self.hacking.as_mut() {
-            h.add(&sample, seen.as_ref(), self.human.as_ref());
+            h.add(&sample, seen, self.human.as_ref());
         }
         if let Some(t) = self.training.as_mut() {
             t.add(&sample);

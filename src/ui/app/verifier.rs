@@ -44,7 +44,7 @@ impl App {
             return None;
         }
         let groups = self.grouping();
-        let mut b = VerifierBuilder::default();
+        let mut b = VerifierBuilder::new(self.threshold);
         for (i, s) in self.samples.iter().enumerate() {
             let Some(cell) = s.cells.get(e).filter(|c| c.outcome.is_some()) else {
                 continue;
@@ -56,6 +56,6 @@ impl App {
                 group,
             );
         }
-        b.labelled().then(|| b.finish(self.threshold))
+        b.labelled().then(|| b.finish())
     }
 }
