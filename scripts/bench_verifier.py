@@ -31,11 +31,16 @@ What it does:
   4. Prints a table: scenario, plain s, labelled s, overhead % (the median of the
      rounds' paired ratios, less 1), an interval of at least 90 % confidence for it
      (order statistics: the machine's noise, shown), target, PASS/FAIL.
+  5. With --instructions (valgrind on PATH): each scenario once more on each side
+     under callgrind, rwb's own process traced (its workers run untraced: their work
+     is the same on both sides, the same samples scored by the same evaluator), and
+     rwb's instruction counts: what the statistics add, a figure no other process on
+     the machine moves.
 
 Exit status: 0 when every scenario was measured, 1 when one could not be, 2 for usage.
 
 Usage:
-  python3 scripts/bench_verifier.py [--quick] [--rwb PATH] [--repeat 11] [--keep]
+  python3 scripts/bench_verifier.py [--quick] [--rwb PATH] [--repeat 11] [--instructions] [--keep]
 """
 
 import argparse
@@ -111,12 +116,43 @@ def run(meter, rwb, root, n, labelled, cache):
     return elapsed, cpu
 
 
+def instructions(rwb, root, labelled, cache, tmp):
+    """rwb's own instructions for one run under callgrind (its workers untraced)."""
+    out = os.path.join(tmp, "callgrind")
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
+    # --no-contain: the box is built by rwb's own executable, which under valgrind is
+    # valgrind's (both sides alike)
+    args = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/%p.out",
+            rwb, "run", root, "--format", "jsonl", "--no-contain"]
+    if not cache:
+        args.append("--no-cache")
+    env = dict(os.environ)
+    env.pop("RWB_NO_HACKING", None)
+    if not labelled:
+        env["RWB_NO_HACKING"] = "1"
+    p = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    if p.returncode != 0:
+        raise RuntimeError(f"rwb run {root} under callgrind exited {p.returncode}: {p.stderr[-2000:]}")
+    counts = []
+    for name in os.listdir(out):
+        with open(os.path.join(out, name)) as f:
+            for line in f:
+                if line.startswith("summary:"):
+                    counts.append(int(line.split()[1]))
+                    break
+    # rwb's own process is the largest (a child forked to start a worker traces
+    # only its few instructions before it executes Python)
+    return max(counts)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--rwb", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "rwb"))
     ap.add_argument("--repeat", type=int, default=11)
     ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--instructions", action="store_true")
     a = ap.parse_args()
     if not os.path.exists(a.rwb):
         print(f"no rwb at {a.rwb}: cargo build --release first, or --rwb PATH", file=sys.stderr)
@@ -131,6 +167,10 @@ def main():
         workspace(plain, samples, False)
         workspace(labelled, samples, True)
         rows = []
+        counted = []
+        if a.instructions and shutil.which("valgrind") is None:
+            print("no valgrind on PATH: --instructions left out", file=sys.stderr)
+            a.instructions = False
         # cold: --no-cache before any run (every row converted, and seen, each time);
         # warm: every score from the cache; rows: --no-cache once an earlier run
         # wrote the row files (a workspace's usual state: nothing converted again)
@@ -153,6 +193,9 @@ def main():
                 # the fastest of each: what the run costs when nothing else runs
                 best = min(t[k] for t in times[True]) / min(t[k] for t in times[False])
                 rows.append((f"{name} {what}", p, l, paired - 1.0, median_interval(ratios), best - 1.0, target))
+            if a.instructions:
+                counted.append((name, instructions(a.rwb, plain, False, cache, tmp),
+                                instructions(a.rwb, labelled, True, cache, tmp)))
         print(f"\n{n:,} samples in groups of 8, labelled; median of {a.repeat} alternating runs")
         print("wall: elapsed seconds; " + meter.describe())
         print("overhead: the median of the rounds' paired ratios, less 1 (the verdict's), and an")
@@ -164,6 +207,11 @@ def main():
             t = "-" if target is None else f"<{target:.0%}"
             iv = "-" if interval is None else f"[{interval[0] - 1:+.1%}, {interval[1] - 1:+.1%}] {interval[2]:.0%}"
             print(f"{name:<12}{p:>10.3f}{l:>12.3f}{over:>+10.2%}{iv:>20}{best:>+9.2%}{t:>9}  {verdict}")
+        if counted:
+            print("\nrwb's own instructions (callgrind; its workers untraced, the same work on both sides)")
+            print(f"{'scenario':<12}{'plain':>16}{'labelled':>16}{'added':>14}{'a sample':>10}{'of rwb':>9}")
+            for name, p, l in counted:
+                print(f"{name:<12}{p:>16,}{l:>16,}{l - p:>+14,}{(l - p) / n:>+10.0f}{(l - p) / p:>+9.2%}")
         return 0
     except RuntimeError as e:
         print(f"could not measure: {e}", file=sys.stderr)
