@@ -43,9 +43,10 @@ pub struct Facts {
 }
 
 /// What rwb read off a converted sample's line, once, as it wrote the row file: the
-/// figures SPEC §19 and §20 take of every sample, so that a run gets them with the
-/// facts it reads anyway instead of reading and parsing every line a second time.
-/// Short names: a row file holds one of these a line.
+/// figures SPEC §19 and §20 take of every sample, so that a run gets them beside the
+/// rows it reads instead of reading and parsing every line a second time. A row file
+/// keeps one a line in its column ([`Seen::record`]); one that fits no record is
+/// written on its line as JSON, with these short names.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Seen {
     /// The completion's length in characters (chat form: the last assistant turn's).

@@ -1,8 +1,8 @@
 //! What rwb reads off a converted sample's line, once, as the row is converted
 //! ([`Seen`]): the completion's length, the line's place by prompt, and the
 //! correctness its file's `label` column or RewardBench role gives it. Kept in the
-//! row file beside the row's facts, and handed with the sample's place to a run that
-//! wants it ([`handed`]): `rwb run`'s per-step report (SPEC §19) and verifier
+//! row file's column of fixed-size records (`workspace::rows`), and handed in sample
+//! order to a run that wants it ([`handed`]): `rwb run`'s per-step report (SPEC §19) and verifier
 //! statistics (§20) take them from there, with no second reading of the line.
 
 use crate::model::{Label, Seen};

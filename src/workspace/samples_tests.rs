@@ -664,8 +664,8 @@ fn a_row_file_s_memo_vouches_for_its_lines_and_their_facts_are_still_read() {
 fn what_was_seen_of_a_row_is_kept_in_its_row_file_and_handed_only_to_a_run_that_wants_it() {
     use crate::sources::seen::{hand, Handed};
     let dir = tempfile::tempdir().unwrap();
-    // a TRL log (facts on every row) and a plain Parquet table (none: only what was
-    // seen follows its rows' text)
+    // a TRL log (facts on every row) and a plain Parquet table (none: what was seen
+    // of its rows is only in the row file's column)
     let files = vec![
         foreign_file(dir.path(), "trl/completions/completions_00002.parquet"),
         foreign_file(dir.path(), "tables/chat.parquet"),
