@@ -93,7 +93,8 @@ def workspace(root, samples, labelled):
         f.write(toml)
 
 
-def run(meter, rwb, root, n, labelled, cache):
+def command(rwb, root, labelled, cache):
+    """The run's arguments and environment."""
     args = [rwb, "run", root, "--format", "jsonl"]
     if not cache:
         args.append("--no-cache")
@@ -103,37 +104,40 @@ def run(meter, rwb, root, n, labelled, cache):
         # the leanest run: no per-step report, and (with no verifier statistics either)
         # rows converted without a row file are not read for their labels and lengths
         env["RWB_NO_HACKING"] = "1"
-    with tempfile.TemporaryFile(mode="w+") as err:
-        elapsed, cpu, code = meter.run(args, stdout=subprocess.DEVNULL, stderr=err, env=env)
-        err.seek(0)
-        stderr = err.read()
+    return args, env
+
+
+def check(root, n, labelled, code, stderr):
+    """Fails a run that did not do its work: a broken run cannot look fast."""
     if code != 0:
         raise RuntimeError(f"rwb run {root} exited {code}: {stderr[-2000:]}")
     if labelled and f"judge verifier at 0.5: {n} labelled" not in stderr:
         raise RuntimeError(f"the labelled run printed no verifier block for {n} samples:\n{stderr[-2000:]}")
     if not labelled and "verifier at" in stderr:
         raise RuntimeError("the plain run computed verifier statistics")
+
+
+def run(meter, rwb, root, n, labelled, cache):
+    args, env = command(rwb, root, labelled, cache)
+    with tempfile.TemporaryFile(mode="w+") as err:
+        elapsed, cpu, code = meter.run(args, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        err.seek(0)
+        stderr = err.read()
+    check(root, n, labelled, code, stderr)
     return elapsed, cpu
 
 
-def instructions(rwb, root, labelled, cache, tmp):
+def instructions(rwb, root, n, labelled, cache, tmp):
     """rwb's own instructions for one run under callgrind (its workers untraced)."""
     out = os.path.join(tmp, "callgrind")
     shutil.rmtree(out, ignore_errors=True)
     os.makedirs(out)
+    args, env = command(rwb, root, labelled, cache)
     # --no-contain: the box is built by rwb's own executable, which under valgrind is
     # valgrind's (both sides alike)
-    args = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/%p.out",
-            rwb, "run", root, "--format", "jsonl", "--no-contain"]
-    if not cache:
-        args.append("--no-cache")
-    env = dict(os.environ)
-    env.pop("RWB_NO_HACKING", None)
-    if not labelled:
-        env["RWB_NO_HACKING"] = "1"
+    args = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}/%p.out", *args, "--no-contain"]
     p = subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
-    if p.returncode != 0:
-        raise RuntimeError(f"rwb run {root} under callgrind exited {p.returncode}: {p.stderr[-2000:]}")
+    check(root, n, labelled, p.returncode, p.stderr)
     counts = []
     for name in os.listdir(out):
         with open(os.path.join(out, name)) as f:
@@ -194,8 +198,8 @@ def main():
                 best = min(t[k] for t in times[True]) / min(t[k] for t in times[False])
                 rows.append((f"{name} {what}", p, l, paired - 1.0, median_interval(ratios), best - 1.0, target))
             if a.instructions:
-                counted.append((name, instructions(a.rwb, plain, False, cache, tmp),
-                                instructions(a.rwb, labelled, True, cache, tmp)))
+                counted.append((name, instructions(a.rwb, plain, n, False, cache, tmp),
+                                instructions(a.rwb, labelled, n, True, cache, tmp)))
         print(f"\n{n:,} samples in groups of 8, labelled; median of {a.repeat} alternating runs")
         print("wall: elapsed seconds; " + meter.describe())
         print("overhead: the median of the rounds' paired ratios, less 1 (the verdict's), and an")

@@ -250,9 +250,7 @@ impl PromptOf {
             (a, b) => a.is_none() && b.is_none(),
         };
         let turns = match (&self.turns, &other.turns) {
-            (Some(a), Some(b)) => {
-                a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_text(a, b))
-            }
+            (Some(a), Some(b)) => same_texts(a, b),
             (a, b) => a.is_none() && b.is_none(),
         };
         turns && same(&self.prompt, &other.prompt) && same(&self.step, &other.step)
@@ -270,13 +268,16 @@ fn same_text(a: &Value, b: &Value) -> bool {
                     .zip(b)
                     .all(|((ka, va), (kb, vb))| ka == kb && same_text(va, vb))
         }
-        (Value::Array(a), Value::Array(b)) => {
-            a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_text(a, b))
-        }
+        (Value::Array(a), Value::Array(b)) => same_texts(a, b),
         // `0.0 == -0.0`, written apart
         (Value::Number(a), Value::Number(b)) => a.to_string() == b.to_string(),
         (a, b) => a == b,
     }
+}
+
+/// [`same_text`] of each pair of two lists as long.
+fn same_texts(a: &[Value], b: &[Value]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(a, b)| same_text(a, b))
 }
 
 /// A quick key of a sample's rollout group grouped by prompt, from its facts and what
